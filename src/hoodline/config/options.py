@@ -1,0 +1,169 @@
+"""Typed options with documented defaults.
+
+An option is declared once, with its key, type, default and description::
+
+    MAX_FILE_SIZE = option("hoodie.parquet.max.file.size", int, 120 * 1024 * 1024,
+                           "Target maximum size in bytes of a base file.", minimum=1)
+
+and read from an :class:`Options` mapping (parsed from TOML, CLI or a dict). Reading validates the
+value and raises :class:`~hoodline.errors.ConfigError` naming the option and the bad value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, cast
+
+from hoodline.errors import ConfigError
+
+T = TypeVar("T")
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One documented option."""
+
+    key: str
+    type: type[T]
+    default: T
+    description: str
+    choices: tuple[T, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    secret: bool = False
+    validator: Callable[[T], str | None] | None = field(default=None, compare=False)
+
+    def convert(self, raw: object) -> T:
+        """Convert ``raw`` (from TOML, CLI strings or Python) to this option's type and check it."""
+        value = self._coerce(raw)
+        if self.choices is not None and value not in self.choices:
+            allowed = ", ".join(repr(c) for c in self.choices)
+            raise ConfigError(
+                f"option '{self.key}' has invalid value {self._show(raw)}; allowed: {allowed}"
+            )
+        if self.minimum is not None and value < self.minimum:  # type: ignore[operator]
+            raise ConfigError(
+                f"option '{self.key}' has invalid value {self._show(raw)}; "
+                f"must be >= {self.minimum}"
+            )
+        if self.maximum is not None and value > self.maximum:  # type: ignore[operator]
+            raise ConfigError(
+                f"option '{self.key}' has invalid value {self._show(raw)}; "
+                f"must be <= {self.maximum}"
+            )
+        if self.validator is not None:
+            problem = self.validator(value)
+            if problem:
+                raise ConfigError(
+                    f"option '{self.key}' has invalid value {self._show(raw)}: {problem}"
+                )
+        return value
+
+    def _show(self, raw: object) -> str:
+        return "'***'" if self.secret else repr(raw)
+
+    def _coerce(self, raw: object) -> T:
+        t = self.type
+        try:
+            if t is bool:
+                if isinstance(raw, bool):
+                    return cast(T, raw)
+                if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
+                    return cast(T, raw.strip().lower() in _TRUE)
+                raise ValueError("expected true or false")
+            if t is int:
+                if isinstance(raw, bool):
+                    raise ValueError("expected an integer")
+                if isinstance(raw, int):
+                    return cast(T, raw)
+                if isinstance(raw, str):
+                    return cast(T, int(raw.strip().replace("_", "")))
+                raise ValueError("expected an integer")
+            if t is float:
+                if isinstance(raw, bool):
+                    raise ValueError("expected a number")
+                return cast(T, float(cast(Any, raw)))
+            if t is str:
+                if not isinstance(raw, str):
+                    raise ValueError("expected a string")
+                return cast(T, raw)
+            if t is tuple:
+                if isinstance(raw, str):
+                    return cast(T, tuple(p.strip() for p in raw.split(",") if p.strip()))
+                if isinstance(raw, (list, tuple)):
+                    return cast(T, tuple(raw))
+                raise ValueError("expected a list or a comma-separated string")
+            return t(raw)  # type: ignore[call-arg]
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"option '{self.key}' has invalid value {self._show(raw)}: {exc}"
+            ) from None
+
+
+def option(
+    key: str,
+    type_: type[T],
+    default: T,
+    description: str,
+    *,
+    choices: Iterable[T] | None = None,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    secret: bool = False,
+    validator: Callable[[T], str | None] | None = None,
+) -> ConfigOption[T]:
+    """Declare an option (see module docs)."""
+    return ConfigOption(
+        key=key,
+        type=type_,
+        default=default,
+        description=description,
+        choices=tuple(choices) if choices is not None else None,
+        minimum=minimum,
+        maximum=maximum,
+        secret=secret,
+        validator=validator,
+    )
+
+
+class Options:
+    """A validated view over raw key/value settings.
+
+    ``known`` lists the options that may appear; unknown keys are refused (typos fail fast) unless
+    they start with one of ``passthrough_prefixes`` (e.g. client properties handed to librdkafka).
+    """
+
+    def __init__(
+        self,
+        raw: Mapping[str, object] | None = None,
+        known: Iterable[ConfigOption[Any]] = (),
+        passthrough_prefixes: Iterable[str] = (),
+    ) -> None:
+        self._raw: dict[str, object] = dict(raw or {})
+        self._known = {o.key: o for o in known}
+        prefixes = tuple(passthrough_prefixes)
+        if self._known:
+            for key in self._raw:
+                if key not in self._known and not key.startswith(prefixes):
+                    raise ConfigError(
+                        f"unknown option '{key}'; known options: {', '.join(sorted(self._known))}"
+                    )
+
+    def get(self, opt: ConfigOption[T]) -> T:
+        if opt.key in self._raw:
+            return opt.convert(self._raw[opt.key])
+        return opt.default
+
+    def contains(self, opt: ConfigOption[Any]) -> bool:
+        return opt.key in self._raw
+
+    def with_prefix(self, prefix: str) -> dict[str, object]:
+        """Raw entries whose key starts with ``prefix``, prefix removed."""
+        return {k[len(prefix):]: v for k, v in self._raw.items() if k.startswith(prefix)}
+
+    def raw(self) -> dict[str, object]:
+        return dict(self._raw)
