@@ -1,0 +1,169 @@
+"""Commit metadata: the JSON body of a completed ``commit``/``replacecommit`` instant.
+
+Shape (Hudi table version 6, as hudi-rs reads it)::
+
+    {"partitionToWriteStats": {"<partition>": [{"fileId": ..., "path": ..., "prevCommit": ...,
+        "numWrites": .., "numDeletes": .., "numUpdateWrites": .., "numInserts": ..,
+        "totalWriteBytes": .., "totalWriteErrors": .., "partitionPath": ..,
+        "fileSizeInBytes": ..}]},
+     "compacted": false, "operationType": "UPSERT",
+     "extraMetadata": {"schema": "<Avro schema JSON of the data columns>", ...writer keys...}}
+
+A replacecommit additionally carries ``partitionToReplaceFileIds``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hoodline.errors import TimelineError
+
+#: Key of the Avro schema (data columns, no ``_hoodie_`` columns) in ``extraMetadata``.
+SCHEMA_KEY = "schema"
+
+#: Operation types as Hudi spells them (``WriteOperationType``).
+OPERATION_TYPES: tuple[str, ...] = (
+    "INSERT",
+    "UPSERT",
+    "DELETE",
+    "BULK_INSERT",
+    "INSERT_OVERWRITE",
+    "INSERT_OVERWRITE_TABLE",
+    "DELETE_PARTITION",
+    "CLUSTER",
+    "UNKNOWN",
+)
+
+
+@dataclass
+class WriteStat:
+    """What one write task did to one file group in one instant."""
+
+    file_id: str
+    path: str
+    prev_commit: str | None
+    num_writes: int
+    num_deletes: int
+    num_update_writes: int
+    num_inserts: int
+    total_write_bytes: int
+    total_write_errors: int
+    partition_path: str
+    file_size_in_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fileId": self.file_id,
+            "path": self.path,
+            # Java Hudi writes the string "null" for a new file group
+            "prevCommit": self.prev_commit if self.prev_commit is not None else "null",
+            "numWrites": self.num_writes,
+            "numDeletes": self.num_deletes,
+            "numUpdateWrites": self.num_update_writes,
+            "numInserts": self.num_inserts,
+            "totalWriteBytes": self.total_write_bytes,
+            "totalWriteErrors": self.total_write_errors,
+            "partitionPath": self.partition_path,
+            "fileSizeInBytes": self.file_size_in_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> WriteStat:
+        prev = d.get("prevCommit")
+        return cls(
+            file_id=str(d["fileId"]),
+            path=str(d["path"]),
+            prev_commit=None if prev in (None, "null") else str(prev),
+            num_writes=int(d.get("numWrites", 0)),
+            num_deletes=int(d.get("numDeletes", 0)),
+            num_update_writes=int(d.get("numUpdateWrites", 0)),
+            num_inserts=int(d.get("numInserts", 0)),
+            total_write_bytes=int(d.get("totalWriteBytes", 0)),
+            total_write_errors=int(d.get("totalWriteErrors", 0)),
+            partition_path=str(d.get("partitionPath", "")),
+            file_size_in_bytes=int(d.get("fileSizeInBytes", 0)),
+        )
+
+
+@dataclass
+class CommitMetadata:
+    """Everything a completed data instant records."""
+
+    partition_to_write_stats: dict[str, list[WriteStat]]
+    operation_type: str
+    extra_metadata: dict[str, str]
+    compacted: bool = False
+    #: replacecommit only: file groups hidden by this instant, per partition.
+    partition_to_replace_file_ids: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def schema(self) -> str | None:
+        """The Avro schema JSON in ``extraMetadata.schema`` (None if absent)."""
+        return self.extra_metadata.get(SCHEMA_KEY)
+
+    def write_stats(self) -> list[WriteStat]:
+        return [s for stats in self.partition_to_write_stats.values() for s in stats]
+
+    def file_paths(self) -> list[str]:
+        """Relative paths of every file this instant wrote."""
+        return [s.path for s in self.write_stats()]
+
+    def total_records_written(self) -> int:
+        return sum(s.num_writes for s in self.write_stats())
+
+    def total_bytes_written(self) -> int:
+        return sum(s.total_write_bytes for s in self.write_stats())
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "partitionToWriteStats": {
+                p: [s.to_dict() for s in stats]
+                for p, stats in self.partition_to_write_stats.items()
+            },
+            "compacted": self.compacted,
+            "extraMetadata": dict(self.extra_metadata),
+            "operationType": self.operation_type,
+        }
+        if self.partition_to_replace_file_ids:
+            body["partitionToReplaceFileIds"] = {
+                p: list(ids) for p, ids in self.partition_to_replace_file_ids.items()
+            }
+        return body
+
+    def to_json_bytes(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=2).encode("utf-8")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CommitMetadata:
+        p2s = d.get("partitionToWriteStats") or {}
+        extra = d.get("extraMetadata") or {}
+        return cls(
+            partition_to_write_stats={
+                str(p): [WriteStat.from_dict(s) for s in (stats or [])] for p, stats in p2s.items()
+            },
+            operation_type=str(d.get("operationType") or "UNKNOWN"),
+            extra_metadata={str(k): str(v) for k, v in extra.items() if v is not None},
+            compacted=bool(d.get("compacted", False)),
+            partition_to_replace_file_ids={
+                str(p): [str(i) for i in ids]
+                for p, ids in (d.get("partitionToReplaceFileIds") or {}).items()
+            },
+        )
+
+    @classmethod
+    def from_json_bytes(cls, data: bytes, source: str = "<bytes>") -> CommitMetadata:
+        try:
+            parsed = json.loads(data.decode("utf-8")) if data.strip() else {}
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TimelineError(f"commit metadata in '{source}' is not valid JSON: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise TimelineError(f"commit metadata in '{source}' is not a JSON object")
+        try:
+            return cls.from_dict(parsed)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TimelineError(
+                f"commit metadata in '{source}' is malformed ({exc!r}); "
+                "the file may have been written by another tool"
+            ) from None

@@ -1,0 +1,197 @@
+"""File-system view: file groups and file slices built from completed commits only.
+
+Mirrors how hudi-rs picks files for a copy-on-write table:
+
+* partitions are the leaf folders under the base path (``.hoodie`` excluded), or the base path
+  itself for a non-partitioned table;
+* every ``*.parquet`` file there must be a Hudi base file ``<fileId>_<writeToken>_<ts>.parquet``;
+* a base file is visible when ``ts`` is a completed commit at or before the query time; files of
+  requested/inflight/rolled-back instants are ignored;
+* file groups replaced by a completed replacecommit (at or before the query time) are hidden;
+* the file slice of a group at a time is its newest visible base file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hoodline.errors import TableError
+from hoodline.table.instant import REPLACE_COMMIT, is_valid_timestamp
+from hoodline.table.timeline import Timeline
+
+BASE_FILE_EXTENSION = ".parquet"
+#: Top-level folders that are never partitions (same list as hudi-rs).
+NON_PARTITION_DIRS = frozenset({".hoodie", "_delta_log", "metadata"})
+PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
+
+
+def base_file_name(file_id: str, write_token: str, instant_ts: str) -> str:
+    """``<fileId>_<writeToken>_<ts>.parquet``; no part may contain ``_``."""
+    for label, part in (("file id", file_id), ("write token", write_token)):
+        if not part or "_" in part or "/" in part:
+            raise TableError(f"{label} '{part}' is invalid: must be non-empty without '_' or '/'")
+    if not is_valid_timestamp(instant_ts):
+        raise TableError(f"instant time '{instant_ts}' is not a 17-digit timestamp")
+    return f"{file_id}_{write_token}_{instant_ts}{BASE_FILE_EXTENSION}"
+
+
+def parse_base_file_name(name: str) -> tuple[str, str, str]:
+    """``(file_id, write_token, instant_ts)`` of a base file name; :class:`TableError` otherwise."""
+    base = os.path.basename(name)
+    if not base.endswith(BASE_FILE_EXTENSION):
+        raise TableError(f"'{name}' is not a parquet base file")
+    parts = base[: -len(BASE_FILE_EXTENSION)].split("_")
+    if len(parts) != 3 or not parts[0] or not parts[1] or not is_valid_timestamp(parts[2]):
+        raise TableError(
+            f"'{name}' is not a Hudi base file name '<fileId>_<writeToken>_<17-digit ts>.parquet'; "
+            "foreign parquet files inside a table make every Hudi read fail: move it out"
+        )
+    return parts[0], parts[1], parts[2]
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """One version of a file group: its base file (path relative to the table base path)."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: str
+    file_size: int
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.base_file)
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """All visible versions of one file id in one partition, oldest first."""
+
+    partition_path: str
+    file_id: str
+    slices: tuple[FileSlice, ...]
+
+    @property
+    def latest(self) -> FileSlice:
+        return self.slices[-1]
+
+
+def list_partitions(base_path: Path, partitioned: bool) -> list[str]:
+    """Partition paths relative to ``base_path`` (``""`` for a non-partitioned table)."""
+    if not partitioned:
+        return [""]
+    result: list[str] = []
+
+    def walk(rel: str) -> None:
+        here = base_path / rel if rel else base_path
+        try:
+            children = sorted(e.name for e in os.scandir(here) if e.is_dir())
+        except FileNotFoundError:
+            return
+        if not rel:
+            children = [c for c in children if c not in NON_PARTITION_DIRS]
+            for c in children:
+                walk(c)
+            return
+        if not children:
+            result.append(rel)
+            return
+        for c in children:
+            walk(f"{rel}/{c}")
+
+    walk("")
+    return result
+
+
+def list_base_files(base_path: Path, partition: str) -> list[tuple[str, int]]:
+    """``(file name, size)`` of every parquet file directly inside a partition folder."""
+    folder = base_path / partition if partition else base_path
+    out: list[tuple[str, int]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return out
+    for e in entries:
+        if e.name.startswith(PARTITION_METADATA_FILE) or not e.name.endswith(BASE_FILE_EXTENSION):
+            continue
+        if e.is_file():
+            out.append((e.name, e.stat().st_size))
+    return sorted(out)
+
+
+class FileSystemView:
+    """Committed file groups/slices of a table at a point in time (``as_of``; None = latest)."""
+
+    def __init__(
+        self,
+        base_path: str | os.PathLike[str],
+        timeline: Timeline,
+        partitioned: bool,
+        as_of: str | None = None,
+    ) -> None:
+        if as_of is not None and not is_valid_timestamp(as_of):
+            raise TableError(f"as-of instant '{as_of}' is not a 17-digit timestamp")
+        self.base_path = Path(base_path)
+        self.timeline = timeline
+        self.partitioned = partitioned
+        self.as_of = as_of
+        visible = [
+            i for i in timeline.completed_commits() if as_of is None or i.timestamp <= as_of
+        ]
+        self._visible_ts = {i.timestamp for i in visible}
+        self._replaced: set[tuple[str, str]] = set()
+        for inst in visible:
+            if inst.action == REPLACE_COMMIT:
+                md = timeline.read_commit_metadata(inst)
+                for part, ids in md.partition_to_replace_file_ids.items():
+                    self._replaced.update((part, fid) for fid in ids)
+        self._groups: dict[str, list[FileGroup]] | None = None
+
+    def partitions(self) -> list[str]:
+        return list_partitions(self.base_path, self.partitioned)
+
+    def _load(self) -> dict[str, list[FileGroup]]:
+        if self._groups is not None:
+            return self._groups
+        groups: dict[str, list[FileGroup]] = {}
+        for part in self.partitions():
+            by_id: dict[str, list[FileSlice]] = {}
+            for name, size in list_base_files(self.base_path, part):
+                file_id, _token, ts = parse_base_file_name(f"{part}/{name}" if part else name)
+                if ts not in self._visible_ts or (part, file_id) in self._replaced:
+                    continue
+                rel = f"{part}/{name}" if part else name
+                by_id.setdefault(file_id, []).append(FileSlice(part, file_id, ts, rel, size))
+            part_groups = []
+            for file_id in sorted(by_id):
+                slices = sorted(by_id[file_id], key=lambda s: s.base_instant)
+                for a, b in itertools.pairwise(slices):
+                    if a.base_instant == b.base_instant:
+                        raise TableError(
+                            f"partition '{part}' has two base files of file group '{file_id}' "
+                            f"at instant {a.base_instant}: '{a.base_file}' and '{b.base_file}'; "
+                            "Hudi readers fail on this, remove the one not in the commit metadata"
+                        )
+                part_groups.append(FileGroup(part, file_id, tuple(slices)))
+            groups[part] = part_groups
+        self._groups = groups
+        return groups
+
+    def file_groups(self, partition: str | None = None) -> list[FileGroup]:
+        groups = self._load()
+        if partition is not None:
+            return list(groups.get(partition, []))
+        return [g for part in sorted(groups) for g in groups[part]]
+
+    def latest_file_slices(self, partition: str | None = None) -> list[FileSlice]:
+        return [g.latest for g in self.file_groups(partition)]
+
+    def latest_file_slice(self, partition: str, file_id: str) -> FileSlice | None:
+        for g in self.file_groups(partition):
+            if g.file_id == file_id:
+                return g.latest
+        return None

@@ -1,0 +1,188 @@
+"""Timeline instants: the one parser/formatter of instant file names; the only place ordering them.
+
+Hudi table version 6 / timeline layout 1 names an instant file ``<timestamp>.<action>[.<state>]``:
+
+* ``commit``: ``<ts>.commit.requested`` -> ``<ts>.inflight`` -> ``<ts>.commit``
+* every other action ``A`` (``deltacommit``, ``replacecommit``, ``rollback``, ``clean``):
+  ``<ts>.A.requested`` -> ``<ts>.A.inflight`` -> ``<ts>.A``
+
+Timestamps are 17 digits ``yyyyMMddHHmmssSSS`` (UTC in hoodline tables), always the same length so
+string order is time order. :class:`InstantTimeGenerator` issues strictly increasing timestamps even
+when the clock stands still or steps back.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from hoodline.errors import TimelineError
+
+COMMIT = "commit"
+DELTA_COMMIT = "deltacommit"
+REPLACE_COMMIT = "replacecommit"
+ROLLBACK = "rollback"
+CLEAN = "clean"
+
+#: Actions hoodline knows how to name. Others found on disk are ignored by the parser.
+ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, CLEAN)
+#: Actions whose completed instant makes data visible to readers.
+DATA_ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+
+TIMESTAMP_FORMAT = "%Y%m%d%H%M%S"
+TIMESTAMP_LENGTH = 17
+_TS_RE = re.compile(r"^\d{17}$")
+
+
+class State(enum.Enum):
+    """Lifecycle of an instant; declared in transition order."""
+
+    REQUESTED = 1
+    INFLIGHT = 2
+    COMPLETED = 3
+
+
+def _ordinal(state: State) -> int:
+    return state.value
+
+
+@dataclass(frozen=True)
+class Instant:
+    """One instant of the timeline, ordered by ``(timestamp, action, state)`` (:meth:`sort_key`)."""
+
+    timestamp: str
+    action: str
+    state: State
+
+    def __post_init__(self) -> None:
+        if not is_valid_timestamp(self.timestamp):
+            raise TimelineError(
+                f"instant time '{self.timestamp}' is not a 17-digit yyyyMMddHHmmssSSS timestamp"
+            )
+        if self.action not in ACTIONS:
+            raise TimelineError(
+                f"unknown instant action '{self.action}'; known: {', '.join(ACTIONS)}"
+            )
+
+    # -- ordering: the only place instants are compared -----------------------------------------
+    def sort_key(self) -> tuple[str, str, int]:
+        return (self.timestamp, self.action, _ordinal(self.state))
+
+    def __lt__(self, other: Instant) -> bool:
+        return self.sort_key() < other.sort_key()
+
+    def __le__(self, other: Instant) -> bool:
+        return self.sort_key() <= other.sort_key()
+
+    def __gt__(self, other: Instant) -> bool:
+        return self.sort_key() > other.sort_key()
+
+    def __ge__(self, other: Instant) -> bool:
+        return self.sort_key() >= other.sort_key()
+
+    # -- names ----------------------------------------------------------------------------------
+    @property
+    def file_name(self) -> str:
+        """The file name of this instant in ``.hoodie/`` (timeline layout 1)."""
+        if self.state is State.COMPLETED:
+            return f"{self.timestamp}.{self.action}"
+        if self.state is State.REQUESTED:
+            return f"{self.timestamp}.{self.action}.requested"
+        if self.action == COMMIT:
+            return f"{self.timestamp}.inflight"
+        return f"{self.timestamp}.{self.action}.inflight"
+
+    @classmethod
+    def parse(cls, file_name: str) -> Instant | None:
+        """Parse a ``.hoodie/`` file name; ``None`` if it is not an instant file hoodline knows."""
+        parts = file_name.split(".")
+        if len(parts) < 2 or len(parts) > 3 or not _TS_RE.match(parts[0]):
+            return None
+        ts = parts[0]
+        if len(parts) == 2:
+            if parts[1] == "inflight":
+                return cls(ts, COMMIT, State.INFLIGHT)
+            if parts[1] in ACTIONS:
+                return cls(ts, parts[1], State.COMPLETED)
+            return None
+        action, suffix = parts[1], parts[2]
+        if action not in ACTIONS:
+            return None
+        if suffix == "requested":
+            return cls(ts, action, State.REQUESTED)
+        if suffix == "inflight" and action != COMMIT:
+            return cls(ts, action, State.INFLIGHT)
+        return None
+
+    def with_state(self, state: State) -> Instant:
+        return Instant(self.timestamp, self.action, state)
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+    def __str__(self) -> str:
+        return f"[{self.timestamp}__{self.action}__{self.state.name}]"
+
+
+def is_valid_timestamp(ts: str) -> bool:
+    """True for a 17-digit timestamp that names a real calendar time."""
+    if not isinstance(ts, str) or not _TS_RE.match(ts):
+        return False
+    try:
+        parse_timestamp(ts)
+    except ValueError:
+        return False
+    return True
+
+
+def format_timestamp(moment: datetime) -> str:
+    """Format ``moment`` (naive = UTC) as a 17-digit instant time."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime(TIMESTAMP_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def parse_timestamp(ts: str) -> datetime:
+    """Parse a 17-digit instant time into an aware UTC datetime (millisecond precision)."""
+    if not _TS_RE.match(ts):
+        raise ValueError(f"instant time '{ts}' is not 17 digits")
+    base = datetime.strptime(ts[:14], TIMESTAMP_FORMAT).replace(tzinfo=UTC)
+    return base + timedelta(milliseconds=int(ts[14:]))
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class InstantTimeGenerator:
+    """Issues strictly increasing 17-digit instant times from an injectable clock.
+
+    ``next()`` returns the clock's time, unless that is not later than the last time it issued
+    (or than ``after``, e.g. the newest instant already on the timeline, which other processes may
+    have written): then it returns one millisecond later than the larger of the two. Thread safe.
+    """
+
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self._clock = clock or _utc_now
+        self._last: str | None = None
+        self._mutex = threading.Lock()
+
+    def next(self, after: str | None = None) -> str:
+        if after is not None and not is_valid_timestamp(after):
+            raise TimelineError(
+                f"cannot issue an instant time after '{after}': not a 17-digit timestamp"
+            )
+        with self._mutex:
+            candidate = format_timestamp(self._clock())
+            floor = max((t for t in (self._last, after) if t is not None), default=None)
+            if floor is not None and candidate <= floor:
+                candidate = format_timestamp(parse_timestamp(floor) + timedelta(milliseconds=1))
+            if len(candidate) != TIMESTAMP_LENGTH:
+                raise TimelineError(f"instant time '{candidate}' does not have 17 digits")
+            self._last = candidate
+            return candidate

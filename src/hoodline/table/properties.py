@@ -1,0 +1,346 @@
+"""Table configuration <-> ``.hoodie/hoodie.properties``.
+
+hoodline writes Hudi table version 6 with timeline layout 1, copy-on-write, and every key hudi-rs
+(and Java Hudi) reads. hoodline's own settings live under the key Hudi uses for the same thing where
+one exists (``hoodie.index.type``, ``hoodie.bucket.index.num.buckets``); unknown keys found in an
+existing file are kept and written back unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hoodline.errors import (
+    TableError,
+    TableNotFoundError,
+    UnsupportedTableError,
+)
+
+PROPERTIES_FILE = "hoodie.properties"
+META_FOLDER = ".hoodie"
+
+SUPPORTED_TABLE_VERSION = 6
+SUPPORTED_TIMELINE_LAYOUT_VERSION = 1
+SUPPORTED_TABLE_TYPES = ("COPY_ON_WRITE",)
+INDEX_TYPES = ("BUCKET", "BLOOM")
+
+# keys (Hudi spelling)
+K_NAME = "hoodie.table.name"
+K_TYPE = "hoodie.table.type"
+K_VERSION = "hoodie.table.version"
+K_LAYOUT = "hoodie.timeline.layout.version"
+K_RECORD_KEYS = "hoodie.table.recordkey.fields"
+K_PARTITION_FIELDS = "hoodie.table.partition.fields"
+K_PRECOMBINE = "hoodie.table.precombine.field"
+K_HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+K_URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+K_DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+K_BASE_FORMAT = "hoodie.table.base.file.format"
+K_POPULATE_META = "hoodie.populate.meta.fields"
+K_KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+K_TIMEZONE = "hoodie.table.timeline.timezone"
+K_INDEX_TYPE = "hoodie.index.type"
+K_BUCKET_COUNT = "hoodie.bucket.index.num.buckets"
+K_BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
+
+_OWN_KEYS = frozenset(
+    {
+        K_NAME, K_TYPE, K_VERSION, K_LAYOUT, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE,
+        K_HIVE_STYLE, K_URL_ENCODE, K_DROP_PARTITION_COLUMNS, K_BASE_FORMAT, K_POPULATE_META,
+        K_KEYGEN_CLASS, K_TIMEZONE, K_INDEX_TYPE, K_BUCKET_COUNT,
+        K_BUCKET_HASH_FIELD,
+    }
+)
+
+KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
+KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
+KEYGEN_NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return tuple(p.strip() for p in value.split(",") if p.strip())
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """What a table is: name, keys, partitioning, ordering field, type and index.
+
+    ``partition_fields`` may name several columns: each adds one folder level
+    (``a=1/b=2`` with hive-style partitioning, ``1/2`` without). ``extra`` carries properties
+    hoodline does not interpret; they are written back unchanged.
+    """
+
+    name: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...] = ()
+    precombine_field: str | None = None
+    hive_style_partitioning: bool = True
+    table_type: str = "COPY_ON_WRITE"
+    index_type: str = "BUCKET"
+    bucket_count: int = 4
+    url_encode_partitions: bool = False
+    table_version: int = SUPPORTED_TABLE_VERSION
+    timeline_layout_version: int = SUPPORTED_TIMELINE_LAYOUT_VERSION
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "record_key_fields", tuple(self.record_key_fields))
+        object.__setattr__(self, "partition_fields", tuple(self.partition_fields))
+        object.__setattr__(self, "extra", dict(self.extra))
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`TableError` naming the first bad setting."""
+        if not self.name or any(c in self.name for c in "/\\\n="):
+            raise TableError(f"table name '{self.name}' is invalid: use a non-empty plain name")
+        if not self.record_key_fields:
+            raise TableError(
+                f"table '{self.name}' needs at least one record key field "
+                f"('{K_RECORD_KEYS}' is empty)"
+            )
+        for f in (*self.record_key_fields, *self.partition_fields):
+            if not f or "," in f:
+                raise TableError(f"table '{self.name}': invalid field name '{f}'")
+        if len(set(self.partition_fields)) != len(self.partition_fields):
+            raise TableError(
+                f"table '{self.name}': partition fields {list(self.partition_fields)} "
+                "repeat a field"
+            )
+        if self.index_type not in INDEX_TYPES:
+            raise TableError(
+                f"table '{self.name}': index type '{self.index_type}' is not supported; "
+                f"use one of {', '.join(INDEX_TYPES)}"
+            )
+        if self.bucket_count < 1:
+            raise TableError(
+                f"table '{self.name}': bucket count {self.bucket_count} must be >= 1 "
+                f"('{K_BUCKET_COUNT}')"
+            )
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields)
+
+    @property
+    def key_generator_class(self) -> str:
+        """The Java key generator matching this layout (recorded for Java Hudi readers)."""
+        if not self.partition_fields:
+            return KEYGEN_NON_PARTITIONED
+        if len(self.record_key_fields) == 1 and len(self.partition_fields) == 1:
+            return KEYGEN_SIMPLE
+        return KEYGEN_COMPLEX
+
+    # -- serialisation --------------------------------------------------------------------------
+    def to_properties(self) -> dict[str, str]:
+        props: dict[str, str] = dict(self.extra)
+        props.update(
+            {
+                K_NAME: self.name,
+                K_TYPE: self.table_type,
+                K_VERSION: str(self.table_version),
+                K_LAYOUT: str(self.timeline_layout_version),
+                K_RECORD_KEYS: ",".join(self.record_key_fields),
+                K_PARTITION_FIELDS: ",".join(self.partition_fields),
+                K_HIVE_STYLE: str(self.hive_style_partitioning).lower(),
+                K_URL_ENCODE: str(self.url_encode_partitions).lower(),
+                K_DROP_PARTITION_COLUMNS: "false",
+                K_BASE_FORMAT: "PARQUET",
+                K_POPULATE_META: "true",
+                K_KEYGEN_CLASS: self.key_generator_class,
+                K_TIMEZONE: "UTC",
+                K_INDEX_TYPE: self.index_type,
+                K_BUCKET_COUNT: str(self.bucket_count),
+                K_BUCKET_HASH_FIELD: ",".join(self.record_key_fields),
+            }
+        )
+        if self.precombine_field:
+            props[K_PRECOMBINE] = self.precombine_field
+        return props
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], source: str = "<properties>") -> TableConfig:
+        """Build from parsed properties; raise :class:`UnsupportedTableError` for what hoodline
+        cannot write (other table versions, layouts or types)."""
+        name = props.get(K_NAME)
+        if not name:
+            raise UnsupportedTableError(f"'{source}' has no '{K_NAME}'; it is not a valid table")
+        ttype = props.get(K_TYPE, "")
+        if ttype not in SUPPORTED_TABLE_TYPES:
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has {K_TYPE}='{ttype}'; hoodline supports "
+                f"{', '.join(SUPPORTED_TABLE_TYPES)} only"
+            )
+        version = props.get(K_VERSION, "")
+        if version.strip() != str(SUPPORTED_TABLE_VERSION):
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has {K_VERSION}='{version}'; hoodline supports "
+                f"table version {SUPPORTED_TABLE_VERSION} only"
+            )
+        layout = props.get(K_LAYOUT, "")
+        if layout.strip() != str(SUPPORTED_TIMELINE_LAYOUT_VERSION):
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has {K_LAYOUT}='{layout}'; hoodline supports "
+                f"timeline layout version {SUPPORTED_TIMELINE_LAYOUT_VERSION} only"
+            )
+        if _bool(props.get(K_DROP_PARTITION_COLUMNS), False):
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has {K_DROP_PARTITION_COLUMNS}=true; "
+                "such tables cannot be read by hudi-rs and are not supported"
+            )
+        bucket_raw = props.get(K_BUCKET_COUNT, "4")
+        try:
+            buckets = int(bucket_raw)
+        except ValueError:
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has {K_BUCKET_COUNT}='{bucket_raw}', not an integer"
+            ) from None
+        precombine = props.get(K_PRECOMBINE) or props.get("hoodie.table.ordering.fields") or None
+        try:
+            return cls(
+                name=name,
+                record_key_fields=_split(props.get(K_RECORD_KEYS)),
+                partition_fields=_split(props.get(K_PARTITION_FIELDS)),
+                precombine_field=precombine,
+                hive_style_partitioning=_bool(props.get(K_HIVE_STYLE), False),
+                table_type=ttype,
+                index_type=(props.get(K_INDEX_TYPE) or "BLOOM").strip().upper(),
+                bucket_count=buckets,
+                url_encode_partitions=_bool(props.get(K_URL_ENCODE), False),
+                extra={k: v for k, v in props.items() if k not in _OWN_KEYS},
+            )
+        except TableError as exc:
+            raise UnsupportedTableError(f"'{source}': {exc}") from None
+
+
+# -- file format -------------------------------------------------------------------------------
+def _escape(text: str, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch in "=:#!" or (ch == " " and (is_key or i == 0)):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def dumps_properties(props: Mapping[str, str], header: str = "Properties saved by hoodline") -> str:
+    """Java ``.properties`` text, keys sorted (stable output)."""
+    lines = [f"#{header}"]
+    for key in sorted(props):
+        lines.append(f"{_escape(key, True)}={_escape(props[key], False)}")
+    return "\n".join(lines) + "\n"
+
+
+def loads_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (comments, ``=``/``:``, escapes, continuation lines)."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        # a line ending in an odd number of backslashes continues on the next line
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        logical.append(pending + line)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    for entry in logical:
+        key_chars: list[str] = []
+        i = 0
+        while i < len(entry):
+            ch = entry[i]
+            if ch == "\\" and i + 1 < len(entry):
+                key_chars.append(_unescape_char(entry[i + 1]))
+                i += 2
+                continue
+            if ch in "=: \t":
+                break
+            key_chars.append(ch)
+            i += 1
+        while i < len(entry) and entry[i] in " \t":
+            i += 1
+        if i < len(entry) and entry[i] in "=:":
+            i += 1
+        while i < len(entry) and entry[i] in " \t":
+            i += 1
+        value_chars: list[str] = []
+        while i < len(entry):
+            ch = entry[i]
+            if ch == "\\" and i + 1 < len(entry):
+                nxt = entry[i + 1]
+                if nxt == "u" and i + 6 <= len(entry):
+                    try:
+                        value_chars.append(chr(int(entry[i + 2 : i + 6], 16)))
+                        i += 6
+                        continue
+                    except ValueError:
+                        pass
+                value_chars.append(_unescape_char(nxt))
+                i += 2
+                continue
+            value_chars.append(ch)
+            i += 1
+        props["".join(key_chars)] = "".join(value_chars)
+    return props
+
+
+def _unescape_char(ch: str) -> str:
+    return {"n": "\n", "r": "\r", "t": "\t", "f": "\f"}.get(ch, ch)
+
+
+def properties_path(base_path: str | os.PathLike[str]) -> Path:
+    return Path(base_path) / META_FOLDER / PROPERTIES_FILE
+
+
+def read_table_config(base_path: str | os.PathLike[str]) -> TableConfig:
+    """Read ``<base>/.hoodie/hoodie.properties``.
+
+    Raises :class:`TableNotFoundError` when the path holds no table and
+    :class:`UnsupportedTableError` for a version/type/layout hoodline cannot handle.
+    """
+    path = properties_path(base_path)
+    if not path.is_file():
+        raise TableNotFoundError(
+            f"no Hudi table at '{base_path}': '{path}' does not exist; "
+            "create the table first or check the path"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TableNotFoundError(f"cannot read '{path}': {exc}") from None
+    return TableConfig.from_properties(loads_properties(text), source=str(path))
+
+
+def write_table_config(base_path: str | os.PathLike[str], config: TableConfig) -> Path:
+    """Write ``hoodie.properties`` atomically (temp file + rename)."""
+    path = properties_path(base_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(dumps_properties(config.to_properties()), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

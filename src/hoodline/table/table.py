@@ -1,0 +1,80 @@
+"""A Hudi copy-on-write table on a local (or locally mounted) file system."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hoodline.errors import TableError
+from hoodline.table.fs_view import FileSystemView
+from hoodline.table.instant import InstantTimeGenerator
+from hoodline.table.properties import (
+    META_FOLDER,
+    TableConfig,
+    properties_path,
+    read_table_config,
+    write_table_config,
+)
+from hoodline.table.timeline import Timeline
+
+
+class HudiTable:
+    """Entry point of the table layer: configuration, timeline and file-system views."""
+
+    def __init__(self, base_path: str | os.PathLike[str], config: TableConfig) -> None:
+        self.base_path = Path(base_path).absolute()
+        self.config = config
+        self.meta_path = self.base_path / META_FOLDER
+        self.timeline = Timeline(self.meta_path)
+        self.instant_time_generator = InstantTimeGenerator()
+
+    @classmethod
+    def create(
+        cls, path: str | os.PathLike[str], config: TableConfig, exist_ok: bool = False
+    ) -> HudiTable:
+        """Create a new table at ``path`` (folder may exist but must not hold a table).
+
+        With ``exist_ok`` an existing table with the same name, keys and partitioning is opened;
+        a different layout is refused."""
+        base = Path(path)
+        if properties_path(base).exists():
+            if not exist_ok:
+                raise TableError(
+                    f"a Hudi table already exists at '{base}'; open it instead, "
+                    "or choose another path"
+                )
+            table = cls.open(base)
+            existing = table.config
+            for attr in ("name", "record_key_fields", "partition_fields", "table_type"):
+                if getattr(existing, attr) != getattr(config, attr):
+                    raise TableError(
+                        f"table at '{base}' has {attr}={getattr(existing, attr)!r}, "
+                        f"but {getattr(config, attr)!r} was requested"
+                    )
+            return table
+        (base / META_FOLDER).mkdir(parents=True, exist_ok=True)
+        write_table_config(base, config)
+        return cls(base, config)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> HudiTable:
+        """Open an existing table (``TableNotFoundError`` / ``UnsupportedTableError`` otherwise)."""
+        return cls(path, read_table_config(path))
+
+    def new_instant_time(self) -> str:
+        """A fresh instant time newer than anything on the timeline."""
+        self.timeline.reload()
+        return self.instant_time_generator.next(after=self.timeline.last_timestamp())
+
+    def fs_view(self, as_of: str | None = None) -> FileSystemView:
+        """Committed file slices at ``as_of`` (None = latest completed commit)."""
+        self.timeline.reload()
+        return FileSystemView(
+            self.base_path, self.timeline, self.config.is_partitioned, as_of=as_of
+        )
+
+    def absolute(self, relative_path: str) -> Path:
+        return self.base_path / relative_path
+
+    def __repr__(self) -> str:
+        return f"HudiTable({str(self.base_path)!r}, name={self.config.name!r})"

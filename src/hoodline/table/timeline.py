@@ -1,0 +1,283 @@
+"""The active timeline in ``.hoodie/``: listing, atomic state transitions, commit metadata.
+
+State files are written to a staging file first and then hard-linked into place: ``os.link``
+fails if the target exists, so a completed instant (or any state file) is never overwritten, not
+even by a racing writer, and readers never see a half-written file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from hoodline.errors import TimelineError
+from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata
+from hoodline.table.instant import (
+    DATA_ACTIONS,
+    Instant,
+    State,
+    is_valid_timestamp,
+)
+
+STAGING_DIR = ".temp/.hoodline-staging"
+
+
+def atomic_create(target: Path, data: bytes, staging_dir: Path) -> None:
+    """Create ``target`` with ``data`` atomically; raise :class:`FileExistsError` if it exists."""
+    staging_dir.mkdir(parents=True, exist_ok=True)
+    tmp = staging_dir / f"{target.name}.{uuid.uuid4().hex}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise
+        except OSError as exc:  # file systems without hard links: exclusive create instead
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            fd2 = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with os.fdopen(fd2, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class Timeline:
+    """The instants of one table (``<base>/.hoodie``). Call :meth:`reload` to see others' changes;
+    every transition made through this object reloads by itself."""
+
+    def __init__(self, meta_path: str | os.PathLike[str]) -> None:
+        self.meta_path = Path(meta_path)
+        self._files: list[Instant] = []
+        self._latest: list[Instant] = []
+        self.reload()
+
+    # -- listing --------------------------------------------------------------------------------
+    def reload(self) -> Timeline:
+        try:
+            names = os.listdir(self.meta_path)
+        except FileNotFoundError:
+            raise TimelineError(f"timeline folder '{self.meta_path}' does not exist") from None
+        files = sorted(i for i in (Instant.parse(n) for n in names) if i is not None)
+        latest: dict[tuple[str, str], Instant] = {}
+        for inst in files:  # sorted: later states overwrite earlier ones
+            latest[(inst.timestamp, inst.action)] = inst
+        self._files = files
+        self._latest = sorted(latest.values())
+        return self
+
+    def instant_files(self) -> list[Instant]:
+        """Every state file on disk (requested, inflight and completed of the same instant)."""
+        return list(self._files)
+
+    def instants(self) -> list[Instant]:
+        """Each instant once, in its most advanced state, ordered."""
+        return list(self._latest)
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = set(actions) if actions is not None else None
+        return [
+            i for i in self._latest
+            if i.is_completed and (wanted is None or i.action in wanted)
+        ]
+
+    def completed_commits(self) -> list[Instant]:
+        """Completed instants that make data visible (commit, deltacommit, replacecommit)."""
+        return self.completed(DATA_ACTIONS)
+
+    def last_completed_commit(self) -> Instant | None:
+        done = self.completed_commits()
+        return done[-1] if done else None
+
+    def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        """Instants not completed (requested or inflight), oldest first."""
+        wanted = set(actions) if actions is not None else None
+        return [
+            i for i in self._latest
+            if not i.is_completed and (wanted is None or i.action in wanted)
+        ]
+
+    def last_timestamp(self) -> str | None:
+        """The newest timestamp of any instant in any state (feed to ``InstantTimeGenerator``)."""
+        return self._files[-1].timestamp if self._files else None
+
+    def is_completed_commit(self, timestamp: str) -> bool:
+        return any(i.timestamp == timestamp for i in self.completed_commits())
+
+    def find(self, timestamp: str, action: str | None = None) -> Instant | None:
+        """The instant (latest state) with this timestamp, or None."""
+        for inst in self._latest:
+            if inst.timestamp == timestamp and (action is None or inst.action == action):
+                return inst
+        return None
+
+    def path_of(self, instant: Instant) -> Path:
+        return self.meta_path / instant.file_name
+
+    def exists(self, instant: Instant) -> bool:
+        return self.path_of(instant).is_file()
+
+    # -- transitions ----------------------------------------------------------------------------
+    def _create(self, instant: Instant, data: bytes) -> None:
+        target = self.path_of(instant)
+        try:
+            atomic_create(target, data, self.meta_path / STAGING_DIR)
+        except FileExistsError:
+            raise TimelineError(
+                f"instant file '{target}' already exists; instant files are never overwritten "
+                "(another writer may be active)"
+            ) from None
+
+    def create_requested(self, action: str, timestamp: str, content: bytes = b"") -> Instant:
+        """Start a new instant. ``timestamp`` must be newer than every instant on the timeline."""
+        self.reload()
+        if not is_valid_timestamp(timestamp):
+            raise TimelineError(f"instant time '{timestamp}' is not a 17-digit timestamp")
+        last = self.last_timestamp()
+        if last is not None and timestamp <= last:
+            raise TimelineError(
+                f"instant time '{timestamp}' is not newer than the latest instant '{last}' on "
+                f"'{self.meta_path}'; generate it with InstantTimeGenerator.next(after=...)"
+            )
+        inst = Instant(timestamp, action, State.REQUESTED)
+        self._create(inst, content)
+        self.reload()
+        return inst
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        requested = instant.with_state(State.REQUESTED)
+        inflight = instant.with_state(State.INFLIGHT)
+        self.reload()
+        if not self.exists(requested):
+            raise TimelineError(
+                f"cannot move {instant} to inflight: '{self.path_of(requested)}' does not exist"
+            )
+        if self.exists(instant.with_state(State.COMPLETED)):
+            raise TimelineError(f"cannot move {instant} to inflight: it is already completed")
+        self._create(inflight, content)
+        self.reload()
+        return inflight
+
+    def complete(
+        self,
+        instant: Instant,
+        metadata: CommitMetadata | bytes,
+        extra_metadata: Mapping[str, str] | None = None,
+    ) -> Instant:
+        """Complete an inflight instant, writing ``metadata`` as its body in one atomic step.
+
+        ``extra_metadata`` are writer-owned keys (e.g. a source checkpoint) merged into the
+        commit's ``extraMetadata`` so that they become visible together with the data. They may
+        not replace ``schema``. Raises :class:`TimelineError` if the instant is not inflight or is
+        already completed (the completed file is never overwritten).
+        """
+        inflight = instant.with_state(State.INFLIGHT)
+        completed = instant.with_state(State.COMPLETED)
+        self.reload()
+        if self.exists(completed):
+            raise TimelineError(f"instant {completed} is already completed; never overwritten")
+        if not self.exists(inflight):
+            raise TimelineError(
+                f"cannot complete {instant}: '{self.path_of(inflight)}' does not exist "
+                "(was it rolled back?)"
+            )
+        if isinstance(metadata, CommitMetadata):
+            if extra_metadata:
+                if SCHEMA_KEY in extra_metadata:
+                    raise TimelineError(
+                        f"extra metadata key '{SCHEMA_KEY}' is reserved for the table schema"
+                    )
+                merged = dict(metadata.extra_metadata)
+                merged.update({str(k): str(v) for k, v in extra_metadata.items()})
+                metadata = CommitMetadata(
+                    partition_to_write_stats=metadata.partition_to_write_stats,
+                    operation_type=metadata.operation_type,
+                    extra_metadata=merged,
+                    compacted=metadata.compacted,
+                    partition_to_replace_file_ids=metadata.partition_to_replace_file_ids,
+                )
+            data = metadata.to_json_bytes()
+        else:
+            if extra_metadata:
+                raise TimelineError("extra_metadata applies to CommitMetadata bodies only")
+            data = metadata
+        self._create(completed, data)
+        self.reload()
+        return completed
+
+    def delete_pending_files(self, instant: Instant) -> None:
+        """Remove the requested/inflight files of a pending instant (after it was rolled back).
+
+        Inflight goes first so a crash in between leaves a requested instant, which is rolled back
+        again (idempotently) by the next writer."""
+        if self.exists(instant.with_state(State.COMPLETED)):
+            raise TimelineError(f"refusing to delete state files of completed instant {instant}")
+        for state in (State.INFLIGHT, State.REQUESTED):
+            try:
+                os.unlink(self.path_of(instant.with_state(state)))
+            except FileNotFoundError:
+                pass
+        _fsync_dir(self.meta_path)
+        self.reload()
+
+    # -- contents -------------------------------------------------------------------------------
+    def read_instant_bytes(self, instant: Instant) -> bytes:
+        path = self.path_of(instant)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise TimelineError(f"instant file '{path}' does not exist") from None
+
+    def read_commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """Commit metadata of a completed data instant."""
+        if instant.action not in DATA_ACTIONS:
+            raise TimelineError(f"{instant} is not a data instant; it has no commit metadata")
+        done = instant.with_state(State.COMPLETED)
+        return CommitMetadata.from_json_bytes(
+            self.read_instant_bytes(done), source=str(self.path_of(done))
+        )
+
+    def latest_schema(self) -> str | None:
+        """``extraMetadata.schema`` of the newest completed commit that has one."""
+        for inst in reversed(self.completed_commits()):
+            schema = self.read_commit_metadata(inst).schema
+            if schema:
+                return schema
+        return None
+
+    def latest_extra_metadata(self, key: str) -> tuple[Instant, str] | None:
+        """The newest completed commit carrying ``key`` in ``extraMetadata``, with its value.
+
+        Commits by other writers (without the key) are skipped, as Hudi's Streamer does when it
+        looks for its checkpoint."""
+        for inst in reversed(self.completed_commits()):
+            value = self.read_commit_metadata(inst).extra_metadata.get(key)
+            if value is not None:
+                return inst, value
+        return None

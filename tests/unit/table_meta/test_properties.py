@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hoodline.errors import TableError, TableNotFoundError, UnsupportedTableError
+from hoodline.table.properties import (
+    TableConfig,
+    dumps_properties,
+    loads_properties,
+    properties_path,
+    read_table_config,
+    write_table_config,
+)
+from hoodline.table.table import HudiTable
+
+
+def _cfg(**kw: object) -> TableConfig:
+    base: dict[str, object] = dict(
+        name="trips",
+        record_key_fields=("id",),
+        partition_fields=("region", "day"),
+        precombine_field="ts",
+    )
+    base.update(kw)
+    return TableConfig(**base)  # type: ignore[arg-type]
+
+
+def test_properties_hold_keys_hudi_rs_needs() -> None:
+    props = _cfg(index_type="BLOOM", bucket_count=8).to_properties()
+    assert props["hoodie.table.name"] == "trips"
+    assert props["hoodie.table.type"] == "COPY_ON_WRITE"
+    assert props["hoodie.table.version"] == "6"
+    assert props["hoodie.timeline.layout.version"] == "1"
+    assert props["hoodie.table.recordkey.fields"] == "id"
+    assert props["hoodie.table.partition.fields"] == "region,day"
+    assert props["hoodie.datasource.write.hive_style_partitioning"] == "true"
+    assert props["hoodie.table.precombine.field"] == "ts"
+    assert props["hoodie.index.type"] == "BLOOM"
+    assert props["hoodie.bucket.index.num.buckets"] == "8"
+    assert props["hoodie.datasource.write.drop.partition.columns"] == "false"
+    assert props["hoodie.table.keygenerator.class"].endswith("ComplexKeyGenerator")
+
+
+def test_key_generator_class_follows_layout() -> None:
+    assert _cfg(partition_fields=()).key_generator_class.endswith("NonpartitionedKeyGenerator")
+    assert _cfg(partition_fields=("region",)).key_generator_class.endswith("SimpleKeyGenerator")
+
+
+def test_round_trip_through_file(tmp_path: Path) -> None:
+    cfg = _cfg(hive_style_partitioning=False, extra={"custom.key": "a=b:c #d"})
+    write_table_config(tmp_path, cfg)
+    back = read_table_config(tmp_path)
+    assert back == cfg
+
+
+def test_properties_text_escapes() -> None:
+    props = {"k=1": "v:2 #x", "plain": " lead", "nl": "a\nb", "bs": "c:\\d"}
+    assert loads_properties(dumps_properties(props)) == props
+
+
+def test_loads_java_written_file() -> None:
+    text = (
+        "#Updated at 2024-01-01\n"
+        "hoodie.table.name = trips\n"
+        "hoodie.table.type:COPY_ON_WRITE\n"
+        "! another comment\n"
+        "hoodie.table.version=6\n"
+        "hoodie.timeline.layout.version=1\n"
+        "hoodie.table.recordkey.fields=id,\\\n"
+        "    id2\n"
+        "hoodie.table.partition.fields=dt\n"
+        "hoodie.archivelog.folder=archived\n"
+    )
+    cfg = TableConfig.from_properties(loads_properties(text))
+    assert cfg.record_key_fields == ("id", "id2")
+    assert cfg.partition_fields == ("dt",)
+    assert cfg.hive_style_partitioning is False  # Hudi's default
+    assert cfg.extra == {"hoodie.archivelog.folder": "archived"}
+
+
+def test_open_non_table_names_path(tmp_path: Path) -> None:
+    with pytest.raises(TableNotFoundError, match=str(tmp_path)):
+        HudiTable.open(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hoodie.table.version", "5"),
+        ("hoodie.table.version", "8"),
+        ("hoodie.timeline.layout.version", "2"),
+        ("hoodie.table.type", "MERGE_ON_READ"),
+        ("hoodie.datasource.write.drop.partition.columns", "true"),
+    ],
+)
+def test_unsupported_tables_name_key_and_value(tmp_path: Path, key: str, value: str) -> None:
+    props = _cfg().to_properties()
+    props[key] = value
+    path = properties_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(dumps_properties(props))
+    with pytest.raises(UnsupportedTableError) as err:
+        HudiTable.open(tmp_path)
+    assert key in str(err.value) and value in str(err.value) and str(tmp_path) in str(err.value)
+
+
+def test_invalid_configs_raise() -> None:
+    with pytest.raises(TableError, match="record key"):
+        _cfg(record_key_fields=())
+    with pytest.raises(TableError, match="'HASH'"):
+        _cfg(index_type="HASH")
+    with pytest.raises(TableError, match="bucket count 0"):
+        _cfg(bucket_count=0)
+    with pytest.raises(TableError, match="repeat"):
+        _cfg(partition_fields=("a", "a"))
+
+
+def test_create_refuses_existing_and_exist_ok_checks_layout(tmp_path: Path) -> None:
+    HudiTable.create(tmp_path, _cfg())
+    with pytest.raises(TableError, match="already exists"):
+        HudiTable.create(tmp_path, _cfg())
+    assert HudiTable.create(tmp_path, _cfg(), exist_ok=True).config == _cfg()
+    with pytest.raises(TableError, match="record_key_fields"):
+        HudiTable.create(tmp_path, _cfg(record_key_fields=("other",)), exist_ok=True)
