@@ -1,0 +1,52 @@
+"""Format readers: turn one :class:`FileSourceSplit` into Arrow record batches.
+
+:func:`read_split` is the single entry point. It first checks that the file is still the version
+the split was cut from (same size and modification time): positions in a changed file would no
+longer denote the same rows, so a changed file is an error rather than silently re-interpreted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from hoodline.connectors.files.config import FileSourceConfig
+from hoodline.connectors.files.formats.csv import read_csv
+from hoodline.connectors.files.formats.jsonl import read_jsonl
+from hoodline.connectors.files.formats.parquet import plan_row_group_ranges, read_parquet
+from hoodline.connectors.files.split import FileSourceSplit
+from hoodline.errors import FileSourceError
+
+__all__ = ["check_unchanged", "plan_row_group_ranges", "read_split"]
+
+
+def check_unchanged(split: FileSourceSplit) -> None:
+    """Raise FileSourceError if the file is gone or differs from the discovered version."""
+    try:
+        st = os.stat(split.path)
+    except FileNotFoundError as exc:
+        raise FileSourceError(
+            f"file '{split.path}' was deleted after it was discovered and before it was read"
+        ) from exc
+    except OSError as exc:
+        raise FileSourceError(f"file '{split.path}' cannot be accessed: {exc}") from exc
+    if st.st_size != split.size or st.st_mtime_ns != split.mtime_ns:
+        raise FileSourceError(
+            f"file '{split.path}' changed after it was discovered (size {split.size} -> "
+            f"{st.st_size}, mtime_ns {split.mtime_ns} -> {st.st_mtime_ns}); files must not be "
+            "modified once complete: write them under a hidden name and rename into place"
+        )
+
+
+def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``split`` (in file order), skipping ``split.records_to_skip`` records."""
+    check_unchanged(split)
+    if config.format == "parquet":
+        return read_parquet(split, config.schema, config.batch_size)
+    if config.format == "jsonl":
+        return read_jsonl(split, config.schema, config.block_size)
+    return read_csv(
+        split, config.schema, config.block_size, config.csv_delimiter, config.csv_header
+    )

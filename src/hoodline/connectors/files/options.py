@@ -1,0 +1,194 @@
+"""Options of the file source (declared once; read through :class:`hoodline.config.Options`).
+
+Example::
+
+    FileSource.from_options({
+        "path": "/data/landing",
+        "format": "jsonl",
+        "source.mode": "continuous",
+        "source.monitor-interval": 5,
+        "schema": "id int64, name string, ts timestamp[us]",
+        "errors.tolerance": "all",
+    })
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hoodline.config import ConfigOption, option
+
+FORMATS = ("parquet", "jsonl", "csv")
+
+PATH = option(
+    "path",
+    str,
+    "",
+    "Root directory to read. Every regular file below it (recursively) that matches "
+    "'source.file.glob' and 'source.file.extensions' is read; files and directories whose name "
+    "starts with '.' or '_' are ignored (in-progress uploads, _SUCCESS markers, _temporary dirs).",
+    validator=lambda v: None if v else "set it to the directory to read",
+)
+
+FORMAT = option(
+    "format",
+    str,
+    "parquet",
+    "File format: 'parquet', 'jsonl' (one JSON object per line) or 'csv'.",
+    choices=FORMATS,
+)
+
+MODE = option(
+    "source.mode",
+    str,
+    "bounded",
+    "'bounded': read the files present when the source starts, then finish. 'continuous': "
+    "monitor the directory every 'source.monitor-interval' seconds and read new files as they "
+    "appear, forever.",
+    choices=("bounded", "continuous"),
+)
+
+MONITOR_INTERVAL = option(
+    "source.monitor-interval",
+    float,
+    10.0,
+    "Seconds between two directory scans in continuous mode.",
+    minimum=0.001,
+)
+
+STABLE_SCANS = option(
+    "source.stable-scans",
+    int,
+    2,
+    "Continuous mode: a file is picked up only after it was seen with the same size and "
+    "modification time in this many consecutive scans (so a file still being written is not "
+    "read half-way). Use 1 only if every file is renamed into place when complete. A writer "
+    "that pauses longer than the monitor interval while writing in place defeats this rule: "
+    "write to a hidden name ('.x' or '_x') and rename when done.",
+    minimum=1,
+)
+
+GLOB = option(
+    "source.file.glob",
+    str,
+    "**/*",
+    "Glob (relative to 'path', '/' separated, '**' matches any number of directories) that a "
+    "file's relative path must match, e.g. 'date=*/*.parquet'.",
+)
+
+EXTENSIONS = option(
+    "source.file.extensions",
+    tuple,
+    (),
+    "Comma-separated file name endings to accept (case-insensitive), e.g. '.json,.ndjson'. "
+    "Empty means the format's defaults: parquet '.parquet,.parq'; jsonl '.jsonl,.json,.ndjson'; "
+    "csv '.csv'.",
+)
+
+SCHEMA = option(
+    "schema",
+    str,
+    "",
+    "Declared Arrow schema of the records, as 'name type, name type not null, ...' with Arrow "
+    "type names (int64, double, bool, string, binary, date32, timestamp[us], timestamp[ms, UTC], "
+    "decimal128(10, 2), ...). Every batch is emitted with exactly this schema: missing columns "
+    "fail the file, extra fields are dropped. Optional for Parquet (the file schema is used); "
+    "recommended for JSON lines and CSV, where types are otherwise inferred per file.",
+)
+
+SPLIT_TARGET_SIZE = option(
+    "split.target-size",
+    int,
+    128 * 1024 * 1024,
+    "Files larger than this many bytes are cut into several splits that different readers can "
+    "read in parallel: Parquet into ranges of whole row groups of about this compressed size; "
+    "JSON lines into byte ranges aligned to line starts (see 'split.jsonl-byte-ranges'). CSV "
+    "files are never cut (quoted values may contain line breaks).",
+    minimum=1024,
+)
+
+JSONL_BYTE_RANGES = option(
+    "split.jsonl-byte-ranges",
+    bool,
+    True,
+    "Cut large JSON-lines files into byte ranges. Safe because a JSON value cannot contain a raw "
+    "line break; a range owns exactly the lines that start inside it.",
+)
+
+BATCH_SIZE = option(
+    "read.batch-size",
+    int,
+    64 * 1024,
+    "Parquet: maximum rows per emitted record batch.",
+    minimum=1,
+)
+
+BLOCK_SIZE = option(
+    "read.block-size",
+    int,
+    4 * 1024 * 1024,
+    "JSON lines and CSV: bytes parsed at a time (one emitted batch per block). Must exceed the "
+    "longest line.",
+    minimum=1024,
+)
+
+CSV_DELIMITER = option(
+    "csv.delimiter",
+    str,
+    ",",
+    "CSV field delimiter (one character).",
+    validator=lambda v: None if len(v) == 1 else "must be exactly one character",
+)
+
+CSV_HEADER = option(
+    "csv.header",
+    bool,
+    True,
+    "CSV files start with a header line naming the columns. If false, 'schema' is required and "
+    "gives the column names in file order.",
+)
+
+ERRORS_TOLERANCE = option(
+    "errors.tolerance",
+    str,
+    "none",
+    "'none': a file that cannot be read or parsed fails the source with a FileSourceError naming "
+    "the file (and line / row group when known). 'all': such a file is logged, recorded as "
+    "rejected (FileSource/enumerator/reader 'rejected_files', kept in the checkpointed "
+    "enumerator state) and skipped; rows of it emitted before the error are not taken back and "
+    "the rejection says how many there were.",
+    choices=("none", "all"),
+)
+
+SPLITS_PER_REQUEST = option(
+    "assign.splits-per-request",
+    int,
+    1,
+    "How many splits the enumerator hands to a reader each time it asks for work.",
+    minimum=1,
+)
+
+ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (
+    PATH,
+    FORMAT,
+    MODE,
+    MONITOR_INTERVAL,
+    STABLE_SCANS,
+    GLOB,
+    EXTENSIONS,
+    SCHEMA,
+    SPLIT_TARGET_SIZE,
+    JSONL_BYTE_RANGES,
+    BATCH_SIZE,
+    BLOCK_SIZE,
+    CSV_DELIMITER,
+    CSV_HEADER,
+    ERRORS_TOLERANCE,
+    SPLITS_PER_REQUEST,
+)
+
+DEFAULT_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "parquet": (".parquet", ".parq"),
+    "jsonl": (".jsonl", ".json", ".ndjson"),
+    "csv": (".csv",),
+}
