@@ -76,6 +76,18 @@ class KafkaSourceError(SourceError):
     """Kafka connector errors (broker unreachable, offsets out of range, ...)."""
 
 
+class KafkaOffsetOutOfRangeError(KafkaSourceError):
+    """A split's next offset no longer exists on the broker (retention deleted it)."""
+
+
+class KafkaBrokerUnavailableError(KafkaSourceError):
+    """The Kafka brokers stayed unreachable longer than the configured timeout."""
+
+
+class EmbeddedBrokerError(HoodlineError):
+    """The embedded test/demo broker (Tansu) cannot be found, started or stopped."""
+
+
 class FileSourceError(SourceError):
     """File source errors (unparseable file, unreadable directory, ...)."""
 

