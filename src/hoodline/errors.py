@@ -103,3 +103,7 @@ class BadRecordError(PipelineError):
 
 class RoundFailedError(PipelineError):
     """A checkpoint round failed too many times in a row."""
+
+
+class SparkRuntimeError(PipelineError):
+    """Spark could not be started/used as hoodline needs (master, executors, active context)."""

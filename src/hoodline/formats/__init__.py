@@ -1,0 +1,1 @@
+"""Message formats: decoding Kafka/file values into Arrow (engine-agnostic, no pyspark)."""

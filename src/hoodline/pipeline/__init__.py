@@ -1,0 +1,1 @@
+"""The streaming pipeline: configuration, error records (engine-agnostic, no pyspark)."""

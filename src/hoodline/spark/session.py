@@ -1,0 +1,310 @@
+"""Create and stop the SparkSession hoodline runs on (``local[N]`` or ``local-cluster[E,C,M]``).
+
+Facts this module is built on (pip-installed pyspark 4.3.0, Java 17, measured on a 2-core machine):
+
+* ``local-cluster[E,C,M]`` works with the pip package: pyspark's own directory is ``SPARK_HOME``
+  (it holds ``bin/spark-class`` and ``jars/``); the master and workers run inside the driver JVM and
+  every executor is a separate ``CoarseGrainedExecutorBackend`` JVM, a child of the driver JVM.
+* Executors start Python workers with ``PYSPARK_PYTHON`` or, when unset, ``python3`` from
+  ``PATH`` -- usually *not* the interpreter that has pyarrow. We default it to
+  ``sys.executable``.
+* Executors do not see the driver's ``sys.path`` (pytest's ``pythonpath``, a source checkout ...):
+  unless hoodline is installed in the executors' interpreter, its modules cannot be imported in
+  tasks. We zip the imported ``hoodline`` package and ship it with ``addPyFile``; shipped files come
+  first on the workers' ``sys.path``, so executors run exactly the driver's code.
+* The standalone worker writes each executor's work directory under ``$SPARK_HOME/work/<app id>``
+  (inside site-packages for a pip install; not configurable for local-cluster). We delete that
+  directory when the session stops.
+* Spark picks a non-loopback address by default; for local masters we bind to 127.0.0.1.
+* JVM-level settings (driver memory, log configuration) only take effect when the JVM is launched,
+  i.e. for the first session of a Python process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from pyspark import SparkContext
+from pyspark.find_spark_home import _find_spark_home
+from pyspark.sql import SparkSession
+
+import hoodline
+from hoodline.errors import ConfigError, SparkRuntimeError
+
+_LOCAL = re.compile(r"local(?:\[(\*|[1-9]\d*)(?:,\s*([1-9]\d*))?\])?")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*\]")
+_LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+
+
+@dataclass(frozen=True)
+class Master:
+    """A parsed Spark master URL."""
+
+    url: str
+    kind: Literal["local", "local-cluster", "remote"]
+    executors: int
+    cores_per_executor: int
+    executor_memory_mb: int | None = None
+
+    @property
+    def total_cores(self) -> int:
+        return self.executors * self.cores_per_executor
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind != "remote"
+
+
+def parse_master(url: str) -> Master:
+    """Parse ``local``, ``local[N]``, ``local[*]``, ``local[N,F]`` or ``local-cluster[E,C,M]``.
+
+    Other URLs (``spark://``, ``yarn``, ``k8s://``) are accepted as ``remote`` without sizing.
+    Malformed ``local...`` URLs raise :class:`ConfigError`.
+    """
+    url = url.strip()
+    m = _LOCAL.fullmatch(url)
+    if m:
+        n = m.group(1)
+        if n is None:
+            cores = 1
+        elif n == "*":
+            cores = os.cpu_count() or 1
+        else:
+            cores = int(n)
+        return Master(url, "local", 1, cores)
+    m = _LOCAL_CLUSTER.fullmatch(url)
+    if m:
+        return Master(url, "local-cluster", int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if url.startswith("local"):
+        raise ConfigError(
+            f"Spark master {url!r} is malformed; use local, local[N], local[*], local[N,F] "
+            "or local-cluster[EXECUTORS,CORES_PER_EXECUTOR,MEMORY_MB]"
+        )
+    if not url:
+        raise ConfigError("Spark master is empty; use e.g. local[2]")
+    return Master(url, "remote", 0, 0)
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """How to build the session. Defaults suit a 2-core laptop."""
+
+    master: str = "local[2]"
+    app_name: str = "hoodline"
+    #: JVM heap of the driver (only applied when this process launches the JVM).
+    driver_memory: str = "1g"
+    #: ``spark.sql.shuffle.partitions``; ``None`` = total cores of the master (at least 2).
+    shuffle_partitions: int | None = None
+    #: Rows per Arrow batch handed to ``mapInArrow`` functions.
+    arrow_batch_records: int = 10_000
+    #: Zip the imported hoodline package and ship it to executors.
+    ship_package: bool = True
+    #: Spark (log4j) log level: WARN keeps the console quiet, ERROR quieter.
+    log_level: str = "WARN"
+    #: Extra ``spark.*`` settings, applied last (they win).
+    extra_conf: Mapping[str, str] = field(default_factory=dict)
+
+
+def _log4j2_properties(level: str) -> str:
+    return "\n".join(
+        [
+            f"rootLogger.level = {level.lower()}",
+            "rootLogger.appenderRef.stderr.ref = console",
+            "appender.console.type = Console",
+            "appender.console.name = console",
+            "appender.console.target = SYSTEM_ERR",
+            "appender.console.layout.type = PatternLayout",
+            "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex",
+            "logger.native.name = org.apache.hadoop.util.NativeCodeLoader",
+            "logger.native.level = error",
+            "",
+        ]
+    )
+
+
+def spark_conf(settings: SparkSettings, master: Master, log_config: Path | None) -> dict[str, str]:
+    """The ``spark.*`` settings for ``settings`` (pure; no JVM needed)."""
+    if settings.log_level.upper() not in _LOG_LEVELS:
+        raise ConfigError(
+            f"Spark log level {settings.log_level!r} is invalid; "
+            f"use one of {', '.join(_LOG_LEVELS)}"
+        )
+    if settings.arrow_batch_records < 1:
+        raise ConfigError(
+            f"arrow batch size {settings.arrow_batch_records} is invalid; must be >= 1"
+        )
+    partitions = settings.shuffle_partitions or max(2, master.total_cores)
+    conf: dict[str, str] = {
+        "spark.app.name": settings.app_name,
+        "spark.driver.memory": settings.driver_memory,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(settings.arrow_batch_records),
+        "spark.python.worker.reuse": "true",
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.default.parallelism": str(partitions),
+        "spark.sql.session.timeZone": "UTC",
+        # Small-machine memory: leave room for Python workers next to the JVM heap.
+        "spark.memory.fraction": "0.5",
+    }
+    if master.is_local:
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if log_config is not None:
+        opt = f"-Dlog4j2.configurationFile=file:{log_config}"
+        conf["spark.driver.extraJavaOptions"] = opt
+        conf["spark.executor.extraJavaOptions"] = opt
+    conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
+    return conf
+
+
+def package_archive(dest_dir: Path) -> Path:
+    """Zip the imported ``hoodline`` package (sources only) into ``dest_dir`` for ``addPyFile``."""
+    root = Path(hoodline.__file__).resolve().parent
+    archive = dest_dir / f"hoodline-{uuid.uuid4().hex[:12]}.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(root.rglob("*")):
+            if "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+                continue
+            arcname = Path("hoodline") / path.relative_to(root)
+            if path.is_dir():
+                # zipimport cannot import namespace packages: give such folders an __init__.
+                if any(path.glob("*.py")) and not (path / "__init__.py").exists():
+                    zf.writestr(str(arcname / "__init__.py"), "")
+                continue
+            zf.write(path, arcname)
+    return archive
+
+
+class HoodlineSpark:
+    """A running session plus what is needed to stop it cleanly. Use as a context manager."""
+
+    def __init__(self, session: SparkSession, master: Master, scratch: Path) -> None:
+        self.session = session
+        self.master = master
+        self._scratch = scratch
+        self._app_id = session.sparkContext.applicationId
+        self._stopped = False
+
+    @property
+    def context(self) -> SparkContext:
+        return self.session.sparkContext
+
+    def executor_pids(self) -> list[int]:
+        """PIDs of executor JVMs (children of the driver JVM); empty for ``local[N]``."""
+        jvm: Any = self.context._jvm
+        handles = jvm.java.lang.ProcessHandle.current().children().toArray()
+        pids = []
+        for h in handles:
+            cmd = h.info().commandLine().orElse("")
+            if "CoarseGrainedExecutorBackend" in cmd and h.isAlive():
+                pids.append(int(h.pid()))
+        return sorted(pids)
+
+    def wait_for_executors(self, count: int, timeout_s: float = 60.0) -> list[int]:
+        """Block until ``count`` executors are registered with the driver (local-cluster)."""
+        deadline = time.monotonic() + timeout_s
+        tracker: Any = self.context._jsc.sc().statusTracker()
+        while True:
+            # getExecutorInfos includes the driver itself.
+            registered = len(tracker.getExecutorInfos()) - 1
+            if registered >= count:
+                return self.executor_pids()
+            if time.monotonic() > deadline:
+                raise SparkRuntimeError(
+                    f"only {registered} of {count} executors registered within {timeout_s:.0f}s "
+                    f"on master {self.master.url!r}; check memory (M in local-cluster[E,C,M])"
+                )
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop Spark, wait for executor processes to exit, remove temporary files."""
+        if self._stopped:
+            return
+        self._stopped = True
+        pids: list[int] = []
+        try:
+            pids = self.executor_pids()
+        except Exception:  # JVM already gone: nothing to wait for
+            pids = []
+        self.session.stop()
+        deadline = time.monotonic() + 30
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if _alive(p)]
+            if pids:
+                time.sleep(0.1)
+        shutil.rmtree(self._scratch, ignore_errors=True)
+        if self.master.kind == "local-cluster":
+            shutil.rmtree(Path(_find_spark_home()) / "work" / self._app_id, ignore_errors=True)
+
+    def __enter__(self) -> HoodlineSpark:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by the JVM) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
+    """Start a SparkSession for hoodline. Refuses to reuse a session started elsewhere."""
+    settings = settings or SparkSettings()
+    master = parse_master(settings.master)
+    if SparkContext._active_spark_context is not None:
+        active = SparkContext._active_spark_context.master
+        raise SparkRuntimeError(
+            f"a SparkContext (master {active!r}) is already running in this process; stop it "
+            f"before starting hoodline's session on {master.url!r}"
+        )
+    scratch = Path(tempfile.mkdtemp(prefix="hoodline-spark-"))
+    try:
+        log_config = scratch / "log4j2.properties"
+        log_config.write_text(_log4j2_properties(settings.log_level))
+        conf = spark_conf(settings, master, log_config)
+        # Executors must run the interpreter that has pyarrow & co (see module docs).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if master.is_local:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder: Any = SparkSession.builder.master(master.url)
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        session: SparkSession = builder.getOrCreate()
+        session.sparkContext.setLogLevel(settings.log_level.upper())
+        if settings.ship_package:
+            session.sparkContext.addPyFile(str(package_archive(scratch)))
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return HoodlineSpark(session, master, scratch)
