@@ -1,0 +1,349 @@
+"""The file split enumerator: discovery, bookkeeping and pull-based assignment (FLIP-27 + 537).
+
+Assignment is *pull-based*, as in Flink's file source: a reader asks for work
+(``handle_split_request``) when it starts and whenever it finished its splits; the enumerator
+answers with up to ``assign.splits-per-request`` pending splits, oldest files first. Readers that
+ask while nothing is pending wait until discovery finds files (continuous) or get
+no-more-splits (bounded, once the listing is done).
+
+Recovery (the source implements ``SupportsSplitReassignmentOnRecovery``): restored readers report
+their in-progress splits (with progress) at registration and the enumerator decides, using its
+global ``assignment`` (split id -> reader):
+
+* after a restore from a checkpoint every recorded owner is stale (readers' states may have been
+  redistributed to other subtasks when the parallelism changed), so the first reader that reports
+  a split *claims* it; at a global restart each in-flight split is in exactly one reader state;
+* otherwise a reported split is taken back only if the assignment says the reporter owns it
+  (a split that has meanwhile gone to another reader, or back to pending, is ignored: FLIP-537
+  case "single task failover before the first checkpoint after a restart");
+* a claimed split is handed straight back to the reporting reader (stable assignment while the
+  parallelism is unchanged; no split waits in limbo).
+
+``add_splits_back`` (splits assigned after the last completed checkpoint to a failed reader) puts
+the splits back to pending. Finished splits leave the assignment: a reader reports them with
+:class:`SplitsFinishedEvent`; they are dropped from the checkpointed assignment at the next
+snapshot and from memory when that checkpoint completes (until then a failed reader may still
+re-report them from its older checkpoint).
+
+Processed-file bookkeeping: a file version enters ``processed`` in the same step its splits enter
+``pending``; a later scan never turns it into splits again. A processed file whose size or
+modification time changes later is reported once as rejected (its new content is not read).
+The processed map grows with the number of files read (it is zlib-compressed in checkpoints).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hoodline.connectors.files.config import FileSourceConfig
+from hoodline.connectors.files.discovery import DirectoryLister, FileEntry, StabilityTracker
+from hoodline.connectors.files.events import SplitsFinishedEvent
+from hoodline.connectors.files.planning import plan_file
+from hoodline.connectors.files.rejections import RejectedFile
+from hoodline.connectors.files.split import FileSourceSplit
+from hoodline.connectors.files.state import FileEnumeratorState
+from hoodline.errors import FileSourceError
+from hoodline.source.api import (
+    SourceEvent,
+    SplitEnumerator,
+    SplitEnumeratorContext,
+    SplitsAssignment,
+)
+
+log = logging.getLogger(__name__)
+
+#: Owner value of an assignment entry restored from a checkpoint: any reporter may claim it.
+UNCLAIMED = -1
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """A newly eligible file version and its splits (or why it could not be planned)."""
+
+    entry: FileEntry
+    splits: tuple[FileSourceSplit, ...]
+    error: str | None = None
+
+
+class _Scanner:
+    """The discovery callable run through ``call_async``; touches no enumerator state directly.
+
+    It reads ``processed`` only through ``is_known`` (a lock-protected membership test) so
+    already processed files are not re-planned, and keeps its own stability tracker.
+    """
+
+    def __init__(
+        self,
+        config: FileSourceConfig,
+        is_known: Callable[[FileEntry], bool],
+        stable_scans: int,
+    ) -> None:
+        self._config = config
+        self._lister = DirectoryLister(config.root, config.glob, config.extensions)
+        self._is_known = is_known
+        self._tracker = StabilityTracker(stable_scans)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> tuple[list[PlannedFile], list[FileEntry]]:
+        """(new eligible files with their splits, every eligible file version seen)."""
+        with self._lock:
+            eligible = self._tracker.observe(self._lister.list())
+            fresh = [e for e in eligible if not self._is_known(e)]
+            fresh.sort(key=lambda e: (e.mtime_ns, e.path))
+            return [self._plan(e) for e in fresh], eligible
+
+    def _plan(self, entry: FileEntry) -> PlannedFile:
+        try:
+            return PlannedFile(entry, tuple(plan_file(entry, self._config)))
+        except FileSourceError as exc:
+            return PlannedFile(entry, (), str(exc))
+
+
+class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState]):
+    """Enumerator of :class:`~hoodline.connectors.files.source.FileSource` (see module docs)."""
+
+    def __init__(
+        self,
+        context: SplitEnumeratorContext[FileSourceSplit],
+        config: FileSourceConfig,
+        state: FileEnumeratorState | None = None,
+    ) -> None:
+        self._context = context
+        self._config = config
+        restored = state is not None
+        state = state or FileEnumeratorState()
+        self._lock = threading.Lock()  # guards _processed against the scanner's reads
+        self._processed: dict[str, tuple[int, int]] = dict(state.processed)
+        self._pending: OrderedDict[str, FileSourceSplit] = OrderedDict(
+            (s.split_id, s) for s in state.pending
+        )
+        self._assignment: dict[str, int] = (
+            {sid: UNCLAIMED for sid in state.assignment} if restored else {}
+        )
+        self._rejected: list[RejectedFile] = list(state.rejected)
+        self._rejected_ids = {r.split_id for r in self._rejected}
+        self._discovery_done = state.discovery_done
+        self._waiting: OrderedDict[int, None] = OrderedDict()  # readers asking for work
+        # finished split id -> checkpoint id of the first snapshot without it (None: not yet)
+        self._finished: dict[str, int | None] = {}
+        self._finished_owner: dict[str, int] = {}
+        self._unclaimed_cleanup_after: int | None = None
+        self._reported_changes: set[tuple[str, int, int]] = set()
+        self._scanner = _Scanner(
+            config, self._is_known, config.stable_scans if config.continuous else 1
+        )
+
+    # -- inspection ------------------------------------------------------------------------------
+
+    @property
+    def rejected_files(self) -> list[RejectedFile]:
+        """Files skipped under ``errors.tolerance=all`` (also kept in the checkpointed state)."""
+        return list(self._rejected)
+
+    @property
+    def pending_splits(self) -> list[FileSourceSplit]:
+        return list(self._pending.values())
+
+    @property
+    def processed_files(self) -> dict[str, tuple[int, int]]:
+        with self._lock:
+            return dict(self._processed)
+
+    @property
+    def assignment(self) -> dict[str, int]:
+        """Split id -> reader of splits handed out and not known finished (-1: unclaimed)."""
+        return dict(self._assignment)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._config.continuous:
+            self._context.call_async(
+                self._scanner, self._on_scan, 0.0, self._config.monitor_interval
+            )
+        elif not self._discovery_done:
+            self._context.call_async(self._scanner, self._on_scan)
+
+    def close(self) -> None:
+        pass
+
+    # -- discovery -------------------------------------------------------------------------------
+
+    def _is_known(self, entry: FileEntry) -> bool:
+        with self._lock:
+            return self._processed.get(entry.path) == (entry.size, entry.mtime_ns)
+
+    def _on_scan(
+        self,
+        result: tuple[list[PlannedFile], list[FileEntry]] | None,
+        error: BaseException | None,
+    ) -> None:
+        if error is not None:
+            if isinstance(error, FileSourceError):
+                raise error
+            raise FileSourceError(
+                f"scanning '{self._config.root}' failed: {type(error).__name__}: {error}"
+            ) from error
+        assert result is not None
+        planned, eligible = result
+        self._report_modified_files(eligible)
+        for p in planned:
+            self._add_planned(p)
+        if not self._config.continuous:
+            self._discovery_done = True
+        self._serve_waiting()
+
+    def _add_planned(self, p: PlannedFile) -> None:
+        e = p.entry
+        with self._lock:
+            if e.path in self._processed:
+                return  # already taken (an older version is reported by _report_modified_files)
+            self._processed[e.path] = (e.size, e.mtime_ns)
+        if p.error is not None:
+            self._reject_or_raise(RejectedFile(e.path, e.path, p.error, 0))
+            return
+        for split in p.splits:
+            self._pending[split.split_id] = split
+        log.debug("discovered %s (%d split(s))", e.path, len(p.splits))
+
+    def _report_modified_files(self, eligible: list[FileEntry]) -> None:
+        with self._lock:
+            changed = [
+                e for e in eligible
+                if e.path in self._processed and self._processed[e.path] != (e.size, e.mtime_ns)
+            ]
+        for e in changed:
+            if e.key in self._reported_changes:
+                continue
+            self._reported_changes.add(e.key)
+            size, mtime = self._processed[e.path]
+            reason = (
+                f"file was modified after it was read (size {size} -> {e.size}, mtime_ns "
+                f"{mtime} -> {e.mtime_ns}); the new content is NOT read. Write new data to new "
+                "files instead of changing existing ones."
+            )
+            log.warning("file source: '%s': %s", e.path, reason)
+            self._record_rejection(RejectedFile(e.path, f"{e.path}@{e.mtime_ns}", reason, 0))
+
+    def _reject_or_raise(self, rejection: RejectedFile) -> None:
+        if not self._config.tolerate_errors:
+            raise FileSourceError(
+                f"{rejection.reason} (set errors.tolerance=all to skip and record such files)"
+            )
+        log.error("file source: skipping '%s': %s", rejection.split_id, rejection.reason)
+        self._record_rejection(rejection)
+
+    def _record_rejection(self, rejection: RejectedFile) -> None:
+        if rejection.split_id not in self._rejected_ids:
+            self._rejected_ids.add(rejection.split_id)
+            self._rejected.append(rejection)
+
+    # -- assignment ------------------------------------------------------------------------------
+
+    def handle_split_request(self, subtask_id: int, requester_location: str | None) -> None:
+        self._waiting[subtask_id] = None
+        self._serve_waiting()
+
+    def _serve_waiting(self) -> None:
+        registered = self._context.registered_readers()
+        for subtask in list(self._waiting):
+            if subtask not in registered:
+                del self._waiting[subtask]  # it will ask again once it is back
+                continue
+            if self._pending:
+                batch = [self._pending.popitem(last=False)[1]
+                         for _ in range(min(self._config.splits_per_request, len(self._pending)))]
+                self._assign(subtask, batch)
+                del self._waiting[subtask]
+            elif self._discovery_done and not self._config.continuous:
+                self._context.signal_no_more_splits(subtask)
+                del self._waiting[subtask]
+            else:
+                break  # nothing to hand out now; keep everybody waiting in order
+
+    def _assign(self, subtask: int, splits: list[FileSourceSplit]) -> None:
+        for split in splits:
+            self._assignment[split.split_id] = subtask
+            self._finished.pop(split.split_id, None)
+            self._finished_owner.pop(split.split_id, None)
+        self._context.assign_splits(SplitsAssignment({subtask: splits}))
+
+    def add_splits_back(self, splits: Sequence[FileSourceSplit], subtask_id: int) -> None:
+        for split in splits:
+            sid = split.split_id
+            self._assignment.pop(sid, None)
+            self._finished.pop(sid, None)
+            self._finished_owner.pop(sid, None)
+            self._pending[sid] = split
+        self._waiting.pop(subtask_id, None)
+        self._serve_waiting()
+
+    def add_reader(self, subtask_id: int) -> None:
+        info = self._context.registered_readers().get(subtask_id)
+        reported = list(info.reported_splits) if info is not None else []
+        back: list[FileSourceSplit] = []
+        for split in reported:
+            sid = split.split_id
+            owner = self._assignment.get(sid, self._finished_owner.get(sid))
+            if owner is None:
+                log.warning(
+                    "reader %d reported split '%s' the enumerator has no record of; taking it "
+                    "back rather than risking its loss", subtask_id, sid
+                )
+            elif owner not in (UNCLAIMED, subtask_id):
+                continue  # moved to another reader (or pending) since: ignore (FLIP-537)
+            if sid in self._pending:
+                continue  # already given back; the pending copy has the same position
+            self._finished.pop(sid, None)
+            self._finished_owner.pop(sid, None)
+            back.append(split)
+        if back:
+            self._assign(subtask_id, back)
+
+    def handle_source_event(self, subtask_id: int, event: SourceEvent) -> None:
+        if not isinstance(event, SplitsFinishedEvent):
+            log.warning("file enumerator ignores event %r from reader %d", event, subtask_id)
+            return
+        for rejection in event.rejected:
+            self._record_rejection(rejection)
+        for sid in event.split_ids:
+            owner = self._assignment.get(sid)
+            if owner == subtask_id:
+                del self._assignment[sid]
+                self._finished[sid] = None
+                self._finished_owner[sid] = subtask_id
+
+    # -- checkpoints -----------------------------------------------------------------------------
+
+    def snapshot_state(self, checkpoint_id: int) -> FileEnumeratorState:
+        for sid, cp in self._finished.items():
+            if cp is None:
+                self._finished[sid] = checkpoint_id
+        if self._unclaimed_cleanup_after is None and UNCLAIMED in self._assignment.values():
+            self._unclaimed_cleanup_after = checkpoint_id
+        with self._lock:
+            processed = dict(self._processed)
+        return FileEnumeratorState(
+            processed=processed,
+            pending=list(self._pending.values()),
+            assignment=dict(self._assignment),
+            rejected=list(self._rejected),
+            discovery_done=self._discovery_done,
+        )
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        done = [sid for sid, cp in self._finished.items() if cp is not None and cp <= checkpoint_id]
+        for sid in done:
+            del self._finished[sid]
+            self._finished_owner.pop(sid, None)
+        cleanup = self._unclaimed_cleanup_after
+        if cleanup is not None and cleanup <= checkpoint_id:
+            # Every reader registered before that checkpoint; an entry nobody claimed belongs to
+            # a split that finished before the restored checkpoint's reader snapshots.
+            for sid in [s for s, o in self._assignment.items() if o == UNCLAIMED]:
+                del self._assignment[sid]
+            self._unclaimed_cleanup_after = None
