@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hoodline.errors import TableError
-from hoodline.table.instant import REPLACE_COMMIT, is_valid_timestamp
+from hoodline.table.instant import REPLACE_COMMIT, is_timestamp_string, is_valid_timestamp
 from hoodline.table.timeline import Timeline
 
 BASE_FILE_EXTENSION = ".parquet"
@@ -133,7 +133,7 @@ class FileSystemView:
         partitioned: bool,
         as_of: str | None = None,
     ) -> None:
-        if as_of is not None and not is_valid_timestamp(as_of):
+        if as_of is not None and not is_timestamp_string(as_of):
             raise TableError(f"as-of instant '{as_of}' is not a 17-digit timestamp")
         self.base_path = Path(base_path)
         self.timeline = timeline

@@ -140,6 +140,11 @@ def is_valid_timestamp(ts: str) -> bool:
     return True
 
 
+def is_timestamp_string(ts: str) -> bool:
+    """True for any 17-digit string (bounds of queries, e.g. ``00000000000000000``)."""
+    return isinstance(ts, str) and bool(_TS_RE.match(ts))
+
+
 def format_timestamp(moment: datetime) -> str:
     """Format ``moment`` (naive = UTC) as a 17-digit instant time."""
     if moment.tzinfo is not None:

@@ -1,0 +1,297 @@
+"""Arrow <-> Avro schema JSON (``extraMetadata.schema``) and schema-evolution checks.
+
+Arrow -> Avro follows what Hudi's Spark writer produces: a record ``<table>_record`` in namespace
+``hoodie.<table>``; nullable columns become ``["null", T]`` unions with ``"default": null``;
+timestamps ``timestamp-millis``/``timestamp-micros`` (``timestamp-nanos`` for ns); dates ``date``;
+decimals ``fixed`` with ``decimal`` logical type; lists ``array``; structs nested records; maps
+with string keys ``map``. Types Avro cannot express (e.g. unsigned 64-bit ints, non-string map
+keys) are refused with an error naming the column.
+
+Avro -> Arrow mirrors hudi-rs so that hoodline's reads return the same types as hudi-rs reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from hoodline.errors import SchemaEvolutionError, TableError
+
+META_COLUMNS: tuple[str, ...] = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+META_SCHEMA = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS])
+
+_NAME_RE = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _avro_name(text: str) -> str:
+    name = _NAME_RE.sub("_", text) or "_"
+    return name if not name[0].isdigit() else f"_{name}"
+
+
+def data_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without the ``_hoodie_`` meta columns."""
+    return pa.schema([f for f in schema if f.name not in META_COLUMNS], metadata=None)
+
+
+# -- Arrow -> Avro -------------------------------------------------------------------------------
+def arrow_to_avro_schema_json(schema: pa.Schema, name: str) -> str:
+    """Avro schema JSON of the data columns of ``schema`` (meta columns are left out)."""
+    return json.dumps(arrow_to_avro(schema, name))
+
+
+def arrow_to_avro(schema: pa.Schema, name: str) -> dict[str, Any]:
+    record_name = f"{_avro_name(name)}_record"
+    namespace = f"hoodie.{_avro_name(name)}"
+    fields = [
+        _field_to_avro(f, f"{namespace}.{record_name}")
+        for f in schema
+        if f.name not in META_COLUMNS
+    ]
+    return {"type": "record", "name": record_name, "namespace": namespace, "fields": fields}
+
+
+def _field_to_avro(f: pa.Field, namespace: str) -> dict[str, Any]:
+    t = _type_to_avro(f.type, f.name, namespace, f.name)
+    if f.nullable:
+        return {"name": f.name, "type": ["null", t], "default": None}
+    return {"name": f.name, "type": t}
+
+
+def _type_to_avro(t: pa.DataType, name: str, namespace: str, column: str) -> Any:
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
+        return "int"
+    if pa.types.is_uint8(t) or pa.types.is_uint16(t):
+        return "int"
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return "long"
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "bytes"
+    if pa.types.is_fixed_size_binary(t):
+        return {
+            "type": "fixed",
+            "name": _avro_name(name),
+            "namespace": namespace,
+            "size": t.byte_width,
+        }
+    if pa.types.is_date32(t) or pa.types.is_date64(t):
+        return {"type": "int", "logicalType": "date"}
+    if pa.types.is_timestamp(t):
+        logical = {
+            "s": "timestamp-millis",
+            "ms": "timestamp-millis",
+            "us": "timestamp-micros",
+            "ns": "timestamp-nanos",
+        }[t.unit]
+        return {"type": "long", "logicalType": logical}
+    if pa.types.is_time32(t):
+        return {"type": "int", "logicalType": "time-millis"}
+    if pa.types.is_time64(t):
+        return {"type": "long", "logicalType": "time-micros"}
+    if pa.types.is_decimal(t):
+        size = _decimal_fixed_size(t.precision)
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{namespace}.{_avro_name(name)}",
+            "size": size,
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        item = t.value_field
+        items = _type_to_avro(item.type, "element", f"{namespace}.{_avro_name(name)}", column)
+        return {"type": "array", "items": ["null", items] if item.nullable else items}
+    if pa.types.is_struct(t):
+        child_ns = f"{namespace}.{_avro_name(name)}"
+        return {
+            "type": "record",
+            "name": _avro_name(name),
+            "namespace": namespace,
+            "fields": [_field_to_avro(t.field(i), child_ns) for i in range(t.num_fields)],
+        }
+    if pa.types.is_map(t):
+        if not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
+            raise TableError(
+                f"column '{column}' is a map with key type {t.key_type}; Avro maps need string keys"
+            )
+        vf = t.item_field
+        values = _type_to_avro(vf.type, "value", f"{namespace}.{_avro_name(name)}", column)
+        return {"type": "map", "values": ["null", values] if vf.nullable else values}
+    if pa.types.is_dictionary(t):
+        return _type_to_avro(t.value_type, name, namespace, column)
+    raise TableError(
+        f"column '{column}' has Arrow type {t}, which has no Avro (Hudi) equivalent; "
+        "cast it to a supported type first"
+    )
+
+
+def _decimal_fixed_size(precision: int) -> int:
+    """Smallest byte count holding ``precision`` decimal digits (as Spark/Hudi compute it)."""
+    size = 1
+    while 10**precision > 2 ** (8 * size - 1) - 1:
+        size += 1
+    return size
+
+
+# -- Avro -> Arrow -------------------------------------------------------------------------------
+def avro_schema_json_to_arrow(text: str) -> pa.Schema:
+    """Arrow schema of an Avro record schema JSON, typed like hudi-rs reads it."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TableError(f"table schema is not valid Avro JSON: {exc}") from None
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        raise TableError("table schema must be an Avro record schema")
+    named: dict[str, Any] = {}
+    return pa.schema([_avro_field_to_arrow(f, named) for f in parsed.get("fields", [])])
+
+
+def _avro_field_to_arrow(f: dict[str, Any], named: dict[str, Any]) -> pa.Field:
+    t, nullable = _avro_to_type(f["type"], named)
+    return pa.field(f["name"], t, nullable=nullable)
+
+
+def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
+    """Arrow type and nullability of an Avro type."""
+    if isinstance(s, list):
+        non_null = [v for v in s if v != "null"]
+        if len(non_null) == 1:
+            t, _ = _avro_to_type(non_null[0], named)
+            return t, len(non_null) < len(s)
+        raise TableError(f'Avro union {json.dumps(s)} is not supported (only ["null", T])')
+    if isinstance(s, str):
+        prim = {
+            "null": pa.null(),
+            "boolean": pa.bool_(),
+            "int": pa.int32(),
+            "long": pa.int64(),
+            "float": pa.float32(),
+            "double": pa.float64(),
+            "bytes": pa.binary(),
+            "string": pa.string(),
+        }
+        if s in prim:
+            return prim[s], False
+        short = s.rsplit(".", 1)[-1]
+        if s in named or short in named:
+            return _avro_to_type(named.get(s, named.get(short)), named)
+        raise TableError(f"Avro type '{s}' is not supported")
+    if not isinstance(s, dict):
+        raise TableError(f"Avro type {s!r} is not supported")
+    typ = s.get("type")
+    logical = s.get("logicalType")
+    if logical == "decimal":
+        return pa.decimal128(int(s["precision"]), int(s.get("scale", 0))), False
+    if logical == "date":
+        return pa.date32(), False
+    if logical == "timestamp-millis":
+        return pa.timestamp("ms", tz="UTC"), False
+    if logical == "timestamp-micros":
+        return pa.timestamp("us", tz="UTC"), False
+    if logical == "timestamp-nanos":
+        return pa.timestamp("ns", tz="UTC"), False
+    if logical == "time-millis":
+        return pa.time32("ms"), False
+    if logical == "time-micros":
+        return pa.time64("us"), False
+    if typ == "record":
+        if "name" in s:
+            named[str(s["name"])] = s
+        return pa.struct([_avro_field_to_arrow(f, named) for f in s.get("fields", [])]), False
+    if typ == "array":
+        t, nullable = _avro_to_type(s["items"], named)
+        return pa.list_(pa.field("element", t, nullable=nullable)), False
+    if typ == "map":
+        t, nullable = _avro_to_type(s["values"], named)
+        return pa.map_(pa.string(), pa.field("value", t, nullable=nullable)), False
+    if typ == "fixed":
+        if "name" in s:
+            named[str(s["name"])] = s
+        return pa.binary(int(s["size"])), False
+    if typ == "enum":
+        return pa.string(), False
+    if isinstance(typ, (str, list, dict)):
+        return _avro_to_type(typ, named)
+    raise TableError(f"Avro type {json.dumps(s)} is not supported")
+
+
+# -- evolution ------------------------------------------------------------------------------------
+def _compatible(old: pa.DataType, new: pa.DataType) -> bool:
+    """Same logical type (Arrow representations that map to the same Avro type are equal)."""
+    if old == new:
+        return True
+    try:
+        return json.dumps(_type_to_avro(old, "x", "n", "x"), sort_keys=True) == json.dumps(
+            _type_to_avro(new, "x", "n", "x"), sort_keys=True
+        )
+    except TableError:
+        return False
+
+
+def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[str]) -> pa.Schema:
+    """The table schema after writing data of schema ``new`` into a table of schema ``old``.
+
+    Allowed: same columns (any order); new *nullable* columns. Refused with
+    :class:`SchemaEvolutionError` naming the column: a changed type, a dropped column, a dropped
+    key column, a new non-nullable column, or a column that became non-nullable. The returned
+    schema keeps the old column order and appends new columns (meta columns excluded).
+    """
+    new = data_schema(new)
+    for key in key_fields:
+        if key not in new.names:
+            raise SchemaEvolutionError(
+                f"record key column '{key}' is missing from the data; every write must carry it"
+            )
+    if old is None:
+        return new
+    old = data_schema(old)
+    new_by_name = {f.name: f for f in new}
+    result: list[pa.Field] = []
+    for f in old:
+        nf = new_by_name.get(f.name)
+        if nf is None:
+            kind = "key column" if f.name in key_fields else "column"
+            raise SchemaEvolutionError(
+                f"{kind} '{f.name}' ({f.type}) of the table is missing from the data; "
+                "dropping columns is not supported: include it (nulls are fine if nullable)"
+            )
+        if not _compatible(f.type, nf.type):
+            raise SchemaEvolutionError(
+                f"column '{f.name}' changes type from {f.type} to {nf.type}; "
+                "type changes are not supported: cast the data to the table's type"
+            )
+        if f.nullable and not nf.nullable:
+            # data without nulls may be declared non-nullable; the table column stays nullable
+            result.append(f)
+            continue
+        result.append(f)
+    old_names = set(old.names)
+    for nf in new:
+        if nf.name in old_names:
+            continue
+        if not nf.nullable:
+            raise SchemaEvolutionError(
+                f"new column '{nf.name}' is not nullable; added columns must be nullable so "
+                "existing rows can read as null"
+            )
+        result.append(nf)
+    return pa.schema(result)

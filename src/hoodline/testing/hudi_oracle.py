@@ -1,0 +1,260 @@
+"""hudi-rs (PyPI ``hudi``) as the test oracle for hoodline tables.
+
+Helpers read a table with hudi-rs and compare with hoodline's own reads (or any expected Arrow
+table), ignoring row order: rows are matched by key columns and differences are reported by key.
+
+Typical use in a test::
+
+    from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+    assert_hudi_matches_hoodline(table)            # snapshot, every as-of, every incremental range
+
+    expected = pa.table({...})
+    assert_rows_equal(expected, hudi_snapshot(table.base_path, columns=[...]), key=("id",))
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+ZERO_TS = "00000000000000000"
+DEFAULT_KEY = ("_hoodie_partition_path", "_hoodie_record_key")
+
+
+def _hudi() -> Any:
+    try:
+        import hudi
+    except ImportError as exc:  # pragma: no cover - dev dependency
+        raise RuntimeError("the 'hudi' package (hudi-rs) is needed for oracle checks") from exc
+    return hudi
+
+
+def hudi_table(path: str | os.PathLike[str]) -> Any:
+    """A freshly built hudi-rs table (no caching between calls)."""
+    return _hudi().HudiTableBuilder.from_base_uri(str(path)).build()
+
+
+def _to_table(batches: list[pa.RecordBatch], table: Any) -> pa.Table:
+    if batches:
+        return pa.Table.from_batches(batches)
+    return pa.schema(table.get_schema_with_meta_fields()).empty_table()
+
+
+def hudi_snapshot(
+    path: str | os.PathLike[str],
+    as_of: str | None = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """Snapshot (or time travel with ``as_of``) read by hudi-rs."""
+    hudi = _hudi()
+    t = hudi_table(path)
+    opts = hudi.HudiReadOptions()
+    if as_of is not None:
+        opts = opts.with_as_of_timestamp(as_of)
+    if columns is not None:
+        opts = opts.with_projection(list(columns))
+    return _to_table(t.read(opts), t)
+
+
+def hudi_incremental(path: str | os.PathLike[str], start: str, end: str | None = None) -> pa.Table:
+    """Incremental read ``(start, end]`` by hudi-rs."""
+    hudi = _hudi()
+    t = hudi_table(path)
+    opts = hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental)
+    opts = opts.with_start_timestamp(start)
+    if end is not None:
+        opts = opts.with_end_timestamp(end)
+    return _to_table(t.read(opts), t)
+
+
+def hudi_completed_commits(path: str | os.PathLike[str]) -> list[str]:
+    """Timestamps of completed commits as hudi-rs sees them."""
+    return [i.timestamp for i in hudi_table(path).get_timeline().get_completed_commits()]
+
+
+def hudi_file_slices(path: str | os.PathLike[str], as_of: str | None = None) -> list[str]:
+    """Relative base file paths hudi-rs would read (sorted)."""
+    hudi = _hudi()
+    opts = hudi.HudiReadOptions()
+    if as_of is not None:
+        opts = opts.with_as_of_timestamp(as_of)
+    return sorted(s.base_file_relative_path() for s in hudi_table(path).get_file_slices(opts))
+
+
+# -- comparison ----------------------------------------------------------------------------------
+def _loose_type(t: pa.DataType) -> pa.DataType:
+    """Type with nested nullability flags removed (readers differ only in those)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_loose_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _loose_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_loose_type(t.key_type), _loose_type(t.item_type))
+    return t
+
+
+def _loosen(table: pa.Table) -> pa.Table:
+    schema = pa.schema([pa.field(f.name, _loose_type(f.type)) for f in table.schema])
+    return table.cast(schema) if schema != table.schema else table
+
+
+class OracleMismatch(AssertionError):
+    """hudi-rs and hoodline (or an expected table) disagree."""
+
+
+def _fmt_row(row: dict[str, Any], limit: int = 8) -> str:
+    items = list(row.items())
+    shown = ", ".join(f"{k}={v!r}" for k, v in items[:limit])
+    return "{" + shown + (", ..." if len(items) > limit else "") + "}"
+
+
+def assert_rows_equal(
+    expected: pa.Table,
+    actual: pa.Table,
+    key: Sequence[str] = DEFAULT_KEY,
+    label: str = "",
+    columns: Sequence[str] | None = None,
+    check_types: bool = True,
+) -> None:
+    """Assert both tables hold the same rows (any order), matched by ``key`` columns.
+
+    ``columns`` restricts the comparison; otherwise column names (and, with ``check_types``,
+    types ignoring nullability) must be equal. Raises :class:`OracleMismatch` listing the keys
+    missing on either side and the first rows whose values differ.
+    """
+    where = f" [{label}]" if label else ""
+    if columns is not None:
+        for name, tbl in (("expected", expected), ("actual", actual)):
+            missing = [c for c in columns if c not in tbl.column_names]
+            if missing:
+                raise OracleMismatch(f"{name} lacks columns {missing}{where}")
+        expected, actual = expected.select(list(columns)), actual.select(list(columns))
+    if expected.column_names != actual.column_names:
+        raise OracleMismatch(
+            f"columns differ{where}:\n  expected {expected.column_names}\n"
+            f"  actual   {actual.column_names}"
+        )
+    expected, actual = _loosen(expected), _loosen(actual)
+    if check_types and expected.schema != actual.schema:
+        diffs = [
+            f"  {e.name}: expected {e.type}, actual {a.type}"
+            for e, a in zip(expected.schema, actual.schema, strict=True)
+            if e.type != a.type
+        ]
+        raise OracleMismatch(f"column types differ{where}:\n" + "\n".join(diffs))
+    if not check_types:
+        actual = actual.cast(expected.schema)
+    for k in key:
+        if k not in expected.column_names:
+            raise OracleMismatch(f"key column '{k}' not in compared columns{where}")
+    order = [(k, "ascending") for k in key]
+    exp_rows = expected.sort_by(order).to_pylist()
+    act_rows = actual.sort_by(order).to_pylist()
+
+    def kf(r: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(r[k] for k in key)
+
+    exp_keys = [kf(r) for r in exp_rows]
+    act_keys = [kf(r) for r in act_rows]
+    problems: list[str] = []
+    for side, keys in (("expected", exp_keys), ("actual", act_keys)):
+        seen: set[tuple[Any, ...]] = set()
+        dups = {k for k in keys if k in seen or seen.add(k)}  # type: ignore[func-returns-value]
+        if dups:
+            problems.append(f"{side} has duplicate keys {sorted(dups, key=repr)[:5]}")
+    only_exp = sorted(set(exp_keys) - set(act_keys), key=repr)
+    only_act = sorted(set(act_keys) - set(exp_keys), key=repr)
+    if only_exp:
+        problems.append(f"{len(only_exp)} key(s) missing from actual, e.g. {only_exp[:5]}")
+    if only_act:
+        problems.append(f"{len(only_act)} unexpected key(s) in actual, e.g. {only_act[:5]}")
+    if not problems:
+        act_by_key = {kf(r): r for r in act_rows}
+        diffs = []
+        for r in exp_rows:
+            other = act_by_key[kf(r)]
+            if r != other:
+                cols = [c for c in r if r[c] != other[c]]
+                diffs.append(
+                    f"key {kf(r)} differs in {cols}:\n    expected {_fmt_row(r)}\n"
+                    f"    actual   {_fmt_row(other)}"
+                )
+        if diffs:
+            problems.append(f"{len(diffs)} row(s) differ, first:\n  " + "\n  ".join(diffs[:3]))
+    if problems:
+        raise OracleMismatch(
+            f"rows differ{where} (expected {expected.num_rows} rows, actual {actual.num_rows}):\n"
+            + "\n".join(problems)
+        )
+
+
+@dataclass
+class OracleReport:
+    """What :func:`assert_hudi_matches_hoodline` compared."""
+
+    commits: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    rows_latest: int = 0
+
+
+def assert_hudi_matches_hoodline(
+    table: Any,
+    time_travel: bool = True,
+    incremental: bool = True,
+    max_commits: int | None = None,
+) -> OracleReport:
+    """hudi-rs and hoodline agree on ``table`` (a :class:`hoodline.table.table.HudiTable`).
+
+    Compares the completed-commit list, the latest snapshot and file list, and optionally a time
+    travel read at every completed commit and incremental reads between consecutive commits plus
+    ``(0, latest]`` (``max_commits`` limits this to the newest commits).
+    """
+    from hoodline.table import read
+
+    path = table.base_path
+    table.timeline.reload()
+    ours_commits = [i.timestamp for i in table.timeline.completed_commits()]
+    theirs_commits = hudi_completed_commits(path)
+    report = OracleReport(commits=ours_commits)
+    if ours_commits != theirs_commits:
+        raise OracleMismatch(
+            f"completed commits differ:\n  hoodline {ours_commits}\n  hudi-rs  {theirs_commits}"
+        )
+    ours = read.read_snapshot(table)
+    assert_rows_equal(hudi_snapshot(path), ours, label="snapshot")
+    report.rows_latest = ours.num_rows
+    report.checks.append("snapshot")
+    our_files = sorted(s.base_file for s in read.file_slices(table))
+    their_files = hudi_file_slices(path)
+    if our_files != their_files:
+        raise OracleMismatch(
+            f"latest file slices differ:\n  hoodline {our_files}\n  hudi-rs  {their_files}"
+        )
+    checked = ours_commits if max_commits is None else ours_commits[-max_commits:]
+    if time_travel:
+        for ts in checked:
+            assert_rows_equal(
+                hudi_snapshot(path, as_of=ts),
+                read.read_snapshot(table, as_of=ts),
+                label=f"as of {ts}",
+            )
+            report.checks.append(f"as_of {ts}")
+    if incremental and ours_commits:
+        bounds = [ZERO_TS, *ours_commits]
+        pairs = list(itertools.pairwise(bounds))
+        if max_commits is not None:
+            pairs = pairs[-max_commits:]
+        pairs.append((ZERO_TS, ours_commits[-1]))
+        for start, end in pairs:
+            assert_rows_equal(
+                hudi_incremental(path, start, end),
+                read.read_incremental(table, start, end),
+                label=f"incremental ({start}, {end}]",
+            )
+            report.checks.append(f"incremental ({start}, {end}]")
+    return report
