@@ -1,0 +1,28 @@
+"""Indexes: which file group holds a record key (BUCKET: computed; BLOOM: looked up)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow as pa
+
+from hoodline.table.fs_view import FileSystemView
+from hoodline.table.index.bloom_index import BloomIndex
+from hoodline.table.index.bucket import BucketIndex
+from hoodline.table.properties import TableConfig
+
+
+class Index(Protocol):
+    def tag(self, records: pa.Table, view: FileSystemView) -> pa.Table:
+        """Add ``_hoodline_file_id``: the file group of each record (null: not in the table)."""
+        ...
+
+
+def make_index(base_path: str | Path, config: TableConfig) -> Index:
+    if config.index_type == "BUCKET":
+        return BucketIndex(config)
+    return BloomIndex(base_path)
+
+
+__all__ = ["BloomIndex", "BucketIndex", "Index", "make_index"]

@@ -1,0 +1,1 @@
+"""Copy-on-write write path: prepare, tag/assign, write file groups, commit (see ``client``)."""

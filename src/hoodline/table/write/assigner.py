@@ -1,0 +1,133 @@
+"""Bucket assigner (Hudi RFC-24): give every untagged record (an insert) a file group.
+
+Per partition, inserts (sorted by record key, so files get narrow key ranges) first fill the
+partition's small files up to the max file size, then go to new file groups of
+``max file size / average record size`` records each.
+
+Distributed use: the assigner runs once per task on that task's share of the records (records of
+one key must all be in one task). Two tasks never pick the same file group:
+
+* a small file is only filled by the task ``crc32(file id) % num_tasks`` (Flink Hudi assigns
+  small files to tasks the same way), and
+* new file ids are UUIDs derived from (instant, partition, task id, sequence number), unique per
+  task and identical when a task is retried with the same input.
+"""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.table.index.bloom_index import file_id_column
+from hoodline.table.write.profile import WriteProfile
+from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, dictionary_codes
+
+_NAMESPACE = uuid.UUID("0b6c0f52-4a59-4d8e-a0f3-2f9c71e5d4b7")
+
+
+def new_file_id(instant_ts: str, partition: str, task_id: int, seq: int) -> str:
+    """Hudi-style file id (``<uuid>-0``) unique per (instant, partition, task, sequence)."""
+    return f"{uuid.uuid5(_NAMESPACE, f'{instant_ts}/{partition}/{task_id}/{seq}')}-0"
+
+
+def owns_small_file(file_id: str, task_id: int, num_tasks: int) -> bool:
+    return zlib.crc32(file_id.encode()) % max(1, num_tasks) == task_id
+
+
+class BucketAssigner:
+    """Assigns file ids to the inserts of one task for one instant."""
+
+    def __init__(
+        self,
+        profile: WriteProfile,
+        instant_ts: str,
+        task_id: int = 0,
+        num_tasks: int = 1,
+        use_small_files: bool = True,
+    ) -> None:
+        if not 0 <= task_id < max(1, num_tasks):
+            raise ValueError(f"task id {task_id} is not in [0, {num_tasks})")
+        self.profile = profile
+        self.instant_ts = instant_ts
+        self.task_id = task_id
+        self.num_tasks = max(1, num_tasks)
+        self.use_small_files = use_small_files
+        self._seq = 0
+
+    def assign(self, tagged: pa.Table) -> pa.Table:
+        """Fill null ``_hoodline_file_id`` values; tagged (update) records keep theirs."""
+        if tagged.num_rows == 0:
+            return tagged
+        file_col = tagged.column(FILE_ID)
+        inserts = pc.is_null(file_col)
+        if not pc.any(inserts).as_py():
+            return tagged
+        insert_rows = np.flatnonzero(
+            np.asarray(inserts.to_numpy(zero_copy_only=False), dtype=bool)
+        )
+        ins = tagged.take(pa.array(insert_rows))
+        # sort the inserts by (partition, key): contiguous key ranges per new file
+        order = pc.sort_indices(
+            ins.select([PARTITION_PATH, RECORD_KEY]),
+            sort_keys=[(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")],
+        ).to_numpy()
+        sorted_rows = insert_rows[order]
+        codes, partitions = dictionary_codes(ins.column(PARTITION_PATH).take(pa.array(order)))
+        ids: list[str] = []
+        assigned = np.empty(len(sorted_rows), dtype=np.int64)
+        # sorted by partition: each partition is one contiguous run
+        cuts = np.flatnonzero(np.diff(codes)) + 1
+        starts = np.concatenate(([0], cuts))
+        stops = np.concatenate((cuts, [len(codes)]))
+        for start, stop in zip(starts, stops, strict=True):
+            part = partitions[int(codes[start])]
+            counts = self._plan(part, int(stop - start))
+            base = len(ids)
+            ids.extend(fid for fid, _ in counts)
+            assigned[start:stop] = np.repeat(
+                np.arange(base, base + len(counts)), [c for _, c in counts]
+            )
+        existing = np.full(tagged.num_rows, -1, dtype=np.int64)
+        existing_ids: list[str] = []
+        known = np.flatnonzero(~np.asarray(inserts.to_numpy(zero_copy_only=False), dtype=bool))
+        if len(known):
+            kcodes, kvalues = dictionary_codes(file_col.take(pa.array(known)))
+            existing[known] = kcodes
+            existing_ids = kvalues
+        offset = len(existing_ids)
+        existing[sorted_rows] = assigned + offset
+        col = file_id_column(existing, existing_ids + ids)
+        idx = tagged.schema.get_field_index(FILE_ID)
+        return tagged.set_column(idx, FILE_ID, col)
+
+    def _plan(self, partition: str, count: int) -> list[tuple[str, int]]:
+        """(file id, number of inserts) for ``count`` inserts into ``partition``."""
+        plan: list[tuple[str, int]] = []
+        left = count
+        if self.use_small_files:
+            smalls = sorted(
+                (
+                    s
+                    for s in self.profile.small_files(partition)
+                    if owns_small_file(s.file_id, self.task_id, self.num_tasks)
+                ),
+                key=lambda s: (s.size_bytes, s.file_id),
+            )
+            for small in smalls:
+                if left == 0:
+                    break
+                room = min(self.profile.room_in(small), left)
+                if room > 0:
+                    plan.append((small.file_id, room))
+                    left -= room
+        per_file = self.profile.records_per_new_file()
+        while left > 0:
+            take = min(per_file, left)
+            plan.append((new_file_id(self.instant_ts, partition, self.task_id, self._seq), take))
+            self._seq += 1
+            left -= take
+        return plan

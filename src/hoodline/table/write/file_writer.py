@@ -1,0 +1,289 @@
+"""Copy-on-write file writer: write one file group for one instant (the RFC-24 bucket writer).
+
+For a file group with a committed base file the new base file holds the old rows whose keys are
+neither updated nor deleted — copied unchanged, including their ``_hoodie_commit_time`` and
+``_hoodie_commit_seqno`` — followed by the new/updated records. A group without a base file gets
+just the new records. The five ``_hoodie_`` meta columns come first; the footer carries the
+record-key bloom filter and min/max key under Hudi's keys, whatever the table's index type.
+
+A marker is created before the data file, and the file is written under its final name (readers
+ignore files of instants that never completed; rollback deletes the marked files). A file group
+whose rows are all deleted gets an empty base file, so the group's latest version is empty.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodline.errors import TableError
+from hoodline.table.bloom import (
+    BLOOM_FILTER_KEY,
+    BLOOM_FILTER_TYPE_KEY,
+    MAX_RECORD_KEY,
+    MIN_RECORD_KEY,
+    SIMPLE,
+    build_filter,
+)
+from hoodline.table.commit_metadata import WriteStat
+from hoodline.table.fs_view import (
+    PARTITION_METADATA_FILE,
+    FileSlice,
+    FileSystemView,
+    base_file_name,
+)
+from hoodline.table.markers import Markers
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
+from hoodline.table.write import hooks
+from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.prepare import dedupe
+from hoodline.table.write.records import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_ID,
+    FILE_NAME,
+    IS_DELETE,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    align_to_schema,
+    dictionary_codes,
+    group_slices,
+)
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Everything a write task needs; picklable so Spark executors can receive it."""
+
+    base_path: str
+    config: TableConfig
+    options: WriteOptions
+    instant_ts: str
+    operation: str
+    data_schema: pa.Schema
+
+    def table(self) -> HudiTable:
+        return HudiTable(self.base_path, self.config)
+
+
+def constant_column(value: str, n: int) -> pa.Array:
+    """``n`` copies of ``value`` without a Python object per row."""
+    dict_arr = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string())
+    )
+    return pc.cast(dict_arr, pa.string())
+
+
+def write_token(task_id: int, attempt: int) -> str:
+    """Hudi write token ``<task partition>-<stage>-<attempt>`` (no ``_``)."""
+    return f"{task_id}-0-{attempt}"
+
+
+def output_schema(data_schema: pa.Schema) -> pa.Schema:
+    meta = [pa.field(c, pa.string()) for c in META_COLUMNS]
+    return pa.schema(meta + list(data_schema))
+
+
+def ensure_partition_metadata(base_path: Path, partition: str, instant_ts: str) -> None:
+    """Write ``<partition>/.hoodie_partition_metadata`` once, as Java Hudi does (atomically)."""
+    folder = base_path / partition if partition else base_path
+    target = folder / PARTITION_METADATA_FILE
+    if not partition or target.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    depth = len(partition.split("/"))
+    tmp = folder / f".{PARTITION_METADATA_FILE}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(
+        f"#partition metadata\ncommitTime={instant_ts}\npartitionDepth={depth}\n", encoding="utf-8"
+    )
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
+    """(upsert records, keys to delete)."""
+    if IS_DELETE not in records.schema.names:
+        return records, pa.array([], pa.string())
+    flag = pc.fill_null(records.column(IS_DELETE), False)
+    deletes = records.filter(flag)
+    upserts = records.filter(pc.invert(flag))
+    return upserts, deletes.column(RECORD_KEY).combine_chunks()
+
+
+def _new_rows(
+    upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int
+) -> pa.Table:
+    n = upserts.num_rows
+    seq = pc.binary_join_element_wise(
+        pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
+        pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string()),
+        "",
+    )
+    data = align_to_schema(upserts, ctx.data_schema, "the records")
+    cols = [
+        constant_column(ctx.instant_ts, n),
+        seq,
+        upserts.column(RECORD_KEY),
+        upserts.column(PARTITION_PATH),
+        constant_column(file_name, n),
+        *data.columns,
+    ]
+    return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
+
+
+def _old_rows(table: pa.Table, ctx: WriteContext, source: str) -> pa.Table:
+    meta = [table.column(c) if c in table.schema.names else None for c in META_COLUMNS]
+    if any(m is None for m in meta):
+        raise TableError(f"base file '{source}' lacks Hudi meta columns; it cannot be merged")
+    data = align_to_schema(table, ctx.data_schema, f"base file '{source}'")
+    cols = [pc.cast(m, pa.string()) for m in meta if m is not None] + list(data.columns)
+    return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
+
+
+def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str, str]:
+    if len(keys) == 0:
+        return {}
+    mm = pc.min_max(keys)
+    flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries)
+    return {
+        BLOOM_FILTER_KEY: flt.serialize(),
+        BLOOM_FILTER_TYPE_KEY: SIMPLE,
+        MIN_RECORD_KEY: str(mm["min"].as_py()),
+        MAX_RECORD_KEY: str(mm["max"].as_py()),
+    }
+
+
+def write_parquet(path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions) -> None:
+    compression = None if options.compression == "none" else options.compression
+    writer = pq.ParquetWriter(path, table.schema, compression=compression)
+    try:
+        if hooks.should_pause("file-partial") and table.num_rows > 1:
+            half = table.num_rows // 2
+            writer.write_table(table.slice(0, half), row_group_size=half)
+            hooks.pause_point("file-partial")
+            writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
+        else:
+            writer.write_table(table, row_group_size=options.row_group_rows)
+        if footer:
+            writer.add_key_value_metadata(footer)
+    finally:
+        writer.close()
+
+
+def write_file_group(
+    ctx: WriteContext,
+    partition: str,
+    file_id: str,
+    records: pa.Table,
+    base: FileSlice | None,
+    task_id: int = 0,
+    attempt: int = 0,
+) -> WriteStat | None:
+    """Write the new version of one file group; None when there is nothing to write (only
+    deletes for a group that does not exist)."""
+    upserts, delete_keys = _split_deletes(records)
+    if upserts.num_rows and IS_DELETE in upserts.schema.names:
+        upserts = upserts.drop_columns([IS_DELETE])
+    if FILE_ID in upserts.schema.names:
+        upserts = upserts.drop_columns([FILE_ID])
+    if upserts.num_rows > 1:
+        ordering = ctx.config.precombine_field
+        upserts = dedupe(upserts, ordering if ordering in upserts.schema.names else None)
+    if base is None and upserts.num_rows == 0:
+        return None
+    table = ctx.table()
+    file_name = base_file_name(file_id, write_token(task_id, attempt), ctx.instant_ts)
+    rel = f"{partition}/{file_name}" if partition else file_name
+    path = table.base_path / rel
+    new_keys = upserts.column(RECORD_KEY).combine_chunks() if upserts.num_rows else pa.array(
+        [], pa.string()
+    )
+    parts: list[pa.Table] = []
+    num_updates = num_deletes = 0
+    if base is not None:
+        base_path = table.base_path / base.base_file
+        old = pq.read_table(base_path).replace_schema_metadata(None)
+        old_keys = old.column(RECORD_KEY)
+        replaced = pc.is_in(old_keys, value_set=new_keys)
+        deleted = pc.is_in(old_keys, value_set=delete_keys)
+        num_updates = int(pc.sum(replaced).as_py() or 0)
+        num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
+        keep = pc.invert(pc.or_(replaced, deleted))
+        parts.append(_old_rows(old.filter(keep), ctx, str(base_path)))
+    if upserts.num_rows:
+        parts.append(_new_rows(upserts, ctx, file_name, task_id))
+    out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
+    Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet(path, out, _footer(out.column(RECORD_KEY), ctx.options), ctx.options)
+    size = path.stat().st_size
+    return WriteStat(
+        file_id=file_id,
+        path=rel,
+        prev_commit=base.base_instant if base is not None else None,
+        num_writes=out.num_rows,
+        num_deletes=num_deletes,
+        num_update_writes=num_updates,
+        num_inserts=upserts.num_rows - num_updates,
+        total_write_bytes=size,
+        total_write_errors=0,
+        partition_path=partition,
+        file_size_in_bytes=size,
+    )
+
+
+def write_file_groups(
+    ctx: WriteContext,
+    tagged: pa.Table,
+    task_id: int = 0,
+    attempt: int = 0,
+    view: FileSystemView | None = None,
+) -> list[WriteStat]:
+    """Write every file group named in ``tagged._hoodline_file_id`` (one task's share)."""
+    if tagged.num_rows == 0:
+        return []
+    if tagged.column(FILE_ID).null_count:
+        raise TableError(
+            "records reached the file writer without a file group; run the index and the "
+            "bucket assigner first"
+        )
+    if view is None:
+        view = ctx.table().fs_view()
+    pcodes, partitions = dictionary_codes(tagged.column(PARTITION_PATH))
+    fcodes, file_ids = dictionary_codes(tagged.column(FILE_ID))
+    combined = pcodes * max(1, len(file_ids)) + fcodes
+    order, groups = group_slices(combined)
+    stats: list[WriteStat] = []
+    for code, start, stop in groups:
+        partition = partitions[code // max(1, len(file_ids))]
+        file_id = file_ids[code % max(1, len(file_ids))]
+        rows = tagged.take(pa.array(order[start:stop]))
+        stat = write_file_group(
+            ctx, partition, file_id, rows, view.latest_file_slice(partition, file_id),
+            task_id, attempt,
+        )
+        if stat is not None:
+            stats.append(stat)
+    return stats
+
+
+def stats_by_partition(stats: Iterable[WriteStat]) -> dict[str, list[WriteStat]]:
+    out: dict[str, list[WriteStat]] = {}
+    for s in stats:
+        out.setdefault(s.partition_path, []).append(s)
+    return out

@@ -1,0 +1,156 @@
+"""Options of the table writer (Hudi key names where Hudi has the same setting)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hoodline.config import options as cfg
+from hoodline.table.clean import CLEANER_COMMITS_RETAINED
+from hoodline.table.lock import LOCK_EXPIRY_SECONDS, LOCK_HEARTBEAT_SECONDS
+
+MB = 1024 * 1024
+
+MAX_FILE_SIZE = cfg.option(
+    "hoodie.parquet.max.file.size",
+    int,
+    120 * MB,
+    "Target maximum size in bytes of a base file. Inserts open new file groups once the "
+    "estimated size of a file would exceed it; bulk_insert cuts files at this size.",
+    minimum=1,
+)
+SMALL_FILE_LIMIT = cfg.option(
+    "hoodie.parquet.small.file.limit",
+    int,
+    100 * MB,
+    "Base files smaller than this many bytes are 'small': inserts fill them up to the max file "
+    "size before new file groups are opened (BLOOM index). 0 disables small-file handling.",
+    minimum=0,
+)
+RECORD_SIZE_ESTIMATE = cfg.option(
+    "hoodie.copyonwrite.record.size.estimate",
+    int,
+    1024,
+    "Average record size in bytes assumed until a commit has written enough data to measure it "
+    "(total write bytes / records of a recent commit, as Hudi's WriteProfile does).",
+    minimum=1,
+)
+RECORD_SIZE_ESTIMATION_THRESHOLD = cfg.option(
+    "hoodie.record.size.estimation.threshold",
+    float,
+    1.0,
+    "A commit is used to measure the average record size only if it wrote more than this "
+    "fraction of the small-file limit in bytes (small commits are dominated by file overhead).",
+    minimum=0.0,
+)
+RECORD_SIZE_LOOKBACK = cfg.option(
+    "hoodline.write.record.size.lookback.commits",
+    int,
+    10,
+    "How many recent commits are examined to estimate the average record size.",
+    minimum=1,
+)
+BLOOM_FPP = cfg.option(
+    "hoodie.index.bloom.fpp",
+    float,
+    0.000000001,
+    "False-positive rate of the bloom filter stored in each base file's footer.",
+    minimum=1e-12,
+    maximum=0.5,
+)
+BLOOM_MIN_ENTRIES = cfg.option(
+    "hoodline.index.bloom.min.entries",
+    int,
+    1000,
+    "Each base file's bloom filter is sized for the keys it holds, but for at least this many "
+    "(copy-on-write files are immutable, so the filter never needs to grow).",
+    minimum=1,
+)
+PARQUET_COMPRESSION = cfg.option(
+    "hoodie.parquet.compression.codec",
+    str,
+    "snappy",
+    "Compression codec of base files.",
+    choices=("snappy", "gzip", "zstd", "none"),
+)
+PARQUET_ROW_GROUP_ROWS = cfg.option(
+    "hoodline.parquet.row.group.rows",
+    int,
+    128 * 1024,
+    "Maximum rows per parquet row group in base files.",
+    minimum=1,
+)
+CLEAN_AUTOMATIC = cfg.option(
+    "hoodie.clean.automatic",
+    bool,
+    False,
+    "Run a clean after every commit, keeping the file versions the last "
+    "'hoodie.cleaner.commits.retained' commits need.",
+)
+#: declared by the clean module (table-meta); the writer reads it when cleaning automatically
+CLEAN_COMMITS_RETAINED = CLEANER_COMMITS_RETAINED
+LOCK_OWNER = cfg.option(
+    "hoodline.write.lock.owner",
+    str,
+    "",
+    "Name recorded in the writer lock (default: host and process id).",
+)
+
+ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
+    MAX_FILE_SIZE,
+    SMALL_FILE_LIMIT,
+    RECORD_SIZE_ESTIMATE,
+    RECORD_SIZE_ESTIMATION_THRESHOLD,
+    RECORD_SIZE_LOOKBACK,
+    BLOOM_FPP,
+    BLOOM_MIN_ENTRIES,
+    PARQUET_COMPRESSION,
+    PARQUET_ROW_GROUP_ROWS,
+    CLEAN_AUTOMATIC,
+    CLEAN_COMMITS_RETAINED,
+    LOCK_OWNER,
+    LOCK_EXPIRY_SECONDS,
+    LOCK_HEARTBEAT_SECONDS,
+)
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Validated writer settings (picklable, so Spark tasks can carry them)."""
+
+    max_file_size: int = MAX_FILE_SIZE.default
+    small_file_limit: int = SMALL_FILE_LIMIT.default
+    record_size_estimate: int = RECORD_SIZE_ESTIMATE.default
+    record_size_estimation_threshold: float = RECORD_SIZE_ESTIMATION_THRESHOLD.default
+    record_size_lookback: int = RECORD_SIZE_LOOKBACK.default
+    bloom_fpp: float = BLOOM_FPP.default
+    bloom_min_entries: int = BLOOM_MIN_ENTRIES.default
+    compression: str = PARQUET_COMPRESSION.default
+    row_group_rows: int = PARQUET_ROW_GROUP_ROWS.default
+    clean_automatic: bool = CLEAN_AUTOMATIC.default
+    clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
+    lock_owner: str = LOCK_OWNER.default
+    lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
+    lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, object] | None = None) -> WriteOptions:
+        """Parse and validate; unknown keys raise :class:`~hoodline.errors.ConfigError`."""
+        o = cfg.Options(raw or {}, known=ALL_OPTIONS)
+        return cls(
+            max_file_size=o.get(MAX_FILE_SIZE),
+            small_file_limit=o.get(SMALL_FILE_LIMIT),
+            record_size_estimate=o.get(RECORD_SIZE_ESTIMATE),
+            record_size_estimation_threshold=o.get(RECORD_SIZE_ESTIMATION_THRESHOLD),
+            record_size_lookback=o.get(RECORD_SIZE_LOOKBACK),
+            bloom_fpp=o.get(BLOOM_FPP),
+            bloom_min_entries=o.get(BLOOM_MIN_ENTRIES),
+            compression=o.get(PARQUET_COMPRESSION),
+            row_group_rows=o.get(PARQUET_ROW_GROUP_ROWS),
+            clean_automatic=o.get(CLEAN_AUTOMATIC),
+            clean_commits_retained=o.get(CLEAN_COMMITS_RETAINED),
+            lock_owner=o.get(LOCK_OWNER),
+            lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
+            lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),
+        )

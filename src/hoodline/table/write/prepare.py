@@ -1,0 +1,193 @@
+"""Validate, key and de-duplicate an input batch before anything touches the table.
+
+Everything here is pure (no I/O): a bad batch raises :class:`~hoodline.errors.InvalidRecordsError`
+(or :class:`~hoodline.errors.SchemaEvolutionError`) before an instant is started, so the table is
+left exactly as it was.
+
+De-duplication within a batch (per partition path and record key): the record with the highest
+ordering (precombine) value wins; on ties — or without an ordering field — the last one in the
+batch wins. Vectorised: one ``sort_indices`` over (partition, key, ordering, position) and a
+"last of each run" mask, skipped entirely when the keys are already unique.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.errors import InvalidRecordsError
+from hoodline.table.keygen import KeyGenerator, require_no_nulls
+from hoodline.table.properties import TableConfig
+from hoodline.table.write.records import (
+    INTERNAL_COLUMNS,
+    IS_DELETE,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    Batch,
+    align_to_schema,
+    as_table,
+)
+
+_POS = "__hoodline_pos"
+
+
+def _require_rows(table: pa.Table, operation: str) -> None:
+    if table.num_rows == 0:
+        raise InvalidRecordsError(
+            f"{operation} got an empty batch (0 records); nothing to write — skip the call "
+            "instead of committing an empty instant"
+        )
+
+
+def _refuse_reserved(table: pa.Table) -> None:
+    for name in table.schema.names:
+        if name in META_COLUMNS or name in INTERNAL_COLUMNS or name.startswith("_hoodline_"):
+            raise InvalidRecordsError(
+                f"input column '{name}' is reserved for Hudi/hoodline metadata; drop it from the "
+                "batch (hoodline fills the _hoodie_ meta columns itself)"
+            )
+
+
+def _check_duplicate_names(table: pa.Table) -> None:
+    seen: set[str] = set()
+    for name in table.schema.names:
+        if name in seen:
+            raise InvalidRecordsError(f"input has the column '{name}' more than once")
+        seen.add(name)
+
+
+def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
+    """Keep one record per (partition path, record key): highest ordering value, ties last."""
+    n = table.num_rows
+    if n < 2:
+        return table
+    keys = table.column(RECORD_KEY)
+    parts = table.column(PARTITION_PATH)
+    combined = pc.binary_join_element_wise(parts, keys, "\x00")
+    if pc.count_distinct(combined).as_py() == n:
+        return table
+    pos = pa.array(np.arange(n, dtype=np.int64))
+    sort_cols = {PARTITION_PATH: parts, RECORD_KEY: keys}
+    sort_keys = [(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")]
+    if ordering_field is not None:
+        sort_cols["__ord"] = table.column(ordering_field)
+        sort_keys.append(("__ord", "ascending"))
+    sort_cols[_POS] = pos
+    sort_keys.append((_POS, "ascending"))
+    order = pc.sort_indices(pa.table(sort_cols), sort_keys=sort_keys)
+    sorted_combined = pc.take(combined, order)
+    if isinstance(sorted_combined, pa.ChunkedArray):
+        sorted_combined = sorted_combined.combine_chunks()
+    head = sorted_combined.slice(0, n - 1)
+    tail = sorted_combined.slice(1)
+    is_last = pa.concat_arrays(
+        [pc.not_equal(head, tail), pa.array([True])]  # type: ignore[list-item]
+    )
+    winners = pc.filter(order, is_last)
+    # restore input order among the winners (stable, predictable output)
+    winners = pc.take(winners, pc.sort_indices(winners))
+    return table.take(winners)
+
+
+def prepare_upserts(
+    batch: Batch,
+    config: TableConfig,
+    data_schema: pa.Schema,
+    operation: str = "upsert",
+) -> pa.Table:
+    """Data columns aligned to ``data_schema`` + ``_hoodie_record_key`` + partition path, deduped.
+
+    ``data_schema`` is the schema this commit will have (the table's schema, evolved by the
+    batch); use :func:`incoming_schema` + the schema module to compute it.
+    """
+    table = as_table(batch)
+    _require_rows(table, operation)
+    _check_duplicate_names(table)
+    _refuse_reserved(table)
+    keygen = KeyGenerator(config)
+    keys = keygen.record_keys(table)
+    parts = keygen.partition_paths(table)
+    if config.precombine_field is not None:
+        require_no_nulls(table, config.precombine_field, "ordering (precombine)")
+    aligned = align_to_schema(table, data_schema, "the input batch")
+    out = aligned.append_column(pa.field(RECORD_KEY, pa.string(), nullable=False), keys)
+    out = out.append_column(pa.field(PARTITION_PATH, pa.string(), nullable=False), parts)
+    return dedupe(out, config.precombine_field)
+
+
+def prepare_deletes(batch: Batch, config: TableConfig) -> pa.Table:
+    """Key + partition path (+ the key/partition field columns) of records to delete, deduped.
+
+    Only the record key and partition fields are needed; other columns are ignored."""
+    table = as_table(batch)
+    _require_rows(table, "delete")
+    _check_duplicate_names(table)
+    keygen = KeyGenerator(config)
+    keys = keygen.record_keys(table)
+    parts = keygen.partition_paths(table)
+    fields = list(dict.fromkeys((*config.record_key_fields, *config.partition_fields)))
+    out = table.select(fields)
+    out = out.append_column(pa.field(RECORD_KEY, pa.string(), nullable=False), keys)
+    out = out.append_column(pa.field(PARTITION_PATH, pa.string(), nullable=False), parts)
+    out = out.append_column(IS_DELETE, pa.array(np.ones(out.num_rows, dtype=bool)))
+    return dedupe(out, None)
+
+
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):
+        return _family(t.value_type)
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_timestamp(t):
+        return f"timestamp[{t.tz}]"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    return str(t)
+
+
+def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
+    """Cast columns the table already has to the table's types when that is lossless and within
+    the same kind of type (int32 -> int64, string -> large_string, timestamp unit, ...).
+
+    Anything else is refused with :class:`InvalidRecordsError` naming the column, both types and
+    a sample value — hoodline never parses strings into numbers or truncates values silently."""
+    table = as_table(batch)
+    if table_schema is None:
+        return table.replace_schema_metadata(None)
+    for i, fld in enumerate(table.schema):
+        if fld.name not in table_schema.names:
+            continue
+        want = table_schema.field(fld.name).type
+        if fld.type == want:
+            continue
+        col = table.column(i)
+        sample = next((v for v in col.to_pylist()[:1000] if v is not None), None)
+        if _family(fld.type) != _family(want):
+            raise InvalidRecordsError(
+                f"column '{fld.name}' has type {fld.type} but the table stores {want} "
+                f"(sample value {sample!r}); convert the column to {want} before writing"
+            )
+        try:
+            cast = pc.cast(col, want, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InvalidRecordsError(
+                f"column '{fld.name}' ({fld.type}) cannot be stored as the table's {want} "
+                f"without losing data: {exc}"
+            ) from None
+        table = table.set_column(i, pa.field(fld.name, want, fld.nullable), cast)
+    return table.replace_schema_metadata(None)
+
+
+def incoming_schema(batch: Batch) -> pa.Schema:
+    """Schema of the data columns of an input batch (metadata stripped)."""
+    return as_table(batch).schema.remove_metadata()

@@ -1,0 +1,92 @@
+"""Column names and small Arrow helpers shared by the write path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.errors import InvalidRecordsError
+
+COMMIT_TIME = "_hoodie_commit_time"
+COMMIT_SEQNO = "_hoodie_commit_seqno"
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+FILE_NAME = "_hoodie_file_name"
+#: The five Hudi meta columns, in the order every base file starts with.
+META_COLUMNS: tuple[str, ...] = (COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME)
+
+#: Internal columns of prepared/tagged batches (never written to base files).
+FILE_ID = "_hoodline_file_id"
+IS_DELETE = "_hoodline_is_delete"
+INTERNAL_COLUMNS: tuple[str, ...] = (FILE_ID, IS_DELETE)
+
+Batch = pa.Table | pa.RecordBatch
+
+
+def as_table(batch: Batch) -> pa.Table:
+    if isinstance(batch, pa.RecordBatch):
+        return pa.Table.from_batches([batch])
+    if isinstance(batch, pa.Table):
+        return batch
+    raise InvalidRecordsError(
+        f"records must be a pyarrow Table or RecordBatch, got {type(batch).__name__}"
+    )
+
+
+def data_column_names(table: pa.Table | pa.Schema) -> list[str]:
+    """Columns that are neither Hudi meta columns nor hoodline-internal ones."""
+    names = table.names if isinstance(table, pa.Schema) else table.schema.names
+    return [n for n in names if n not in META_COLUMNS and n not in INTERNAL_COLUMNS]
+
+
+def data_schema_of(table: pa.Table) -> pa.Schema:
+    return pa.schema([table.schema.field(n) for n in data_column_names(table)])
+
+
+def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """Stable order grouping equal ``codes`` together, and ``(code, start, stop)`` per group."""
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.int64), []
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    cuts = np.flatnonzero(np.diff(sorted_codes)) + 1
+    starts = np.concatenate(([0], cuts))
+    stops = np.concatenate((cuts, [len(codes)]))
+    return order, [(int(sorted_codes[s]), int(s), int(e)) for s, e in zip(starts, stops, strict=True)]
+
+
+def dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Integer code per row and the distinct values (for grouping string columns)."""
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    enc = pc.dictionary_encode(arr)
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return codes, [str(v) for v in enc.dictionary.to_pylist()]
+
+
+def align_to_schema(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """Columns of ``schema`` in its order: present ones cast (lossless only), missing ones null.
+
+    Raises :class:`InvalidRecordsError` naming the column when a value cannot be converted, or a
+    missing column is not nullable."""
+    cols: list[pa.Array | pa.ChunkedArray] = []
+    for fld in schema:
+        if fld.name in table.schema.names:
+            col = table.column(fld.name)
+            if col.type != fld.type:
+                try:
+                    col = pc.cast(col, fld.type, safe=True)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise InvalidRecordsError(
+                        f"column '{fld.name}' of {what} has type {col.type} but the table "
+                        f"stores {fld.type}, and the values cannot be converted losslessly "
+                        f"({exc}); cast the column to {fld.type} first"
+                    ) from None
+            cols.append(col)
+        else:
+            if not fld.nullable:
+                raise InvalidRecordsError(
+                    f"column '{fld.name}' ({fld.type}, not nullable) is missing from {what}"
+                )
+            cols.append(pa.nulls(table.num_rows, fld.type))
+    return pa.Table.from_arrays(cols, schema=schema)
