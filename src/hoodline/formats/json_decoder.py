@@ -17,6 +17,10 @@ Facts about pyarrow 26's JSON reader this module guards against (each has a test
   every raw newline is whitespace, and then parsed in bulk with newlines replaced by spaces.
 * invalid UTF-8 in an undeclared field is not noticed by the reader; we validate UTF-8 first.
 
+Value formats per declared type: numbers for integer/floating types; ``true``/``false`` for bool;
+ISO-8601 strings for timestamps and dates (``"2024-03-01"``, ``"2024-03-01T10:00:00Z"``);
+numbers or numeric strings for decimals (more fractional digits than the scale are refused).
+
 Differences from :func:`json.loads` (documented, reported as bad records): duplicate keys,
 ``NaN``/``Infinity`` and lone UTF-16 surrogates are refused.
 """
@@ -24,6 +28,7 @@ Differences from :func:`json.loads` (documented, reported as bad records): dupli
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -45,6 +50,7 @@ REASONS = (UNPARSEABLE, NOT_OBJECT, WRONG_TYPE, MISSING_KEY, NULL_VALUE)
 
 _OBJECT_SHAPE = r"^[ \t\r\n]*\{(?s:.*)\}[ \t\r\n]*$"
 _MIN_BLOCK = 1 << 20
+_FANOUT = 8
 _DETAIL_MAX = 300
 
 
@@ -76,8 +82,20 @@ def _empty_bad() -> BadRecords:
     )
 
 
-def _nullable(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_nullable(True) for f in schema], metadata=schema.metadata)
+def _parse_type(t: pa.DataType) -> pa.DataType:
+    # pyarrow's reader only takes day numbers for dates; we want ISO strings ("2024-03-01"):
+    # read them as timestamps and cast to the declared date type afterwards.
+    if pa.types.is_date(t):
+        return pa.timestamp("ms")
+    return t
+
+
+def _parse_schema(schema: pa.Schema) -> pa.Schema:
+    """Nullable (required keys are checked separately, with a clear reason) and reader-friendly."""
+    return pa.schema(
+        [pa.field(f.name, _parse_type(f.type), nullable=True) for f in schema],
+        metadata=schema.metadata,
+    )
 
 
 def _short(text: str) -> str:
@@ -104,7 +122,7 @@ class JsonDecoder:
             )
         self.schema = schema
         self.required = tuple(required)
-        self._parse_schema = _nullable(schema)
+        self._parse_schema = _parse_schema(schema)
         self._parse_options = pj.ParseOptions(
             explicit_schema=self._parse_schema, unexpected_field_behavior="ignore"
         )
@@ -158,11 +176,19 @@ class JsonDecoder:
                 bad_reason.append(nl_bad.reason)
                 bad_detail.append(nl_bad.detail)
 
-        # 3. bulk parse, bisecting only around failures.
-        tables: list[pa.Table] = []
-        good_idx: list[pa.Array] = []
-        failures: list[tuple[int, str]] = []
-        self._parse_range(cand_values, 0, len(cand_values), tables, good_idx, failures)
+        # 3. invalid UTF-8 anywhere (also in undeclared fields) makes a record bad.
+        if len(cand_values) and not _is_utf8(cand_values):
+            valid = pa.array(_utf8_flags(cand_values), pa.bool_())
+            invalid = pc.invert(valid)
+            idx = pc.filter(candidates, invalid)
+            bad_idx.append(idx)
+            bad_reason.append(pa.array([UNPARSEABLE] * len(idx), pa.string()))
+            bad_detail.append(pa.array(["invalid UTF-8"] * len(idx), pa.string()))
+            candidates = pc.filter(candidates, valid)
+            cand_values = pc.filter(cand_values, valid)
+
+        # 4. bulk parse; on failure, narrow down to the bad records (see _parse_all).
+        tables, good_idx, failures = self._parse_all(cand_values)
         if failures:
             pos = [p for p, _ in failures]
             reasons, details = zip(
@@ -181,7 +207,7 @@ class JsonDecoder:
         )
         row_index = pc.take(candidates, local_idx)
 
-        # 4. required (key) fields present and non-null.
+        # 5. required (key) fields present and non-null.
         if self.required and records.num_rows:
             missing_mask = None
             for name in self.required:
@@ -203,43 +229,65 @@ class JsonDecoder:
         return DecodeResult(records, _as_int64(row_index), errors)
 
     # -- bulk parse ------------------------------------------------------------------------------
-    def _parse_range(
-        self,
-        values: pa.Array,
-        lo: int,
-        hi: int,
-        tables: list[pa.Table],
-        good_idx: list[pa.Array],
-        failures: list[tuple[int, str]],
-    ) -> None:
-        if hi <= lo:
-            return
-        chunk = values.slice(lo, hi - lo)
-        try:
-            table = self._parse_lines(chunk)
-            if table.num_rows != hi - lo:
-                raise _RowCountMismatch(table.num_rows)
-        except (pa.ArrowInvalid, _RowCountMismatch, UnicodeDecodeError) as exc:
-            if hi - lo == 1:
-                failures.append((lo, _error_text(exc)))
-                return
-            mid = (lo + hi) // 2
-            self._parse_range(values, lo, mid, tables, good_idx, failures)
-            self._parse_range(values, mid, hi, tables, good_idx, failures)
-            return
-        tables.append(table)
-        good_idx.append(pa.array(np.arange(lo, hi, dtype=np.int64)))
+    def _parse_all(
+        self, values: pa.Array
+    ) -> tuple[list[pa.Table], list[pa.Array], list[tuple[int, str]]]:
+        """Parse all ``values``; returns good tables + their positions, and failed positions.
 
-    def _parse_lines(self, chunk: pa.Array) -> pa.Table:
-        offsets = pa.array([0, len(chunk)], pa.int32())
-        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, chunk), b"\n")
-        # Validate UTF-8 of the whole chunk (the reader skips undeclared fields' bytes).
-        joined.cast(pa.large_string() if pa.types.is_large_binary(joined.type) else pa.string())
+        The values are joined once; any row range is a zero-copy slice of that buffer. A failing
+        range is narrowed down using the reader's "in row N" hint when it gives one (the rows
+        before N are parsed again on their own, row N is tried alone, the rest continues), else
+        by splitting it into ``_FANOUT`` parts. Rows are only declared bad after failing alone.
+        """
+        n = len(values)
+        tables: list[tuple[int, pa.Table]] = []
+        failures: list[tuple[int, str]] = []
+        if n == 0:
+            return [], [], []
+        lengths = np.asarray(pc.binary_length(values), dtype=np.int64)
+        line_end = np.cumsum(lengths + 1) - 1  # each line is followed by one newline
+        line_start = line_end - lengths
+        joined = pc.binary_join(
+            pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), values),
+            pa.scalar(b"\n", values.type),
+        )
         buf = joined[0].as_buffer()
         assert buf is not None
-        read_options = pj.ReadOptions(
-            use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1)
-        )
+
+        stack = [(0, n)]
+        while stack:
+            lo, hi = stack.pop()
+            if hi <= lo:
+                continue
+            start, end = int(line_start[lo]), int(line_end[hi - 1])
+            try:
+                table = self._read(buf.slice(start, end - start))
+                if table.num_rows != hi - lo:
+                    raise _RowCountMismatch(table.num_rows)
+            except (pa.ArrowInvalid, _RowCountMismatch) as exc:
+                if hi - lo == 1:
+                    failures.append((lo, str(exc)))
+                    continue
+                hint = _row_hint(exc)
+                if hint is not None and 0 <= hint < hi - lo:
+                    bad = lo + hint
+                    stack.extend([(bad + 1, hi), (bad, bad + 1), (lo, bad)])
+                else:
+                    step = max(1, -(-(hi - lo) // _FANOUT))
+                    stack.extend(
+                        (a, min(a + step, hi)) for a in reversed(range(lo, hi, step))
+                    )
+                continue
+            tables.append((lo, table))
+        tables.sort(key=lambda t: t[0])
+        failures.sort()
+        good_idx = [
+            pa.array(np.arange(lo, lo + t.num_rows, dtype=np.int64)) for lo, t in tables
+        ]
+        return [t for _, t in tables], good_idx, failures
+
+    def _read(self, buf: pa.Buffer) -> pa.Table:
+        read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
         return pj.read_json(
             pa.BufferReader(buf), read_options=read_options, parse_options=self._parse_options
         )
@@ -298,7 +346,7 @@ class JsonDecoder:
         reason, detail = self._classify_json(raw)
         if reason is not None:
             return reason, detail
-        if "changed from" in arrow_error or "Failed to convert" in arrow_error:
+        if any(m in arrow_error for m in ("changed from", "Failed to convert", "is not a valid")):
             return WRONG_TYPE, _short(f"does not match the declared schema: {arrow_error}")
         return UNPARSEABLE, _short(arrow_error)
 
@@ -344,11 +392,33 @@ class _RowCountMismatch(Exception):
         )
 
 
-def _error_text(exc: BaseException) -> str:
-    text = str(exc)
-    if "Invalid UTF8" in text:
-        return "invalid UTF-8"
-    return text
+_ROW_HINT = re.compile(r"in row (\d+)$")
+
+
+def _row_hint(exc: BaseException) -> int | None:
+    m = _ROW_HINT.search(str(exc).strip())
+    return int(m.group(1)) if m else None
+
+
+def _is_utf8(values: pa.Array) -> bool:
+    target = pa.large_string() if pa.types.is_large_binary(values.type) else pa.string()
+    try:
+        values.cast(target)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _utf8_flags(values: pa.Array) -> list[bool]:
+    """Per-value UTF-8 validity (slow path: only after the vectorised check failed)."""
+    flags = []
+    for v in values.to_pylist():
+        try:
+            v.decode("utf-8")
+            flags.append(True)
+        except UnicodeDecodeError:
+            flags.append(False)
+    return flags
 
 
 def _as_int64(arr: pa.Array | pa.ChunkedArray) -> pa.Int64Array:

@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hoodline.errors import ConfigError
+from hoodline.formats.json_decoder import (
+    MISSING_KEY,
+    NOT_OBJECT,
+    NULL_VALUE,
+    UNPARSEABLE,
+    WRONG_TYPE,
+    JsonDecoder,
+    decode_raw,
+    iter_bad,
+)
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("name", pa.string()),
+        ("score", pa.float64()),
+        ("flag", pa.bool_()),
+    ]
+)
+FIELDS = SCHEMA.names
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def decoder() -> JsonDecoder:
+    return JsonDecoder(SCHEMA, ["id"])
+
+
+def _dups_hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def _no_constants(name: str) -> object:
+    raise ValueError(name)
+
+
+def reference(raw: bytes | None) -> dict[str, object] | None:
+    """The record json.loads + the declared schema say ``raw`` is, or None when it is bad."""
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw, object_pairs_hook=_dups_hook, parse_constant=_no_constants)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    out: dict[str, object] = {f: doc.get(f) for f in FIELDS}
+    i = out["id"]
+    if not isinstance(i, int) or isinstance(i, bool) or not INT64_MIN <= i <= INT64_MAX:
+        return None
+    if out["name"] is not None and not isinstance(out["name"], str):
+        return None
+    s = out["score"]
+    if s is not None:
+        if isinstance(s, bool) or not isinstance(s, (int, float)):
+            return None
+        out["score"] = float(s)
+    if out["flag"] is not None and not isinstance(out["flag"], bool):
+        return None
+    return out
+
+
+# -- strategies ---------------------------------------------------------------------------------
+names = st.one_of(st.none(), st.text(max_size=20))
+scores = st.one_of(
+    st.none(), st.floats(allow_nan=False, allow_infinity=False), st.integers(-(10**6), 10**6)
+)
+good_docs = st.fixed_dictionaries(
+    {"id": st.integers(INT64_MIN, INT64_MAX)},
+    optional={
+        "name": names,
+        "score": scores,
+        "flag": st.one_of(st.none(), st.booleans()),
+        "extra": st.recursive(
+            st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5)),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+            max_leaves=5,
+        ),
+    },
+)
+
+
+@st.composite
+def good_value(draw: st.DrawFn) -> tuple[bytes, str | None]:
+    doc = draw(good_docs)
+    indent = draw(st.sampled_from([None, None, None, 2]))  # indent -> raw newlines
+    ascii_only = draw(st.booleans())
+    return json.dumps(doc, indent=indent, ensure_ascii=ascii_only).encode(), None
+
+
+@st.composite
+def bad_value(draw: st.DrawFn) -> tuple[bytes | None, str | None]:
+    kind = draw(st.sampled_from(["none", "nonobj", "wrongtype", "missing", "garbage", "random"]))
+    if kind == "none":
+        return None, NULL_VALUE
+    if kind == "nonobj":
+        v = draw(st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers())))
+        return json.dumps(v).encode(), NOT_OBJECT
+    if kind == "wrongtype":
+        field, v = draw(
+            st.sampled_from(
+                [("id", "7"), ("id", 1.5), ("id", True), ("name", 5), ("flag", "yes"),
+                 ("score", "x"), ("name", [1]), ("id", 2**70)]
+            )
+        )
+        doc = {"id": 1, field: v}
+        return json.dumps(doc).encode(), WRONG_TYPE
+    if kind == "missing":
+        doc = draw(st.sampled_from([{"name": "x"}, {"id": None}, {}]))
+        return json.dumps(doc).encode(), MISSING_KEY
+    if kind == "garbage":
+        v = draw(st.sampled_from([b"", b"   ", b"{", b'{"id":1', b'{"id":1}{"id":2}', b"\xff\xfe",
+                                  b'{"id":1,}', b'{"id": NaN}', b'{"id":1,"name":"a\x01"}']))
+        return v, UNPARSEABLE
+    return draw(st.binary(max_size=30)), None
+
+
+values_strategy = st.lists(st.one_of(good_value(), bad_value()), max_size=60)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values_strategy)
+def test_any_mix_nothing_lost_good_equal_json_loads(
+    items: list[tuple[bytes | None, str | None]],
+) -> None:
+    raws = [raw for raw, _ in items]
+    result = decoder().decode(pa.array(raws, pa.binary()))
+    expected = {i: reference(raw) for i, raw in enumerate(raws)}
+    good = {i for i, rec in expected.items() if rec is not None}
+
+    got_rows = result.records.to_pylist()
+    got_idx = result.row_index.to_pylist()
+    assert got_idx == sorted(good)
+    for i, row in zip(got_idx, got_rows, strict=True):
+        want = expected[i]
+        assert want is not None
+        for f in FIELDS:
+            if isinstance(want[f], float):
+                assert math.isclose(row[f], want[f], rel_tol=0, abs_tol=0) or row[f] == want[f]
+            else:
+                assert row[f] == want[f], (f, raws[i])
+
+    bad = list(iter_bad(result.errors))
+    assert [b[0] for b in bad] == sorted(set(range(len(raws))) - good)
+    for index, reason, detail in bad:
+        assert detail
+        want_reason = items[index][1]
+        if want_reason is not None:
+            assert reason == want_reason, (raws[index], reason, detail)
+    assert result.records.schema == SCHEMA
+
+
+def test_bulk_parse_keeps_order_and_types() -> None:
+    values = pa.array([json.dumps({"id": i, "name": f"n{i}", "score": i / 2}).encode()
+                       for i in range(5000)], pa.large_binary())
+    result = decoder().decode(values)
+    assert len(result.errors) == 0
+    assert result.records.column("id").to_pylist() == list(range(5000))
+    assert result.row_index.to_pylist() == list(range(5000))
+    assert result.records.column("score").to_pylist()[3] == 1.5
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason", "needle"),
+    [
+        (b"null", NOT_OBJECT, "NoneType"),  # a bare null crashes pyarrow's reader if not caught
+        (b'{"id": "7"}', WRONG_TYPE, "Column(/id)"),
+        (b'{"name": "x"}', MISSING_KEY, "id"),
+        (b'{"id": 1}{"id": 2}', UNPARSEABLE, "Extra data"),
+        (b"", UNPARSEABLE, "invalid JSON"),
+        (b'{"id": 1, "junk": "\xff"}', UNPARSEABLE, "UTF-8"),
+        (b'{"id": 1, "id": 2}', UNPARSEABLE, "twice"),
+    ],
+)
+def test_bad_record_reasons(raw: bytes, reason: str, needle: str) -> None:
+    values = pa.array([b'{"id": 0}', raw, b'{"id": 2}'], pa.binary())
+    result = decoder().decode(values)
+    assert result.row_index.to_pylist() == [0, 2]
+    ((index, got_reason, detail),) = iter_bad(result.errors)
+    assert (index, got_reason) == (1, reason)
+    assert needle in detail
+
+
+def test_pretty_printed_values_are_good_but_raw_newline_in_string_is_not() -> None:
+    pretty = json.dumps({"id": 5, "name": "a b"}, indent=2).encode()
+    values = pa.array([pretty, b'{"id": 6, "name": "a\nb"}'], pa.binary())
+    result = decoder().decode(values)
+    assert result.records.to_pylist() == [{"id": 5, "name": "a b", "score": None, "flag": None}]
+    assert [(i, r) for i, r, _ in iter_bad(result.errors)] == [(1, UNPARSEABLE)]
+
+
+def test_empty_input_and_all_bad() -> None:
+    empty = decoder().decode(pa.array([], pa.binary()))
+    assert empty.records.num_rows == 0 and len(empty.errors) == 0
+    assert empty.records.schema == SCHEMA
+    bad = decoder().decode(pa.array([None, b"x"], pa.binary()))
+    assert bad.records.num_rows == 0
+    assert bad.errors.reason.to_pylist() == [NULL_VALUE, UNPARSEABLE]
+
+
+def test_key_field_must_be_declared() -> None:
+    with pytest.raises(ConfigError, match="'key'"):
+        JsonDecoder(SCHEMA, ["key"])
+
+
+def test_declared_types_timestamp_date_decimal_list() -> None:
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("d", pa.date32()),
+                        ("amount", pa.decimal128(10, 2)), ("tags", pa.list_(pa.string()))])
+    values = pa.array([b'{"id":1,"ts":"2024-03-01T10:00:00","d":"2024-03-01",'
+                       b'"amount":"12.50","tags":["a","b"]}'], pa.binary())
+    result = JsonDecoder(schema, ["id"]).decode(values)
+    assert len(result.errors) == 0, list(iter_bad(result.errors))
+    row = result.records.to_pylist()[0]
+    assert str(row["ts"]) == "2024-03-01 10:00:00"
+    assert str(row["d"]) == "2024-03-01"
+    assert str(row["amount"]) == "12.50"
+    assert row["tags"] == ["a", "b"]
+
+
+def test_raw_passthrough_keeps_bytes_and_nulls() -> None:
+    values = pa.array([b"\x00\xff", None, b"{}"], pa.binary())
+    table = decode_raw(values)
+    assert table.column("value").to_pylist() == [b"\x00\xff", None, b"{}"]
+
+
+def test_many_bad_records_in_a_large_batch_are_all_isolated() -> None:
+    raws = []
+    for i in range(6000):
+        if i % 7 == 3:
+            raws.append(json.dumps({"id": str(i)}).encode())  # reader gives a row hint
+        elif i % 11 == 5:
+            raws.append(json.dumps({"id": i + 0.5}).encode())  # conversion error: no hint
+        else:
+            raws.append(json.dumps({"id": i, "name": "x"}).encode())
+    result = decoder().decode(pa.array(raws, pa.binary()))
+    bad = {i for i in range(6000) if i % 7 == 3 or i % 11 == 5}
+    assert result.row_index.to_pylist() == sorted(set(range(6000)) - bad)
+    assert result.records.column("id").to_pylist() == result.row_index.to_pylist()
+    assert result.errors.index.to_pylist() == sorted(bad)
+    assert set(result.errors.reason.to_pylist()) == {WRONG_TYPE}
