@@ -57,12 +57,12 @@ class BloomFilterError(TableError):
 
 def bit_size(num_entries: int, fpp: float) -> int:
     """Hudi's ``BloomFilterUtils.getBitSize``."""
-    return int(math.ceil(max(num_entries, 1) * (-math.log(fpp) / (math.log(2) ** 2))))
+    return math.ceil(max(num_entries, 1) * (-math.log(fpp) / (math.log(2) ** 2)))
 
 
 def num_hashes(bits: int, num_entries: int) -> int:
     """Hudi's ``BloomFilterUtils.getNumHashes``."""
-    return max(1, int(math.ceil(math.log(2) * bits / max(num_entries, 1))))
+    return max(1, math.ceil(math.log(2) * bits / max(num_entries, 1)))
 
 
 @dataclass
@@ -147,8 +147,9 @@ def bit_positions(keys: _KeyMatrix, nb_hash: int, vector_size: int) -> npt.NDArr
 class SimpleBloomFilter:
     """Hadoop/Hudi ``SimpleBloomFilter`` (murmur hash)."""
 
-    def __init__(self, vector_size: int, nb_hash: int, bits: Bools | None = None,
-                 hash_type: int = _MURMUR) -> None:
+    def __init__(
+        self, vector_size: int, nb_hash: int, bits: Bools | None = None, hash_type: int = _MURMUR
+    ) -> None:
         if vector_size < 1 or nb_hash < 1:
             raise BloomFilterError(
                 f"invalid bloom filter: {vector_size} bits, {nb_hash} hash functions"
@@ -181,7 +182,9 @@ class SimpleBloomFilter:
 
     def _check_murmur(self) -> None:
         if self.hash_type != _MURMUR:
-            raise BloomFilterError(f"cannot add keys to a bloom filter of hash type {self.hash_type}")
+            raise BloomFilterError(
+                f"cannot add keys to a bloom filter of hash type {self.hash_type}"
+            )
 
     # -- serialization ----------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -269,7 +272,9 @@ def deserialize(text: str | bytes, type_code: str | None) -> KeyFilter:
     raise BloomFilterError(f"unknown bloom filter type code '{type_code}'")
 
 
-def build_filter(keys: pa.Array | pa.ChunkedArray, fpp: float, min_entries: int) -> SimpleBloomFilter:
+def build_filter(
+    keys: pa.Array | pa.ChunkedArray, fpp: float, min_entries: int
+) -> SimpleBloomFilter:
     """A filter sized for ``max(len(keys), min_entries)`` keys holding ``keys``.
 
     Copy-on-write base files are immutable, so each file's filter can be sized for the keys it

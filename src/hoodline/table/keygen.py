@@ -18,6 +18,7 @@ partition (Java Hudi's ``__HIVE_DEFAULT_PARTITION__`` hides data-quality bugs).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 from hoodline.errors import InvalidRecordsError
 from hoodline.table.properties import TableConfig
 
-Batch = pa.Table | pa.RecordBatch
+Batch: TypeAlias = "pa.Table | pa.RecordBatch"
 
 #: Characters Hive/Hudi escape in partition values when URL encoding is on (``%`` goes first).
 _ESCAPED_CHARS = "%\"#'*/:=?\\\x7f{[]^" + "".join(chr(c) for c in range(1, 32))
@@ -93,7 +94,7 @@ def value_strings(batch: Batch, name: str, role: str) -> pa.Array | pa.ChunkedAr
 
 
 def _join(parts: Sequence[pa.Array | pa.ChunkedArray | pa.Scalar], sep: str) -> pa.ChunkedArray:
-    return pc.binary_join_element_wise(*parts, sep)  # type: ignore[no-any-return]
+    return pc.binary_join_element_wise(*parts, sep)
 
 
 def _escape_partition_values(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -150,5 +151,5 @@ class KeyGenerator:
                 values = _join([pa.scalar(f"{name}="), values], "")
             levels.append(values)
         if len(levels) == 1:
-            return levels[0]  # type: ignore[return-value]
+            return levels[0]
         return _join(levels, "/")

@@ -150,9 +150,7 @@ class BloomIndex:
             order, groups = group_slices(codes)
             for code, start, stop in groups:
                 rows = order[start:stop]
-                self._tag_partition(
-                    partitions[code], keys_all, rows, view, found, file_ids, stats
-                )
+                self._tag_partition(partitions[code], keys_all, rows, view, found, file_ids, stats)
         self.last_stats = stats
         col = file_id_column(found, file_ids)
         if FILE_ID in records.schema.names:

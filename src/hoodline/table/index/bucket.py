@@ -53,8 +53,10 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uin
     if n == 0:
         return out
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] else np.zeros(
-        0, np.uint8
+    data = (
+        np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+        if arr.buffers()[2]
+        else np.zeros(0, np.uint8)
     )
     lengths = np.diff(offsets)
     ascii_mask = np.asarray(pc.string_is_ascii(arr).to_numpy(zero_copy_only=False), dtype=bool)

@@ -66,9 +66,7 @@ class BucketAssigner:
         inserts = pc.is_null(file_col)
         if not pc.any(inserts).as_py():
             return tagged
-        insert_rows = np.flatnonzero(
-            np.asarray(inserts.to_numpy(zero_copy_only=False), dtype=bool)
-        )
+        insert_rows = np.flatnonzero(np.asarray(inserts.to_numpy(zero_copy_only=False), dtype=bool))
         ins = tagged.take(pa.array(insert_rows))
         # sort the inserts by (partition, key): contiguous key ranges per new file
         order = pc.sort_indices(

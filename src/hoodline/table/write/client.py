@@ -21,12 +21,12 @@ ties: the last record):
   instead of creating a duplicate (Java Hudi's insert skips that lookup).
 * ``delete``: remove keys (only key and partition columns are needed; unknown keys are ignored).
 * ``bulk_insert``: for loading new data fast: sorted by partition and key, no index lookup, new
-  file groups cut at the max file size. Keys that already exist are *not* detected with the BLOOM
-  index (duplicates, as in Hudi); with the BUCKET index a key always goes to its bucket's file group,
-  so existing keys are updated.
+  file groups cut at the max file size. Keys that already exist are *not* detected with the
+  BLOOM index (duplicates, as in Hudi); with the BUCKET index a key always goes to its bucket's
+  file group, so existing keys are updated.
 
-Split API for distributed writers (Spark): :meth:`prepare` (validate, schema), :meth:`start_instant`,
-:meth:`context` (picklable), :func:`tag_and_assign` and
+Split API for distributed writers (Spark): :meth:`prepare` (validate, schema),
+:meth:`start_instant`, :meth:`context` (picklable), :func:`tag_and_assign` and
 :func:`~hoodline.table.write.file_writer.write_file_groups` per task, then :meth:`commit` with all
 tasks' write stats (tasks that saw no data contribute none).
 """
@@ -236,8 +236,8 @@ class WriteClient:
         old = table_data_schema(self.table)
         if op == DELETE:
             records = prepare_deletes(batch, config)
-            schema = old if old is not None else normalize_schema(
-                data_schema_of(records), config.name
+            schema = (
+                old if old is not None else normalize_schema(data_schema_of(records), config.name)
             )
             return PreparedBatch(op, records, schema)
         table = conform_types(as_table(batch), old)
@@ -289,7 +289,9 @@ class WriteClient:
         metadata = CommitMetadata(
             partition_to_write_stats=stats_by_partition(stats),
             operation_type=ctx.operation,
-            extra_metadata={SCHEMA_KEY: arrow_to_avro_schema_json(ctx.data_schema, ctx.config.name)},
+            extra_metadata={
+                SCHEMA_KEY: arrow_to_avro_schema_json(ctx.data_schema, ctx.config.name)
+            },
         )
         inflight = Instant(ctx.instant_ts, COMMIT, State.INFLIGHT)
         self.table.timeline.complete(inflight, metadata, extra_metadata)
@@ -315,7 +317,7 @@ class WriteClient:
             inst = self.table.timeline.find(ts, COMMIT)
             if inst is not None and inst.state is not State.COMPLETED:
                 rollback_instant(self.table, inst)
-        except Exception:  # noqa: BLE001 - the original error matters; next open() repairs
+        except Exception:
             pass
 
     @staticmethod
@@ -332,9 +334,6 @@ class WriteClient:
                 )
 
 
-def open_for_write(
-    path: str | Path, options: Mapping[str, object] | None = None
-) -> WriteClient:
+def open_for_write(path: str | Path, options: Mapping[str, object] | None = None) -> WriteClient:
     """Open the table at ``path`` for writing (remember to close the client)."""
     return WriteClient(path, options).open()
-

@@ -47,10 +47,7 @@ from hoodline.table.write import hooks
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
-    COMMIT_SEQNO,
-    COMMIT_TIME,
     FILE_ID,
-    FILE_NAME,
     IS_DELETE,
     META_COLUMNS,
     PARTITION_PATH,
@@ -124,9 +121,7 @@ def _split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
     return upserts, deletes.column(RECORD_KEY).combine_chunks()
 
 
-def _new_rows(
-    upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int
-) -> pa.Table:
+def _new_rows(upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int) -> pa.Table:
     n = upserts.num_rows
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
@@ -167,7 +162,9 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
     }
 
 
-def write_parquet(path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions) -> None:
+def write_parquet(
+    path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
+) -> None:
     compression = None if options.compression == "none" else options.compression
     writer = pq.ParquetWriter(path, table.schema, compression=compression)
     try:
@@ -209,8 +206,10 @@ def write_file_group(
     file_name = base_file_name(file_id, write_token(task_id, attempt), ctx.instant_ts)
     rel = f"{partition}/{file_name}" if partition else file_name
     path = table.base_path / rel
-    new_keys = upserts.column(RECORD_KEY).combine_chunks() if upserts.num_rows else pa.array(
-        [], pa.string()
+    new_keys = (
+        upserts.column(RECORD_KEY).combine_chunks()
+        if upserts.num_rows
+        else pa.array([], pa.string())
     )
     parts: list[pa.Table] = []
     num_updates = num_deletes = 0
@@ -274,8 +273,13 @@ def write_file_groups(
         file_id = file_ids[code % max(1, len(file_ids))]
         rows = tagged.take(pa.array(order[start:stop]))
         stat = write_file_group(
-            ctx, partition, file_id, rows, view.latest_file_slice(partition, file_id),
-            task_id, attempt,
+            ctx,
+            partition,
+            file_id,
+            rows,
+            view.latest_file_slice(partition, file_id),
+            task_id,
+            attempt,
         )
         if stat is not None:
             stats.append(stat)

@@ -82,9 +82,7 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
         sorted_combined = sorted_combined.combine_chunks()
     head = sorted_combined.slice(0, n - 1)
     tail = sorted_combined.slice(1)
-    is_last = pa.concat_arrays(
-        [pc.not_equal(head, tail), pa.array([True])]  # type: ignore[list-item]
-    )
+    is_last = pa.concat_arrays([pc.not_equal(head, tail), pa.array([True])])
     winners = pc.filter(order, is_last)
     # restore input order among the winners (stable, predictable output)
     winners = pc.take(winners, pc.sort_indices(winners))

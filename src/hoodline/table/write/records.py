@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,7 +23,7 @@ FILE_ID = "_hoodline_file_id"
 IS_DELETE = "_hoodline_is_delete"
 INTERNAL_COLUMNS: tuple[str, ...] = (FILE_ID, IS_DELETE)
 
-Batch = pa.Table | pa.RecordBatch
+Batch: TypeAlias = "pa.Table | pa.RecordBatch"
 
 
 def as_table(batch: Batch) -> pa.Table:
@@ -53,7 +55,8 @@ def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, in
     cuts = np.flatnonzero(np.diff(sorted_codes)) + 1
     starts = np.concatenate(([0], cuts))
     stops = np.concatenate((cuts, [len(codes)]))
-    return order, [(int(sorted_codes[s]), int(s), int(e)) for s, e in zip(starts, stops, strict=True)]
+    runs = zip(starts, stops, strict=True)
+    return order, [(int(sorted_codes[s]), int(s), int(e)) for s, e in runs]
 
 
 def dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:

@@ -85,9 +85,7 @@ def test_bucket_ids_equal_java_list_hashcode() -> None:
     golden = np.array([int(x) for x in (FIX / "java_buckets7.txt").read_text().split()])
     assert (bucket_ids([keys], 7) == golden).all()
     rev = pa.array(keys.to_pylist()[::-1])
-    golden2 = np.array(
-        [int(x) for x in (FIX / "java_buckets7_two_fields.txt").read_text().split()]
-    )
+    golden2 = np.array([int(x) for x in (FIX / "java_buckets7_two_fields.txt").read_text().split()])
     assert (bucket_ids([keys, rev], 7) == golden2).all()
 
 
