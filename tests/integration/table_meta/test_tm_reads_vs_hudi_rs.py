@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
+from tm_handwriter import HandWriter, rows
 
 from hoodline.table import read
 from hoodline.table.properties import TableConfig
@@ -20,8 +21,6 @@ from hoodline.testing.hudi_oracle import (
     hudi_snapshot,
     hudi_table,
 )
-
-from .handwriter import HandWriter, rows
 
 US, EU = ("region=us", "fg-us"), ("region=eu", "fg-eu")
 
@@ -60,9 +59,7 @@ def test_oracle_detects_a_difference(table: HudiTable, writer: HandWriter) -> No
     ours = read.read_snapshot(table)
     theirs = hudi_snapshot(table.base_path)
     assert_rows_equal(theirs, ours)
-    tampered = ours.set_column(
-        ours.column_names.index("val"), "val", pa.array([1, 3], pa.int64())
-    )
+    tampered = ours.set_column(ours.column_names.index("val"), "val", pa.array([1, 3], pa.int64()))
     with pytest.raises(OracleMismatch, match="differs in \\['val'\\]"):
         assert_rows_equal(theirs, tampered)
     with pytest.raises(OracleMismatch, match="missing from actual"):
@@ -72,7 +69,9 @@ def test_oracle_detects_a_difference(table: HudiTable, writer: HandWriter) -> No
 @pytest.mark.parametrize("hive_style", [True, False])
 def test_nested_partitions(tmp_path: Path, hive_style: bool) -> None:
     cfg = TableConfig(
-        name="nested", record_key_fields=("id",), partition_fields=("region", "day"),
+        name="nested",
+        record_key_fields=("id",),
+        partition_fields=("region", "day"),
         hive_style_partitioning=hive_style,
     )
     table = HudiTable.create(tmp_path / "nested", cfg)
@@ -84,11 +83,13 @@ def test_nested_partitions(tmp_path: Path, hive_style: bool) -> None:
     def data(ids: list[str], region: str, day: str, val: list[int]) -> pa.Table:
         return rows(ids, region, val, day=[day] * len(ids))
 
-    w.upsert({
-        (part("us", "1"), "g1"): data(["a"], "us", "1", [1]),
-        (part("us", "2"), "g2"): data(["b"], "us", "2", [2]),
-        (part("eu", "1"), "g3"): data(["c"], "eu", "1", [3]),
-    })
+    w.upsert(
+        {
+            (part("us", "1"), "g1"): data(["a"], "us", "1", [1]),
+            (part("us", "2"), "g2"): data(["b"], "us", "2", [2]),
+            (part("eu", "1"), "g3"): data(["c"], "eu", "1", [3]),
+        }
+    )
     w.upsert({(part("us", "2"), "g2"): data(["b", "d"], "us", "2", [20, 4])})
     assert_hudi_matches_hoodline(table)
     assert table.fs_view().partitions() == sorted(
@@ -154,8 +155,11 @@ def test_duckdb_reads_latest_base_files(table: HudiTable, writer: HandWriter) ->
 def test_empty_table_reads(table: HudiTable) -> None:
     snap = read.read_snapshot(table)
     assert snap.num_rows == 0 and snap.column_names[:5] == [
-        "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
-        "_hoodie_partition_path", "_hoodie_file_name",
+        "_hoodie_commit_time",
+        "_hoodie_commit_seqno",
+        "_hoodie_record_key",
+        "_hoodie_partition_path",
+        "_hoodie_file_name",
     ]
     assert read.latest_base_files(table) == []
     assert read.read_incremental(table, "00000000000000000").num_rows == 0

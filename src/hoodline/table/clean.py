@@ -1,0 +1,161 @@
+"""Cleaning: delete base file versions no longer needed by the last N completed commits.
+
+Policy ``KEEP_LATEST_COMMITS`` (Hudi's default): with ``E`` the oldest of the last ``N`` completed
+commits, a file group keeps every version written at or after ``E`` plus the newest version
+before ``E`` (so time travel to any retained commit still works); older versions are deleted.
+File groups replaced by a replacecommit older than ``E`` are deleted entirely. Files of
+uncommitted instants are never touched (rollback owns them).
+
+Deletion happens inside a ``clean`` instant: ``.clean.requested`` holds the plan (files to
+delete), then ``.clean.inflight``, then ``.clean`` with JSON metadata listing deleted files.
+A clean interrupted by a crash is finished by :func:`finish_pending_cleans`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from hoodline.config.options import option
+from hoodline.errors import TableError, TimelineError
+from hoodline.table.fs_view import list_base_files, list_partitions, parse_base_file_name
+from hoodline.table.instant import CLEAN, REPLACE_COMMIT, Instant, State
+from hoodline.table.table import HudiTable
+
+CLEANER_COMMITS_RETAINED = option(
+    "hoodie.cleaner.commits.retained",
+    int,
+    10,
+    "Number of most recent completed commits whose file versions cleaning keeps; older file "
+    "versions are deleted (time travel and incremental reads reach back this far).",
+    minimum=1,
+)
+
+POLICY = "KEEP_LATEST_COMMITS"
+
+
+def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[str, list[str]]]:
+    """``(earliest retained commit, {partition: [relative file paths to delete]})``."""
+    if retain_commits < 1:
+        raise TableError(f"retain_commits {retain_commits} must be >= 1")
+    tl = table.timeline
+    tl.reload()
+    commits = tl.completed_commits()
+    if len(commits) <= retain_commits:
+        return None, {}
+    earliest = commits[-retain_commits].timestamp
+    committed = {i.timestamp for i in commits}
+    replaced_before: set[tuple[str, str]] = set()
+    for inst in commits:
+        if inst.action == REPLACE_COMMIT and inst.timestamp < earliest:
+            md = tl.read_commit_metadata(inst)
+            for part, ids in md.partition_to_replace_file_ids.items():
+                replaced_before.update((part, fid) for fid in ids)
+    to_delete: dict[str, list[str]] = {}
+    for part in list_partitions(table.base_path, table.config.is_partitioned):
+        versions: dict[str, list[tuple[str, str]]] = {}
+        for name, _size in list_base_files(table.base_path, part):
+            rel = f"{part}/{name}" if part else name
+            fid, _tok, ts = parse_base_file_name(rel)
+            if ts in committed:
+                versions.setdefault(fid, []).append((ts, rel))
+        doomed: list[str] = []
+        for fid, vs in versions.items():
+            vs.sort(reverse=True)
+            if (part, fid) in replaced_before:
+                doomed.extend(rel for _ts, rel in vs)
+                continue
+            older = [rel for ts, rel in vs if ts < earliest]
+            doomed.extend(older[1:])  # keep the newest version before the earliest retained
+        if doomed:
+            to_delete[part] = sorted(doomed)
+    return earliest, to_delete
+
+
+def clean(table: HudiTable, retain_commits: int = 10) -> Instant | None:
+    """Delete file versions not needed by the last ``retain_commits`` completed commits.
+
+    Returns the completed clean instant, or None when there was nothing to delete. The caller
+    must hold the writer lock.
+    """
+    started = time.monotonic()
+    earliest, to_delete = plan_clean(table, retain_commits)
+    if earliest is None or not to_delete:
+        return None
+    ts = table.new_instant_time()
+    plan = {
+        "earliestInstantToRetain": {
+            "timestamp": earliest,
+            "action": "commit",
+            "state": "COMPLETED",
+        },
+        "lastCompletedCommitTimestamp": table.timeline.completed_commits()[-1].timestamp,
+        "policy": POLICY,
+        "filePathsToBeDeletedPerPartition": {
+            p: [{"filePath": f, "isBootstrapBaseFile": False} for f in fs]
+            for p, fs in to_delete.items()
+        },
+        "version": 2,
+    }
+    requested = table.timeline.create_requested(CLEAN, ts, json.dumps(plan, indent=2).encode())
+    return _execute(table, requested, plan, started)
+
+
+def _execute(table: HudiTable, inst: Instant, plan: dict[str, Any], started: float) -> Instant:
+    tl = table.timeline
+    if inst.state is State.REQUESTED:
+        inst = tl.transition_to_inflight(inst)
+    partition_meta: dict[str, Any] = {}
+    total = 0
+    for part, entries in plan.get("filePathsToBeDeletedPerPartition", {}).items():
+        ok: list[str] = []
+        failed: list[str] = []
+        patterns: list[str] = []
+        for entry in entries:
+            rel = str(entry["filePath"])
+            name = os.path.basename(rel)
+            patterns.append(name)
+            try:
+                os.unlink(table.absolute(rel))
+                ok.append(name)
+            except FileNotFoundError:
+                ok.append(name)  # deleted by an earlier, interrupted attempt
+            except OSError:
+                failed.append(name)
+        total += len(ok)
+        partition_meta[part] = {
+            "partitionPath": part,
+            "policy": plan.get("policy", POLICY),
+            "deletePathPatterns": patterns,
+            "successDeleteFiles": ok,
+            "failedDeleteFiles": failed,
+            "isPartitionDeleted": False,
+        }
+    earliest = plan.get("earliestInstantToRetain", {}).get("timestamp")
+    metadata = {
+        "startCleanTime": inst.timestamp,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": total,
+        "earliestCommitToRetain": earliest,
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp"),
+        "partitionMetadata": partition_meta,
+        "version": 2,
+    }
+    return tl.complete(inst, json.dumps(metadata, indent=2).encode("utf-8"))
+
+
+def finish_pending_cleans(table: HudiTable) -> list[Instant]:
+    """Complete clean instants interrupted by a crash (their plan is re-executed)."""
+    done = []
+    for inst in table.timeline.pending([CLEAN]):
+        raw = table.timeline.read_instant_bytes(inst.with_state(State.REQUESTED))
+        try:
+            plan = json.loads(raw)
+            if not isinstance(plan, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            raise TimelineError(f"clean plan of {inst} is unreadable: {exc}") from None
+        done.append(_execute(table, inst, plan, time.monotonic()))
+    return done

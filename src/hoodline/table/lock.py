@@ -1,0 +1,252 @@
+"""Single-writer lock with heartbeat and expiry.
+
+The lock is the file ``.hoodie/.hoodline/writer.lock`` holding JSON ``{owner, pid, host, since,
+token}``; its modification time is the heartbeat, refreshed by a background thread. Another writer
+is refused with :class:`WriterLockError` naming the holder while the lock is live. A lock is
+stale, and may be taken over, when its heartbeat is older than the expiry, or at once when its
+holder ran on this host and that process no longer exists (e.g. killed with ``kill -9``).
+
+Acquisition and takeover happen under an ``fcntl`` lock on a guard file, so two contenders
+cannot both take a stale lock. If the heartbeat thread finds the lock taken over (this process
+was considered dead), the lock is marked lost and :meth:`WriterLock.ensure_held` raises — call it
+right before committing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from hoodline.config.options import option
+from hoodline.errors import WriterLockError
+from hoodline.table.table import HudiTable
+
+LOCK_EXPIRY_SECONDS = option(
+    "hoodline.writer.lock.expiry.seconds",
+    float,
+    60.0,
+    "Seconds without a heartbeat after which a writer lock counts as abandoned and another "
+    "writer may take it over (a holder on the same host that no longer runs is detected at once).",
+    minimum=0.1,
+)
+LOCK_HEARTBEAT_SECONDS = option(
+    "hoodline.writer.lock.heartbeat.seconds",
+    float,
+    10.0,
+    "Seconds between heartbeats of the writer lock; keep it well below the expiry.",
+    minimum=0.01,
+)
+
+LOCK_DIR = ".hoodline"
+LOCK_FILE = "writer.lock"
+GUARD_FILE = "writer.lock.guard"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _guard(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+class WriterLock:
+    """Context manager guarding a table against a second live writer."""
+
+    def __init__(
+        self,
+        table: HudiTable,
+        owner: str | None = None,
+        heartbeat_interval: float = LOCK_HEARTBEAT_SECONDS.default,
+        expiry: float = LOCK_EXPIRY_SECONDS.default,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if heartbeat_interval >= expiry:
+            raise WriterLockError(
+                f"heartbeat interval {heartbeat_interval}s must be below the lock expiry {expiry}s"
+            )
+        self.table = table
+        self.owner = owner or f"hoodline-{os.getpid()}"
+        self.heartbeat_interval = heartbeat_interval
+        self.expiry = expiry
+        self._clock = clock
+        self.dir = Path(table.meta_path) / LOCK_DIR
+        self.path = self.dir / LOCK_FILE
+        self._token = uuid.uuid4().hex
+        self._held = False
+        self._lost: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- public ---------------------------------------------------------------------------------
+    @property
+    def held(self) -> bool:
+        return self._held and self._lost is None
+
+    def acquire(self) -> WriterLock:
+        if self._held:
+            return self
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with _guard(self.dir / GUARD_FILE):
+            holder = self._read()
+            if holder is not None:
+                reason = self._stale_reason(holder)
+                if reason is None:
+                    raise WriterLockError(self._describe_refusal(holder))
+                os.replace(self.path, self.dir / f"{LOCK_FILE}.stale-{uuid.uuid4().hex[:8]}")
+                self._cleanup_stale_files()
+            body = {
+                "owner": self.owner,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "since": datetime.now(UTC).isoformat(timespec="seconds"),
+                "token": self._token,
+            }
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(body, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+        self._held = True
+        self._lost = None
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._heartbeat_loop, name=f"hoodline-lock-heartbeat-{self.owner}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(1.0, self.heartbeat_interval * 2))
+        with _guard(self.dir / GUARD_FILE):
+            holder = self._read()
+            if holder is not None and holder.get("token") == self._token:
+                os.unlink(self.path)
+        self._held = False
+
+    def ensure_held(self) -> None:
+        """Raise :class:`WriterLockError` unless this writer still holds the lock."""
+        if not self._held:
+            raise WriterLockError(f"writer '{self.owner}' does not hold the lock on {self.path}")
+        if self._lost is not None:
+            raise WriterLockError(self._lost)
+        holder = self._read()
+        if holder is None or holder.get("token") != self._token:
+            self._lost = (
+                f"writer '{self.owner}' lost the lock on '{self.path}' "
+                f"(now held by {self._who(holder) if holder else 'nobody'}); stop writing"
+            )
+            raise WriterLockError(self._lost)
+
+    def heartbeat(self) -> None:
+        """Refresh the heartbeat now (the background thread does this periodically)."""
+        holder = self._read()
+        if holder is None or holder.get("token") != self._token:
+            self._lost = (
+                f"writer '{self.owner}' lost the lock on '{self.path}': it was taken over "
+                f"by {self._who(holder) if holder else 'nobody'} after its heartbeat expired"
+            )
+            return
+        now = self._clock()
+        os.utime(self.path, (now, now))
+
+    def __enter__(self) -> WriterLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    # -- internals ------------------------------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_interval):
+            try:
+                self.heartbeat()
+            except OSError:
+                continue
+            if self._lost is not None:
+                return
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return {"owner": "unknown (unreadable lock file)", "token": None}
+        return body
+
+    def _age(self) -> float | None:
+        try:
+            return self._clock() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def _stale_reason(self, holder: dict[str, Any]) -> str | None:
+        age = self._age()
+        if age is None:
+            return "lock file vanished"
+        if age > self.expiry:
+            return f"heartbeat {age:.1f}s old > expiry {self.expiry}s"
+        pid = holder.get("pid")
+        if holder.get("host") == socket.gethostname() and isinstance(pid, int):
+            if pid != os.getpid() and not _pid_alive(pid):
+                return f"process {pid} on this host is gone"
+        return None
+
+    @staticmethod
+    def _who(holder: dict[str, Any]) -> str:
+        return (
+            f"'{holder.get('owner')}' (pid {holder.get('pid')} on host {holder.get('host')}, "
+            f"since {holder.get('since')})"
+        )
+
+    def _describe_refusal(self, holder: dict[str, Any]) -> str:
+        age = self._age()
+        beat = f"last heartbeat {age:.1f}s ago" if age is not None else "no heartbeat"
+        return (
+            f"table '{self.table.base_path}' is locked by writer {self._who(holder)}, {beat}; "
+            f"only one writer may write at a time. Stop that writer, or wait {self.expiry:.0f}s "
+            "after it died for the lock to expire."
+        )
+
+    def _cleanup_stale_files(self) -> None:
+        for p in self.dir.glob(f"{LOCK_FILE}.stale-*"):
+            with contextlib.suppress(OSError):
+                p.unlink()

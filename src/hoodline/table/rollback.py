@@ -1,0 +1,189 @@
+"""Rolling back instants that never completed.
+
+A failed (requested/inflight) data instant is rolled back by a ``rollback`` instant:
+
+1. ``<rb>.rollback.requested`` holds the plan: the instant to roll back and the files to delete,
+   which are exactly the files its markers list (every data file is marked before it is written);
+2. ``<rb>.rollback.inflight``; the planned files are deleted (missing ones are fine);
+3. the failed instant's requested/inflight files are removed;
+4. ``<rb>.rollback`` is completed with JSON metadata (deleted files per partition);
+5. the failed instant's marker folder is removed.
+
+Every step is idempotent; a crash anywhere is finished by :func:`rollback_pending`, which a
+writer calls (holding the writer lock) before it writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from typing import Any
+
+from hoodline.errors import TableError, TimelineError
+from hoodline.table.clean import finish_pending_cleans
+from hoodline.table.fs_view import parse_base_file_name
+from hoodline.table.instant import DATA_ACTIONS, ROLLBACK, Instant, State
+from hoodline.table.markers import Markers, instants_with_markers
+from hoodline.table.table import HudiTable
+from hoodline.table.timeline import STAGING_DIR
+
+
+def _plan(instant: Instant, files: list[str]) -> dict[str, Any]:
+    by_partition: dict[str, list[str]] = {}
+    for f in files:
+        part = f.rsplit("/", 1)[0] if "/" in f else ""
+        by_partition.setdefault(part, []).append(f)
+    return {
+        "instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
+        "RollbackRequests": [
+            {"partitionPath": p, "filesToBeDeleted": sorted(fs)}
+            for p, fs in sorted(by_partition.items())
+        ],
+        "version": 1,
+    }
+
+
+def _files_to_delete(table: HudiTable, instant: Instant) -> list[str]:
+    files = Markers(table, instant.timestamp).marked_files()
+    for f in files:
+        # safety: a marker may only point at a file this very instant writes
+        try:
+            _fid, _tok, ts = parse_base_file_name(f)
+        except TableError:
+            ts = None
+        if ts != instant.timestamp:
+            raise TableError(
+                f"marker of instant {instant.timestamp} points at '{f}', which is not a file of "
+                "that instant; refusing to roll back (inspect .hoodie/.temp by hand)"
+            )
+    return files
+
+
+def _execute(
+    table: HudiTable, target: Instant, plan: dict[str, Any], rb_ts: str, started: float
+) -> dict[str, Any]:
+    partition_meta: dict[str, Any] = {}
+    total = 0
+    for req in plan.get("RollbackRequests", []):
+        part = req.get("partitionPath", "")
+        ok: list[str] = []
+        failed: list[str] = []
+        for rel in req.get("filesToBeDeleted", []):
+            path = table.absolute(rel)
+            try:
+                os.unlink(path)
+                ok.append(str(path))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                failed.append(str(path))
+        if failed:
+            raise TableError(
+                f"rollback of {target.timestamp} could not delete {failed}; fix permissions and "
+                "reopen the table for writing to retry"
+            )
+        total += len(ok)
+        partition_meta[part] = {
+            "partitionPath": part,
+            "successDeleteFiles": ok,
+            "failedDeleteFiles": failed,
+            "rollbackLogFiles": {},
+        }
+    return {
+        "startRollbackTime": rb_ts,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": total,
+        "commitsRollback": [target.timestamp],
+        "partitionMetadata": partition_meta,
+        "version": 1,
+        "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
+    }
+
+
+def _finish(
+    table: HudiTable, rb: Instant, target: Instant, plan: dict[str, Any], started: float
+) -> Instant:
+    tl = table.timeline
+    if rb.state is State.REQUESTED:
+        rb = tl.transition_to_inflight(rb)
+    metadata = _execute(table, target, plan, rb.timestamp, started)
+    tl.reload()
+    pending_target = tl.find(target.timestamp, target.action)
+    if pending_target is not None:
+        if pending_target.is_completed:
+            raise TimelineError(
+                f"rollback {rb.timestamp} targets {pending_target}, which has completed meanwhile"
+            )
+        tl.delete_pending_files(pending_target)
+    done = tl.complete(rb, json.dumps(metadata, indent=2).encode("utf-8"))
+    Markers(table, target.timestamp).delete_all()
+    return done
+
+
+def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
+    """Roll back a requested/inflight instant; returns the completed rollback instant.
+
+    The caller must hold the table's writer lock (no live writer may still write ``instant``).
+    """
+    table.timeline.reload()
+    current = table.timeline.find(instant.timestamp, instant.action)
+    if current is None:
+        raise TimelineError(f"instant {instant} is not on the timeline of '{table.base_path}'")
+    if current.is_completed:
+        raise TimelineError(
+            f"instant {current} is completed; rolling back completed commits is not supported"
+        )
+    started = time.monotonic()
+    files = _files_to_delete(table, current)
+    rb_ts = table.new_instant_time()
+    plan = _plan(current, files)
+    rb = table.timeline.create_requested(
+        ROLLBACK, rb_ts, json.dumps(plan, indent=2).encode("utf-8")
+    )
+    return _finish(table, rb, current, plan, started)
+
+
+def _read_plan(table: HudiTable, rb: Instant) -> dict[str, Any]:
+    raw = table.timeline.read_instant_bytes(rb.with_state(State.REQUESTED))
+    try:
+        plan = json.loads(raw)
+        target = plan["instantToRollback"]
+        Instant(str(target["commitTime"]), str(target["action"]), State.INFLIGHT)
+    except (ValueError, KeyError, TypeError, TimelineError) as exc:
+        raise TimelineError(
+            f"rollback plan '{table.timeline.path_of(rb.with_state(State.REQUESTED))}' is "
+            f"unreadable ({exc!r}); it was not written by hoodline"
+        ) from None
+    if not isinstance(plan, dict):
+        raise TimelineError(f"rollback plan of {rb} is not a JSON object")
+    return plan
+
+
+def rollback_pending(table: HudiTable) -> list[Instant]:
+    """Repair a table left by a dead writer; returns the completed rollback/clean instants.
+
+    Finishes interrupted rollbacks and cleans, rolls back every pending data instant, and
+    removes leftovers (marker folders of completed instants, staging files). Call it holding the
+    writer lock, before writing.
+    """
+    tl = table.timeline
+    tl.reload()
+    done: list[Instant] = []
+    for rb in tl.pending([ROLLBACK]):
+        plan = _read_plan(table, rb)
+        t = plan["instantToRollback"]
+        target = Instant(str(t["commitTime"]), str(t["action"]), State.INFLIGHT)
+        done.append(_finish(table, rb, target, plan, time.monotonic()))
+    done.extend(finish_pending_cleans(table))
+    tl.reload()
+    for inst in reversed(tl.pending(DATA_ACTIONS)):
+        done.append(rollback_instant(table, inst))
+    tl.reload()
+    completed = {i.timestamp for i in tl.instants() if i.is_completed}
+    for ts in instants_with_markers(table.meta_path):
+        if ts in completed:
+            Markers(table, ts).delete_all()
+    shutil.rmtree(table.meta_path / STAGING_DIR, ignore_errors=True)
+    return done

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from hoodline.errors import WriterLockError
+from hoodline.table.lock import WriterLock
+from hoodline.table.table import HudiTable
+
+
+def test_second_live_writer_refused_naming_holder(table: HudiTable) -> None:
+    with WriterLock(table, owner="job-a", heartbeat_interval=0.05, expiry=5):
+        with pytest.raises(WriterLockError) as err:
+            WriterLock(table, owner="job-b", heartbeat_interval=0.05, expiry=5).acquire()
+        msg = str(err.value)
+        assert "'job-a'" in msg and f"pid {os.getpid()}" in msg
+        assert socket.gethostname() in msg and "since" in msg
+    # released: the next writer gets it
+    with WriterLock(table, owner="job-b", heartbeat_interval=0.05, expiry=5) as lock:
+        assert lock.held
+        lock.ensure_held()
+    assert not (table.meta_path / ".hoodline" / "writer.lock").exists()
+
+
+def test_heartbeat_keeps_lock_alive_beyond_expiry(table: HudiTable) -> None:
+    with WriterLock(table, owner="a", heartbeat_interval=0.05, expiry=0.4):
+        time.sleep(1.0)
+        with pytest.raises(WriterLockError, match="'a'"):
+            WriterLock(table, owner="b", heartbeat_interval=0.05, expiry=0.4).acquire()
+
+
+def test_expired_lock_is_taken_over_and_old_holder_notices(table: HudiTable) -> None:
+    # the first holder's heartbeat thread is effectively stalled (interval >> expiry wait)
+    first = WriterLock(table, owner="stalled", heartbeat_interval=30, expiry=60).acquire()
+    path = table.meta_path / ".hoodline" / "writer.lock"
+    old = time.time() - 120
+    os.utime(path, (old, old))  # heartbeat 2 minutes old
+    second = WriterLock(table, owner="fresh", heartbeat_interval=0.05, expiry=60).acquire()
+    try:
+        assert json.loads(path.read_text())["owner"] == "fresh"
+        with pytest.raises(WriterLockError, match="lost the lock"):
+            first.ensure_held()
+        second.ensure_held()
+        first.release()  # must not remove the new holder's lock
+        assert json.loads(path.read_text())["owner"] == "fresh"
+        second.ensure_held()
+    finally:
+        second.release()
+    assert not path.exists()
+
+
+def test_lock_of_dead_local_process_taken_at_once(table: HudiTable) -> None:
+    lock_dir = table.meta_path / ".hoodline"
+    lock_dir.mkdir()
+    pid = os.fork()
+    if pid == 0:  # child exits immediately: its pid is then certainly dead
+        os._exit(0)
+    os.waitpid(pid, 0)
+    body = {"owner": "dead", "pid": pid, "host": socket.gethostname(), "since": "x", "token": "t"}
+    (lock_dir / "writer.lock").write_text(json.dumps(body))
+    with WriterLock(table, owner="new", heartbeat_interval=0.05, expiry=3600) as lock:
+        assert lock.held
+
+
+def test_invalid_intervals(table: HudiTable) -> None:
+    with pytest.raises(WriterLockError, match="below"):
+        WriterLock(table, heartbeat_interval=5, expiry=1)
