@@ -9,7 +9,7 @@ and :meth:`SourceReaderBase.to_split` turns it back into an immutable split for 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 import pyarrow as pa
@@ -86,7 +86,8 @@ class SourceReaderBase(SourceReader[SplitT], Generic[E, SplitT, SplitStateT]):
             self._fetcher = SynchronousFetcherManager(split_reader_factory)
         self._states: dict[str, SplitStateT] = {}
         self._kept_finished: dict[str, SplitStateT] = {}
-        self._current: Iterator[tuple[str, E]] | None = None
+        self._current: list[tuple[str, E]] | None = None
+        self._current_pos = 0
         self._current_finished: frozenset[str] = frozenset()
         self._no_more_splits = False
         self._closed = False
@@ -148,9 +149,9 @@ class SourceReaderBase(SourceReader[SplitT], Generic[E, SplitT, SplitStateT]):
         split_output = _SplitOutput(output)
         while True:
             if self._current is not None:
-                item = next(self._current, None)
-                if item is not None:
-                    split_id, element = item
+                if self._current_pos < len(self._current):
+                    split_id, element = self._current[self._current_pos]
+                    self._current_pos += 1
                     state = self._states.get(split_id)
                     if state is None:
                         raise SourceError(
@@ -168,7 +169,8 @@ class SourceReaderBase(SourceReader[SplitT], Generic[E, SplitT, SplitStateT]):
 
     def _start(self, records: RecordsWithSplitIds[E]) -> None:
         by_split = records.records_by_split()
-        self._current = ((sid, el) for sid, elems in by_split.items() for el in elems)
+        self._current = [(sid, el) for sid, elems in by_split.items() for el in elems]
+        self._current_pos = 0
         self._current_finished = records.finished_splits()
 
     def _finish_current(self) -> None:
@@ -191,7 +193,9 @@ class SourceReaderBase(SourceReader[SplitT], Generic[E, SplitT, SplitStateT]):
         return InputStatus.NOTHING_AVAILABLE
 
     def wait_available(self, timeout: float) -> bool:
-        if self._current is not None or (self._no_more_splits and not self._states):
+        if self._current is not None and self._current_pos < len(self._current):
+            return True
+        if self._no_more_splits and not self._states:
             return True
         return self._fetcher.wait_available(timeout)
 
