@@ -1,0 +1,458 @@
+"""Reading Kafka partition splits into Arrow record batches (confluent-kafka / librdkafka).
+
+:class:`KafkaPartitionSplitReader` reads each split's range ``[start, stop)``; one ``fetch`` pulls
+up to ``scan.fetch.max-records`` messages with ``Consumer.consume`` and turns each split's share
+into one :class:`pyarrow.RecordBatch` (columns built in bulk from the message batch; no per-record
+dicts or row objects). The batch goes to :class:`KafkaRecordEmitter` together with the offset to
+continue from, which is how gaps (compacted topics, transaction markers) are stepped over: the
+end of a range is detected from a record at/after the last offset *or* from the partition-end event
+(its high watermark), never by waiting for an offset that does not exist.
+
+Broker outages are reported by librdkafka only through ``error_cb`` (``_ALL_BROKERS_DOWN``,
+``_TRANSPORT``); they are logged, librdkafka keeps reconnecting (with backoff), and when the brokers
+stay unreachable longer than ``scan.broker-unavailable.timeout`` the fetch fails with
+:class:`~hoodline.errors.KafkaBrokerUnavailableError`. Offsets that no longer exist follow
+``offsets.out-of-range``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from hoodline.connectors.kafka.options import KafkaSourceConfig
+from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
+from hoodline.errors import KafkaBrokerUnavailableError, KafkaOffsetOutOfRangeError
+from hoodline.source.api import ReaderOutput, SourceReaderContext
+from hoodline.source.base import (
+    RecordEmitter,
+    RecordsBySplits,
+    RecordsWithSplitIds,
+    SourceReaderBase,
+    SplitReader,
+    SplitsChange,
+)
+
+log = logging.getLogger(__name__)
+
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+#: Schema of the batches the Kafka source emits.
+KAFKA_RECORD_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.timestamp("ms", tz="UTC")),
+        pa.field("headers", HEADER_TYPE),
+    ]
+)
+
+_DEFAULT_GROUP_ID = "hoodline-source"
+_OUTAGE_CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
+_OUT_OF_RANGE_CODES = ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE")
+_PARTITION_EOF = "_PARTITION_EOF"
+
+
+@dataclass(frozen=True)
+class KafkaFetch:
+    """Records read from one split plus the offset to continue from (may jump over gaps)."""
+
+    batch: pa.RecordBatch
+    next_offset: int
+
+
+def messages_to_batch(messages: Sequence[Any], topic: str, partition: int) -> pa.RecordBatch:
+    """One Arrow batch from confluent-kafka messages of one partition (columns built in bulk)."""
+    n = len(messages)
+    keys = pa.array([m.key() for m in messages], pa.binary())
+    values = pa.array([m.value() for m in messages], pa.binary())
+    offsets = pa.array([m.offset() for m in messages], pa.int64())
+    ts_raw = np.fromiter((m.timestamp()[1] for m in messages), dtype=np.int64, count=n)
+    timestamps = pa.array(ts_raw, pa.int64(), mask=ts_raw < 0).cast(pa.timestamp("ms", tz="UTC"))
+    raw_headers = [m.headers() for m in messages]
+    if any(h is not None for h in raw_headers):
+        headers = pa.array(raw_headers, HEADER_TYPE)
+    else:
+        headers = pa.nulls(n, HEADER_TYPE)
+    topics = pa.array([topic], pa.string()).take(np.zeros(n, dtype=np.int32))
+    partitions = pa.array(np.full(n, partition, dtype=np.int32))
+    return pa.RecordBatch.from_arrays(
+        [keys, values, topics, partitions, offsets, timestamps, headers],
+        schema=KAFKA_RECORD_SCHEMA,
+    )
+
+
+class _Outage:
+    """Tracks a broker outage reported through ``error_cb`` (called from librdkafka threads)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.since: float | None = None
+        self.last_error = ""
+        self._last_logged = 0.0
+
+    def on_error(self, err: Any) -> None:
+        name = err.name() if hasattr(err, "name") else str(err)
+        text = str(err)
+        now = self._clock()
+        with self._lock:
+            if name in _OUTAGE_CODES:
+                if self.since is None:
+                    self.since = now
+                    log.warning("Kafka brokers unreachable (%s); librdkafka keeps retrying", text)
+                elif now - self._last_logged >= 5.0:
+                    log.warning(
+                        "Kafka brokers still unreachable after %.1fs: %s", now - self.since, text
+                    )
+                else:
+                    return
+                self._last_logged = now
+                self.last_error = text
+            else:
+                log.warning("Kafka client error: %s", text)
+
+    def clear(self) -> None:
+        with self._lock:
+            if self.since is not None:
+                log.info("Kafka brokers reachable again after %.1fs", self._clock() - self.since)
+            self.since = None
+
+    def duration(self) -> float:
+        with self._lock:
+            return 0.0 if self.since is None else self._clock() - self.since
+
+
+class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
+    """Reads the ranges of the Kafka splits it was given (see module docs).
+
+    ``consumer_factory`` builds a confluent-kafka ``Consumer`` from a config dict (injectable so
+    the range/gap/outage logic can be unit-tested with a fake consumer).
+    """
+
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        *,
+        consumer_factory: Callable[[dict[str, Any]], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._outage = _Outage(clock)
+        props: dict[str, Any] = dict(config.client_properties)
+        props.setdefault("group.id", _DEFAULT_GROUP_ID)
+        props.update(
+            {
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "error",
+                "error_cb": self._outage.on_error,
+                "logger": logging.getLogger("hoodline.connectors.kafka.librdkafka"),
+            }
+        )
+        if consumer_factory is None:
+            from confluent_kafka import Consumer
+
+            consumer_factory = Consumer
+        self._consumer: Any = consumer_factory(props)
+        #: split id -> (split, next offset expected)
+        self._splits: dict[str, KafkaPartitionSplit] = {}
+        self._next: dict[str, int] = {}
+        self._by_tp: dict[tuple[str, int], str] = {}
+        self._finished_now: list[str] = []
+
+    # --- SplitReader ----------------------------------------------------------------------------
+    def handle_splits_changes(self, change: SplitsChange[KafkaPartitionSplit]) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        to_assign = []
+        for split in change.splits:
+            sid = split.split_id
+            start = self._checked_start(split)
+            if split.stopping_offset is not None and start >= split.stopping_offset:
+                self._finished_now.append(sid)
+                continue
+            self._splits[sid] = split
+            self._next[sid] = start
+            self._by_tp[(split.topic, split.partition)] = sid
+            to_assign.append(CTP(split.topic, split.partition, start))
+        if to_assign:
+            self._consumer.incremental_assign(to_assign)
+
+    def _checked_start(self, split: KafkaPartitionSplit) -> int:
+        """The split's start, or the earliest offset when the start was deleted (per option)."""
+        from confluent_kafka import TopicPartition as CTP
+
+        try:
+            low, _high = self._consumer.get_watermark_offsets(
+                CTP(split.topic, split.partition), timeout=self._config.fetch_timeout_s + 5.0
+            )
+        except Exception as exc:  # metadata unavailable: let the fetch loop surface outages
+            log.debug("watermarks of %s unavailable: %s", split.split_id, exc)
+            return split.starting_offset
+        if low is not None and low >= 0 and split.starting_offset < low:
+            return self._out_of_range(split.topic, split.partition, split.starting_offset, low)
+        return split.starting_offset
+
+    def _out_of_range(self, topic: str, partition: int, offset: int, earliest: int | None) -> int:
+        if self._config.offsets_out_of_range == "earliest" and earliest is not None:
+            log.warning(
+                "offset %d of %s-%d is no longer available (retention deleted it); skipping to "
+                "the earliest available offset %d: %d records are lost",
+                offset,
+                topic,
+                partition,
+                earliest,
+                max(0, earliest - offset),
+            )
+            return earliest
+        where = f" (earliest available: {earliest})" if earliest is not None else ""
+        raise KafkaOffsetOutOfRangeError(
+            f"offset {offset} of topic {topic!r} partition {partition} is out of range{where}: "
+            f"the records were deleted by retention before they were read. Set "
+            f"'offsets.out-of-range' to 'earliest' to skip to the earliest available offset "
+            f"(losing the deleted records), or restore from a newer checkpoint."
+        )
+
+    def fetch(self) -> RecordsWithSplitIds[KafkaFetch]:
+        result: RecordsBySplits[KafkaFetch] = RecordsBySplits()
+        for sid in self._finished_now:
+            result.finish(sid)
+        self._finished_now = []
+        if not self._splits:
+            return result
+        messages = self._consumer.consume(
+            num_messages=self._config.fetch_max_records, timeout=self._config.fetch_timeout_s
+        )
+        if not messages:
+            self._check_outage()
+            return result
+        self._outage.clear()
+        by_split: dict[str, list[Any]] = {}
+        eof: dict[str, int] = {}
+        for m in messages:
+            err = m.error()
+            if err is None:
+                by_split.setdefault(self._by_tp.get((m.topic(), m.partition()), ""), []).append(m)
+            else:
+                self._on_message_error(m, err, eof)
+        for sid, msgs in by_split.items():
+            if sid not in self._splits:
+                continue  # a late message of a split that finished in this fetch
+            self._emit_range(sid, msgs, result)
+        for sid, hwm in eof.items():
+            split = self._splits.get(sid)
+            if split is None:
+                continue
+            stop = split.stopping_offset
+            if stop is not None and hwm >= stop:
+                # Gap at the end (transaction markers, compaction): nothing left below stop.
+                result.add(sid, KafkaFetch(_empty_batch(), stop))
+                self._finish(sid, result)
+        return result
+
+    def _emit_range(self, sid: str, msgs: list[Any], result: RecordsBySplits[KafkaFetch]) -> None:
+        split = self._splits[sid]
+        stop = split.stopping_offset
+        expected = self._next[sid]
+        first = msgs[0].offset()
+        if first < expected:
+            msgs = [m for m in msgs if m.offset() >= expected]  # never emit an offset twice
+            if not msgs:
+                return
+        done = False
+        if stop is not None and msgs[-1].offset() >= stop - 1:
+            cut = len(msgs)
+            while cut > 0 and msgs[cut - 1].offset() >= stop:
+                cut -= 1
+            msgs = msgs[:cut]
+            done = True
+        if msgs:
+            batch = messages_to_batch(msgs, split.topic, split.partition)
+            next_offset = msgs[-1].offset() + 1
+        else:
+            batch, next_offset = _empty_batch(), expected
+        if done:
+            # A record at/after stop - 1 arrived, so nothing is left below stop (even if the last
+            # offsets before stop are gaps).
+            assert stop is not None
+            next_offset = stop
+        self._next[sid] = next_offset
+        result.add(sid, KafkaFetch(batch, next_offset))
+        if done:
+            self._finish(sid, result)
+
+    def _finish(self, sid: str, result: RecordsBySplits[KafkaFetch]) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        split = self._splits.pop(sid)
+        self._next.pop(sid, None)
+        self._by_tp.pop((split.topic, split.partition), None)
+        self._consumer.incremental_unassign([CTP(split.topic, split.partition)])
+        result.finish(sid)
+
+    def _on_message_error(self, m: Any, err: Any, eof: dict[str, int]) -> None:
+        name = err.name()
+        sid = self._by_tp.get((m.topic(), m.partition()))
+        if name == _PARTITION_EOF:
+            if sid is not None:
+                eof[sid] = max(eof.get(sid, -1), int(m.offset()))
+            return
+        if name in _OUT_OF_RANGE_CODES and sid is not None:
+            split = self._splits[sid]
+            offset = self._next[sid]
+            earliest = self._earliest(split)
+            new_start = self._out_of_range(split.topic, split.partition, offset, earliest)
+            self._reposition(sid, new_start)
+            return
+        if err.fatal() if hasattr(err, "fatal") else False:
+            raise KafkaBrokerUnavailableError(f"fatal Kafka consumer error: {err}")
+        log.warning("Kafka consumer error on %s-%s: %s", m.topic(), m.partition(), err)
+
+    def _earliest(self, split: KafkaPartitionSplit) -> int | None:
+        from confluent_kafka import TopicPartition as CTP
+
+        try:
+            low, _ = self._consumer.get_watermark_offsets(
+                CTP(split.topic, split.partition), timeout=10.0
+            )
+            return int(low)
+        except Exception:
+            return None
+
+    def _reposition(self, sid: str, offset: int) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        split = self._splits[sid]
+        tp = CTP(split.topic, split.partition)
+        self._consumer.incremental_unassign([tp])
+        self._consumer.incremental_assign([CTP(split.topic, split.partition, offset)])
+        self._next[sid] = offset
+
+    def _check_outage(self) -> None:
+        down_for = self._outage.duration()
+        if down_for <= 0:
+            return
+        try:  # a metadata round trip tells whether the brokers are back (idle partitions)
+            self._consumer.list_topics(timeout=min(1.0, self._config.fetch_timeout_s + 0.5))
+            self._outage.clear()
+            return
+        except Exception:
+            pass
+        if down_for > self._config.broker_unavailable_timeout_s:
+            raise KafkaBrokerUnavailableError(
+                f"Kafka brokers {self._config.bootstrap_servers} unreachable for {down_for:.1f}s "
+                f"(more than 'scan.broker-unavailable.timeout' = "
+                f"{self._config.broker_unavailable_timeout_s}s) while reading splits "
+                f"{sorted(self._splits)}; last error: {self._outage.last_error}. Check the "
+                f"brokers and the network; the job can restart from its last checkpoint."
+            )
+
+    def wake_up(self) -> None:
+        # consume() returns within the fetch timeout; nothing else to interrupt.
+        pass
+
+    def close(self) -> None:
+        try:
+            self._consumer.close()
+        except Exception as exc:  # closing must not hide the error that caused it
+            log.debug("closing the Kafka consumer failed: %s", exc)
+
+    # --- offset commits (monitoring only) -----------------------------------------------------
+    def commit_offsets(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit ``offsets`` (next offset to read per partition) to the consumer group."""
+        from confluent_kafka import TopicPartition as CTP
+
+        if not offsets:
+            return
+        self._consumer.commit(
+            offsets=[CTP(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=False
+        )
+
+
+def _empty_batch() -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=KAFKA_RECORD_SCHEMA)
+
+
+class KafkaRecordEmitter(RecordEmitter[KafkaFetch, KafkaPartitionSplitState]):
+    """Emits a fetched batch and moves the split state to the fetch's continue-from offset."""
+
+    def emit_record(
+        self, element: KafkaFetch, output: ReaderOutput, split_state: KafkaPartitionSplitState
+    ) -> None:
+        if element.batch.num_rows:
+            output.emit(element.batch, split_state.split_id)
+        if element.next_offset > split_state.current_offset:
+            split_state.advance_to(element.next_offset)
+
+
+class KafkaSourceReader(
+    SourceReaderBase[KafkaFetch, KafkaPartitionSplit, KafkaPartitionSplitState]
+):
+    """The Kafka source reader: split reader + emitter + per-split mutable state.
+
+    Finished splits stay in the snapshot with their final offset (a split bounded to the end of a
+    round continues from there in the next round). With ``properties.group.id`` set and
+    ``commit.offsets.on.checkpoint`` on, offsets of a completed checkpoint are committed to the
+    consumer group (monitoring only; recovery never reads them).
+    """
+
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        context: SourceReaderContext,
+        *,
+        consumer_factory: Callable[[dict[str, Any]], Any] | None = None,
+        threaded: bool = True,
+    ) -> None:
+        self._config = config
+        self._split_reader: KafkaPartitionSplitReader | None = None
+
+        def factory() -> KafkaPartitionSplitReader:
+            self._split_reader = KafkaPartitionSplitReader(
+                config, consumer_factory=consumer_factory
+            )
+            return self._split_reader
+
+        super().__init__(factory, KafkaRecordEmitter(), context, threaded=threaded)
+        self._offsets_to_commit: dict[int, dict[tuple[str, int], int]] = {}
+
+    def initialized_state(self, split: KafkaPartitionSplit) -> KafkaPartitionSplitState:
+        return KafkaPartitionSplitState(split)
+
+    def to_split(self, split_id: str, state: KafkaPartitionSplitState) -> KafkaPartitionSplit:
+        return state.to_split()
+
+    def keep_finished_split(self, split_id: str, state: KafkaPartitionSplitState) -> bool:
+        return True
+
+    def snapshot_state(self, checkpoint_id: int) -> list[KafkaPartitionSplit]:
+        splits = super().snapshot_state(checkpoint_id)
+        if self._config.group_id and self._config.commit_offsets_on_checkpoint:
+            self._offsets_to_commit[checkpoint_id] = {
+                (s.topic, s.partition): s.starting_offset for s in splits
+            }
+        return splits
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        offsets = self._offsets_to_commit.pop(checkpoint_id, None)
+        for older in [c for c in self._offsets_to_commit if c < checkpoint_id]:
+            del self._offsets_to_commit[older]
+        if not offsets or self._split_reader is None:
+            return
+        try:
+            self._split_reader.commit_offsets(offsets)
+        except Exception as exc:  # monitoring only: never fail the job for it
+            log.warning("committing offsets of checkpoint %d failed: %s", checkpoint_id, exc)
