@@ -1,10 +1,26 @@
-"""Command-line interface: ``hoodline run|demo|table ...``."""
+"""Command-line interface: ``hoodline demo|table ...``.
+
+Every command prints errors of the :class:`~hoodline.errors.HoodlineError` hierarchy as one clear
+line (exit code 1) instead of a traceback; ``--debug`` shows the traceback.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
 import typer
+from rich.console import Console
+from rich.table import Table as RichTable
 
 from hoodline import __version__
+from hoodline.errors import HoodlineError
 
 app = typer.Typer(
     name="hoodline",
@@ -12,12 +28,231 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+table_app = typer.Typer(help="Inspect and repair a Hudi table.", no_args_is_help=True)
+app.add_typer(table_app, name="table")
+
+# Piped output (tests, `| less`, CI logs) gets a wide fixed width instead of rich's 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DEBUG = {"on": os.environ.get("HOODLINE_DEBUG", "") not in ("", "0")}
+
+
+def _friendly_errors(fn: F) -> F:
+    """Turn hoodline errors into one red line and exit code 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except HoodlineError as exc:
+            if _DEBUG["on"]:
+                raise
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+) -> None:
+    if debug:
+        _DEBUG["on"] = True
 
 
 @app.command()
 def version() -> None:
     """Print the hoodline version."""
     typer.echo(__version__)
+
+
+@app.command()
+@_friendly_errors
+def demo(
+    path: Annotated[
+        Path | None,
+        typer.Option(help="Where to create the demo table (default: a fresh temporary folder)."),
+    ] = None,
+) -> None:
+    """Run the end-to-end demo on embedded defaults and verify the result with hudi-rs."""
+    from hoodline.demo.table_demo import run_table_demo
+
+    code = run_table_demo(str(path) if path is not None else None, console)
+    raise typer.Exit(code)
+
+
+# --- table inspection --------------------------------------------------------------------------
+
+
+def _fmt_ts(ts: str) -> str:
+    try:
+        return datetime.strptime(ts, "%Y%m%d%H%M%S%f").strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except ValueError:
+        return ts
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+TablePath = Annotated[Path, typer.Argument(help="Base path of the Hudi table.")]
+
+
+@table_app.command("show")
+@_friendly_errors
+def table_show(path: TablePath) -> None:
+    """Show the table's configuration and a summary of its current state."""
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(path)
+    cfg = table.config
+    view = table.fs_view()
+    slices = view.latest_file_slices()
+    last = table.timeline.last_completed_commit()
+    grid = RichTable(show_header=False, box=None)
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("path", str(table.base_path))
+    grid.add_row("name", cfg.name)
+    grid.add_row("type", cfg.table_type)
+    grid.add_row("record key", ", ".join(cfg.record_key_fields))
+    grid.add_row("partition fields", ", ".join(cfg.partition_fields) or "(none)")
+    grid.add_row("precombine field", cfg.precombine_field or "(none)")
+    grid.add_row("index", f"{cfg.index_type}" + (
+        f" ({cfg.bucket_count} buckets)" if cfg.index_type == "BUCKET" else ""))
+    grid.add_row("completed commits", str(len(table.timeline.completed_commits())))
+    grid.add_row("pending instants", ", ".join(str(i) for i in table.timeline.pending()) or "none")
+    grid.add_row("last commit", _fmt_ts(last.timestamp) if last else "(none)")
+    grid.add_row("partitions", str(len(view.partitions())))
+    grid.add_row("file groups", str(len(slices)))
+    grid.add_row("size", _human_bytes(sum(s.file_size for s in slices)))
+    console.print(grid)
+
+
+@table_app.command("commits")
+@_friendly_errors
+def table_commits(
+    path: TablePath,
+    limit: Annotated[int, typer.Option(help="Show at most this many newest instants.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List the timeline: every instant with its state, and write statistics of commits."""
+    from hoodline.table.instant import State
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(path)
+    instants = table.timeline.instants()[-limit:] if limit > 0 else table.timeline.instants()
+    rows: list[dict[str, Any]] = []
+    for inst in instants:
+        row: dict[str, Any] = {
+            "instant": inst.timestamp,
+            "action": inst.action,
+            "state": inst.state.name,
+        }
+        if inst.state is State.COMPLETED and inst.action in ("commit", "replacecommit"):
+            meta = table.timeline.read_commit_metadata(inst)
+            stats = meta.write_stats()
+            row.update(
+                operation=meta.operation_type,
+                files=len(stats),
+                records=sum(s.num_writes for s in stats),
+                inserts=sum(s.num_inserts for s in stats),
+                updates=sum(s.num_update_writes for s in stats),
+                deletes=sum(s.num_deletes for s in stats),
+                bytes=sum(s.total_write_bytes for s in stats),
+            )
+        rows.append(row)
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    out = RichTable(title=f"timeline of {table.config.name}")
+    for col in ("instant", "action", "state", "operation", "files", "records",
+                "inserts", "updates", "deletes", "written"):
+        out.add_column(col, justify="right" if col in (
+            "files", "records", "inserts", "updates", "deletes", "written") else "left")
+    for row in rows:
+        out.add_row(
+            row["instant"], row["action"], row["state"],
+            str(row.get("operation", "")), str(row.get("files", "")), str(row.get("records", "")),
+            str(row.get("inserts", "")), str(row.get("updates", "")), str(row.get("deletes", "")),
+            _human_bytes(row["bytes"]) if "bytes" in row else "",
+        )
+    console.print(out)
+
+
+@table_app.command("files")
+@_friendly_errors
+def table_files(
+    path: TablePath,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Instant time (17 digits) to time-travel to.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List the latest committed file slices (what a snapshot query reads)."""
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(path)
+    slices = table.fs_view(as_of=as_of).latest_file_slices()
+    if as_json:
+        for s in slices:
+            typer.echo(json.dumps({
+                "partition": s.partition_path, "file_id": s.file_id,
+                "base_instant": s.base_instant, "file": s.base_file, "bytes": s.file_size,
+            }))
+        return
+    title = f"file slices of {table.config.name}" + (f" as of {as_of}" if as_of else "")
+    out = RichTable(title=title)
+    for col in ("partition", "file id", "base instant", "file", "size"):
+        out.add_column(col, justify="right" if col == "size" else "left")
+    for s in slices:
+        out.add_row(s.partition_path or "(root)", s.file_id, s.base_instant, s.base_file,
+                    _human_bytes(s.file_size))
+    console.print(out)
+    console.print(f"{len(slices)} file slices, {_human_bytes(sum(s.file_size for s in slices))}")
+
+
+@table_app.command("rollback")
+@_friendly_errors
+def table_rollback(
+    path: TablePath,
+    instant: Annotated[
+        str | None,
+        typer.Option(help="Roll back only this pending instant (default: every pending instant)."),
+    ] = None,
+) -> None:
+    """Roll back pending (requested/inflight) instants left by a failed or killed writer.
+
+    Takes the table's writer lock, so it refuses to run while a live writer is writing."""
+    from hoodline.errors import TimelineError
+    from hoodline.table.lock import WriterLock
+    from hoodline.table.rollback import rollback_instant, rollback_pending
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(path)
+    with WriterLock(table, owner="hoodline table rollback"):
+        if instant is None:
+            done = rollback_pending(table)
+        else:
+            target = table.timeline.find(instant)
+            if target is None:
+                raise TimelineError(
+                    f"no instant {instant!r} on the timeline of '{table.base_path}'; "
+                    "see `hoodline table commits`"
+                )
+            done = [rollback_instant(table, target)]
+    if not done:
+        console.print("nothing to roll back: no pending instants")
+    for inst in done:
+        console.print(f"completed {inst.action} {inst.timestamp}")
 
 
 def main() -> None:
