@@ -251,3 +251,13 @@ def test_missing_directory_fails_the_scan(tmp_path: Path) -> None:
     ctx, _ = make(tmp_path / "nope")
     with pytest.raises(FileSourceError, match="does not exist"):
         ctx.run_next_one_shot()
+
+
+def test_request_sent_before_registration_is_served_on_registration(data_dir: Path) -> None:
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir)
+    ctx.run_next_one_shot()
+    enum.handle_split_request(0, "host")  # reader.start() runs before its registration lands
+    assert ctx.assignments == []
+    register(ctx, enum, 0)
+    assert names(ctx.assigned_splits()[0]) == ["a.jsonl"]

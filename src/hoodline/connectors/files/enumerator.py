@@ -252,7 +252,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         registered = self._context.registered_readers()
         for subtask in list(self._waiting):
             if subtask not in registered:
-                del self._waiting[subtask]  # it will ask again once it is back
+                # A reader may ask before its registration is processed (it asks in start());
+                # the request is served once it registers (add_reader). A stale request of a
+                # failed reader at worst gives its successor one split more than it asked for.
                 continue
             if self._pending:
                 batch = [self._pending.popitem(last=False)[1]
@@ -273,13 +275,13 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         self._context.assign_splits(SplitsAssignment({subtask: splits}))
 
     def add_splits_back(self, splits: Sequence[FileSourceSplit], subtask_id: int) -> None:
-        for split in splits:
+        for split in reversed(splits):
             sid = split.split_id
             self._assignment.pop(sid, None)
             self._finished.pop(sid, None)
             self._finished_owner.pop(sid, None)
             self._pending[sid] = split
-        self._waiting.pop(subtask_id, None)
+            self._pending.move_to_end(sid, last=False)  # older work first
         self._serve_waiting()
 
     def add_reader(self, subtask_id: int) -> None:
@@ -303,6 +305,7 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
             back.append(split)
         if back:
             self._assign(subtask_id, back)
+        self._serve_waiting()
 
     def handle_source_event(self, subtask_id: int, event: SourceEvent) -> None:
         if not isinstance(event, SplitsFinishedEvent):
