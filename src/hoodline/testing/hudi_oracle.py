@@ -73,8 +73,14 @@ def hudi_incremental(path: str | os.PathLike[str], start: str, end: str | None =
 
 
 def hudi_completed_commits(path: str | os.PathLike[str]) -> list[str]:
-    """Timestamps of completed commits as hudi-rs sees them."""
-    return [i.timestamp for i in hudi_table(path).get_timeline().get_completed_commits()]
+    """Timestamps of completed data instants (commit, deltacommit, replacecommit) per hudi-rs."""
+    tl = hudi_table(path).get_timeline()
+    found = [
+        *tl.get_completed_commits(),
+        *tl.get_completed_deltacommits(),
+        *tl.get_completed_replacecommits(),
+    ]
+    return sorted(i.timestamp for i in found)
 
 
 def hudi_file_slices(path: str | os.PathLike[str], as_of: str | None = None) -> list[str]:
@@ -141,55 +147,68 @@ def assert_rows_equal(
         )
     expected, actual = _loosen(expected), _loosen(actual)
     if check_types and expected.schema != actual.schema:
-        diffs = [
+        type_diffs = [
             f"  {e.name}: expected {e.type}, actual {a.type}"
             for e, a in zip(expected.schema, actual.schema, strict=True)
             if e.type != a.type
         ]
-        raise OracleMismatch(f"column types differ{where}:\n" + "\n".join(diffs))
+        raise OracleMismatch(f"column types differ{where}:\n" + "\n".join(type_diffs))
     if not check_types:
         actual = actual.cast(expected.schema)
     for k in key:
         if k not in expected.column_names:
             raise OracleMismatch(f"key column '{k}' not in compared columns{where}")
-    order = [(k, "ascending") for k in key]
-    exp_rows = expected.sort_by(order).to_pylist()
-    act_rows = actual.sort_by(order).to_pylist()
 
-    def kf(r: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(r[k] for k in key)
+    def by_key(tbl: pa.Table) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+        out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in tbl.to_pylist():
+            out.setdefault(tuple(r[k] for k in key), []).append(r)
+        return out
 
-    exp_keys = [kf(r) for r in exp_rows]
-    act_keys = [kf(r) for r in act_rows]
+    exp_by_key, act_by_key = by_key(expected), by_key(actual)
     problems: list[str] = []
-    for side, keys in (("expected", exp_keys), ("actual", act_keys)):
-        seen: set[tuple[Any, ...]] = set()
-        dups = {k for k in keys if k in seen or seen.add(k)}  # type: ignore[func-returns-value]
-        if dups:
-            problems.append(f"{side} has duplicate keys {sorted(dups, key=repr)[:5]}")
-    only_exp = sorted(set(exp_keys) - set(act_keys), key=repr)
-    only_act = sorted(set(act_keys) - set(exp_keys), key=repr)
+    only_exp = sorted(set(exp_by_key) - set(act_by_key), key=repr)
+    only_act = sorted(set(act_by_key) - set(exp_by_key), key=repr)
     if only_exp:
         problems.append(f"{len(only_exp)} key(s) missing from actual, e.g. {only_exp[:5]}")
     if only_act:
         problems.append(f"{len(only_act)} unexpected key(s) in actual, e.g. {only_act[:5]}")
-    if not problems:
-        act_by_key = {kf(r): r for r in act_rows}
-        diffs = []
-        for r in exp_rows:
-            other = act_by_key[kf(r)]
-            if r != other:
-                cols = [c for c in r if r[c] != other[c]]
+    diffs: list[str] = []
+    for kv in sorted(set(exp_by_key) & set(act_by_key), key=repr):
+        e_rows, a_rows = exp_by_key[kv], act_by_key[kv]
+        if len(e_rows) != len(a_rows):
+            diffs.append(f"key {kv}: expected {len(e_rows)} row(s), actual {len(a_rows)}")
+            continue
+        if len(e_rows) == 1:
+            e, a = e_rows[0], a_rows[0]
+            if e != a:
+                cols = [c for c in e if e[c] != a[c]]
                 diffs.append(
-                    f"key {kf(r)} differs in {cols}:\n    expected {_fmt_row(r)}\n"
-                    f"    actual   {_fmt_row(other)}"
+                    f"key {kv} differs in {cols}:\n    expected {_fmt_row(e)}\n"
+                    f"    actual   {_fmt_row(a)}"
                 )
-        if diffs:
-            problems.append(f"{len(diffs)} row(s) differ, first:\n  " + "\n  ".join(diffs[:3]))
+        elif sorted(map(repr, e_rows)) != sorted(map(repr, a_rows)):
+            diffs.append(f"key {kv}: the {len(e_rows)} rows with this key differ")
+    if diffs:
+        problems.append(f"{len(diffs)} key(s) differ, first:\n  " + "\n  ".join(diffs[:3]))
     if problems:
         raise OracleMismatch(
             f"rows differ{where} (expected {expected.num_rows} rows, actual {actual.num_rows}):\n"
             + "\n".join(problems)
+        )
+
+
+def assert_unique_keys(table: pa.Table, key: Sequence[str] = DEFAULT_KEY, label: str = "") -> None:
+    """No two live rows share a key (a Hudi table invariant for upserts)."""
+    if table.num_rows == 0:
+        return
+    counts = table.group_by(list(key)).aggregate([([], "count_all")])
+    dups = counts.filter(pa.compute.greater(counts.column("count_all"), 1))
+    if dups.num_rows:
+        where = f" [{label}]" if label else ""
+        raise OracleMismatch(
+            f"{dups.num_rows} key(s) have more than one live row{where}, e.g. "
+            f"{dups.slice(0, 5).to_pylist()}"
         )
 
 
@@ -227,6 +246,7 @@ def assert_hudi_matches_hoodline(
         )
     ours = read.read_snapshot(table)
     assert_rows_equal(hudi_snapshot(path), ours, label="snapshot")
+    assert_unique_keys(ours, label="snapshot")
     report.rows_latest = ours.num_rows
     report.checks.append("snapshot")
     our_files = sorted(s.base_file for s in read.file_slices(table))

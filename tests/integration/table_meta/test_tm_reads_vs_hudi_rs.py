@@ -17,6 +17,7 @@ from hoodline.testing.hudi_oracle import (
     OracleMismatch,
     assert_hudi_matches_hoodline,
     assert_rows_equal,
+    assert_unique_keys,
     hudi_incremental,
     hudi_snapshot,
     hudi_table,
@@ -64,6 +65,14 @@ def test_oracle_detects_a_difference(table: HudiTable, writer: HandWriter) -> No
         assert_rows_equal(theirs, tampered)
     with pytest.raises(OracleMismatch, match="missing from actual"):
         assert_rows_equal(theirs, ours.slice(0, 1))
+    doubled = pa.concat_tables([ours, ours.slice(0, 1)])
+    with pytest.raises(OracleMismatch, match="expected 1 row\\(s\\), actual 2"):
+        assert_rows_equal(theirs, doubled)
+    with pytest.raises(OracleMismatch, match="more than one live row"):
+        assert_unique_keys(doubled)
+    assert_unique_keys(ours)
+    with pytest.raises(OracleMismatch, match="column types differ"):
+        assert_rows_equal(theirs, ours.set_column(7, "val", pa.array([1.0, 2.0])))
 
 
 @pytest.mark.parametrize("hive_style", [True, False])
