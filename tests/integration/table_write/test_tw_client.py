@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -198,7 +199,7 @@ def test_bulk_insert_sorts_and_cuts_files_at_max_size(
         kv = pq.read_metadata(table.base_path / s.path).metadata
         ranges.append((kv[MIN_RECORD_KEY.encode()].decode(), kv[MAX_RECORD_KEY.encode()].decode()))
     ranges.sort()
-    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
     assert len(snapshot_dict(table)) == 300 and ts
     check_all(table)
 

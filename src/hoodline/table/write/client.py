@@ -67,10 +67,12 @@ from hoodline.table.write.file_writer import (
 )
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.prepare import (
+    check_required_columns,
     conform_types,
     incoming_schema,
     prepare_deletes,
     prepare_upserts,
+    require_rows,
 )
 from hoodline.table.write.profile import WriteProfile
 from hoodline.table.write.records import FILE_ID, Batch, as_table, data_schema_of
@@ -240,7 +242,10 @@ class WriteClient:
                 old if old is not None else normalize_schema(data_schema_of(records), config.name)
             )
             return PreparedBatch(op, records, schema)
-        table = conform_types(as_table(batch), old)
+        table = as_table(batch)
+        require_rows(table, op.lower())
+        check_required_columns(table, config)
+        table = conform_types(table, old)
         evolved = check_evolution(old, incoming_schema(table), config.record_key_fields)
         for name in config.partition_fields:
             if name not in evolved.names:

@@ -33,7 +33,7 @@ from hoodline.table.write.records import (
 _POS = "__hoodline_pos"
 
 
-def _require_rows(table: pa.Table, operation: str) -> None:
+def require_rows(table: pa.Table, operation: str) -> None:
     if table.num_rows == 0:
         raise InvalidRecordsError(
             f"{operation} got an empty batch (0 records); nothing to write — skip the call "
@@ -89,6 +89,17 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
     return table.take(winners)
 
 
+def check_required_columns(batch: Batch, config: TableConfig, with_ordering: bool = True) -> None:
+    """Key, partition and (optionally) ordering columns exist and hold no nulls."""
+    table = as_table(batch)
+    for name in config.record_key_fields:
+        require_no_nulls(table, name, "record key")
+    for name in config.partition_fields:
+        require_no_nulls(table, name, "partition")
+    if with_ordering and config.precombine_field is not None:
+        require_no_nulls(table, config.precombine_field, "ordering (precombine)")
+
+
 def prepare_upserts(
     batch: Batch,
     config: TableConfig,
@@ -101,7 +112,7 @@ def prepare_upserts(
     batch); use :func:`incoming_schema` + the schema module to compute it.
     """
     table = as_table(batch)
-    _require_rows(table, operation)
+    require_rows(table, operation)
     _check_duplicate_names(table)
     _refuse_reserved(table)
     keygen = KeyGenerator(config)
@@ -120,7 +131,7 @@ def prepare_deletes(batch: Batch, config: TableConfig) -> pa.Table:
 
     Only the record key and partition fields are needed; other columns are ignored."""
     table = as_table(batch)
-    _require_rows(table, "delete")
+    require_rows(table, "delete")
     _check_duplicate_names(table)
     keygen = KeyGenerator(config)
     keys = keygen.record_keys(table)

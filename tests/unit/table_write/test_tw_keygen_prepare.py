@@ -1,0 +1,127 @@
+"""Key generation, validation and in-batch de-duplication (pure, no I/O)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import InvalidRecordsError
+from hoodline.table.keygen import KeyGenerator
+from hoodline.table.properties import TableConfig
+from hoodline.table.write.prepare import (
+    conform_types,
+    dedupe,
+    prepare_deletes,
+    prepare_upserts,
+)
+from hoodline.table.write.records import PARTITION_PATH, RECORD_KEY
+
+
+def cfg(**kw: object) -> TableConfig:
+    base: dict[str, object] = {"name": "t", "record_key_fields": ("id",)}
+    base.update(kw)
+    return TableConfig(**base)  # type: ignore[arg-type]
+
+
+def test_single_and_complex_record_keys() -> None:
+    t = pa.table({"id": [1, 2], "sub": ["a", "b"]})
+    assert KeyGenerator(cfg()).record_keys(t).to_pylist() == ["1", "2"]
+    keys = KeyGenerator(cfg(record_key_fields=("id", "sub"))).record_keys(t)
+    assert keys.to_pylist() == ["id:1,sub:a", "id:2,sub:b"]
+
+
+def test_partition_paths_hive_plain_nested_and_none() -> None:
+    t = pa.table({"id": [1, 2], "r": ["eu", "us"], "d": pa.array([3, 4], pa.int16())})
+    hive = KeyGenerator(cfg(partition_fields=("r", "d"))).partition_paths(t)
+    assert hive.to_pylist() == ["r=eu/d=3", "r=us/d=4"]
+    plain = KeyGenerator(cfg(partition_fields=("r",), hive_style_partitioning=False))
+    assert plain.partition_paths(t).to_pylist() == ["eu", "us"]
+    assert KeyGenerator(cfg()).partition_paths(t).to_pylist() == ["", ""]
+
+
+def test_dates_and_record_batches_are_supported() -> None:
+    import datetime as dt
+
+    b = pa.record_batch({"id": ["k"], "day": pa.array([dt.date(2024, 5, 1)])})
+    assert KeyGenerator(cfg(partition_fields=("day",))).partition_paths(b).to_pylist() == [
+        "day=2024-05-01"
+    ]
+
+
+def test_url_encoding_escapes_slashes() -> None:
+    t = pa.table({"id": [1], "r": ["a/b%c"]})
+    kg = KeyGenerator(cfg(partition_fields=("r",), url_encode_partitions=True))
+    assert kg.partition_paths(t).to_pylist() == ["r=a%2Fb%25c"]
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "text"),
+    [
+        ("id", [1, None, 3], "first at row 1"),
+        ("id", ["a", "", "c"], "empty string at row 1"),
+        ("r", ["eu", "us", None], "first at row 2"),
+        ("r", ["eu", "..", "x"], "'..' at row 1"),
+    ],
+)
+def test_bad_keys_and_partitions_name_column_and_row(
+    column: str, values: list[object], text: str
+) -> None:
+    t = pa.table({"id": [1, 2, 3], "r": ["eu", "us", "eu"]})
+    t = t.set_column(t.schema.get_field_index(column), column, pa.array(values))
+    kg = KeyGenerator(cfg(partition_fields=("r",)))
+    with pytest.raises(InvalidRecordsError) as info:
+        kg.record_keys(t)
+        kg.partition_paths(t)
+    assert f"'{column}'" in str(info.value) and text in str(info.value)
+
+
+def test_unsupported_key_type_is_refused() -> None:
+    t = pa.table({"id": [1.5]})
+    with pytest.raises(InvalidRecordsError, match="'id' has type double"):
+        KeyGenerator(cfg()).record_keys(t)
+
+
+def _prepared(ids: list[int], ts: list[int], v: list[str], ordering: str | None = "ts") -> pa.Table:
+    t = pa.table({"id": ids, "ts": ts, "v": v})
+    return prepare_upserts(t, cfg(precombine_field=ordering), t.schema)
+
+
+def test_dedupe_highest_ordering_wins_ties_last() -> None:
+    out = _prepared([1, 2, 1, 1, 2, 3], [5, 1, 9, 9, 1, 0], ["a", "b", "c", "d", "e", "f"])
+    got = {r["id"]: r["v"] for r in out.to_pylist()}
+    assert got == {1: "d", 2: "e", 3: "f"}
+    assert out.num_rows == 3
+
+
+def test_dedupe_without_ordering_field_keeps_last() -> None:
+    out = _prepared([1, 1, 2], [9, 1, 1], ["a", "b", "c"], ordering=None)
+    assert {r["id"]: r["v"] for r in out.to_pylist()} == {1: "b", 2: "c"}
+
+
+def test_dedupe_same_key_in_two_partitions_are_different_records() -> None:
+    t = pa.table({RECORD_KEY: ["1", "1"], PARTITION_PATH: ["a", "b"], "x": [1, 2]})
+    assert dedupe(t, None).num_rows == 2
+
+
+def test_dedupe_keeps_unique_batches_untouched() -> None:
+    out = _prepared([3, 1, 2], [1, 1, 1], ["a", "b", "c"])
+    assert out["id"].to_pylist() == [3, 1, 2]
+    assert out[RECORD_KEY].to_pylist() == ["3", "1", "2"]
+
+
+def test_prepare_deletes_needs_only_keys() -> None:
+    t = pa.table({"id": [1, 1, 2], "r": ["eu", "eu", "us"]})
+    out = prepare_deletes(t, cfg(partition_fields=("r",), precombine_field="ts"))
+    assert sorted(out[RECORD_KEY].to_pylist()) == ["1", "2"]
+
+
+def test_conform_types_widens_losslessly_and_refuses_other_kinds() -> None:
+    schema = pa.schema([("id", pa.int64()), ("s", pa.large_string())])
+    ok = conform_types(pa.table({"id": pa.array([1], pa.int32()), "s": ["x"]}), schema)
+    assert ok.schema.field("id").type == pa.int64()
+    assert ok.schema.field("s").type == pa.large_string()
+    with pytest.raises(InvalidRecordsError, match="'id' has type string"):
+        conform_types(pa.table({"id": ["1"], "s": ["x"]}), schema)
+    narrow = pa.schema([("id", pa.int8())])
+    with pytest.raises(InvalidRecordsError, match="'id'"):
+        conform_types(pa.table({"id": [1000]}), narrow)
