@@ -23,7 +23,6 @@ Facts this module is built on (pip-installed pyspark 4.3.0, Java 17, measured on
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.find_spark_home import _find_spark_home
@@ -42,59 +41,9 @@ from pyspark.sql import SparkSession
 
 import hoodline
 from hoodline.errors import ConfigError, SparkRuntimeError
+from hoodline.pipeline.master import Master, parse_master
 
-_LOCAL = re.compile(r"local(?:\[(\*|[1-9]\d*)(?:,\s*([1-9]\d*))?\])?")
-_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*\]")
 _LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
-
-
-@dataclass(frozen=True)
-class Master:
-    """A parsed Spark master URL."""
-
-    url: str
-    kind: Literal["local", "local-cluster", "remote"]
-    executors: int
-    cores_per_executor: int
-    executor_memory_mb: int | None = None
-
-    @property
-    def total_cores(self) -> int:
-        return self.executors * self.cores_per_executor
-
-    @property
-    def is_local(self) -> bool:
-        return self.kind != "remote"
-
-
-def parse_master(url: str) -> Master:
-    """Parse ``local``, ``local[N]``, ``local[*]``, ``local[N,F]`` or ``local-cluster[E,C,M]``.
-
-    Other URLs (``spark://``, ``yarn``, ``k8s://``) are accepted as ``remote`` without sizing.
-    Malformed ``local...`` URLs raise :class:`ConfigError`.
-    """
-    url = url.strip()
-    m = _LOCAL.fullmatch(url)
-    if m:
-        n = m.group(1)
-        if n is None:
-            cores = 1
-        elif n == "*":
-            cores = os.cpu_count() or 1
-        else:
-            cores = int(n)
-        return Master(url, "local", 1, cores)
-    m = _LOCAL_CLUSTER.fullmatch(url)
-    if m:
-        return Master(url, "local-cluster", int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    if url.startswith("local"):
-        raise ConfigError(
-            f"Spark master {url!r} is malformed; use local, local[N], local[*], local[N,F] "
-            "or local-cluster[EXECUTORS,CORES_PER_EXECUTOR,MEMORY_MB]"
-        )
-    if not url:
-        raise ConfigError("Spark master is empty; use e.g. local[2]")
-    return Master(url, "remote", 0, 0)
 
 
 @dataclass(frozen=True)

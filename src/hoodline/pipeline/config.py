@@ -1,0 +1,632 @@
+"""The pipeline configuration file (TOML): what to read, which table to write, how to run.
+
+Example::
+
+    [source]
+    type = "kafka"                  # kafka | files
+    format = "json"                 # json | raw
+    [source.options]                # handed to the connector's own options, unchanged
+    topic = "events"
+    properties.bootstrap.servers = "127.0.0.1:9092"
+    properties.sasl.password = "..."            # masked wherever the config is shown
+
+    [table]
+    path = "/data/events"
+    record-key = ["id"]
+    partition-fields = ["day"]
+    precombine-field = "ts"
+
+    [schema]                        # declared Arrow types (see hoodline.pipeline.schema_types)
+    id = "int64"
+    day = "string"
+    ts = "timestamp[ms]"
+
+    [runtime]
+    master = "local[2]"
+    reader-parallelism = 2
+    round.max-records = 100000
+
+    [errors]
+    tolerance = "all"               # none (default) | all
+
+Nested TOML tables inside ``[source.options]``, ``[table.options]`` and ``[runtime.spark-conf]``
+are flattened to dotted keys (``properties.bootstrap.servers = "x"`` is the key
+``properties.bootstrap.servers``), so connector options read naturally in TOML. Every other key
+is a declared option (see :data:`SECTIONS`); unknown keys and invalid values raise
+:class:`ConfigError` naming the option (``table.bucket-count``) and the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from hoodline.config import ConfigOption, Options, option
+from hoodline.errors import ConfigError
+from hoodline.pipeline.master import master_problem
+from hoodline.pipeline.schema_types import format_type, parse_schema
+
+# -- value types with units ----------------------------------------------------------------------
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+    "k": 1024, "m": 1024**2, "g": 1024**3,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+}
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
+_NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+
+
+class ByteSize(int):
+    """A number of bytes: an integer or a string like ``"64MiB"``, ``"10MB"``, ``"512k"``."""
+
+    def __new__(cls, raw: object) -> ByteSize:
+        if isinstance(raw, bool):
+            raise ValueError("expected a size like 64MiB")
+        if isinstance(raw, int):
+            return super().__new__(cls, raw)
+        if isinstance(raw, str):
+            m = _NUM_UNIT.match(raw)
+            if m and m.group(2).lower() in _SIZE_UNITS:
+                unit = _SIZE_UNITS[m.group(2).lower()]
+                return super().__new__(cls, int(float(m.group(1)) * unit))
+        raise ValueError("expected bytes as an integer or a size like 64MiB, 10MB, 512k")
+
+
+class Duration(float):
+    """Seconds: a number or a string like ``"500ms"``, ``"10s"``, ``"2min"``, ``"1h"``."""
+
+    def __new__(cls, raw: object) -> Duration:
+        if isinstance(raw, bool):
+            raise ValueError("expected a duration like 10s")
+        if isinstance(raw, (int, float)):
+            return super().__new__(cls, float(raw))
+        if isinstance(raw, str):
+            m = _NUM_UNIT.match(raw)
+            if m and m.group(2).lower() in _DURATION_UNITS:
+                return super().__new__(cls, float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+        raise ValueError("expected seconds as a number or a duration like 500ms, 10s, 2min")
+
+
+# -- options ------------------------------------------------------------------------------------
+SOURCE_TYPE = option(
+    "source.type", str, "kafka", "Where records come from.", choices=("kafka", "files")
+)
+SOURCE_FORMAT = option(
+    "source.format",
+    str,
+    "json",
+    "How message values are decoded: `json` parses each value (one JSON object) into the "
+    "declared [schema]; `raw` passes the bytes through as a binary `value` column.",
+    choices=("json", "raw"),
+)
+
+TABLE_PATH = option(
+    "table.path", str, "", "Base path of the Hudi table (created on first write). Required.",
+    validator=lambda v: None if v.strip() else "give the table's base path",
+)
+TABLE_NAME = option(
+    "table.name", str, "", "Table name stored in hoodie.properties; default: last path element."
+)
+RECORD_KEY = option(
+    "table.record-key",
+    tuple,
+    (),
+    "Record key field(s); records with equal keys are the same row (upserts, deletes). "
+    "Required; must be declared in [schema] and must not be null.",
+    validator=lambda v: None if v else "give at least one key field",
+)
+PARTITION_FIELDS = option(
+    "table.partition-fields", tuple, (), "Partition field(s), one folder level each; none = "
+    "unpartitioned table."
+)
+PRECOMBINE_FIELD = option(
+    "table.precombine-field",
+    str,
+    "",
+    "Ordering field: among records with the same key the highest value wins (ties: the last "
+    "read). Empty: the last record read wins.",
+)
+INDEX = option(
+    "table.index",
+    str,
+    "BUCKET",
+    "Index locating existing records: BUCKET (file group = hash(key) % bucket-count, no lookup, "
+    "fastest upserts) or BLOOM (bloom filters in base files; upserts tables written by others).",
+    choices=("BUCKET", "BLOOM"),
+)
+BUCKET_COUNT = option(
+    "table.bucket-count", int, 4, "Buckets (file groups) per partition with index BUCKET.",
+    minimum=1, maximum=65536,
+)
+OPERATION = option(
+    "table.operation",
+    str,
+    "upsert",
+    "Write operation: upsert (update or insert by key), insert (no lookup; duplicates possible), "
+    "bulk_insert (insert without small-file handling), delete (every record deletes its key).",
+    choices=("upsert", "insert", "bulk_insert", "delete"),
+)
+DELETE_FIELD = option(
+    "table.delete-field",
+    str,
+    "",
+    "Boolean field flagging a record as a delete of its key (e.g. `_deleted`); empty: none. "
+    "Kafka tombstones (null value, non-null key) are deletes too when the key maps to the "
+    "record key.",
+)
+
+RUNTIME_MASTER = option(
+    "runtime.master", str, "local[2]",
+    "Spark master: local[N], local[*], local[N,F] or local-cluster[E,C,MB] (separate executor "
+    "processes), or a cluster URL.",
+    validator=master_problem,
+)
+READER_PARALLELISM = option(
+    "runtime.reader-parallelism", int, 2,
+    "Reader subtasks = Spark tasks of the read stage; splits (Kafka partitions, files) are "
+    "spread over them. Changing it on restart rebalances the splits.",
+    minimum=1, maximum=4096,
+)
+ROUND_MAX_RECORDS = option(
+    "runtime.round.max-records", int, 500_000,
+    "Most records read per round (checkpoint/commit), over all readers.", minimum=1,
+)
+ROUND_MAX_BYTES = option(
+    "runtime.round.max-bytes", ByteSize, ByteSize(256 * 1024**2),
+    "Most message bytes read per round, over all readers (e.g. 256MiB).", minimum=1,
+)
+ROUND_MIN_INTERVAL = option(
+    "runtime.round.min-interval", Duration, Duration(1.0),
+    "Shortest time between round starts; small values commit more often (more small files).",
+    minimum=0.0,
+)
+ROUND_MAX_INTERVAL = option(
+    "runtime.round.max-interval", Duration, Duration(30.0),
+    "Longest a round waits for data before it commits what it has (latency bound).",
+    minimum=0.001,
+)
+MAX_CONSECUTIVE_FAILURES = option(
+    "runtime.max-consecutive-failures", int, 5,
+    "Failed rounds in a row (each rolled back and retried) before the job stops with an error.",
+    minimum=1,
+)
+RETRY_BACKOFF = option(
+    "runtime.retry-backoff", Duration, Duration(1.0),
+    "Wait before retrying a failed round; doubles after each consecutive failure.",
+    minimum=0.0,
+)
+RETRY_BACKOFF_MAX = option(
+    "runtime.retry-backoff-max", Duration, Duration(60.0),
+    "Upper bound of the retry wait.", minimum=0.0,
+)
+
+ERRORS_TOLERANCE = option(
+    "errors.tolerance",
+    str,
+    "none",
+    "Bad records (unparseable, wrong type, missing key): `none` stops the job with an error "
+    "naming the record's position; `all` writes them to the error table and goes on. Never "
+    "silently dropped.",
+    choices=("none", "all"),
+)
+ERRORS_TABLE_PATH = option(
+    "errors.table-path", str, "",
+    "Where bad records go with tolerance `all`; default: the table path + `_errors`.",
+)
+
+#: Declared options per section (the README's option tables are rendered from these).
+SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
+    "source": (SOURCE_TYPE, SOURCE_FORMAT),
+    "table": (
+        TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, PRECOMBINE_FIELD, INDEX,
+        BUCKET_COUNT, OPERATION, DELETE_FIELD,
+    ),
+    "runtime": (
+        RUNTIME_MASTER, READER_PARALLELISM, ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
+        ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, MAX_CONSECUTIVE_FAILURES, RETRY_BACKOFF,
+        RETRY_BACKOFF_MAX,
+    ),
+    "errors": (ERRORS_TOLERANCE, ERRORS_TABLE_PATH),
+}
+ALL_OPTIONS: tuple[ConfigOption[Any], ...] = tuple(o for opts in SECTIONS.values() for o in opts)
+
+#: Sub-tables passed through as flat maps: (section, sub-table) -> what they are for.
+PASSTHROUGH = {
+    ("source", "options"): "the connector's own options (Kafka: properties.*, topic, scan.*)",
+    ("table", "options"): "table-layer write options (hoodie.*)",
+    ("runtime", "spark-conf"): "extra spark.* settings for the SparkSession",
+}
+_TOP_LEVEL = ("source", "table", "schema", "runtime", "errors")
+
+_SECRET_MARKERS = ("password", "secret", "jaas", "key.pem", "token", "credential", "keypassword")
+MASK = "***"
+
+
+def is_secret_key(key: str) -> bool:
+    """True for keys whose values must never be shown (SASL/SSL passwords, keys, tokens)."""
+    low = key.lower()
+    return any(marker in low for marker in _SECRET_MARKERS)
+
+
+def mask_secrets(values: Mapping[str, object]) -> dict[str, object]:
+    """A copy safe to log: values of secret keys replaced by ``***``."""
+    return {k: (MASK if is_secret_key(k) else v) for k, v in values.items()}
+
+
+class _Masked(dict[str, object]):
+    """A plain dict whose repr/str mask secret values (the real values stay readable)."""
+
+    def __repr__(self) -> str:
+        return repr(mask_secrets(self))
+
+    __str__ = __repr__
+
+
+# -- sections -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceSection:
+    type: str
+    format: str
+    #: The connector's options, flat; secret values are masked in repr.
+    options: Mapping[str, object] = field(default_factory=_Masked)
+
+
+@dataclass(frozen=True)
+class TableSection:
+    path: str
+    name: str
+    record_key: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    precombine_field: str | None
+    index: str
+    bucket_count: int
+    operation: str
+    delete_field: str | None
+    options: Mapping[str, object] = field(default_factory=_Masked)
+
+
+@dataclass(frozen=True)
+class RuntimeSection:
+    master: str
+    reader_parallelism: int
+    round_max_records: int
+    round_max_bytes: int
+    round_min_interval_s: float
+    round_max_interval_s: float
+    max_consecutive_failures: int
+    retry_backoff_s: float
+    retry_backoff_max_s: float
+    spark_conf: Mapping[str, object] = field(default_factory=_Masked)
+
+    def backoff_s(self, consecutive_failures: int) -> float:
+        """Wait before the retry after ``consecutive_failures`` (>= 1) failed rounds."""
+        if consecutive_failures < 1:
+            return 0.0
+        return float(min(self.retry_backoff_max_s,
+                         self.retry_backoff_s * 2 ** (consecutive_failures - 1)))
+
+
+@dataclass(frozen=True)
+class ErrorsSection:
+    tolerance: str
+    table_path: str
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """A validated pipeline configuration. ``repr`` never shows secrets."""
+
+    source: SourceSection
+    table: TableSection
+    #: Declared record schema (empty with ``source.format = raw``).
+    schema: pa.Schema
+    runtime: RuntimeSection
+    errors: ErrorsSection
+    origin: str = "<dict>"
+
+    def describe(self) -> dict[str, object]:
+        """Flat ``section.key -> value`` view for logs/CLI, secrets masked."""
+        out: dict[str, object] = {
+            SOURCE_TYPE.key: self.source.type,
+            SOURCE_FORMAT.key: self.source.format,
+        }
+        out.update({f"source.options.{k}": v for k, v in mask_secrets(self.source.options).items()})
+        t = self.table
+        out.update({
+            TABLE_PATH.key: t.path, TABLE_NAME.key: t.name, RECORD_KEY.key: list(t.record_key),
+            PARTITION_FIELDS.key: list(t.partition_fields),
+            PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index,
+            BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation,
+            DELETE_FIELD.key: t.delete_field or "",
+        })
+        out.update({f"table.options.{k}": v for k, v in mask_secrets(t.options).items()})
+        out.update({f"schema.{f.name}": format_type(f.type) for f in self.schema})
+        r = self.runtime
+        out.update({
+            RUNTIME_MASTER.key: r.master, READER_PARALLELISM.key: r.reader_parallelism,
+            ROUND_MAX_RECORDS.key: r.round_max_records, ROUND_MAX_BYTES.key: r.round_max_bytes,
+            ROUND_MIN_INTERVAL.key: r.round_min_interval_s,
+            ROUND_MAX_INTERVAL.key: r.round_max_interval_s,
+            MAX_CONSECUTIVE_FAILURES.key: r.max_consecutive_failures,
+            RETRY_BACKOFF.key: r.retry_backoff_s, RETRY_BACKOFF_MAX.key: r.retry_backoff_max_s,
+        })
+        out.update({f"runtime.spark-conf.{k}": v for k, v in mask_secrets(r.spark_conf).items()})
+        out.update({ERRORS_TOLERANCE.key: self.errors.tolerance,
+                    ERRORS_TABLE_PATH.key: self.errors.table_path})
+        return out
+
+
+# -- loading ------------------------------------------------------------------------------------
+def load_config(path: str | Path) -> PipelineConfig:
+    """Read and validate a pipeline TOML file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read pipeline config {str(p)!r}: {exc.strerror}") from None
+    return parse_config(text, origin=str(p))
+
+
+def parse_config(text: str, origin: str = "<string>") -> PipelineConfig:
+    """Validate a pipeline configuration given as TOML text."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: not valid TOML: {exc}") from None
+    return config_from_dict(doc, origin)
+
+
+def config_from_dict(doc: Mapping[str, Any], origin: str = "<dict>") -> PipelineConfig:
+    """Validate a pipeline configuration given as nested dicts (the parsed TOML)."""
+    try:
+        return _build(doc, origin)
+    except ConfigError as exc:
+        if origin and not str(exc).startswith(origin):
+            raise ConfigError(f"{origin}: {exc}") from None
+        raise
+
+
+def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
+    unknown = [k for k in doc if k not in _TOP_LEVEL]
+    if unknown:
+        raise ConfigError(
+            f"unknown section(s) {', '.join(repr(u) for u in unknown)}; "
+            f"known sections: {', '.join(_TOP_LEVEL)}"
+        )
+    for name in _TOP_LEVEL:
+        if name in doc and not isinstance(doc[name], Mapping):
+            kind = type(doc[name]).__name__
+            raise ConfigError(f"'{name}' must be a table ([{name}]), not {kind}")
+
+    flat: dict[str, dict[str, object]] = {}
+    passthrough: dict[tuple[str, str], _Masked] = {}
+    for section in SECTIONS:
+        values: dict[str, object] = {}
+        for key, value in dict(doc.get(section, {})).items():
+            if (section, key) in PASSTHROUGH:
+                if not isinstance(value, Mapping):
+                    raise ConfigError(f"'{section}.{key}' must be a table ([{section}.{key}])")
+                passthrough[(section, key)] = _Masked(_flatten(value, f"{section}.{key}"))
+                continue
+            if isinstance(value, Mapping):
+                # dotted option keys written as TOML sub-tables (round.max-records = ...)
+                for sub, v in _flatten(value, f"{section}.{key}").items():
+                    values[f"{section}.{key}.{sub}"] = v
+            else:
+                values[f"{section}.{key}"] = value
+        flat[section] = values
+    opts = {s: _options(flat[s], SECTIONS[s]) for s in SECTIONS}
+
+    src, tbl, run, err = opts["source"], opts["table"], opts["runtime"], opts["errors"]
+    source = SourceSection(
+        type=src.get(SOURCE_TYPE),
+        format=src.get(SOURCE_FORMAT),
+        options=passthrough.get(("source", "options"), _Masked()),
+    )
+    for required in (TABLE_PATH, RECORD_KEY):
+        if not tbl.contains(required):
+            raise ConfigError(f"option '{required.key}' is required: {required.description}")
+    path = tbl.get(TABLE_PATH)
+    record_key = tbl.get(RECORD_KEY)
+    table = TableSection(
+        path=path,
+        name=tbl.get(TABLE_NAME) or _default_name(path),
+        record_key=_names(record_key, RECORD_KEY),
+        partition_fields=_names(tbl.get(PARTITION_FIELDS), PARTITION_FIELDS),
+        precombine_field=tbl.get(PRECOMBINE_FIELD) or None,
+        index=tbl.get(INDEX),
+        bucket_count=tbl.get(BUCKET_COUNT),
+        operation=tbl.get(OPERATION),
+        delete_field=tbl.get(DELETE_FIELD) or None,
+        options=passthrough.get(("table", "options"), _Masked()),
+    )
+    runtime = RuntimeSection(
+        master=run.get(RUNTIME_MASTER),
+        reader_parallelism=run.get(READER_PARALLELISM),
+        round_max_records=run.get(ROUND_MAX_RECORDS),
+        round_max_bytes=int(run.get(ROUND_MAX_BYTES)),
+        round_min_interval_s=float(run.get(ROUND_MIN_INTERVAL)),
+        round_max_interval_s=float(run.get(ROUND_MAX_INTERVAL)),
+        max_consecutive_failures=run.get(MAX_CONSECUTIVE_FAILURES),
+        retry_backoff_s=float(run.get(RETRY_BACKOFF)),
+        retry_backoff_max_s=float(run.get(RETRY_BACKOFF_MAX)),
+        spark_conf=passthrough.get(("runtime", "spark-conf"), _Masked()),
+    )
+    errors = ErrorsSection(
+        tolerance=err.get(ERRORS_TOLERANCE),
+        table_path=err.get(ERRORS_TABLE_PATH) or (path.rstrip("/") + "_errors"),
+    )
+    schema_doc = dict(doc.get("schema", {}))
+    if source.format == "json":
+        schema = parse_schema(schema_doc)
+    elif schema_doc:
+        raise ConfigError(
+            f"[schema] is only used with {SOURCE_FORMAT.key} = 'json' (it is 'raw'); remove it"
+        )
+    else:
+        schema = pa.schema([("value", pa.binary())])
+    _check_cross(source, table, schema, runtime, errors)
+    return PipelineConfig(source, table, schema, runtime, errors, origin)
+
+
+def _options(values: dict[str, object], known: Iterable[ConfigOption[Any]]) -> Options:
+    opts = Options(values, known=known)
+    for opt in known:  # validate every given value now, not when first read
+        if opts.contains(opt):
+            opts.get(opt)
+    return opts
+
+
+def _flatten(table: Mapping[str, object], where: str) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            for sub, v in _flatten(value, f"{where}.{key}").items():
+                out[f"{key}.{sub}"] = v
+        elif isinstance(value, (str, int, float, bool, list)):
+            out[key] = value
+        else:
+            raise ConfigError(
+                f"option '{where}.{key}' has a value of unsupported type {type(value).__name__}; "
+                "use a string, number, boolean or list"
+            )
+    return out
+
+
+def _names(values: tuple[Any, ...], opt: ConfigOption[Any]) -> tuple[str, ...]:
+    out = tuple(str(v).strip() for v in values)
+    if any(not v for v in out):
+        raise ConfigError(f"option '{opt.key}' contains an empty field name: {list(values)!r}")
+    if len(set(out)) != len(out):
+        raise ConfigError(f"option '{opt.key}' names a field twice: {list(values)!r}")
+    return out
+
+
+def _default_name(path: str) -> str:
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9_]", "_", name) or "hoodline_table"
+
+
+def _check_cross(
+    source: SourceSection,
+    table: TableSection,
+    schema: pa.Schema,
+    runtime: RuntimeSection,
+    errors: ErrorsSection,
+) -> None:
+    if runtime.round_min_interval_s > runtime.round_max_interval_s:
+        raise ConfigError(
+            f"option '{ROUND_MIN_INTERVAL.key}' ({runtime.round_min_interval_s}s) must not "
+            f"exceed '{ROUND_MAX_INTERVAL.key}' ({runtime.round_max_interval_s}s)"
+        )
+    if runtime.retry_backoff_s > runtime.retry_backoff_max_s:
+        raise ConfigError(
+            f"option '{RETRY_BACKOFF.key}' ({runtime.retry_backoff_s}s) must not exceed "
+            f"'{RETRY_BACKOFF_MAX.key}' ({runtime.retry_backoff_max_s}s)"
+        )
+    if errors.table_path.rstrip("/") == table.path.rstrip("/"):
+        raise ConfigError(
+            f"option '{ERRORS_TABLE_PATH.key}' must differ from '{TABLE_PATH.key}' "
+            f"({table.path!r})"
+        )
+    if source.format != "json":
+        return
+    declared = {f.name: f for f in schema}
+    checks: list[tuple[ConfigOption[Any], tuple[str, ...]]] = [
+        (RECORD_KEY, table.record_key),
+        (PARTITION_FIELDS, table.partition_fields),
+        (PRECOMBINE_FIELD, (table.precombine_field,) if table.precombine_field else ()),
+        (DELETE_FIELD, (table.delete_field,) if table.delete_field else ()),
+    ]
+    for opt, names in checks:
+        for name in names:
+            if name not in declared:
+                raise ConfigError(
+                    f"option '{opt.key}' names field {name!r}, which is not declared in "
+                    f"[schema] (declared: {', '.join(declared)}); add it to [schema]"
+                )
+    for opt, names in checks[:3]:
+        for name in names:
+            t = declared[name].type
+            if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+                raise ConfigError(
+                    f"option '{opt.key}': field {name!r} has type {format_type(t)}; key, "
+                    "partition and precombine fields must be scalar (string, integer, date, ...)"
+                )
+    if table.delete_field and not pa.types.is_boolean(declared[table.delete_field].type):
+        raise ConfigError(
+            f"option '{DELETE_FIELD.key}': field {table.delete_field!r} must be declared as bool "
+            f"in [schema], not {format_type(declared[table.delete_field].type)}"
+        )
+
+
+# -- documentation ------------------------------------------------------------------------------
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _default_text(opt: ConfigOption[Any]) -> str:
+    if opt.secret:
+        return "(secret)"
+    d = opt.default
+    if isinstance(d, tuple):
+        return "`[" + ", ".join(repr(x) for x in d) + "]`" if d else "`[]`"
+    if isinstance(d, bool):
+        return f"`{str(d).lower()}`"
+    if isinstance(d, str):
+        return f'`"{d}"`' if d else "(empty)"
+    return f"`{d}`"
+
+
+def _type_text(opt: ConfigOption[Any]) -> str:
+    names = {str: "string", int: "integer", float: "number", bool: "boolean",
+             tuple: "list of strings", ByteSize: "size (bytes or e.g. 64MiB)",
+             Duration: "duration (seconds or e.g. 500ms, 2min)"}
+    return names.get(opt.type, opt.type.__name__)
+
+
+def render_options_markdown(options: Iterable[ConfigOption[Any]]) -> str:
+    """A Markdown table (key, type, default, description) of ``options``."""
+    lines = ["| Option | Type | Default | Description |", "|---|---|---|---|"]
+    for opt in options:
+        desc = opt.description
+        if opt.choices:
+            desc += " One of: " + ", ".join(f"`{c}`" for c in opt.choices) + "."
+        bounds = []
+        if opt.minimum is not None:
+            bounds.append(f">= {opt.minimum:g}")
+        if opt.maximum is not None:
+            bounds.append(f"<= {opt.maximum:g}")
+        if bounds:
+            desc += " Must be " + " and ".join(bounds) + "."
+        lines.append(
+            f"| `{opt.key}` | {_type_text(opt)} | {_md(_default_text(opt))} | {_md(desc)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_pipeline_options_markdown() -> str:
+    """Every pipeline option, one table per section, plus the pass-through sub-tables."""
+    parts = []
+    for section, opts in SECTIONS.items():
+        parts.append(f"### [{section}]\n\n{render_options_markdown(opts)}")
+    parts.append(
+        "### [schema]\n\nOne entry per field: `name = \"type\"`, in column order. Types: "
+        "`string`, `int64`, `int32`, `double`, `bool`, `timestamp[ms]`, `timestamp[us, UTC]`, "
+        "`date32`, `decimal(p, s)`, `list<type>`, `struct<name: type, ...>` (and the other "
+        "Arrow integer/float widths, `binary`).\n"
+    )
+    rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
+    parts.append(
+        "### Pass-through tables\n\nNested keys are flattened to dotted names; values whose key "
+        "contains password/secret/token/jaas/key.pem are masked in logs and output.\n\n"
+        f"| Table | Passed to |\n|---|---|\n{rows}\n"
+    )
+    return "\n".join(parts)

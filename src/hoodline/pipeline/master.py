@@ -1,0 +1,74 @@
+"""Spark master URLs hoodline understands, parsed without importing pyspark."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from hoodline.errors import ConfigError
+
+_LOCAL = re.compile(r"local(?:\[(\*|[1-9]\d*)(?:,\s*([1-9]\d*))?\])?")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*\]")
+
+
+@dataclass(frozen=True)
+class Master:
+    """A parsed Spark master URL."""
+
+    url: str
+    kind: Literal["local", "local-cluster", "remote"]
+    executors: int
+    cores_per_executor: int
+    executor_memory_mb: int | None = None
+    #: ``local[N,F]``: how often a task may fail (Spark's local mode default is 1: no retries).
+    max_task_failures: int | None = None
+
+    @property
+    def total_cores(self) -> int:
+        return self.executors * self.cores_per_executor
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind != "remote"
+
+
+def parse_master(url: str) -> Master:
+    """Parse ``local``, ``local[N]``, ``local[*]``, ``local[N,F]`` or ``local-cluster[E,C,M]``.
+
+    Other URLs (``spark://``, ``yarn``, ``k8s://``) are accepted as ``remote`` without sizing.
+    Malformed ``local...`` URLs raise :class:`ConfigError`.
+    """
+    url = url.strip()
+    m = _LOCAL.fullmatch(url)
+    if m:
+        n = m.group(1)
+        if n is None:
+            cores = 1
+        elif n == "*":
+            cores = os.cpu_count() or 1
+        else:
+            cores = int(n)
+        failures = int(m.group(2)) if m.group(2) else None
+        return Master(url, "local", 1, cores, max_task_failures=failures)
+    m = _LOCAL_CLUSTER.fullmatch(url)
+    if m:
+        return Master(url, "local-cluster", int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if not url:
+        raise ConfigError("Spark master is empty; use e.g. local[2]")
+    if url.startswith("local"):
+        raise ConfigError(
+            f"Spark master {url!r} is malformed; use local, local[N], local[*], local[N,F] "
+            "or local-cluster[EXECUTORS,CORES_PER_EXECUTOR,MEMORY_MB]"
+        )
+    return Master(url, "remote", 0, 0)
+
+
+def master_problem(url: str) -> str | None:
+    """Validator for options: None when ``url`` parses, else the reason."""
+    try:
+        parse_master(url)
+    except ConfigError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,232 @@
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import ConfigError
+from hoodline.pipeline.config import (
+    ALL_OPTIONS,
+    ByteSize,
+    Duration,
+    PipelineConfig,
+    config_from_dict,
+    load_config,
+    parse_config,
+    render_options_markdown,
+    render_pipeline_options_markdown,
+)
+
+FULL = """
+[source]
+type = "kafka"
+format = "json"
+
+[source.options]
+topic = "events"
+scan.startup.mode = "earliest-offset"
+properties.bootstrap.servers = "127.0.0.1:9092"
+properties.sasl.password = "hunter2-sasl"
+properties.ssl.key.password = "hunter2-ssl"
+
+[table]
+path = "/data/events/"
+record-key = ["id"]
+partition-fields = ["day"]
+precombine-field = "ts"
+index = "BLOOM"
+operation = "upsert"
+delete-field = "_deleted"
+
+[table.options]
+hoodie.parquet.max.file.size = 1048576
+
+[schema]
+id = "int64"
+day = "string"
+ts = "timestamp[ms]"
+amount = "decimal(12, 2)"
+tags = "list<string>"
+_deleted = "bool"
+
+[runtime]
+master = "local-cluster[2,1,1024]"
+reader-parallelism = 3
+round.max-records = "10_000"
+round.max-bytes = "64MiB"
+round.min-interval = "500ms"
+round.max-interval = "2min"
+max-consecutive-failures = 4
+retry-backoff = 2
+retry-backoff-max = "10s"
+
+[runtime.spark-conf]
+spark.sql.shuffle.partitions = "6"
+
+[errors]
+tolerance = "all"
+"""
+
+MINIMAL = """
+[source.options]
+topic = "t"
+[table]
+path = "/tmp/t"
+record-key = "id"
+[schema]
+id = "int64"
+"""
+
+
+def test_full_config_is_parsed_typed_and_flattened() -> None:
+    cfg = parse_config(FULL, origin="pipe.toml")
+    assert cfg.source.type == "kafka" and cfg.source.format == "json"
+    assert cfg.source.options["properties.bootstrap.servers"] == "127.0.0.1:9092"
+    assert cfg.source.options["scan.startup.mode"] == "earliest-offset"
+    assert cfg.source.options["properties.sasl.password"] == "hunter2-sasl"  # real value kept
+    t = cfg.table
+    assert (t.path, t.name, t.record_key, t.partition_fields) == (
+        "/data/events/", "events", ("id",), ("day",)
+    )
+    assert (t.precombine_field, t.index, t.operation, t.delete_field) == (
+        "ts", "BLOOM", "upsert", "_deleted"
+    )
+    assert t.options == {"hoodie.parquet.max.file.size": 1048576}
+    assert cfg.schema == pa.schema([
+        ("id", pa.int64()), ("day", pa.string()), ("ts", pa.timestamp("ms")),
+        ("amount", pa.decimal128(12, 2)), ("tags", pa.list_(pa.string())),
+        ("_deleted", pa.bool_()),
+    ])
+    r = cfg.runtime
+    assert r.master == "local-cluster[2,1,1024]" and r.reader_parallelism == 3
+    assert r.round_max_records == 10_000 and r.round_max_bytes == 64 * 1024 * 1024
+    assert (r.round_min_interval_s, r.round_max_interval_s) == (0.5, 120.0)
+    assert r.max_consecutive_failures == 4
+    assert [r.backoff_s(i) for i in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 10.0]
+    assert r.spark_conf == {"spark.sql.shuffle.partitions": "6"}
+    assert cfg.errors.tolerance == "all"
+    assert cfg.errors.table_path == "/data/events_errors"
+
+
+def test_defaults() -> None:
+    cfg = parse_config(MINIMAL)
+    assert cfg.source.type == "kafka" and cfg.source.format == "json"
+    assert cfg.table.record_key == ("id",) and cfg.table.partition_fields == ()
+    assert cfg.table.precombine_field is None and cfg.table.delete_field is None
+    assert (cfg.table.index, cfg.table.bucket_count, cfg.table.operation) == ("BUCKET", 4, "upsert")
+    assert cfg.runtime.master == "local[2]" and cfg.runtime.reader_parallelism == 2
+    assert cfg.errors.tolerance == "none" and cfg.errors.table_path == "/tmp/t_errors"
+
+
+def test_secrets_never_appear_in_repr_str_or_describe() -> None:
+    cfg = parse_config(FULL)
+    for text in (repr(cfg), str(cfg), repr(cfg.source), str(cfg.source.options),
+                 repr(cfg.describe())):
+        assert "hunter2" not in text
+    d = cfg.describe()
+    assert d["source.options.properties.sasl.password"] == "***"
+    assert d["source.options.properties.ssl.key.password"] == "***"
+    assert d["source.options.topic"] == "events"
+    assert d["schema.amount"] == "decimal(12, 2)"
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        ({"table": {"bucket-count": 0}}, "'table.bucket-count'"),
+        ({"table": {"index": "HASH"}}, "'table.index' has invalid value 'HASH'"),
+        ({"table": {"operation": "merge"}}, "'table.operation'"),
+        ({"table": {"bucket-cnt": 3}}, "unknown option 'table.bucket-cnt'"),
+        ({"runtime": {"reader-parallelism": "two"}}, "'runtime.reader-parallelism'"),
+        ({"runtime": {"master": "local[x]"}}, "'runtime.master'"),
+        ({"runtime": {"round": {"max-bytes": "lots"}}}, "'runtime.round.max-bytes'"),
+        ({"runtime": {"round": {"min-interval": "1h"}}}, "'runtime.round.min-interval'"),
+        ({"runtime": {"retry-backoff": True}}, "'runtime.retry-backoff'"),
+        ({"errors": {"tolerance": "some"}}, "'errors.tolerance'"),
+        ({"errors": {"table-path": "/tmp/t"}}, "'errors.table-path' must differ"),
+        ({"source": {"type": "s3"}}, "'source.type'"),
+        ({"sink": {}}, "unknown section(s) 'sink'"),
+        ({"table": {"record-key": ["id", "id"]}}, "names a field twice"),
+        ({"table": {"precombine-field": "ts"}}, "'table.precombine-field' names field 'ts'"),
+        ({"table": {"partition-fields": ["day"]}}, "not declared in [schema]"),
+        ({"schema": {"id": "int64", "gone": "bool", "t": "int65"}}, "schema field 't'"),
+        ({"schema": {"id": "int64", "tags": "list<string>"}, "table": {"record-key": ["tags"]}},
+         "must be scalar"),
+        ({"schema": {"id": "int64", "flag": "string"}, "table": {"delete-field": "flag"}},
+         "must be declared as bool"),
+    ],
+)
+def test_invalid_values_name_the_option(patch: dict[str, dict[str, object]], needle: str) -> None:
+    import tomllib
+
+    doc = tomllib.loads(MINIMAL)
+    for section, values in patch.items():
+        if section == "schema":
+            doc["schema"] = dict(values)
+        else:
+            doc.setdefault(section, {}).update(values)
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(doc, origin="p.toml")
+    assert needle in str(err.value)
+    assert str(err.value).startswith("p.toml: ")
+
+
+def test_required_options_and_raw_format() -> None:
+    with pytest.raises(ConfigError, match=re.escape("'table.path' is required")):
+        parse_config('[table]\nrecord-key = ["id"]\n[schema]\nid = "int64"\n')
+    with pytest.raises(ConfigError, match=re.escape("'table.record-key' is required")):
+        parse_config('[table]\npath = "/x"\n[schema]\nid = "int64"\n')
+    with pytest.raises(ConfigError, match=r"\[schema\] declares no fields"):
+        parse_config('[table]\npath = "/x"\nrecord-key = ["id"]\n')
+    raw = parse_config('[source]\nformat = "raw"\n[table]\npath = "/x"\nrecord-key = ["k"]\n')
+    assert raw.schema == pa.schema([("value", pa.binary())])
+    with pytest.raises(ConfigError, match="only used with"):
+        parse_config('[source]\nformat = "raw"\n[table]\npath = "/x"\nrecord-key = ["k"]\n'
+                     '[schema]\nk = "string"\n')
+
+
+def test_cross_field_checks() -> None:
+    exceed = re.escape("must not exceed 'runtime.round.max-interval'")
+    with pytest.raises(ConfigError, match=exceed):
+        parse_config(MINIMAL + '[runtime]\nround.min-interval = "10s"\nround.max-interval = 5\n')
+    with pytest.raises(ConfigError, match=re.escape("'runtime.retry-backoff'")):
+        parse_config(MINIMAL + '[runtime]\nretry-backoff = "2min"\n')
+
+
+def test_bad_toml_and_missing_file_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        parse_config("[table\npath=1", origin="x.toml")
+    with pytest.raises(ConfigError, match="cannot read pipeline config"):
+        load_config(tmp_path / "missing.toml")
+    p = tmp_path / "pipe.toml"
+    p.write_text(textwrap.dedent(MINIMAL))
+    cfg = load_config(p)
+    assert isinstance(cfg, PipelineConfig) and cfg.origin == str(p)
+
+
+def test_units() -> None:
+    assert ByteSize("64MiB") == 64 * 1024**2 and ByteSize("10MB") == 10**7
+    assert ByteSize("512k") == 512 * 1024 and ByteSize(7) == 7
+    assert Duration("500ms") == 0.5 and Duration("2min") == 120 and Duration(3) == 3.0
+    for bad in ("ten", "5 parsecs", True):
+        with pytest.raises(ValueError):
+            ByteSize(bad)
+        with pytest.raises(ValueError):
+            Duration(bad)
+
+
+def test_every_option_is_documented_and_rendered() -> None:
+    for opt in ALL_OPTIONS:
+        assert opt.description.strip(), opt.key
+    md = render_pipeline_options_markdown()
+    for opt in ALL_OPTIONS:
+        assert f"`{opt.key}`" in md
+    assert "### [table]" in md and "[source.options]" in md
+    one = render_options_markdown([ALL_OPTIONS[0]])
+    lines = one.strip().splitlines()
+    assert lines[0] == "| Option | Type | Default | Description |"
+    assert lines[2].startswith("| `source.type` | string | `\"kafka\"` |")
+    assert "One of: `kafka`, `files`." in lines[2]

@@ -1,0 +1,54 @@
+"""Pure parts of the Spark session factory (no JVM is started here)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hoodline.errors import ConfigError
+from hoodline.pipeline.master import parse_master
+from hoodline.spark.session import SparkSettings, package_archive, spark_conf
+
+
+def test_parse_master() -> None:
+    m = parse_master("local-cluster[2,1,1024]")
+    assert (m.kind, m.executors, m.cores_per_executor, m.executor_memory_mb) == (
+        "local-cluster", 2, 1, 1024
+    )
+    assert parse_master("local[3]").total_cores == 3
+    assert parse_master("local").total_cores == 1
+    assert parse_master("local[2,4]").max_task_failures == 4
+    assert parse_master("local[*]").total_cores >= 1
+    assert parse_master("spark://h:7077").kind == "remote"
+    for bad in ("local[0]", "local[x]", "local-cluster[2,1]", "localhost", ""):
+        with pytest.raises(ConfigError):
+            parse_master(bad)
+
+
+def test_spark_conf_defaults_for_a_small_machine(tmp_path: Path) -> None:
+    master = parse_master("local-cluster[2,1,1024]")
+    conf = spark_conf(SparkSettings(master="local-cluster[2,1,1024]"), master, tmp_path / "l.p")
+    assert conf["spark.sql.execution.arrow.pyspark.enabled"] == "true"
+    assert conf["spark.python.worker.reuse"] == "true"
+    assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.sql.shuffle.partitions"] == "2"
+    assert conf["spark.driver.host"] == "127.0.0.1"
+    assert f"file:{tmp_path / 'l.p'}" in conf["spark.executor.extraJavaOptions"]
+    extra = SparkSettings(extra_conf={"spark.sql.shuffle.partitions": "7"}, shuffle_partitions=3)
+    assert spark_conf(extra, parse_master("local[2]"), None)["spark.sql.shuffle.partitions"] == "7"
+    with pytest.raises(ConfigError, match="log level 'LOUD'"):
+        spark_conf(SparkSettings(log_level="LOUD"), master, None)
+
+
+def test_package_archive_contains_importable_hoodline(tmp_path: Path) -> None:
+    archive = package_archive(tmp_path)
+    with zipfile.ZipFile(archive) as zf:
+        names = set(zf.namelist())
+    assert "hoodline/__init__.py" in names
+    assert "hoodline/formats/json_decoder.py" in names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    # every folder with modules is a regular package inside the zip (zipimport needs that)
+    folders = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
+    assert all(f"{f}/__init__.py" in names for f in folders)
