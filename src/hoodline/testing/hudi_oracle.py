@@ -42,7 +42,12 @@ def hudi_table(path: str | os.PathLike[str]) -> Any:
 def _to_table(batches: list[pa.RecordBatch], table: Any) -> pa.Table:
     if batches:
         return pa.Table.from_batches(batches)
-    return pa.schema(table.get_schema_with_meta_fields()).empty_table()
+    try:
+        return pa.schema(table.get_schema_with_meta_fields()).empty_table()
+    except Exception:  # hudi-rs has no schema before the first commit
+        from hoodline.table.schema import META_SCHEMA
+
+        return META_SCHEMA.empty_table()
 
 
 def hudi_snapshot(
