@@ -1,0 +1,150 @@
+"""Error records: what a bad record looks like in the error table, and how it is built.
+
+Design
+------
+With ``errors.tolerance = all`` every record the decoder (or key extraction) refuses is written
+to an *error table* next to the target (default ``<table path>_errors``) instead of the target.
+With ``none`` (default) the first bad record stops the job with :class:`BadRecordError` naming
+its position. Either way nothing is dropped silently.
+
+* The error table is an ordinary Hudi copy-on-write table written through the table layer, in the
+  **same round** as the data: the round's write coordinator commits the error instant first and
+  the target instant (which carries the source checkpoint) last. A crash in between replays the
+  round; because the error table's record key is the record's *source position* (``error_id``,
+  e.g. ``kafka/events/3/1234`` or ``file/<path>/17``) and it is upserted, a replay rewrites the
+  same rows and never duplicates them. The error table never stores a checkpoint of its own.
+* Partitioned by ``day`` (UTC date of detection) so it can be cleaned by age.
+* Columns: where the record came from (``source``, Kafka ``topic``/``partition``/``offset`` and
+  ``key``, or ``file``/``row``), the raw ``value`` bytes exactly as read, the ``reason`` code
+  (see :mod:`hoodline.formats.json_decoder`) and a human ``detail``, plus the ``round_id`` and
+  ``detected_at`` time. Secrets never appear: only message key/value bytes are stored.
+
+This module only builds the Arrow batch (vectorised: one ``take`` per column); writing goes
+through the table layer once the runtime exists.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.errors import BadRecordError
+from hoodline.formats.json_decoder import BadRecords
+
+ERROR_RECORD_KEY = "error_id"
+ERROR_PARTITION_FIELD = "day"
+
+ERROR_SCHEMA = pa.schema(
+    [
+        pa.field("error_id", pa.string(), nullable=False),
+        pa.field("day", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # "kafka" | "files"
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("file", pa.string()),
+        pa.field("row", pa.int64()),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("detail", pa.string(), nullable=False),
+        pa.field("round_id", pa.int64(), nullable=False),
+        pa.field("detected_at", pa.timestamp("ms", tz="UTC"), nullable=False),
+    ]
+)
+
+_POSITION_COLUMNS = {
+    "kafka": ("topic", "partition", "offset"),
+    "files": ("file", "row"),
+}
+
+
+def _column(positions: pa.Table, name: str, take: pa.Array, n: int) -> pa.Array:
+    target = ERROR_SCHEMA.field(name).type
+    if name in positions.column_names:
+        col = pc.take(positions.column(name), take)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        return col.cast(target)
+    return pa.nulls(n, target)
+
+
+def build_error_batch(
+    errors: BadRecords,
+    values: pa.Array | pa.ChunkedArray,
+    positions: pa.Table | pa.RecordBatch,
+    *,
+    source: str,
+    round_id: int,
+    detected_at: datetime | None = None,
+) -> pa.RecordBatch:
+    """Error records for ``errors`` (indexes into ``values``/``positions`` rows).
+
+    ``positions`` holds the source position of every input row: ``topic``, ``partition``,
+    ``offset`` (and optionally ``key``) for Kafka, ``file`` and ``row`` for files.
+    """
+    if source not in _POSITION_COLUMNS:
+        raise ValueError(f"source must be one of {', '.join(_POSITION_COLUMNS)}, not {source!r}")
+    if isinstance(positions, pa.RecordBatch):
+        positions = pa.Table.from_batches([positions])
+    missing = [c for c in _POSITION_COLUMNS[source] if c not in positions.column_names]
+    if missing:
+        raise ValueError(f"positions lack column(s) {', '.join(missing)} for source {source!r}")
+    if positions.num_rows != len(values):
+        raise ValueError(
+            f"positions have {positions.num_rows} rows but there are {len(values)} values"
+        )
+    when = (detected_at or datetime.now(UTC)).astimezone(UTC)
+    n = len(errors)
+    take = errors.index
+    cols: dict[str, pa.Array] = {
+        name: _column(positions, name, take, n)
+        for name in ("topic", "partition", "offset", "file", "row", "key")
+    }
+    raw = pc.take(values, take)
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.combine_chunks()
+    cols["value"] = raw.cast(pa.binary())
+    if source == "kafka":
+        parts = [pa.scalar("kafka"), cols["topic"], cols["partition"].cast(pa.string()),
+                 cols["offset"].cast(pa.string())]
+    else:
+        parts = [pa.scalar("file"), cols["file"], cols["row"].cast(pa.string())]
+    error_id = pc.binary_join_element_wise(*parts, "/")
+    day = when.strftime("%Y-%m-%d")
+    arrays = [
+        error_id,
+        pa.array([day] * n, pa.string()),
+        pa.array([source] * n, pa.string()),
+        cols["topic"], cols["partition"], cols["offset"], cols["file"], cols["row"],
+        cols["key"], cols["value"],
+        errors.reason, errors.detail,
+        pa.array([round_id] * n, pa.int64()),
+        pa.array([when] * n, pa.timestamp("ms", tz="UTC")),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ERROR_SCHEMA)
+
+
+def describe_position(row: dict[str, object]) -> str:
+    """'topic 'events' partition 3 offset 1234' or 'file '/x.json' row 17' for an error row."""
+    if row.get("source") == "kafka":
+        return (
+            f"topic {row.get('topic')!r} partition {row.get('partition')} "
+            f"offset {row.get('offset')}"
+        )
+    return f"file {row.get('file')!r} row {row.get('row')}"
+
+
+def raise_for_bad_records(batch: pa.RecordBatch, error_table_path: str) -> None:
+    """``errors.tolerance = none``: raise for the first bad record, naming where it is."""
+    if batch.num_rows == 0:
+        return
+    first = batch.slice(0, 1).to_pylist()[0]
+    more = f" (and {batch.num_rows - 1} more in this round)" if batch.num_rows > 1 else ""
+    raise BadRecordError(
+        f"bad record at {describe_position(first)}: {first['reason']}: {first['detail']}{more}. "
+        f"Fix the producer or the [schema], or set errors.tolerance = 'all' to write bad "
+        f"records to the error table {error_table_path!r} and go on"
+    )

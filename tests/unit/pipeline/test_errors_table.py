@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import BadRecordError
+from hoodline.formats.json_decoder import JsonDecoder
+from hoodline.pipeline.errors_table import (
+    ERROR_SCHEMA,
+    build_error_batch,
+    raise_for_bad_records,
+)
+
+WHEN = datetime(2024, 3, 1, 12, 30, tzinfo=UTC)
+
+
+def _kafka_input() -> tuple[pa.Array, pa.Table]:
+    values = pa.array([b'{"id": 1}', b"oops", None, b'{"id": "x"}', b'{"id": 5}'], pa.binary())
+    positions = pa.table({
+        "key": pa.array([b"k1", b"k2", b"k3", None, b"k5"], pa.binary()),
+        "topic": ["events"] * 5,
+        "partition": pa.array([3] * 5, pa.int32()),
+        "offset": pa.array([100, 101, 102, 103, 104], pa.int64()),
+    })
+    return values, positions
+
+
+def test_kafka_error_batch_from_decoder_output() -> None:
+    values, positions = _kafka_input()
+    result = JsonDecoder(pa.schema([("id", pa.int64())]), ["id"]).decode(values)
+    batch = build_error_batch(result.errors, values, positions, source="kafka", round_id=7,
+                              detected_at=WHEN)
+    assert batch.schema == ERROR_SCHEMA
+    rows = batch.to_pylist()
+    assert [r["offset"] for r in rows] == [101, 102, 103]
+    assert [r["error_id"] for r in rows] == [
+        "kafka/events/3/101", "kafka/events/3/102", "kafka/events/3/103"
+    ]
+    assert [r["value"] for r in rows] == [b"oops", None, b'{"id": "x"}']
+    assert [r["key"] for r in rows] == [b"k2", b"k3", None]
+    assert [r["reason"] for r in rows] == ["unparseable", "null_value", "wrong_type"]
+    assert all(r["round_id"] == 7 and r["day"] == "2024-03-01" for r in rows)
+    assert all(r["file"] is None and r["row"] is None for r in rows)
+    assert rows[0]["detected_at"] == WHEN
+
+
+def test_file_error_batch_and_empty() -> None:
+    values = pa.array([b"{}", b"[]"], pa.binary())
+    positions = pa.table({"file": ["/in/a.jsonl", "/in/a.jsonl"], "row": [0, 1]})
+    result = JsonDecoder(pa.schema([("id", pa.int64())])).decode(values)
+    batch = build_error_batch(result.errors, values, positions, source="files", round_id=1,
+                              detected_at=WHEN)
+    assert batch.to_pylist()[0]["error_id"] == "file//in/a.jsonl/1"
+    assert batch.column("topic").null_count == 1
+    ok = JsonDecoder(pa.schema([("id", pa.int64())])).decode(pa.array([b"{}"], pa.binary()))
+    empty = build_error_batch(ok.errors, pa.array([b"{}"], pa.binary()),
+                              positions.slice(0, 1), source="files", round_id=1)
+    assert empty.num_rows == 0 and empty.schema == ERROR_SCHEMA
+    raise_for_bad_records(empty, "/t_errors")  # nothing to raise
+
+
+def test_inputs_are_checked() -> None:
+    values, positions = _kafka_input()
+    errors = JsonDecoder(pa.schema([("id", pa.int64())])).decode(values).errors
+    with pytest.raises(ValueError, match="lack column"):
+        build_error_batch(errors, values, positions.drop_columns(["offset"]), source="kafka",
+                          round_id=1)
+    with pytest.raises(ValueError, match="rows"):
+        build_error_batch(errors, values, positions.slice(0, 2), source="kafka", round_id=1)
+
+
+def test_tolerance_none_names_the_first_bad_record() -> None:
+    values, positions = _kafka_input()
+    errors = JsonDecoder(pa.schema([("id", pa.int64())]), ["id"]).decode(values).errors
+    batch = build_error_batch(errors, values, positions, source="kafka", round_id=2)
+    with pytest.raises(BadRecordError) as err:
+        raise_for_bad_records(batch, "/data/t_errors")
+    msg = str(err.value)
+    assert "topic 'events' partition 3 offset 101" in msg
+    assert "unparseable" in msg and "2 more" in msg and "errors.tolerance = 'all'" in msg
