@@ -21,7 +21,7 @@ from hoodline.errors import TableError
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.instant import is_timestamp_string
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
-from hoodline.table.table import HudiTable
+from hoodline.table.table import CREATE_SCHEMA_KEY, HudiTable
 
 COMMIT_TIME = "_hoodie_commit_time"
 
@@ -29,7 +29,7 @@ COMMIT_TIME = "_hoodie_commit_time"
 def table_schema(table: HudiTable, with_meta: bool = True) -> pa.Schema:
     """Columns every read returns: meta columns + the latest commit's Avro schema."""
     table.timeline.reload()
-    avro = table.timeline.latest_schema()
+    avro = table.timeline.latest_schema() or table.config.extra.get(CREATE_SCHEMA_KEY)
     data = avro_schema_json_to_arrow(avro) if avro else pa.schema([])
     if not with_meta:
         return data

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
+
+import pyarrow as pa
 
 from hoodline.errors import TableError
 from hoodline.table.fs_view import FileSystemView
@@ -15,7 +18,11 @@ from hoodline.table.properties import (
     read_table_config,
     write_table_config,
 )
+from hoodline.table.schema import arrow_to_avro_schema_json
 from hoodline.table.timeline import Timeline
+
+#: hoodie.properties key holding the Avro schema given at creation (used until the first commit).
+CREATE_SCHEMA_KEY = "hoodie.table.create.schema"
 
 
 class HudiTable:
@@ -30,12 +37,17 @@ class HudiTable:
 
     @classmethod
     def create(
-        cls, path: str | os.PathLike[str], config: TableConfig, exist_ok: bool = False
+        cls,
+        path: str | os.PathLike[str],
+        config: TableConfig,
+        exist_ok: bool = False,
+        schema: pa.Schema | None = None,
     ) -> HudiTable:
         """Create a new table at ``path`` (folder may exist but must not hold a table).
 
-        With ``exist_ok`` an existing table with the same name, keys and partitioning is opened;
-        a different layout is refused."""
+        ``schema`` (data columns) is recorded as ``hoodie.table.create.schema`` so readers know
+        the columns before the first commit. With ``exist_ok`` an existing table with the same
+        name, keys and partitioning is opened; a different layout is refused."""
         base = Path(path)
         if properties_path(base).exists():
             if not exist_ok:
@@ -52,6 +64,10 @@ class HudiTable:
                         f"but {getattr(config, attr)!r} was requested"
                     )
             return table
+        if schema is not None:
+            extra = dict(config.extra)
+            extra[CREATE_SCHEMA_KEY] = arrow_to_avro_schema_json(schema, config.name)
+            config = dataclasses.replace(config, extra=extra)
         (base / META_FOLDER).mkdir(parents=True, exist_ok=True)
         write_table_config(base, config)
         return cls(base, config)

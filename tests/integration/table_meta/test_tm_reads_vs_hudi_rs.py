@@ -172,3 +172,14 @@ def test_empty_table_reads(table: HudiTable) -> None:
     ]
     assert read.latest_base_files(table) == []
     assert read.read_incremental(table, "00000000000000000").num_rows == 0
+
+
+def test_create_schema_known_before_first_commit(tmp_path: Path) -> None:
+    cfg = TableConfig(name="fresh", record_key_fields=("id",), partition_fields=("region",))
+    data = pa.schema([("id", pa.string()), ("region", pa.string()), ("val", pa.int64())])
+    table = HudiTable.create(tmp_path / "fresh", cfg, schema=data)
+    assert HudiTable.open(tmp_path / "fresh").config.extra["hoodie.table.create.schema"]
+    ours = read.read_snapshot(table)
+    assert ours.num_rows == 0 and ours.column_names[5:] == ["id", "region", "val"]
+    assert hudi_table(table.base_path).get_schema().names == ["id", "region", "val"]
+    assert_hudi_matches_hoodline(table)
