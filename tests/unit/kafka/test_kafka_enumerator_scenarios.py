@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from sim import FakeMetadata, SimJob, make_source
+from kafka_sim import FakeMetadata, SimJob, make_source
 
 from hoodline.connectors.kafka.assigners import topic_start_index
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition

@@ -8,7 +8,7 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim import FakeMetadata, SimJob, make_source
+from kafka_sim import FakeMetadata, SimJob, make_source
 
 from hoodline.connectors.kafka.split import TopicPartition
 
