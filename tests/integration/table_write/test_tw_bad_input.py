@@ -153,7 +153,7 @@ def test_bad_input_leaves_table_unchanged(
 
 def test_unknown_write_option_is_refused(new_table: Callable[..., HudiTable]) -> None:
     table = new_table("BLOOM")
-    with pytest.raises(ConfigError, match="hoodie.parquet.max.file.sise"):
+    with pytest.raises(ConfigError, match=r"hoodie\.parquet\.max\.file\.sise"):
         WriteClient(table, {"hoodie.parquet.max.file.sise": 1})
 
 

@@ -78,7 +78,7 @@ def _run_until(stage: str, path: Path, tmp: Path) -> tuple[subprocess.Popen[byte
     deadline = time.monotonic() + 120
     while not ready.exists():
         if proc.poll() is not None:
-            out, err = proc.communicate()
+            _out, err = proc.communicate()
             raise AssertionError(f"writer exited early ({proc.returncode}): {err.decode()[-2000:]}")
         if time.monotonic() > deadline:
             proc.kill()
