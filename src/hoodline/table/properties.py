@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,13 +47,15 @@ K_TIMEZONE = "hoodie.table.timeline.timezone"
 K_INDEX_TYPE = "hoodie.index.type"
 K_BUCKET_COUNT = "hoodie.bucket.index.num.buckets"
 K_BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
+K_CHECKSUM = "hoodie.table.checksum"
+K_DATABASE = "hoodie.database.name"
 
 _OWN_KEYS = frozenset(
     {
         K_NAME, K_TYPE, K_VERSION, K_LAYOUT, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE,
         K_HIVE_STYLE, K_URL_ENCODE, K_DROP_PARTITION_COLUMNS, K_BASE_FORMAT, K_POPULATE_META,
         K_KEYGEN_CLASS, K_TIMEZONE, K_INDEX_TYPE, K_BUCKET_COUNT,
-        K_BUCKET_HASH_FIELD,
+        K_BUCKET_HASH_FIELD, K_CHECKSUM,
     }
 )
 
@@ -167,6 +170,7 @@ class TableConfig:
         )
         if self.precombine_field:
             props[K_PRECOMBINE] = self.precombine_field
+        props[K_CHECKSUM] = str(table_checksum(self.name, props.get(K_DATABASE, "")))
         return props
 
     @classmethod
@@ -222,6 +226,11 @@ class TableConfig:
             )
         except TableError as exc:
             raise UnsupportedTableError(f"'{source}': {exc}") from None
+
+
+def table_checksum(name: str, database: str = "") -> int:
+    """``hoodie.table.checksum`` as Java Hudi computes it: CRC32 of ``<database>.<name>``."""
+    return zlib.crc32(f"{database}.{name}".encode())
 
 
 # -- file format -------------------------------------------------------------------------------

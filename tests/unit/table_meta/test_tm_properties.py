@@ -11,6 +11,7 @@ from hoodline.table.properties import (
     loads_properties,
     properties_path,
     read_table_config,
+    table_checksum,
     write_table_config,
 )
 from hoodline.table.table import HudiTable
@@ -124,3 +125,13 @@ def test_create_refuses_existing_and_exist_ok_checks_layout(tmp_path: Path) -> N
     assert HudiTable.create(tmp_path, _cfg(), exist_ok=True).config == _cfg()
     with pytest.raises(TableError, match="record_key_fields"):
         HudiTable.create(tmp_path, _cfg(record_key_fields=("other",)), exist_ok=True)
+
+
+def test_checksum_matches_java_hudi() -> None:
+    # value from a hoodie.properties written by Java Hudi (database mmc_hudi, table tbx)
+    assert table_checksum("tbx", "mmc_hudi") == 1632286010
+    cfg = TableConfig(
+        name="tbx", record_key_fields=("c1",), extra={"hoodie.database.name": "mmc_hudi"}
+    )
+    assert cfg.to_properties()["hoodie.table.checksum"] == "1632286010"
+    assert _cfg().to_properties()["hoodie.table.checksum"] == str(table_checksum("trips"))
