@@ -1,0 +1,1 @@
+"""Demos run by ``hoodline demo``."""
