@@ -10,6 +10,7 @@ checkpoint taken after them completes (and drops them when the reader or the job
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -66,7 +67,7 @@ class DirectoryWriter(threading.Thread):
                     self._write(tmp, ids)
                     self.expected.extend(ids)
                 os.rename(tmp, final)
-                time.sleep(self.rng.uniform(0, 0.01))
+                time.sleep(self.rng.uniform(0, 0.02))
         except BaseException as exc:  # surfaced by the test
             self.error = exc
         finally:
@@ -84,7 +85,7 @@ class DirectoryWriter(threading.Thread):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt,seed", [("jsonl", 11), ("parquet", 23)])
+@pytest.mark.parametrize("fmt,seed", [("jsonl", 520), ("parquet", 620)])
 def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
     tmp_path: Path, fmt: str, seed: int
 ) -> None:
@@ -113,8 +114,9 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
     split_kinds: set[str] = set()
     deadline = time.monotonic() + 30
     stalled_rounds, last_committed = 0, -1
+    parallelisms = [3, 1, 4, 2]
     try:
-        while True:
+        for step in itertools.count():
             assert time.monotonic() < deadline, "source did not deliver every row in time"
             driver.run_async_calls()  # one directory scan
             for subtask in range(driver.parallelism):
@@ -122,20 +124,23 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
             for splits in driver.owned_splits().values():
                 split_kinds.update(s.kind.name for s in splits)
             roll = rng.random()
-            if roll < 0.25:
-                driver.checkpoint_and_complete()
-                actions["complete"] += 1
-            elif roll < 0.32:
-                driver.checkpoint()  # completes later, or is aborted by a failure
-                actions["dangling"] += 1
-            elif roll < 0.38:
+            if step % 17 == 8:  # regular rescaling restarts, mid-stream
+                driver.global_restart(parallelism=parallelisms[actions["restart"] % 4])
+                actions["restart"] += 1
+            elif step % 11 == 5 or roll < 0.05:
                 driver.fail_reader(rng.randrange(driver.parallelism))
                 actions["fail"] += 1
-            elif roll < 0.42:
-                driver.global_restart(parallelism=rng.randint(1, 4))
-                actions["restart"] += 1
-            elif roll < 0.47 and driver.pending_checkpoints():
+            elif roll < 0.30:
+                driver.checkpoint_and_complete()
+                actions["complete"] += 1
+            elif roll < 0.38:
+                driver.checkpoint()  # completes later, or is aborted by a failure
+                actions["dangling"] += 1
+            elif roll < 0.45 and driver.pending_checkpoints():
                 driver.complete_checkpoint(driver.pending_checkpoints()[-1])
+                actions["late-complete"] += 1
+            if step < 40:
+                continue  # keep the lifecycle going for a while even if the writer is fast
             if writer.done.is_set():
                 driver.checkpoint_and_complete()
                 committed_rows = driver.committed_table().num_rows
@@ -155,7 +160,7 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
     assert sorted(committed_ids) == sorted(writer.expected)
     assert len(set(committed_ids)) == len(committed_ids)
     # the run really exercised the recovery paths
-    assert actions["fail"] and actions["restart"] and actions["complete"], actions
+    assert actions["fail"] >= 2 and actions["restart"] >= 2 and actions["complete"], actions
     assert {"FILE", "BYTES" if fmt == "jsonl" else "ROW_GROUPS"} <= split_kinds
     # the final checkpoint knows every file and, for JSONL, the rejected corrupt one
     point = driver.restore_point
