@@ -1,0 +1,244 @@
+"""Split reader logic with a fake consumer: ranges, gaps, out-of-range policy, outages."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from hoodline.connectors.kafka.options import KafkaSourceConfig
+from hoodline.connectors.kafka.reader import KafkaFetch, KafkaPartitionSplitReader
+from hoodline.connectors.kafka.split import KafkaPartitionSplit
+from hoodline.errors import KafkaBrokerUnavailableError, KafkaOffsetOutOfRangeError
+from hoodline.source.base import SplitsAddition
+
+
+class FakeError:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def name(self) -> str:
+        return self._name
+
+    def fatal(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return f"KafkaError{{code={self._name}}}"
+
+
+class FakeMsg:
+    def __init__(self, topic: str, partition: int, offset: int, err: FakeError | None = None):
+        self._t, self._p, self._o, self._e = topic, partition, offset, err
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def error(self) -> FakeError | None:
+        return self._e
+
+    def key(self) -> bytes:
+        return b"k%d" % self._o
+
+    def value(self) -> bytes:
+        return b"v%d" % self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000 + self._o)
+
+    def headers(self) -> None:
+        return None
+
+
+class FakeConsumer:
+    """Partition logs are lists of existing offsets (gaps allowed)."""
+
+    def __init__(self, logs: dict[tuple[str, int], list[int]], low: dict[tuple[str, int], int]):
+        self.logs = logs
+        self.low = low
+        self.props: dict[str, Any] = {}
+        self.positions: dict[tuple[str, int], int] = {}
+        self.down = False
+        self.eof_sent: set[tuple[str, int]] = set()
+        self.committed: list[Any] = []
+
+    def __call__(self, props: dict[str, Any]) -> FakeConsumer:
+        self.props = props
+        return self
+
+    def incremental_assign(self, tps: list[Any]) -> None:
+        for tp in tps:
+            key = (tp.topic, tp.partition)
+            assert key not in self.positions, f"{key} assigned twice"
+            self.positions[key] = tp.offset
+
+    def incremental_unassign(self, tps: list[Any]) -> None:
+        for tp in tps:
+            self.positions.pop((tp.topic, tp.partition), None)
+
+    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+        key = (tp.topic, tp.partition)
+        log = self.logs.get(key, [])
+        return self.low.get(key, 0), (log[-1] + 1 if log else 0)
+
+    def consume(self, num_messages: int, timeout: float) -> list[FakeMsg]:
+        if self.down:
+            self.props["error_cb"](FakeError("_ALL_BROKERS_DOWN"))
+            return []
+        out: list[FakeMsg] = []
+        for key, pos in list(self.positions.items()):
+            if pos < self.low.get(key, 0):
+                out.append(FakeMsg(*key, pos, FakeError("_AUTO_OFFSET_RESET")))
+                continue
+            for off in self.logs.get(key, []):
+                if off >= pos and len(out) < num_messages:
+                    out.append(FakeMsg(*key, off))
+                    self.positions[key] = off + 1
+            log = self.logs.get(key, [])
+            end = log[-1] + 1 if log else 0
+            if self.positions[key] >= end and len(out) < num_messages:
+                out.append(FakeMsg(*key, end, FakeError("_PARTITION_EOF")))
+        return out
+
+    def list_topics(self, timeout: float) -> None:
+        if self.down:
+            raise RuntimeError("down")
+
+    def commit(self, offsets: list[Any], asynchronous: bool) -> None:
+        self.committed.append(offsets)
+
+    def close(self) -> None:
+        pass
+
+
+def config(**kw: object) -> KafkaSourceConfig:
+    return KafkaSourceConfig.from_options(
+        {"properties.bootstrap.servers": "127.0.0.1:1", "topic": "t", **kw}
+    )
+
+
+def drain(
+    reader: KafkaPartitionSplitReader, rounds: int = 20
+) -> tuple[list[int], dict[str, int], set[str]]:
+    offsets: list[int] = []
+    nexts: dict[str, int] = {}
+    finished: set[str] = set()
+    for _ in range(rounds):
+        res = reader.fetch()
+        for sid, elems in res.records_by_split().items():
+            for el in elems:
+                assert isinstance(el, KafkaFetch)
+                offsets.extend(el.batch.column("offset").to_pylist())
+                nexts[sid] = el.next_offset
+        finished |= res.finished_splits()
+    return offsets, nexts, finished
+
+
+def test_gaps_inside_and_at_end_of_range() -> None:
+    fake = FakeConsumer({("t", 0): [0, 1, 2, 5, 6, 9]}, {})
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    assert fake.props["auto.offset.reset"] == "error"
+    assert fake.props["enable.auto.commit"] is False
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 1, 9)]))
+    offsets, nexts, finished = drain(reader)
+    # 9 >= stop arrived: the range ends at 9 even though 7 and 8 do not exist
+    assert offsets == [1, 2, 5, 6]
+    assert nexts == {"t-0": 9}
+    assert finished == {"t-0"}
+    assert ("t", 0) not in fake.positions  # unassigned once finished
+
+
+def test_range_end_from_partition_eof_when_last_offsets_are_markers() -> None:
+    fake = FakeConsumer({("t", 0): [0, 1, 2, 4, 5]}, {})
+    fake.logs[("t", 0)] = [0, 1, 2, 4, 5]
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+
+    # high watermark 7 (offset 6 = commit marker): fake end is log[-1] + 1 = 6, so emulate 7
+    def watermark_consume(num_messages: int, timeout: float) -> list[FakeMsg]:
+        msgs = FakeConsumer.consume(fake, num_messages, timeout)
+        return [FakeMsg("t", 0, 7, FakeError("_PARTITION_EOF")) if m.error() else m for m in msgs]
+
+    fake.consume = watermark_consume  # type: ignore[method-assign]
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 0, 7)]))
+    offsets, nexts, finished = drain(reader)
+    assert offsets == [0, 1, 2, 4, 5]
+    assert nexts == {"t-0": 7}
+    assert finished == {"t-0"}
+
+
+def test_empty_range_finishes_without_assigning() -> None:
+    fake = FakeConsumer({("t", 0): [0]}, {})
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 5, 5)]))
+    assert fake.positions == {}
+    assert reader.fetch().finished_splits() == {"t-0"}
+
+
+def test_out_of_range_fails_by_default_naming_topic_partition_offset() -> None:
+    fake = FakeConsumer({("t", 3): list(range(100, 120))}, {("t", 3): 100})
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    with pytest.raises(
+        KafkaOffsetOutOfRangeError, match=r"offset 40 of topic 't' partition 3.*100"
+    ):
+        reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40)]))
+
+
+def test_out_of_range_reported_while_reading_fails_too() -> None:
+    fake = FakeConsumer({("t", 0): list(range(0, 20))}, {})
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 5)]))
+    drain(reader, rounds=1)
+    fake.low[("t", 0)] = 50  # retention deleted everything before 50 meanwhile
+    fake.logs[("t", 0)] = list(range(50, 60))
+    fake.positions[("t", 0)] = 20
+    with pytest.raises(KafkaOffsetOutOfRangeError, match="offset 20 of topic 't' partition 0"):
+        drain(reader, rounds=1)
+
+
+def test_out_of_range_earliest_skips_with_warning(caplog: pytest.LogCaptureFixture) -> None:
+    fake = FakeConsumer({("t", 3): list(range(100, 120))}, {("t", 3): 100})
+    reader = KafkaPartitionSplitReader(
+        config(**{"offsets.out-of-range": "earliest"}), consumer_factory=fake
+    )
+    with caplog.at_level(logging.WARNING):
+        reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40, 110)]))
+    assert "skipping to the earliest available offset 100: 60 records are lost" in caplog.text
+    offsets, nexts, _ = drain(reader)
+    assert offsets == list(range(100, 110))
+    assert nexts == {"t-3": 110}
+
+
+def test_outage_is_retried_then_fails_with_clear_error(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    fake = FakeConsumer({("t", 0): [0, 1]}, {})
+    reader = KafkaPartitionSplitReader(
+        config(**{"scan.broker-unavailable.timeout": 10}),
+        consumer_factory=fake,
+        clock=lambda: now[0],
+    )
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 0)]))
+    fake.down = True
+    with caplog.at_level(logging.WARNING):
+        for t in (0.0, 3.0, 9.0):
+            now[0] = t
+            assert reader.fetch().is_empty()
+    assert "unreachable" in caplog.text
+    # the brokers come back: the outage clock resets
+    fake.down = False
+    now[0] = 9.5
+    drain(reader, rounds=1)
+    fake.down = True
+    now[0] = 10.0
+    reader.fetch()
+    now[0] = 19.0
+    reader.fetch()  # 9 s into the new outage: still retrying
+    now[0] = 21.0
+    with pytest.raises(KafkaBrokerUnavailableError, match=r"127\.0\.0\.1:1 unreachable for 11\.0s"):
+        reader.fetch()
