@@ -1,0 +1,71 @@
+"""The split (RFC-24) write API as a distributed runtime uses it: several tagging/assigning tasks,
+a shuffle by file id to writer tasks, a retried writer attempt, one commit of all stats."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from tw_helpers import SMALL_FILES, rows, snapshot_dict
+
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient, tag_and_assign
+from hoodline.table.write.file_writer import write_file_groups
+from hoodline.table.write.records import FILE_ID, RECORD_KEY
+from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+
+
+def _split(table: pa.Table, column: str, n: int) -> list[pa.Table]:
+    values = table.column(column).to_pylist()
+    owner = np.array([zlib.crc32(str(v).encode()) % n for v in values])
+    return [table.filter(pa.array(owner == i)) for i in range(n)]
+
+
+def test_two_assign_tasks_two_writer_tasks_and_a_retried_attempt(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type)
+    client = client_for(table, SMALL_FILES)
+    client.insert(rows(list(range(0, 80)), region=["eu", "us"] * 40, v="a"))
+    before = snapshot_dict(table)
+
+    ids = list(range(40, 160))
+    batch = rows(ids, region=["eu", "us"] * 60, ts=2, v="b")
+    prepared = client.prepare(batch, "upsert")
+    ts = client.start_instant()
+    ctx = client.context(ts, prepared)
+
+    # stage 1: tag + assign in 3 tasks, records partitioned by key
+    tagged_parts = [
+        tag_and_assign(ctx, part, task_id=i, num_tasks=3)
+        for i, part in enumerate(_split(prepared.records, RECORD_KEY, 3))
+    ]
+    new_ids_per_task = []
+    for part in tagged_parts:
+        existing = {g.file_id for g in table.fs_view().file_groups()}
+        new_ids_per_task.append(set(part.column(FILE_ID).to_pylist()) - existing)
+    for i in range(3):
+        for j in range(i + 1, 3):
+            assert not (new_ids_per_task[i] & new_ids_per_task[j]), "two tasks made one group"
+    tagged = pa.concat_tables(tagged_parts)
+
+    # stage 2: shuffle by file id to 2 writer tasks; writer 0 fails once after writing
+    writers = _split(tagged, FILE_ID, 2)
+    stats = []
+    write_file_groups(ctx, writers[0], task_id=0, attempt=0)  # the lost attempt
+    stats += write_file_groups(ctx, writers[0], task_id=0, attempt=1)
+    stats += write_file_groups(ctx, writers[1], task_id=1, attempt=0)
+    lost = list(Path(table.base_path).rglob(f"*_0-0-0_{ts}.parquet"))
+    assert lost, "the failed attempt should have left files behind"
+
+    client.commit(ctx, stats, {"round": "1"})
+    assert not any(p.exists() for p in lost), "files of the lost attempt survived the commit"
+
+    expected = dict(before)
+    for i, r in zip(ids, ["eu", "us"] * 60, strict=True):
+        expected[(r, i)] = (2, f"b{i}")
+    assert snapshot_dict(table) == expected
+    assert_hudi_matches_hoodline(table)
