@@ -158,7 +158,7 @@ def test_modified_processed_file_is_reported_not_reread(data_dir: Path) -> None:
     ctx.run_periodic()
     ctx.run_periodic()
     assert len(enum.pending_splits) == 1
-    assert len(enum.rejected_files) == 1 and "modified after it was read" in (
+    assert len(enum.rejected_files) == 1 and "modified after it was discovered" in (
         enum.rejected_files[0].reason)
 
 

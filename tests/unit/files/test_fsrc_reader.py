@@ -123,3 +123,12 @@ def test_tolerated_bad_file_is_recorded_and_skipped(data_dir: Path, threaded: bo
     assert "deleted" in rejected[str(gone)].reason
     sent = [r for e in ctx.sent_events if isinstance(e, SplitsFinishedEvent) for r in e.rejected]
     assert {r.path for r in sent} == {str(bad), str(gone)}
+
+
+def test_source_is_picklable_for_shipping_to_tasks(data_dir: Path) -> None:
+    import pickle
+
+    source = FileSource.from_options({"path": str(data_dir), "format": "jsonl",
+                                      "schema": "id int64, name string"})
+    copy = pickle.loads(pickle.dumps(source))
+    assert copy.config == source.config and copy.config.schema is not None

@@ -222,7 +222,7 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
             self._reported_changes.add(e.key)
             size, mtime = self._processed[e.path]
             reason = (
-                f"file was modified after it was read (size {size} -> {e.size}, mtime_ns "
+                f"file was modified after it was discovered (size {size} -> {e.size}, mtime_ns "
                 f"{mtime} -> {e.mtime_ns}); the new content is NOT read. Write new data to new "
                 "files instead of changing existing ones."
             )

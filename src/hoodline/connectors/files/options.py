@@ -42,9 +42,10 @@ MODE = option(
     "source.mode",
     str,
     "bounded",
-    "'bounded': read the files present when the source starts, then finish. 'continuous': "
-    "monitor the directory every 'source.monitor-interval' seconds and read new files as they "
-    "appear, forever.",
+    "'bounded': read the files present when the source starts (taken as they are at that "
+    "listing: do not point it at files still being written), then finish. 'continuous': "
+    "monitor the directory every 'source.monitor-interval' seconds and read new, complete "
+    "files (see 'source.stable-scans') as they appear, forever.",
     choices=("bounded", "continuous"),
 )
 

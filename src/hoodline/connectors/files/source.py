@@ -36,7 +36,7 @@ from hoodline.source.api import (
     SplitEnumeratorContext,
     SupportsSplitReassignmentOnRecovery,
 )
-from hoodline.source.serialization import VersionedSerializer
+from hoodline.source.serialization import VersionedSerializer, read_versioned
 
 
 class FileSource(
@@ -81,6 +81,9 @@ class FileSource(
         return FileEnumeratorStateSerializer()
 
     @staticmethod
-    def rejected_files(state: FileEnumeratorState) -> list[RejectedFile]:
-        """Files skipped under ``errors.tolerance=all`` according to a checkpointed state."""
-        return list(state.rejected)
+    def rejected_files(checkpoint: FileEnumeratorState | bytes) -> list[RejectedFile]:
+        """Files skipped under ``errors.tolerance=all`` according to a checkpointed enumerator
+        state (the state, or its versioned bytes as the source coordinator stores them)."""
+        if isinstance(checkpoint, bytes):
+            checkpoint = read_versioned(FileEnumeratorStateSerializer(), checkpoint)
+        return list(checkpoint.rejected)
