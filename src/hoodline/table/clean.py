@@ -146,6 +146,21 @@ def _execute(table: HudiTable, inst: Instant, plan: dict[str, Any], started: flo
     return tl.complete(inst, json.dumps(metadata, indent=2).encode("utf-8"))
 
 
+def earliest_retained_commit(table: HudiTable) -> str | None:
+    """``earliestCommitToRetain`` of the newest completed clean (None if never cleaned).
+
+    File versions needed by queries at earlier instants may have been deleted."""
+    cleans = table.timeline.completed([CLEAN])
+    if not cleans:
+        return None
+    raw = table.timeline.read_instant_bytes(cleans[-1])
+    try:
+        value = json.loads(raw).get("earliestCommitToRetain")
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value else None
+
+
 def finish_pending_cleans(table: HudiTable) -> list[Instant]:
     """Complete clean instants interrupted by a crash (their plan is re-executed)."""
     done = []

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodline.errors import TableError
+from hoodline.table.clean import CLEANER_COMMITS_RETAINED, earliest_retained_commit
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.instant import is_timestamp_string
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
@@ -98,15 +99,37 @@ def read_file_slices(
     return pa.concat_tables(parts)
 
 
+def _check_not_cleaned(table: HudiTable, ts: str, what: str) -> None:
+    earliest = earliest_retained_commit(table)
+    if earliest is None:
+        return
+    # cleaning keeps, per file group, the newest version before the earliest retained commit,
+    # so the state at the last commit before it is still complete
+    older = [i.timestamp for i in table.timeline.completed_commits() if i.timestamp < earliest]
+    oldest_readable = older[-1] if older else earliest
+    if ts < oldest_readable:
+        raise TableError(
+            f"{what} {ts} is older than the oldest instant kept by cleaning "
+            f"({oldest_readable}); file versions of that time were deleted. Query a later "
+            "instant, or retain more commits "
+            f"('{CLEANER_COMMITS_RETAINED.key}')"
+        )
+
+
 def read_snapshot(
     table: HudiTable, as_of: str | None = None, columns: Sequence[str] | None = None
 ) -> pa.Table:
-    """Rows of the table at ``as_of`` (None = latest completed commit)."""
+    """Rows of the table at ``as_of`` (None = latest completed commit).
+
+    Raises :class:`TableError` for an ``as_of`` older than what cleaning retained."""
     view = table.fs_view(as_of=as_of)
+    if as_of is not None:
+        _check_not_cleaned(table, as_of, "time-travel instant")
     return read_file_slices(table, view.latest_file_slices(), columns)
 
 
 def file_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
+    """Latest committed file slice of every file group at ``as_of`` (None = latest)."""
     return table.fs_view(as_of=as_of).latest_file_slices()
 
 
@@ -130,6 +153,7 @@ def read_incremental(
     if not commits:
         return _select(schema, columns).empty_table()
     end_ts = end if end is not None else commits[-1].timestamp
+    _check_not_cleaned(table, end_ts, "incremental end")
     touched: set[tuple[str, str]] = set()
     for inst in commits:
         md = table.timeline.read_commit_metadata(inst)

@@ -15,7 +15,11 @@ from hoodline.table.instant import Instant, State
 from hoodline.table.markers import Markers
 from hoodline.table.rollback import _plan, rollback_instant, rollback_pending
 from hoodline.table.table import HudiTable
-from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline, hudi_snapshot
+from hoodline.testing.hudi_oracle import (
+    assert_hudi_matches_hoodline,
+    assert_rows_equal,
+    hudi_snapshot,
+)
 
 US, EU = ("region=us", "fg-us"), ("region=eu", "fg-eu")
 
@@ -175,3 +179,20 @@ def test_interrupted_clean_finished_by_repair(table: HudiTable, writer: HandWrit
     assert done == [Instant(ts, "clean", State.COMPLETED)] and inst.timestamp == ts
     assert len(_parquet_files(table)) == 2
     assert_hudi_matches_hoodline(table, max_commits=1)
+
+
+def test_reads_before_cleaned_instants_refused(table: HudiTable, writer: HandWriter) -> None:
+    commits = [writer.upsert({US: rows(["a"], "us", [i])}) for i in range(5)]
+    assert read.read_snapshot(table, as_of=commits[0]).num_rows == 1  # nothing cleaned yet
+    clean(table, retain_commits=2)
+    # retained: c3, c4 (+ the version of c2, the newest before them); c0 and c1 are gone
+    with pytest.raises(TableError, match=f"{commits[1]} is older than .*{commits[2]}"):
+        read.read_snapshot(table, as_of=commits[1])
+    with pytest.raises(TableError, match=r"hoodie\.cleaner\.commits\.retained"):
+        read.read_incremental(table, commits[0], commits[1])
+    assert _vals(read.read_snapshot(table, as_of=commits[2])) == {"a": 2}
+    assert_rows_equal(
+        hudi_snapshot(table.base_path, as_of=commits[2]),
+        read.read_snapshot(table, as_of=commits[2]),
+    )
+    assert _vals(read.read_incremental(table, commits[0], commits[3])) == {"a": 3}
