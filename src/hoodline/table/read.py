@@ -11,7 +11,7 @@ Semantics follow hudi-rs for copy-on-write tables:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -126,6 +126,25 @@ def read_snapshot(
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
     return read_file_slices(table, view.latest_file_slices(), columns)
+
+
+def iter_snapshot_batches(
+    table: HudiTable,
+    as_of: str | None = None,
+    columns: Sequence[str] | None = None,
+    batch_size: int = 65_536,
+) -> Iterator[pa.RecordBatch]:
+    """The snapshot as record batches, one file at a time (bounded memory)."""
+    if as_of is not None:
+        _check_not_cleaned(table, as_of, "time-travel instant")
+    target = _select(table_schema(table), columns)
+    for s in table.fs_view(as_of=as_of).latest_file_slices():
+        path = table.absolute(s.base_file)
+        pf = pq.ParquetFile(path)
+        wanted = [n for n in target.names if n in pf.schema_arrow.names]
+        for batch in pf.iter_batches(batch_size=batch_size, columns=wanted):
+            conformed = _conform(pa.Table.from_batches([batch]), target, str(path))
+            yield from conformed.to_batches()
 
 
 def file_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
