@@ -94,24 +94,36 @@ def _key_matrix(keys: pa.Array | pa.ChunkedArray) -> _KeyMatrix:
     return _KeyMatrix(mat, lengths)
 
 
-def murmur2_hadoop(keys: _KeyMatrix, seeds: U32) -> U32:
-    """Hadoop ``MurmurHash.hash(bytes, length, seed)`` for every key at once (as uint32 bits)."""
+@dataclass
+class _MurmurPlan:
+    """The seed-independent part of Hadoop murmur2 for a set of keys, computed once.
+
+    Block words (after their own mixing) and the tail bits do not depend on the seed, so the
+    ``k`` chained hash functions of a bloom filter only redo the cheap per-seed part."""
+
+    lengths: U32
+    blocks: list[tuple[U32, Bools | None]]  # mixed block word, rows that have this block
+    tail: U32
+    has_tail: Bools | None  # None: every key has a tail; all-false arrays are dropped
+
+
+def _murmur_plan(keys: _KeyMatrix) -> _MurmurPlan:
     data = keys.data
     lengths = keys.lengths
     n = len(lengths)
-    h = (seeds ^ lengths.astype(np.uint32)).astype(np.uint32)
-    blocks = lengths >> 2
-    max_blocks = int(blocks.max()) if n else 0
+    nblocks = lengths >> 2
+    max_blocks = int(nblocks.max()) if n else 0
+    blocks: list[tuple[U32, Bools | None]] = []
     for i in range(max_blocks):
-        active = blocks > i
         b = data[:, 4 * i : 4 * i + 4].astype(np.uint32)
         k = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16) | (b[:, 3] << 24)
         k = k * _M
         k ^= k >> np.uint32(24)
         k = k * _M
-        mixed = (h * _M) ^ k
-        h = np.where(active, mixed, h)
+        active = nblocks > i
+        blocks.append((k, None if active.all() else active))
     left = lengths & 3
+    tail = np.zeros(n, dtype=np.uint32)
     if n and left.any():
         rows = np.arange(n)
 
@@ -120,25 +132,46 @@ def murmur2_hadoop(keys: _KeyMatrix, seeds: U32) -> U32:
             raw = data[rows, np.maximum(lengths - j, 0)]
             return raw.view(np.int8).astype(np.int32).astype(np.uint32)
 
-        t = h.copy()
-        t = np.where(left >= 3, t ^ (signed_from_end(3) << np.uint32(16)), t)
-        t = np.where(left >= 2, t ^ (signed_from_end(2) << np.uint32(8)), t)
-        t = np.where(left >= 1, t ^ signed_from_end(1), t)
-        t = t * _M
-        h = np.where(left != 0, t, h)
+        tail = np.where(left >= 3, tail ^ (signed_from_end(3) << np.uint32(16)), tail)
+        tail = np.where(left >= 2, tail ^ (signed_from_end(2) << np.uint32(8)), tail)
+        tail = np.where(left >= 1, tail ^ signed_from_end(1), tail)
+    has_tail = left != 0
+    return _MurmurPlan(
+        lengths.astype(np.uint32),
+        blocks,
+        tail.astype(np.uint32),
+        None if has_tail.all() else has_tail,
+    )
+
+
+def _murmur_with_plan(plan: _MurmurPlan, seeds: U32) -> U32:
+    h = (seeds ^ plan.lengths).astype(np.uint32)
+    for k, active in plan.blocks:
+        mixed = (h * _M) ^ k
+        h = mixed if active is None else np.where(active, mixed, h)
+    if plan.has_tail is None:
+        h = (h ^ plan.tail) * _M
+    elif plan.has_tail.any():
+        h = np.where(plan.has_tail, (h ^ plan.tail) * _M, h)
     h ^= h >> np.uint32(13)
     h = h * _M
     h ^= h >> np.uint32(15)
     return h.astype(np.uint32)
 
 
+def murmur2_hadoop(keys: _KeyMatrix, seeds: U32) -> U32:
+    """Hadoop ``MurmurHash.hash(bytes, length, seed)`` for every key at once (as uint32 bits)."""
+    return _murmur_with_plan(_murmur_plan(keys), seeds)
+
+
 def bit_positions(keys: _KeyMatrix, nb_hash: int, vector_size: int) -> npt.NDArray[np.int64]:
     """``(n, nb_hash)`` bit positions, as Hadoop's ``HashFunction.hash`` computes them."""
     n = len(keys.lengths)
+    plan = _murmur_plan(keys)
     out = np.empty((n, nb_hash), dtype=np.int64)
     h = np.zeros(n, dtype=np.uint32)
     for i in range(nb_hash):
-        h = murmur2_hadoop(keys, h)
+        h = _murmur_with_plan(plan, h)
         signed = h.view(np.int32).astype(np.int64)
         out[:, i] = np.abs(np.fmod(signed, vector_size))
     return out

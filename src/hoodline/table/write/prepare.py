@@ -65,9 +65,9 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
         return table
     keys = table.column(RECORD_KEY)
     parts = table.column(PARTITION_PATH)
-    combined = pc.binary_join_element_wise(parts, keys, "\x00")
-    if pc.count_distinct(combined).as_py() == n:
+    if pc.count_distinct(keys).as_py() == n:  # keys unique overall: unique per partition too
         return table
+    combined = pc.binary_join_element_wise(parts, keys, "\x00")
     pos = pa.array(np.arange(n, dtype=np.int64))
     sort_cols = {PARTITION_PATH: parts, RECORD_KEY: keys}
     sort_keys = [(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")]
