@@ -121,7 +121,7 @@ def _murmur_plan(keys: _KeyMatrix) -> _MurmurPlan:
         k ^= k >> np.uint32(24)
         k = k * _M
         active = nblocks > i
-        blocks.append((k, None if active.all() else active))
+        blocks.append((k.astype(np.uint32), None if active.all() else active))
     left = lengths & 3
     tail = np.zeros(n, dtype=np.uint32)
     if n and left.any():
