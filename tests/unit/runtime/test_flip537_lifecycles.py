@@ -243,3 +243,26 @@ def test_checkpoints_failures_and_restarts_at_any_point_deliver_every_row_once(
         d.read_to_end()
         d.checkpoint_and_complete()
         _assert_exactly_once(d.committed_table(), splits)
+
+
+def test_stale_report_after_a_rescale_is_ignored_when_the_reporter_fails_again() -> None:
+    """After a restart with a new parallelism a restored reader reports splits that now belong
+    to another reader; when it fails before the next checkpoint and reports them again, the
+    enumerator must not hand them to it a second time."""
+    universe = [NumberSplit(f"p{i}", 0, None) for i in range(4)]
+    src = ReassigningNumberSource(
+        universe, boundedness=Boundedness.CONTINUOUS_UNBOUNDED, threaded=False
+    )
+    with SourceLifecycleDriver(src, 2) as d:
+        d.start()
+        d.run_async_calls()
+        assert _ids(d.owned_splits()) == {0: ["p0", "p2"], 1: ["p1", "p3"]}
+        d.checkpoint_and_complete()
+        d.global_restart(3)
+        after_restart = _ids(d.owned_splits())
+        assert after_restart == {0: ["p0", "p3"], 1: ["p1"], 2: ["p2"]}
+        # reader 1's restored (redistributed) state holds p2, which now belongs to reader 2
+        for subtask in (0, 1, 2, 1):
+            d.fail_reader(subtask)
+            assert _ids(d.owned_splits()) == after_restart
+            d.assert_each_split_once([])
