@@ -318,3 +318,46 @@ def test_multi_field_key_and_nested_plain_partitions(
     }
     assert (Path(table.base_path) / "eu" / "1" / ".hoodie_partition_metadata").is_file()
     assert_hudi_matches_hoodline(table)
+
+
+def test_failure_mid_write_rolls_the_instant_back(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index_type: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hoodline.table.write import file_writer
+
+    table = new_table(index_type)
+    client = client_for(table, SMALL_FILES)
+    client.insert(rows(list(range(30)), region=["eu", "us", "apac"] * 10))
+    before = snapshot_dict(table)
+    real = file_writer.write_parquet
+    calls = {"n": 0}
+
+    def failing(path: Path, data: pa.Table, footer: dict[str, str], options: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            path.write_bytes(b"PAR1 partial")  # a half-written file, then the disk fails
+            raise OSError("disk full")
+        real(path, data, footer, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_writer, "write_parquet", failing)
+    with pytest.raises(OSError, match="disk full"):
+        client.upsert(rows(list(range(20, 50)), region=["eu", "us", "apac"] * 10, ts=2))
+    monkeypatch.setattr(file_writer, "write_parquet", real)
+    table.timeline.reload()
+    assert not table.timeline.pending()
+    assert [i.action for i in table.timeline.instants() if i.is_completed][-1] == "rollback"
+    failed_ts = [i for i in table.timeline.instants() if i.action == "rollback"][0]
+    assert snapshot_dict(table) == before
+    check_all(table)
+    # no data file of the failed instant survived
+    rb = json.loads(table.timeline.read_instant_bytes(failed_ts))
+    assert rb, "rollback metadata is empty"
+    for f in Path(table.base_path).rglob("*.parquet"):
+        ts = f.name.rsplit("_", 1)[1].removesuffix(".parquet")
+        assert table.timeline.is_completed_commit(ts), f"stray file {f}"
+    client.upsert(rows([1], region="us", ts=5, v="again"))
+    assert snapshot_dict(table)[("us", 1)] == (5, "again1")
+    check_all(table)
