@@ -349,7 +349,7 @@ def test_failure_mid_write_rolls_the_instant_back(
     table.timeline.reload()
     assert not table.timeline.pending()
     assert [i.action for i in table.timeline.instants() if i.is_completed][-1] == "rollback"
-    failed_ts = [i for i in table.timeline.instants() if i.action == "rollback"][0]
+    failed_ts = next(i for i in table.timeline.instants() if i.action == "rollback")
     assert snapshot_dict(table) == before
     check_all(table)
     # no data file of the failed instant survived

@@ -69,3 +69,36 @@ def test_two_assign_tasks_two_writer_tasks_and_a_retried_attempt(
         expected[(r, i)] = (2, f"b{i}")
     assert snapshot_dict(table) == expected
     assert_hudi_matches_hoodline(table)
+
+
+def test_write_context_and_prepared_records_survive_pickling(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    """Spark ships the context and the record batches to executors with pickle."""
+    import pickle
+
+    table = new_table("BLOOM")
+    client = client_for(table)
+    prepared = client.prepare(rows([1, 2]), "upsert")
+    ts = client.start_instant()
+    ctx = pickle.loads(pickle.dumps(client.context(ts, prepared)))
+    records = pickle.loads(pickle.dumps(prepared.records))
+    stats = write_file_groups(ctx, tag_and_assign(ctx, records))
+    client.commit(ctx, stats)
+    assert snapshot_dict(table) == {("eu", 1): (1, "v1"), ("eu", 2): (1, "v2")}
+    assert_hudi_matches_hoodline(table)
+
+
+def test_delete_on_a_table_without_commits_then_insert(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type)
+    client = client_for(table)
+    client.delete(rows([1]).select(["id", "region"]))
+    from hoodline.table.read import read_snapshot
+
+    assert read_snapshot(table).num_rows == 0
+    assert_hudi_matches_hoodline(table)
+    client.insert(rows([1, 2]))
+    assert len(snapshot_dict(table)) == 2
+    assert_hudi_matches_hoodline(table)
