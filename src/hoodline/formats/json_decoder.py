@@ -11,7 +11,8 @@ Facts about pyarrow 26's JSON reader this module guards against (each has a test
 * a value that is exactly ``null`` crashes the process (segfault) and a top-level ``null`` between
   objects becomes a silent all-null row; empty / whitespace-only lines are skipped silently; two
   documents on one line become two rows. Values that do not start with ``{`` and end with ``}``
-  are therefore rejected up front (vectorised regex) and every parse checks its row count.
+  are therefore rejected up front (vectorised prefix/suffix test) and every parse checks its
+  row count.
 * raw newlines inside a value would split it; such values (legal JSON whitespace, e.g.
   pretty-printed messages) are validated individually with :func:`json.loads`, which proves
   every raw newline is whitespace, and then parsed in bulk with newlines replaced by spaces.
@@ -146,7 +147,7 @@ class JsonDecoder:
 
         # 1. nulls (no value) and values that are not {...} are bad before any parse.
         is_null = values.is_null()
-        shaped = pc.fill_null(pc.match_substring_regex(values, _OBJECT_SHAPE), False)
+        shaped = _object_shaped(values)
         rejected = pc.and_(pc.invert(shaped), pc.invert(is_null))
         if pc.any(is_null).as_py():
             idx = pc.filter(all_idx, is_null)
@@ -166,7 +167,9 @@ class JsonDecoder:
         cand_values = pc.filter(values, shaped)
 
         # 2. values with raw newlines: validate alone (rare), then flatten their whitespace.
-        has_newline = pc.match_substring_regex(cand_values, r"[\r\n]")
+        has_newline = pc.or_(
+            pc.match_substring(cand_values, "\n"), pc.match_substring(cand_values, "\r")
+        )
         if pc.any(has_newline).as_py():
             cand_values, candidates, nl_bad = self._flatten_newlines(
                 cand_values, candidates, has_newline
@@ -390,6 +393,23 @@ class _RowCountMismatch(Exception):
         super().__init__(
             f"value parsed into {rows} rows; expected exactly one JSON object per message"
         )
+
+
+def _object_shaped(values: pa.Array) -> pa.BooleanArray:
+    """True where a value is ``{...}`` (surrounding JSON whitespace allowed); False for nulls.
+
+    Fast path: plain prefix/suffix tests; only the rare values failing them (leading/trailing
+    whitespace, or bad) go through the regex.
+    """
+    fast = pc.fill_null(pc.and_(pc.starts_with(values, b"{"), pc.ends_with(values, b"}")), False)
+    slow = pc.and_(pc.invert(fast), pc.invert(values.is_null()))
+    if not pc.any(slow).as_py():
+        return fast
+    slow_idx = pc.indices_nonzero(slow)
+    matched = pc.match_substring_regex(pc.take(values, slow_idx), _OBJECT_SHAPE)
+    flags = np.asarray(fast).copy()
+    flags[np.asarray(slow_idx)] = np.asarray(matched)
+    return pa.array(flags, pa.bool_())
 
 
 _ROW_HINT = re.compile(r"in row (\d+)$")

@@ -251,3 +251,12 @@ def test_many_bad_records_in_a_large_batch_are_all_isolated() -> None:
     assert result.records.column("id").to_pylist() == result.row_index.to_pylist()
     assert result.errors.index.to_pylist() == sorted(bad)
     assert set(result.errors.reason.to_pylist()) == {WRONG_TYPE}
+
+
+def test_surrounding_whitespace_is_fine_but_trailing_garbage_is_not() -> None:
+    values = pa.array([b'  {"id": 1}  ', b'\t{"id": 2}\r\n', b'{"id": 3} x', b'x {"id": 4}',
+                       b'{"id": 5}'], pa.binary())
+    result = decoder().decode(values)
+    assert result.records.column("id").to_pylist() == [1, 2, 5]
+    assert result.row_index.to_pylist() == [0, 1, 4]
+    assert [(i, r) for i, r, _ in iter_bad(result.errors)] == [(2, UNPARSEABLE), (3, UNPARSEABLE)]
