@@ -180,6 +180,8 @@ def test_bulk_parse_keeps_order_and_types() -> None:
         (b'{"id": "7"}', WRONG_TYPE, "Column(/id)"),
         (b'{"name": "x"}', MISSING_KEY, "id"),
         (b'{"id": 1}{"id": 2}', UNPARSEABLE, "Extra data"),
+        (b'{"id": 1} null {"id": 2}', UNPARSEABLE, "Extra data"),  # reader: 3 rows, 1 all-null
+        (b"   ", UNPARSEABLE, "invalid JSON"),  # the reader would skip the line silently
         (b"", UNPARSEABLE, "invalid JSON"),
         (b'{"id": 1, "junk": "\xff"}', UNPARSEABLE, "UTF-8"),
         (b'{"id": 1, "id": 2}', UNPARSEABLE, "twice"),
