@@ -14,6 +14,7 @@ when the clock stands still or steps back.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -99,6 +100,12 @@ class Instant:
     @classmethod
     def parse(cls, file_name: str) -> Instant | None:
         """Parse a ``.hoodie/`` file name; ``None`` if it is not an instant file hoodline knows."""
+        if cls is Instant:
+            return _parse_cached(file_name)
+        return cls._parse(file_name)
+
+    @classmethod
+    def _parse(cls, file_name: str) -> Instant | None:
         parts = file_name.split(".")
         if len(parts) < 2 or len(parts) > 3 or not _TS_RE.match(parts[0]):
             return None
@@ -127,6 +134,12 @@ class Instant:
 
     def __str__(self) -> str:
         return f"[{self.timestamp}__{self.action}__{self.state.name}]"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(file_name: str) -> Instant | None:
+    # instants are immutable and timelines are re-listed often: parse each name once
+    return Instant._parse(file_name)
 
 
 def is_valid_timestamp(ts: str) -> bool:

@@ -84,13 +84,20 @@ class Timeline:
             names = os.listdir(self.meta_path)
         except FileNotFoundError:
             raise TimelineError(f"timeline folder '{self.meta_path}' does not exist") from None
-        files = sorted(i for i in (Instant.parse(n) for n in names) if i is not None)
+        self._set([i for i in (Instant.parse(n) for n in names) if i is not None])
+        return self
+
+    def _set(self, instants: list[Instant]) -> None:
+        files = sorted(instants, key=Instant.sort_key)
         latest: dict[tuple[str, str], Instant] = {}
         for inst in files:  # sorted: later states overwrite earlier ones
             latest[(inst.timestamp, inst.action)] = inst
         self._files = files
-        self._latest = sorted(latest.values())
-        return self
+        self._latest = sorted(latest.values(), key=Instant.sort_key)
+
+    def _added(self, instant: Instant) -> None:
+        """Record a state file this object just created (saves a directory listing)."""
+        self._set([*self._files, instant])
 
     def instant_files(self) -> list[Instant]:
         """Every state file on disk (requested, inflight and completed of the same instant)."""
@@ -167,7 +174,7 @@ class Timeline:
             )
         inst = Instant(timestamp, action, State.REQUESTED)
         self._create(inst, content)
-        self.reload()
+        self._added(inst)
         return inst
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -181,7 +188,7 @@ class Timeline:
         if self.exists(instant.with_state(State.COMPLETED)):
             raise TimelineError(f"cannot move {instant} to inflight: it is already completed")
         self._create(inflight, content)
-        self.reload()
+        self._added(inflight)
         return inflight
 
     def complete(
@@ -228,7 +235,7 @@ class Timeline:
                 raise TimelineError("extra_metadata applies to CommitMetadata bodies only")
             data = metadata
         self._create(completed, data)
-        self.reload()
+        self._added(completed)
         return completed
 
     def delete_pending_files(self, instant: Instant) -> None:
