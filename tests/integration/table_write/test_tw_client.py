@@ -361,3 +361,25 @@ def test_failure_mid_write_rolls_the_instant_back(
     client.upsert(rows([1], region="us", ts=5, v="again"))
     assert snapshot_dict(table)[("us", 1)] == (5, "again1")
     check_all(table)
+
+
+def test_bloom_index_without_footer_keys_still_finds_existing_keys(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    """A base file written by a tool that stores no bloom filter/key range (only the Hudi meta
+    columns) is checked exactly, so an upsert updates instead of duplicating."""
+    table = new_table("BLOOM", partition_fields=())
+    client = client_for(table)
+    client.insert(rows([1, 2, 3]))
+    (f,) = latest_base_files(table)
+    data = pq.read_table(f).replace_schema_metadata(None)
+    pq.write_table(data, f)  # same rows, no footer keys
+    assert BLOOM_FILTER_KEY.encode() not in (pq.read_metadata(f).metadata or {})
+    client.upsert(rows([2, 4], ts=7, v="n"))
+    assert snapshot_dict(table) == {
+        ("eu", 1): (1, "v1"),
+        ("eu", 2): (7, "n2"),
+        ("eu", 3): (1, "v3"),
+        ("eu", 4): (7, "n4"),
+    }
+    assert_hudi_matches_hoodline(table)

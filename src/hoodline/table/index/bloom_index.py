@@ -15,6 +15,7 @@ Python call per record.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -70,7 +71,12 @@ def read_footer_index(path: str | Path) -> FooterIndex:
             flt = deserialize(serialized, text(BLOOM_FILTER_TYPE_KEY))
         except BloomFilterError:
             flt = None  # unusable filter: every key in range stays a candidate
-    return FooterIndex(md.num_rows, text(MIN_RECORD_KEY), text(MAX_RECORD_KEY), flt)
+    lo, hi = text(MIN_RECORD_KEY), text(MAX_RECORD_KEY)
+    if lo is not None and hi is not None and any(ord(c) >= 0xD800 for c in lo + hi):
+        # Java orders strings by UTF-16 code units, Arrow by UTF-8 bytes; the two orders can only
+        # disagree around characters >= U+D800, so such a range is not used for pruning.
+        lo = hi = None
+    return FooterIndex(md.num_rows, lo, hi, flt)
 
 
 class _FooterCache:
@@ -80,14 +86,16 @@ class _FooterCache:
         self._lock = threading.Lock()
 
     def get(self, path: str) -> FooterIndex:
+        st = os.stat(path)
+        key = f"{path}\x00{st.st_size}\x00{st.st_mtime_ns}"  # a replaced file is re-read
         with self._lock:
-            hit = self._data.get(path)
+            hit = self._data.get(key)
             if hit is not None:
-                self._data.move_to_end(path)
+                self._data.move_to_end(key)
                 return hit
         info = read_footer_index(path)
         with self._lock:
-            self._data[path] = info
+            self._data[key] = info
             while len(self._data) > self._capacity:
                 self._data.popitem(last=False)
         return info
