@@ -139,3 +139,19 @@ def test_missing_writer_report_is_detected() -> None:
 def test_second_session_is_refused_while_one_runs(local: HoodlineSpark) -> None:
     with pytest.raises(SparkRuntimeError, match="already running"):
         start_session(SparkSettings(master="local[1]"))
+
+
+def test_python_workers_are_reused_across_jobs(local: HoodlineSpark) -> None:
+    """Worker reuse lets per-process caches (e.g. a Kafka consumer) live across rounds."""
+    import os
+
+    def fn(i: int) -> Iterator[pa.RecordBatch]:
+        yield pa.RecordBatch.from_pylist([{"pid": os.getpid()}],
+                                         schema=pa.schema([("pid", pa.int64())]))
+
+    first = set(collect_table(per_subtask(local.session, 4, fn, "pid long")).column("pid")
+                .to_pylist())
+    second = set(collect_table(per_subtask(local.session, 4, fn, "pid long")).column("pid")
+                 .to_pylist())
+    assert len(first) <= 2  # local[2]: at most two concurrent workers, reused by the 4 tasks
+    assert second <= first
