@@ -13,7 +13,7 @@ from hoodline.errors import FetchError, FileSourceError, SourceError
 from hoodline.source.api import InputStatus
 from hoodline.source.base import RecordsBySplits, RecordsWithSplitIds, SplitReader, SplitsChange
 from hoodline.source.base.handover import HandoverQueue
-from hoodline.source.drive import poll_until_end, read_bounded_plan
+from hoodline.source.drive import BoundedPlanRun, poll_until_end, read_bounded_plan
 from hoodline.source.output import CollectingOutput
 from hoodline.testing.number_source import (
     NumberSourceReader,
@@ -211,3 +211,56 @@ def test_records_by_splits_builder() -> None:
     assert r.split_ids() == ["a"]
     assert not r.is_empty()
     assert not RecordsBySplits.finished_only(["z"]).is_empty()
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_bounded_plan_run_yields_batches_then_states(threaded: bool) -> None:
+    reader = _KeepingReader(RecordingReaderContext(), threaded=threaded, batch_size=4)
+    run = BoundedPlanRun(reader, [NumberSplit("a", 0, 10), NumberSplit("b", 3, 6)], checkpoint_id=2)
+    with pytest.raises(SourceError, match="not read to its end"):
+        _ = run.split_states
+    batches = list(run)
+    assert sorted(_ids(batches)) == sorted([*range(10), 3, 4, 5])
+    assert sorted(run.split_states, key=lambda s: s.split_id) == [
+        NumberSplit("a", 10, 10),
+        NumberSplit("b", 6, 6),
+    ]
+    with pytest.raises(SourceError, match="only once"):
+        list(run)
+
+
+def test_bounded_plan_run_closes_the_reader_when_iteration_stops_early() -> None:
+    reader = _reader(True, batch_size=2)
+    run = BoundedPlanRun(reader, [NumberSplit("a", 0, 100)], checkpoint_id=1)
+    it = iter(run)
+    next(it)
+    it.close()  # e.g. the consumer of a mapInArrow iterator went away
+    with pytest.raises(SourceError, match="closed"):
+        reader.poll_next(CollectingOutput())
+
+
+class _EmptyFetchSplitReader(SplitReader[pa.RecordBatch, NumberSplit]):
+    def __init__(self) -> None:
+        self.fetches = 0
+
+    def handle_splits_changes(self, change: SplitsChange[NumberSplit]) -> None:
+        pass
+
+    def fetch(self) -> RecordsWithSplitIds[pa.RecordBatch]:
+        self.fetches += 1
+        return RecordsBySplits()
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_split_readers_with_nothing_to_read_are_not_spun(threaded: bool) -> None:
+    fake = _EmptyFetchSplitReader()
+    reader = _FakeReader(fake, threaded=threaded)
+    reader.add_splits([NumberSplit("idle", 0, None)])
+    out = CollectingOutput()
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:
+        if reader.poll_next(out) is InputStatus.NOTHING_AVAILABLE:
+            reader.wait_available(0.1)
+    reader.close()
+    # with a 10 ms back-off at most ~30 fetches fit in 0.3 s; a spinning loop does thousands
+    assert 1 <= fake.fetches <= 60, fake.fetches

@@ -77,10 +77,16 @@ class FetcherManager(ABC, Generic[E, SplitT]):
 class SynchronousFetcherManager(FetcherManager[E, SplitT]):
     """Fetches on the caller's thread inside :meth:`poll`."""
 
-    def __init__(self, split_reader_factory: Callable[[], SplitReader[E, SplitT]]) -> None:
+    def __init__(
+        self,
+        split_reader_factory: Callable[[], SplitReader[E, SplitT]],
+        idle_backoff: float = 0.01,
+    ) -> None:
         super().__init__(split_reader_factory)
         self._changes: deque[SplitsChange[SplitT]] = deque()
         self._closed = False
+        self._idle_backoff = idle_backoff
+        self._last_fetch_empty = False
 
     def add_splits(self, splits: Sequence[SplitT]) -> None:
         self._changes.append(SplitsAddition(list(splits)))
@@ -99,10 +105,15 @@ class SynchronousFetcherManager(FetcherManager[E, SplitT]):
         except Exception as exc:
             raise _as_fetch_error(exc, self._split_reader, list(self._assigned)) from exc
         self._assigned.difference_update(records.finished_splits())
-        return None if records.is_empty() else records
+        self._last_fetch_empty = records.is_empty()
+        return None if self._last_fetch_empty else records
 
     def wait_available(self, timeout: float) -> bool:
-        if self._changes or self._assigned:
+        if self._changes:
+            return True
+        if self._assigned:
+            if self._last_fetch_empty:  # the split reader had nothing: do not spin on it
+                time.sleep(max(0.0, min(timeout, self._idle_backoff)))
             return True
         # Nothing can arrive except through this thread: honour the timeout without spinning.
         time.sleep(max(0.0, timeout))
@@ -122,8 +133,10 @@ class ThreadedFetcherManager(FetcherManager[E, SplitT]):
         split_reader_factory: Callable[[], SplitReader[E, SplitT]],
         queue_capacity: int = 2,
         thread_name: str = "hoodline-fetcher",
+        idle_backoff: float = 0.01,
     ) -> None:
         super().__init__(split_reader_factory)
+        self._idle_backoff = idle_backoff
         self._queue: HandoverQueue[RecordsWithSplitIds[E]] = HandoverQueue(queue_capacity)
         self._cond = threading.Condition()
         self._changes: deque[SplitsChange[SplitT]] = deque()
@@ -169,13 +182,21 @@ class ThreadedFetcherManager(FetcherManager[E, SplitT]):
                     continue
                 records = self._split_reader.fetch()
                 self._assigned.difference_update(records.finished_splits())
-                if not records.is_empty() and not self._queue.put(records):
+                if records.is_empty():
+                    self._back_off()
+                elif not self._queue.put(records):
                     return
         except BaseException as exc:  # hand every failure to the poller
             self._error = _as_fetch_error(exc, self._split_reader, list(self._assigned))
             if self._error is not exc:
                 self._error.__cause__ = exc
             self._queue.notify()
+
+    def _back_off(self) -> None:
+        """An empty fetch: pause briefly (new splits or shutdown end the pause) to not spin."""
+        with self._cond:
+            if not self._shutdown and not self._changes:
+                self._cond.wait(self._idle_backoff)
 
     def _raise_error(self) -> None:
         if self._error is not None:
