@@ -80,9 +80,13 @@ class HandWriter:
         pieces = []
         updated = 0
         if old is not None:
-            drop = pa.array(list(delete_keys) + (rows.column("id").to_pylist() if rows else []))
+            new_ids = rows.column("id").to_pylist() if rows is not None else []
+            drop = pa.array(list(delete_keys) + new_ids, pa.string())
             keep_mask = pc.invert(pc.is_in(old.column("_hoodie_record_key"), value_set=drop))
-            updated = old.num_rows - pc.sum(keep_mask.cast(pa.int64())).as_py() if rows else 0
+            is_update = pc.is_in(
+                old.column("_hoodie_record_key"), value_set=pa.array(new_ids, pa.string())
+            )
+            updated = pc.sum(is_update.cast(pa.int64())).as_py() or 0
             kept = old.filter(keep_mask)
             kept = kept.set_column(
                 kept.column_names.index("_hoodie_file_name"),
