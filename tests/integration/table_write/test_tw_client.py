@@ -26,6 +26,7 @@ from hoodline.table.index.bucket import bucket_ids, bucket_of_file_id
 from hoodline.table.read import latest_base_files, read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
+from hoodline.table.write.options import DEFAULT_PAYLOAD
 from hoodline.testing.hudi_oracle import (
     assert_hudi_matches_hoodline,
     assert_rows_equal,
@@ -383,3 +384,34 @@ def test_bloom_index_without_footer_keys_still_finds_existing_keys(
         ("eu", 4): (7, "n4"),
     }
     assert_hudi_matches_hoodline(table)
+
+
+def test_default_payload_keeps_newer_stored_rows(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type)
+    opts = {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD}
+    client = client_for(table, opts)
+    client.insert(rows([1, 2, 3], ts=5, v="first"))
+    # 1: older event (ignored), 2: same ordering value (incoming wins), 3: newer, 4: new key
+    client.upsert(rows([1, 2, 3, 4], ts=[4, 5, 6, 1], v="late"))
+    assert snapshot_dict(table) == {
+        ("eu", 1): (5, "first1"),
+        ("eu", 2): (5, "late2"),
+        ("eu", 3): (6, "late3"),
+        ("eu", 4): (1, "late4"),
+    }
+    md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+    assert sum(s.num_update_writes for s in md.write_stats()) == 2
+    assert sum(s.num_inserts for s in md.write_stats()) == 1
+    check_all(table)
+
+
+def test_default_overwrite_payload_lets_late_events_win(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM")
+    client = client_for(table)
+    client.insert(rows([1], ts=5, v="first"))
+    client.upsert(rows([1], ts=4, v="late"))
+    assert snapshot_dict(table) == {("eu", 1): (4, "late1")}

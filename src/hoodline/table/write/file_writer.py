@@ -44,7 +44,7 @@ from hoodline.table.markers import Markers
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write import hooks
-from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.options import DEFAULT_PAYLOAD, WriteOptions
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
     FILE_ID,
@@ -149,6 +149,28 @@ def _old_rows(table: pa.Table, ctx: WriteContext, source: str) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
 
 
+def _keep_newer_stored(
+    ctx: WriteContext, old: pa.Table, upserts: pa.Table, replaced: pa.ChunkedArray
+) -> tuple[pa.ChunkedArray, pa.Table]:
+    """DefaultHoodieRecordPayload: a stored row whose ordering value is greater than the
+    incoming one's stays; that incoming record is dropped. Returns (replaced mask, upserts)."""
+    ordering = ctx.config.precombine_field
+    if ordering is None or ordering not in old.schema.names:
+        return replaced, upserts
+    want = ctx.data_schema.field(ordering).type
+    old_ord = pc.cast(old.column(ordering), want)
+    new_ord = pc.cast(upserts.column(ordering), want)
+    new_keys = upserts.column(RECORD_KEY).combine_chunks()
+    pos = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
+    incoming = pc.take(new_ord, pos)
+    stored_wins = pc.fill_null(pc.greater(old_ord, incoming), False)
+    if not pc.any(stored_wins).as_py():
+        return replaced, upserts
+    kept_keys = pc.filter(old.column(RECORD_KEY), stored_wins)
+    upserts = upserts.filter(pc.invert(pc.is_in(upserts.column(RECORD_KEY), value_set=kept_keys)))
+    return pc.and_(replaced, pc.invert(stored_wins)), upserts
+
+
 def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str, str]:
     if len(keys) == 0:
         return {}
@@ -218,6 +240,9 @@ def write_file_group(
         old = pq.read_table(base_path).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
+        if ctx.options.payload_class == DEFAULT_PAYLOAD and upserts.num_rows:
+            replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced)
+            new_keys = upserts.column(RECORD_KEY).combine_chunks()
         deleted = pc.is_in(old_keys, value_set=delete_keys)
         num_updates = int(pc.sum(replaced).as_py() or 0)
         num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)

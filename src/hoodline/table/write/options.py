@@ -90,6 +90,19 @@ CLEAN_AUTOMATIC = cfg.option(
 )
 #: declared by the clean module (table-meta); the writer reads it when cleaning automatically
 CLEAN_COMMITS_RETAINED = CLEANER_COMMITS_RETAINED
+OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+PAYLOAD_CLASS = cfg.option(
+    "hoodie.datasource.write.payload.class",
+    str,
+    OVERWRITE_WITH_LATEST,
+    "How an incoming record merges with the stored one of the same key (Hudi payload class "
+    "names). OverwriteWithLatestAvroPayload: the incoming record always replaces the stored one. "
+    "DefaultHoodieRecordPayload: the stored record is kept when its ordering (precombine) value "
+    "is greater than the incoming one's (late, out-of-order events do not overwrite newer data). "
+    "Within one batch the highest ordering value always wins.",
+    choices=(OVERWRITE_WITH_LATEST, DEFAULT_PAYLOAD),
+)
 LOCK_OWNER = cfg.option(
     "hoodline.write.lock.owner",
     str,
@@ -109,6 +122,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     PARQUET_ROW_GROUP_ROWS,
     CLEAN_AUTOMATIC,
     CLEAN_COMMITS_RETAINED,
+    PAYLOAD_CLASS,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
     LOCK_HEARTBEAT_SECONDS,
@@ -130,6 +144,7 @@ class WriteOptions:
     row_group_rows: int = PARQUET_ROW_GROUP_ROWS.default
     clean_automatic: bool = CLEAN_AUTOMATIC.default
     clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
+    payload_class: str = PAYLOAD_CLASS.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
     lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default
@@ -150,6 +165,7 @@ class WriteOptions:
             row_group_rows=o.get(PARQUET_ROW_GROUP_ROWS),
             clean_automatic=o.get(CLEAN_AUTOMATIC),
             clean_commits_retained=o.get(CLEAN_COMMITS_RETAINED),
+            payload_class=o.get(PAYLOAD_CLASS),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
             lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),
