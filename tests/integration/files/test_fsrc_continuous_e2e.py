@@ -28,6 +28,7 @@ from hoodline.connectors.files import (
     FileSource,
     FileSourceConfig,
     FileSourceSplit,
+    FileSplitEnumerator,
 )
 from hoodline.source.serialization import read_versioned
 from hoodline.testing.lifecycle import SourceLifecycleDriver
@@ -82,6 +83,15 @@ class DirectoryWriter(threading.Thread):
             with open(path, "w") as f:
                 f.writelines(json.dumps({"id": i, "name": n}) + "\n" for i, n in zip(ids, names,
                                                                                    strict=True))
+
+
+def _diagnostics(driver: SourceLifecycleDriver[FileSourceSplit, object]) -> str:
+    enumerator = driver.coordinator.enumerator
+    assert isinstance(enumerator, FileSplitEnumerator)
+    return (
+        f"readers hold {driver.owned_splits()}; enumerator pending "
+        f"{[str(s) for s in enumerator.pending_splits]}, assignment {enumerator.assignment}"
+    )
 
 
 @pytest.mark.slow
@@ -149,7 +159,8 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
                 stalled_rounds = stalled_rounds + 1 if committed_rows == last_committed else 0
                 last_committed = committed_rows
                 assert stalled_rounds < 300, (
-                    f"stalled at {committed_rows} of {len(writer.expected)} rows: rows lost"
+                    f"stalled at {committed_rows} of {len(writer.expected)} rows: rows lost; "
+                    f"{_diagnostics(driver)}"
                 )
     finally:
         writer.done.wait(10)

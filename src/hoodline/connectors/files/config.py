@@ -30,6 +30,7 @@ class FileSourceConfig:
     jsonl_byte_ranges: bool = True
     batch_size: int = 64 * 1024
     block_size: int = 4 * 1024 * 1024
+    use_threads: bool = True
     csv_delimiter: str = ","
     csv_header: bool = True
     tolerate_errors: bool = False
@@ -77,6 +78,7 @@ class FileSourceConfig:
             jsonl_byte_ranges=opts.get(o.JSONL_BYTE_RANGES),
             batch_size=opts.get(o.BATCH_SIZE),
             block_size=opts.get(o.BLOCK_SIZE),
+            use_threads=opts.get(o.USE_THREADS),
             csv_delimiter=opts.get(o.CSV_DELIMITER),
             csv_header=opts.get(o.CSV_HEADER),
             tolerate_errors=opts.get(o.ERRORS_TOLERANCE) == "all",

@@ -133,6 +133,14 @@ BLOCK_SIZE = option(
     minimum=1024,
 )
 
+USE_THREADS = option(
+    "read.use-threads",
+    bool,
+    True,
+    "Let pyarrow parse with its thread pool (about 2-3x faster for JSON and CSV on several "
+    "cores). Turn off when many readers share few cores.",
+)
+
 CSV_DELIMITER = option(
     "csv.delimiter",
     str,
@@ -182,6 +190,7 @@ ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (
     JSONL_BYTE_RANGES,
     BATCH_SIZE,
     BLOCK_SIZE,
+    USE_THREADS,
     CSV_DELIMITER,
     CSV_HEADER,
     ERRORS_TOLERANCE,

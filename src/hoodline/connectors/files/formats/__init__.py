@@ -44,9 +44,14 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
     """Record batches of ``split`` (in file order), skipping ``split.records_to_skip`` records."""
     check_unchanged(split)
     if config.format == "parquet":
-        return read_parquet(split, config.schema, config.batch_size)
+        return read_parquet(split, config.schema, config.batch_size, config.use_threads)
     if config.format == "jsonl":
-        return read_jsonl(split, config.schema, config.block_size)
+        return read_jsonl(split, config.schema, config.block_size, config.use_threads)
     return read_csv(
-        split, config.schema, config.block_size, config.csv_delimiter, config.csv_header
+        split,
+        config.schema,
+        config.block_size,
+        config.csv_delimiter,
+        config.csv_header,
+        config.use_threads,
     )

@@ -29,19 +29,17 @@ class _RowProblem:
         return "error"
 
 
-def read_csv(
+def _options(
     split: FileSourceSplit,
     schema: pa.Schema | None,
     block_size: int,
     delimiter: str,
     header: bool,
-) -> Iterator[pa.RecordBatch]:
-    """Batches of a CSV file after skipping ``split.records_to_skip`` data rows."""
-    if split.size == 0:
-        return
-    problem = _RowProblem()
+    use_threads: bool,
+    problem: _RowProblem,
+) -> tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions]:
     read_options = pcsv.ReadOptions(
-        use_threads=False,
+        use_threads=use_threads,
         block_size=block_size,
         skip_rows_after_names=split.records_to_skip,
         column_names=None if header else (schema.names if schema is not None else None),
@@ -52,14 +50,30 @@ def read_csv(
         include_columns=schema.names if schema is not None else None,
         include_missing_columns=False,
     )
+    return read_options, parse_options, convert_options
+
+
+def read_csv(
+    split: FileSourceSplit,
+    schema: pa.Schema | None,
+    block_size: int,
+    delimiter: str,
+    header: bool,
+    use_threads: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    """Batches of a CSV file after skipping ``split.records_to_skip`` data rows."""
+    if split.size == 0:
+        return
+    problem = _RowProblem()
+    options = _options(split, schema, block_size, delimiter, header, use_threads, problem)
     where = split.describe()
     try:
         if schema is not None:
             reader = pcsv.open_csv(
                 split.path,
-                read_options=read_options,
-                parse_options=parse_options,
-                convert_options=convert_options,
+                read_options=options[0],
+                parse_options=options[1],
+                convert_options=options[2],
             )
             for batch in reader:
                 if batch.num_rows:
@@ -67,9 +81,9 @@ def read_csv(
         else:
             table = pcsv.read_csv(
                 split.path,
-                read_options=read_options,
-                parse_options=parse_options,
-                convert_options=convert_options,
+                read_options=options[0],
+                parse_options=options[1],
+                convert_options=options[2],
             )
             for batch in table.to_batches():
                 if batch.num_rows:
@@ -79,8 +93,36 @@ def read_csv(
     except FileNotFoundError as exc:
         raise FileSourceError(f"{where} disappeared before it was read: {exc}") from exc
     except (pa.ArrowException, OSError, ValueError) as exc:
-        if problem.line is not None:
+        line = problem.line
+        if line is None and use_threads:
+            line = _locate_bad_row(split, schema, block_size, delimiter, header)
+        if line is not None:
             raise FileSourceError(
-                f"file '{split.path}' line {problem.line} is not a valid CSV row: {exc}"
+                f"file '{split.path}' line {line} is not a valid CSV row: {exc}"
             ) from exc
         raise FileSourceError(f"{where} cannot be parsed as CSV: {exc}") from exc
+
+
+def _locate_bad_row(
+    split: FileSourceSplit,
+    schema: pa.Schema | None,
+    block_size: int,
+    delimiter: str,
+    header: bool,
+) -> int | None:
+    """Error path only: parse again single-threaded, where pyarrow reports row numbers."""
+    problem = _RowProblem()
+    read_options, parse_options, convert_options = _options(
+        split, schema, block_size, delimiter, header, False, problem
+    )
+    try:
+        for _ in pcsv.open_csv(
+            split.path,
+            read_options=read_options,
+            parse_options=parse_options,
+            convert_options=convert_options,
+        ):
+            pass
+    except (pa.ArrowException, OSError, ValueError):
+        pass
+    return problem.line

@@ -31,7 +31,7 @@ from hoodline.errors import FileSourceError
 
 
 def read_jsonl(
-    split: FileSourceSplit, schema: pa.Schema | None, block_size: int
+    split: FileSourceSplit, schema: pa.Schema | None, block_size: int, use_threads: bool = True
 ) -> Iterator[pa.RecordBatch]:
     """Batches of the lines owned by ``split``, after skipping ``split.records_to_skip`` records."""
     try:
@@ -48,7 +48,7 @@ def read_jsonl(
         to_skip = split.records_to_skip
         where = split.describe()
         try:
-            for batch in _batches(f, start, end, schema, block_size):
+            for batch in _batches(f, start, end, schema, block_size, use_threads):
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
                     yield conform(rest, schema, where)
@@ -61,11 +61,16 @@ def read_jsonl(
 
 
 def _batches(
-    f: io.BufferedReader, start: int, end: int, schema: pa.Schema | None, block_size: int
+    f: io.BufferedReader,
+    start: int,
+    end: int,
+    schema: pa.Schema | None,
+    block_size: int,
+    use_threads: bool,
 ) -> Iterator[pa.RecordBatch]:
     if _only_whitespace(f, start, end):
         return
-    read_options = pj.ReadOptions(use_threads=False, block_size=block_size)
+    read_options = pj.ReadOptions(use_threads=use_threads, block_size=block_size)
     if schema is not None:
         parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         stream = io.BufferedReader(RangeReader(f, start, end), buffer_size=block_size)

@@ -48,7 +48,7 @@ def _compressed_size(meta: pq.FileMetaData, g: int) -> int:
 
 
 def read_parquet(
-    split: FileSourceSplit, schema: pa.Schema | None, batch_size: int
+    split: FileSourceSplit, schema: pa.Schema | None, batch_size: int, use_threads: bool = True
 ) -> Iterator[pa.RecordBatch]:
     """Batches of ``split`` minus ``split.records_to_skip`` leading rows, row group by row group."""
     pf = _open(split.path)
@@ -71,7 +71,9 @@ def read_parquet(
             continue
         where = f"file '{split.path}' row group {g}"
         try:
-            for batch in pf.iter_batches(batch_size=batch_size, row_groups=[g], columns=columns):
+            for batch in pf.iter_batches(
+                batch_size=batch_size, row_groups=[g], columns=columns, use_threads=use_threads
+            ):
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
                     yield conform(rest, schema, where)
