@@ -75,8 +75,12 @@ def read_file_slices(
     row_filter: pc.Expression | None = None,
     schema: pa.Schema | None = None,
 ) -> pa.Table:
-    """Read the base files of ``slices``, conformed to the table schema (or ``schema``)."""
-    target = _select(schema if schema is not None else table_schema(table), columns)
+    """Read the base files of ``slices``, conformed to the table schema (or ``schema``).
+
+    ``row_filter`` may reference any table column (also ones not in ``columns``, and ones
+    missing from old files, which read as null)."""
+    full = schema if schema is not None else table_schema(table)
+    target = _select(full, columns)
     parts: list[pa.Table] = []
     for s in slices:
         path = table.absolute(s.base_file)
@@ -87,13 +91,17 @@ def read_file_slices(
                 f"base file '{path}' of committed instant {s.base_instant} is missing "
                 "(cleaned or deleted outside hoodline)"
             ) from None
-        wanted = [n for n in target.names if n in file_schema.names]
-        if row_filter is not None and COMMIT_TIME not in wanted:
-            wanted.append(COMMIT_TIME)
-        data = pq.read_table(path, columns=wanted)
-        if row_filter is not None:
+        if row_filter is None:
+            wanted = [n for n in target.names if n in file_schema.names]
+            parts.append(_conform(pq.read_table(path, columns=wanted), target, str(path)))
+            continue
+        wanted = [n for n in full.names if n in file_schema.names]
+        data = _conform(pq.read_table(path, columns=wanted), full, str(path))
+        try:
             data = data.filter(row_filter)
-        parts.append(_conform(data, target, str(path)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise TableError(f"row filter {row_filter} cannot be applied: {exc}") from None
+        parts.append(data.select(target.names))
     if not parts:
         return target.empty_table()
     return pa.concat_tables(parts)
@@ -117,15 +125,19 @@ def _check_not_cleaned(table: HudiTable, ts: str, what: str) -> None:
 
 
 def read_snapshot(
-    table: HudiTable, as_of: str | None = None, columns: Sequence[str] | None = None
+    table: HudiTable,
+    as_of: str | None = None,
+    columns: Sequence[str] | None = None,
+    row_filter: pc.Expression | None = None,
 ) -> pa.Table:
-    """Rows of the table at ``as_of`` (None = latest completed commit).
+    """Rows of the table at ``as_of`` (None = latest completed commit), optionally filtered by a
+    pyarrow compute expression (e.g. ``pc.field("region") == "us"``).
 
     Raises :class:`TableError` for an ``as_of`` older than what cleaning retained."""
     view = table.fs_view(as_of=as_of)
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
-    return read_file_slices(table, view.latest_file_slices(), columns)
+    return read_file_slices(table, view.latest_file_slices(), columns, row_filter)
 
 
 def iter_snapshot_batches(

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from tm_handwriter import HandWriter, rows
 
+from hoodline.errors import TableError
 from hoodline.table import read
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
@@ -194,3 +195,17 @@ def test_iter_snapshot_batches_equals_snapshot(table: HudiTable, writer: HandWri
     assert_rows_equal(read.read_snapshot(table), got)
     got = pa.Table.from_batches(list(read.iter_snapshot_batches(table, c2, columns=["id", "note"])))
     assert got.num_rows == 51 and got.column_names == ["id", "note"]
+
+
+def test_snapshot_row_filter_on_any_column(table: HudiTable, writer: HandWriter) -> None:
+    import pyarrow.compute as pc
+
+    writer.upsert({US: rows(["a", "b"], "us", [1, 2]), EU: rows(["x"], "eu", [9])})
+    writer.upsert({US: rows(["c"], "us", [3], note=["n"])})
+    got = read.read_snapshot(table, columns=["id"], row_filter=pc.field("val") >= 2)
+    assert sorted(got.column("id").to_pylist()) == ["b", "c", "x"] and got.column_names == ["id"]
+    # 'note' is missing from the eu file: it reads as null there
+    got = read.read_snapshot(table, row_filter=pc.field("note").is_null())
+    assert sorted(got.column("id").to_pylist()) == ["a", "b", "x"]
+    with pytest.raises(TableError, match="cannot be applied"):
+        read.read_snapshot(table, row_filter=pc.field("nope") == 1)
