@@ -88,6 +88,18 @@ def hudi_completed_commits(path: str | os.PathLike[str]) -> list[str]:
     return sorted(i.timestamp for i in found)
 
 
+def hudi_latest_extra_metadata(path: str | os.PathLike[str], key: str) -> str | None:
+    """``extraMetadata[key]`` of the newest completed commit carrying it, read via hudi-rs."""
+    import json
+
+    tl = hudi_table(path).get_timeline()
+    for inst in tl.get_completed_commits(desc=True):
+        value = json.loads(tl.get_instant_metadata_in_json(inst)).get("extraMetadata", {}).get(key)
+        if value is not None:
+            return str(value)
+    return None
+
+
 def hudi_file_slices(path: str | os.PathLike[str], as_of: str | None = None) -> list[str]:
     """Relative base file paths hudi-rs would read (sorted)."""
     hudi = _hudi()

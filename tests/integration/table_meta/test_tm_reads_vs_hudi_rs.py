@@ -20,6 +20,7 @@ from hoodline.testing.hudi_oracle import (
     assert_rows_equal,
     assert_unique_keys,
     hudi_incremental,
+    hudi_latest_extra_metadata,
     hudi_snapshot,
     hudi_table,
 )
@@ -139,8 +140,11 @@ def test_commit_extra_metadata_visible_to_hudi_rs(table: HudiTable, writer: Hand
     ts = writer.upsert({US: rows(["a"], "us", [1])}, extra={"hoodline.checkpoint": ck})
     found = table.timeline.latest_extra_metadata("hoodline.checkpoint")
     assert found is not None and found[0].timestamp == ts and found[1] == ck
+    writer.upsert({US: rows(["b"], "us", [2])})  # a commit without the key
+    assert hudi_latest_extra_metadata(table.base_path, "hoodline.checkpoint") == ck
+    assert hudi_latest_extra_metadata(table.base_path, "absent") is None
     tl = hudi_table(table.base_path).get_timeline()
-    inst = tl.get_completed_commits()[-1]
+    inst = tl.get_completed_commits()[0]
     body = json.loads(tl.get_instant_metadata_in_json(inst))
     assert body["extraMetadata"]["hoodline.checkpoint"] == ck
     assert json.loads(body["extraMetadata"]["schema"])["type"] == "record"

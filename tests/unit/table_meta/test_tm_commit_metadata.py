@@ -75,3 +75,39 @@ def test_invalid_json_names_source() -> None:
 def test_empty_body_is_empty_metadata() -> None:
     md = CommitMetadata.from_json_bytes(b"")
     assert md.partition_to_write_stats == {} and md.operation_type == "UNKNOWN"
+
+
+def test_reads_java_shaped_commit_with_unknown_fields() -> None:
+    body = {
+        "partitionToWriteStats": {
+            "2024/01": [
+                {
+                    "fileId": "f1-0",
+                    "path": "2024/01/f1-0_0-5-6_20240101000000000.parquet",
+                    "cdcStats": None,
+                    "prevCommit": "null",
+                    "numWrites": 10,
+                    "numDeletes": 0,
+                    "numUpdateWrites": 0,
+                    "numInserts": 10,
+                    "totalWriteBytes": 100,
+                    "totalWriteErrors": 0,
+                    "tempPath": None,
+                    "partitionPath": "2024/01",
+                    "totalLogRecords": 0,
+                    "fileSizeInBytes": 100,
+                    "minEventTime": None,
+                    "runtimeStats": {"totalScanTime": 0},
+                }
+            ]
+        },
+        "compacted": False,
+        "extraMetadata": {"schema": "{}", "deltastreamer.checkpoint.key": "t,0:5"},
+        "operationType": "UPSERT",
+        "writePartitionPaths": ["2024/01"],
+        "totalRecordsDeleted": 0,
+    }
+    md = CommitMetadata.from_json_bytes(json.dumps(body).encode())
+    assert md.write_stats()[0].prev_commit is None
+    assert md.extra_metadata["deltastreamer.checkpoint.key"] == "t,0:5"
+    assert md.file_paths() == ["2024/01/f1-0_0-5-6_20240101000000000.parquet"]
