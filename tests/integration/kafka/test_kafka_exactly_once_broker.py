@@ -214,3 +214,63 @@ def test_every_record_exactly_once_across_rescaling_restarts_pattern_topics_and_
         f"missing {len(set(produced) - set(read))}, unexpected {len(set(read) - set(produced))}"
     )
     assert table.num_rows == sum(produced.values()) == 1750
+
+
+def test_exactly_once_with_the_framework_lifecycle_driver(kafka: KafkaTestCluster) -> None:
+    """The same guarantee through hoodline.testing's SourceLifecycleDriver (threaded readers)."""
+    from hoodline.testing.lifecycle import SourceLifecycleDriver
+
+    prefix = unique_topic("drv")
+    produced: set[bytes] = set()
+
+    def produce(topic: str, counts: dict[int, int], start: dict[int, int] | None = None) -> None:
+        kafka.produce(topic, counts, start=start)
+        for p, n in counts.items():
+            s = (start or {}).get(p, 0)
+            produced.update(record_value(topic, p, i) for i in range(s, s + n))
+
+    def read_until_committed(driver: SourceLifecycleDriver, rows: int, checkpoint: bool) -> None:  # type: ignore[type-arg]
+        deadline = time.monotonic() + 30
+        while driver.committed_table().num_rows < rows:
+            assert time.monotonic() < deadline, driver.committed_table().num_rows
+            for r in range(driver.parallelism):
+                driver.poll(r, max_batches=8, wait=0.005)
+            if checkpoint:
+                driver.checkpoint_and_complete()
+
+    source = KafkaSource.from_options(
+        {
+            "properties.bootstrap.servers": kafka.bootstrap_servers,
+            "topic-pattern": f"{prefix}-.*",
+            "scan.split-assigner": "hash",
+            "scan.fetch.timeout": 0.05,
+            "scan.fetch.max-records": 300,
+        }
+    )
+    topic_a = kafka.create_topic(f"{prefix}-a", 4)
+    produce(topic_a, {0: 300, 1: 200, 2: 100, 3: 50})
+    with SourceLifecycleDriver(source, 3) as driver:
+        driver.start()
+        driver.run_async_calls()
+        read_until_committed(driver, 400, checkpoint=True)
+        for r in range(3):  # read more but lose it: the job restarts before a checkpoint
+            driver.poll(r, max_batches=4, wait=0.005)
+        driver.global_restart(parallelism=2)
+        topic_b = kafka.create_topic(f"{prefix}-b", 3)
+        produce(topic_b, {0: 80, 1: 80, 2: 80})
+        driver.run_async_calls()
+        read_until_committed(driver, 700, checkpoint=True)
+        driver.fail_reader(1)
+        driver.run_async_calls()
+        read_until_committed(driver, 890, checkpoint=True)
+        driver.global_restart(parallelism=4)
+        produce(topic_a, {1: 25}, start={1: 200})
+        driver.run_async_calls()
+        read_until_committed(driver, len(produced), checkpoint=True)
+        ids = driver.assert_each_split_once([])
+        assert len(ids) == 7
+        values = driver.committed_table(KAFKA_RECORD_SCHEMA)["value"].to_pylist()
+    counts = Counter(values)
+    assert not [v for v, c in counts.items() if c > 1], "duplicates"
+    assert set(counts) == produced
+    assert len(values) == 915
