@@ -69,3 +69,32 @@ def test_lock_of_dead_local_process_taken_at_once(table: HudiTable) -> None:
 def test_invalid_intervals(table: HudiTable) -> None:
     with pytest.raises(WriterLockError, match="below"):
         WriterLock(table, heartbeat_interval=5, expiry=1)
+
+
+def test_concurrent_contenders_exactly_one_wins(table: HudiTable) -> None:
+    import threading
+
+    n = 8
+    barrier = threading.Barrier(n)
+    won: list[WriterLock] = []
+    refused: list[str] = []
+
+    def contend(i: int) -> None:
+        lock = WriterLock(table, owner=f"c{i}", heartbeat_interval=0.05, expiry=30)
+        barrier.wait()
+        try:
+            won.append(lock.acquire())
+        except WriterLockError as exc:
+            refused.append(str(exc))
+
+    threads = [threading.Thread(target=contend, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(won) == 1 and len(refused) == n - 1
+        assert all(f"'{won[0].owner}'" in msg for msg in refused)
+    finally:
+        for lock in won:
+            lock.release()
