@@ -132,3 +132,178 @@ def _ddl(schema: pa.Schema) -> str:
 def spark_ddl(schema: pa.Schema) -> str:
     """Public form of the Arrow -> Spark DDL mapping used for ``mapInArrow`` output schemas."""
     return _ddl(schema)
+
+
+# -- one Spark job per round: data rows and control rows in one envelope -------------------------
+#
+# A round is a single Spark job: reader tasks emit record rows plus control rows (their split
+# states, their bad records); the shuffle by file group carries control rows along (their file
+# group column is null, so they all land in one writer task), writer tasks pass them through and
+# add one control row per WriteStatus (or one "empty" row). The driver gets everything it needs
+# to commit from one ``toArrow()``: no persist, no second action, no accumulators.
+
+KIND_COLUMN = "_kind"
+PAYLOAD_COLUMN = "_payload"
+
+RECORD = 0
+READER_STATE = 1
+BAD_RECORDS = 2
+WRITE_STATUS = 3
+WRITER_EMPTY = 4
+
+RESULT_SCHEMA = pa.schema(
+    [
+        pa.field(KIND_COLUMN, pa.int8(), nullable=False),
+        pa.field(TASK_COLUMN, pa.int32(), nullable=False),
+        pa.field(PAYLOAD_COLUMN, pa.binary()),
+    ]
+)
+
+
+def envelope_schema(data_schema: pa.Schema) -> pa.Schema:
+    """``data_schema`` (all nullable) plus the task, kind and payload columns."""
+    fields = [f.with_nullable(True) for f in data_schema]
+    return pa.schema([*fields, *RESULT_SCHEMA])
+
+
+def _control(schema: pa.Schema, kind: int, task: int, payload: bytes) -> pa.RecordBatch:
+    arrays = [pa.nulls(1, f.type) for f in schema][: len(schema) - 3]
+    arrays += [pa.array([kind], pa.int8()), pa.array([task], pa.int32()),
+               pa.array([payload], pa.binary())]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def batch_to_ipc(batch: pa.RecordBatch) -> bytes:
+    """Arrow IPC stream bytes of one batch (how bad records travel as a payload)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue())
+
+
+def ipc_to_batches(payload: bytes) -> list[pa.RecordBatch]:
+    return list(pa.ipc.open_stream(payload))
+
+
+class ReaderEmit:
+    """What a reader function yields besides record batches (see :func:`reader_stage`)."""
+
+    def __init__(self, kind: int, payload: bytes) -> None:
+        if kind not in (READER_STATE, BAD_RECORDS):
+            raise ValueError(f"a reader emits READER_STATE or BAD_RECORDS, not {kind}")
+        self.kind = kind
+        self.payload = payload
+
+
+def reader_stage(
+    spark: SparkSession,
+    n: int,
+    fn: Callable[[int], Iterator[pa.RecordBatch | ReaderEmit]],
+    data_schema: pa.Schema,
+) -> DataFrame:
+    """``n`` reader tasks; ``fn(i)`` yields record batches (``data_schema``) and
+    :class:`ReaderEmit` objects (exactly one ``READER_STATE``, optionally ``BAD_RECORDS``)."""
+    schema = envelope_schema(data_schema)
+    names = data_schema.names
+
+    def run(i: int) -> Iterator[pa.RecordBatch]:
+        states = 0
+        for item in fn(i):
+            if isinstance(item, ReaderEmit):
+                states += item.kind == READER_STATE
+                yield _control(schema, item.kind, i, item.payload)
+                continue
+            if item.num_rows == 0:
+                continue
+            n_rows = item.num_rows
+            cols = [item.column(name) for name in names]
+            cols += [pa.array([RECORD] * n_rows, pa.int8()), pa.array([i] * n_rows, pa.int32()),
+                     pa.nulls(n_rows, pa.binary())]
+            yield pa.RecordBatch.from_arrays(cols, schema=schema)
+        if states != 1:
+            raise SparkRuntimeError(
+                f"reader subtask {i} reported {states} split states; exactly one is required"
+            )
+
+    return per_subtask(spark, n, run, spark_ddl(schema))
+
+
+def writer_stage(
+    df: DataFrame,
+    writers: int,
+    file_group_column: str,
+    fn: Callable[[Iterator[pa.RecordBatch]], Iterator[bytes]],
+) -> DataFrame:
+    """Shuffle records by file group to ``writers`` tasks; ``fn`` gets this task's record
+    batches (control columns removed) and yields one serialized WriteStatus per file group."""
+    data_names = [n for n in df.columns if n not in (KIND_COLUMN, TASK_COLUMN, PAYLOAD_COLUMN)]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
+        task, _ = task_identity()
+        control: list[pa.RecordBatch] = []
+
+        def records() -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                kinds = batch.column(KIND_COLUMN)
+                is_record = pc.equal(kinds, RECORD)
+                if not pc.all(is_record).as_py():
+                    ctl = batch.filter(pc.invert(is_record))
+                    control.append(ctl.select([KIND_COLUMN, TASK_COLUMN, PAYLOAD_COLUMN]))
+                    batch = batch.filter(is_record)
+                if batch.num_rows:
+                    yield batch.select(data_names)
+
+        feed = records()
+        statuses = list(fn(feed))
+        for _ in feed:  # a writer that stopped early must not swallow reader control rows
+            pass
+        yield from (c.cast(RESULT_SCHEMA) for c in control)  # pass-through from readers
+        kind = WRITE_STATUS if statuses else WRITER_EMPTY
+        payloads = statuses or [b""]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([kind] * len(payloads), pa.int8()),
+             pa.array([task] * len(payloads), pa.int32()),
+             pa.array(payloads, pa.binary())],
+            schema=RESULT_SCHEMA,
+        )
+
+    return to_writers(df, writers, file_group_column).mapInArrow(run, spark_ddl(RESULT_SCHEMA))
+
+
+class RoundResult:
+    """What the driver needs to commit a round, checked for completeness."""
+
+    def __init__(self, table: pa.Table, readers: int, writers: int) -> None:
+        rows = table.to_pydict()
+        self.reader_states: dict[int, bytes] = {}
+        self.bad_records: list[pa.RecordBatch] = []
+        self.write_statuses: list[bytes] = []
+        writer_tasks: set[int] = set()
+        for kind, task, payload in zip(
+            rows[KIND_COLUMN], rows[TASK_COLUMN], rows[PAYLOAD_COLUMN], strict=True
+        ):
+            if kind == READER_STATE:
+                if task in self.reader_states:
+                    raise SparkRuntimeError(f"reader subtask {task} reported its state twice")
+                self.reader_states[task] = payload
+            elif kind == BAD_RECORDS:
+                self.bad_records.extend(ipc_to_batches(payload))
+            elif kind == WRITE_STATUS:
+                self.write_statuses.append(payload)
+                writer_tasks.add(task)
+            elif kind == WRITER_EMPTY:
+                writer_tasks.add(task)
+            else:
+                raise SparkRuntimeError(f"unexpected row kind {kind} in round results")
+        if set(self.reader_states) != set(range(readers)):
+            raise SparkRuntimeError(
+                f"split states came from reader subtasks {sorted(self.reader_states)}, expected "
+                f"0..{readers - 1}; not committing"
+            )
+        if writer_tasks != set(range(writers)):
+            raise SparkRuntimeError(
+                f"write results came from tasks {sorted(writer_tasks)}, expected "
+                f"0..{writers - 1}; not committing"
+            )

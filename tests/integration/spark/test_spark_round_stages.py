@@ -155,3 +155,73 @@ def test_python_workers_are_reused_across_jobs(local: HoodlineSpark) -> None:
                  .to_pylist())
     assert len(first) <= 2  # local[2]: at most two concurrent workers, reused by the 4 tasks
     assert second <= first
+
+
+def test_one_job_round_carries_states_bad_records_and_statuses(
+    local: HoodlineSpark, tmp_path: Path
+) -> None:
+    from hoodline.formats.json_decoder import JsonDecoder
+    from hoodline.pipeline.errors_table import build_error_batch
+    from hoodline.spark.stages import (
+        ReaderEmit,
+        RoundResult,
+        batch_to_ipc,
+        reader_stage,
+        writer_stage,
+    )
+
+    data_schema = pa.schema([("id", pa.int64()), ("name", pa.string()),
+                             ("file_group", pa.string())])
+    out_dir = str(tmp_path)
+
+    def read(i: int) -> Iterator[pa.RecordBatch | ReaderEmit]:
+        decoder = JsonDecoder(pa.schema([("id", pa.int64()), ("name", pa.string())]), ["id"])
+        offsets = list(range(i * 100, i * 100 + 100))
+        values = pa.array([b"not json" if o % 40 == 7 else
+                           json.dumps({"id": o, "name": f"n{o}"}).encode() for o in offsets],
+                          pa.binary())
+        result = decoder.decode(values)
+        recs = result.records
+        fg = pc.binary_join_element_wise(
+            pa.scalar("fg"), pc.cast(pc.bit_wise_and(recs.column("id"), 1), pa.string()), "-")
+        yield recs.append_column("file_group", fg).to_batches()[0]
+        if len(result.errors):
+            positions = pa.table({"topic": ["t"] * 100, "partition": pa.array([i] * 100,
+                                  pa.int32()), "offset": pa.array(offsets, pa.int64())})
+            bad = build_error_batch(result.errors, values, positions, source="kafka",
+                                    round_id=1)
+            yield ReaderEmit(2, batch_to_ipc(bad))
+        yield ReaderEmit(1, f"state-{i}:{offsets[-1] + 1}".encode())
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+        tables = [pa.Table.from_batches([b]) for b in batches]
+        if not tables:
+            return
+        data = pa.concat_tables(tables)
+        for fg in sorted(set(data.column("file_group").to_pylist())):
+            part = data.filter(pc.equal(data.column("file_group"), fg))
+            path = f"{out_dir}/{fg}.parquet"
+            pq.write_table(part, path)
+            yield json.dumps({"file_group": fg, "path": path, "rows": part.num_rows}).encode()
+
+    readers, writers = 3, 4
+    df = writer_stage(reader_stage(local.session, readers, read, data_schema), writers,
+                      "file_group", write)
+    table = collect_table(df)
+    result = RoundResult(table, readers, writers)
+
+    assert result.reader_states == {i: f"state-{i}:{i * 100 + 100}".encode() for i in range(3)}
+    bad = pa.Table.from_batches(result.bad_records)
+    assert sorted(zip(bad.column("partition").to_pylist(), bad.column("offset").to_pylist(),
+                      strict=True)) == [(i, o) for i in range(3)
+                                        for o in range(i * 100, i * 100 + 100) if o % 40 == 7]
+    statuses = [json.loads(s) for s in result.write_statuses]
+    assert sorted(s["file_group"] for s in statuses) == ["fg-0", "fg-1"]
+    data = pq.read_table([s["path"] for s in statuses])
+    good = [o for o in range(300) if o % 40 != 7]
+    assert sorted(data.column("id").to_pylist()) == good  # nothing lost, nothing twice
+    assert sum(s["rows"] for s in statuses) == len(good)
+
+    incomplete = table.filter(pc.not_equal(pc.field("_kind"), 1))
+    with pytest.raises(SparkRuntimeError, match="reader subtasks"):
+        RoundResult(incomplete, readers, writers)
