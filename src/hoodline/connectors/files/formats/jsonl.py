@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -73,8 +74,13 @@ def _batches(
     read_options = pj.ReadOptions(use_threads=use_threads, block_size=block_size)
     if schema is not None:
         parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-        stream = io.BufferedReader(RangeReader(f, start, end), buffer_size=block_size)
-        yield from pj.open_json(stream, read_options=read_options, parse_options=parse)
+        source: pa.NativeFile | io.BufferedReader
+        if start == 0 and end == os.fstat(f.fileno()).st_size:
+            source = pa.OSFile(f.name)  # whole file: native reads, no Python in the loop
+        else:
+            source = io.BufferedReader(RangeReader(f, start, end), buffer_size=block_size)
+        with source:
+            yield from pj.open_json(source, read_options=read_options, parse_options=parse)
         return
     f.seek(start)
     data = f.read(end - start)
