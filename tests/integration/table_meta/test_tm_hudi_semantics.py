@@ -99,3 +99,7 @@ def test_file_of_completed_commit_missing_from_stats_is_read(
     theirs = hudi_snapshot(table.base_path)
     assert sorted(theirs.column("id").to_pylist()) == ["a", "s"]
     assert_rows_equal(theirs, read.read_snapshot(table))
+    # ...but incremental reads follow the write stats, so neither reader returns it there
+    inc = hudi_incremental(table.base_path, "00000000000000000", c1)
+    assert inc.column("id").to_pylist() == ["a"]
+    assert_rows_equal(inc, read.read_incremental(table, "00000000000000000", c1))
