@@ -1,4 +1,5 @@
-"""Engine-agnostic runtime pieces: source coordinator, split assignment tracker, async calls."""
+"""Engine-agnostic runtime pieces: source coordinator, split assignment tracker, async calls,
+and the source side of round-based execution (:class:`SourceRounds`)."""
 
 from hoodline.runtime.assignment_tracker import SplitAssignmentTracker
 from hoodline.runtime.async_calls import AsyncCallScheduler
@@ -11,6 +12,7 @@ from hoodline.runtime.reader_events import (
     apply_reader_events,
 )
 from hoodline.runtime.redistribution import redistribute_split_states
+from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 
 __all__ = [
     "AddSplitsEvent",
@@ -18,8 +20,11 @@ __all__ = [
     "CoordinatorContext",
     "NoMoreSplitsEvent",
     "ReaderEvent",
+    "ReaderPlan",
+    "SourceCheckpoint",
     "SourceCoordinator",
     "SourceEventToReader",
+    "SourceRounds",
     "SplitAssignmentTracker",
     "apply_reader_events",
     "redistribute_split_states",
