@@ -286,3 +286,52 @@ def test_bounded_mode_signals_no_more_splits_after_assignment() -> None:
     assert (
         job.coordinator.scheduler.periodic_count == 0
     )  # no discovery after the first in bounded mode
+
+
+# --- discovery failures ---------------------------------------------------------------------------
+def test_first_discovery_failure_fails_fast_naming_the_subscription() -> None:
+    from hoodline.errors import KafkaSourceError
+
+    meta = FakeMetadata()
+    meta.fail_next = 1
+    job = SimJob(make_source(meta, **{"topic-pattern": "ev-.*"}), 1, meta)
+    job.start()
+    with pytest.raises(
+        KafkaSourceError, match=r"first partition discovery of topic pattern 'ev-\.\*'"
+    ):
+        job.discover()
+
+
+def test_missing_listed_topic_fails_first_discovery() -> None:
+    from hoodline.errors import KafkaSourceError
+
+    meta = FakeMetadata()
+    meta.add_topic("orders", 1)
+    job = SimJob(make_source(meta, topic="orders,ordres"), 1, meta)
+    job.start()
+    with pytest.raises(KafkaSourceError, match="ordres"):
+        job.discover()
+
+
+def test_periodic_discovery_failures_are_logged_then_fail_after_three(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from hoodline.errors import KafkaSourceError
+
+    meta = FakeMetadata()
+    meta.add_topic("ev-1", 1, records=3)
+    job = SimJob(make_source(meta, **{"topic-pattern": "ev-.*"}), 1, meta)
+    job.start()
+    job.discover()
+    meta.fail_next = 2
+    job.discover()
+    job.discover()
+    assert caplog.text.count("Kafka partition discovery failed") == 2
+    meta.add_topic("ev-2", 1, records=3)
+    job.discover()  # succeeds again: counter reset, new topic found
+    assert TopicPartition("ev-2", 0) in job.enumerator.global_assignment
+    meta.fail_next = 3
+    job.discover()
+    job.discover()
+    with pytest.raises(KafkaSourceError, match="failed 3 times in a row"):
+        job.discover()

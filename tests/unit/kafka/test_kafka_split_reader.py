@@ -210,6 +210,7 @@ def test_out_of_range_earliest_skips_with_warning(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.WARNING):
         reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40, 110)]))
     assert "skipping to the earliest available offset 100: 60 records are lost" in caplog.text
+    assert reader.metrics()["records_skipped_out_of_range"] == 60
     offsets, nexts, _ = drain(reader)
     assert offsets == list(range(100, 110))
     assert nexts == {"t-3": 110}
@@ -242,3 +243,7 @@ def test_outage_is_retried_then_fails_with_clear_error(caplog: pytest.LogCapture
     now[0] = 21.0
     with pytest.raises(KafkaBrokerUnavailableError, match=r"127\.0\.0\.1:1 unreachable for 11\.0s"):
         reader.fetch()
+    metrics = reader.metrics()
+    assert metrics["broker_outages"] == 2
+    assert metrics["current_outage_seconds"] == 11.0
+    assert metrics["records_read"] == 2

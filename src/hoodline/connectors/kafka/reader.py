@@ -101,15 +101,20 @@ class _Outage:
         self.since: float | None = None
         self.last_error = ""
         self._last_logged = 0.0
+        #: errors reported through error_cb, and outages (first error to recovery) so far
+        self.error_count = 0
+        self.outage_count = 0
 
     def on_error(self, err: Any) -> None:
         name = err.name() if hasattr(err, "name") else str(err)
         text = str(err)
         now = self._clock()
         with self._lock:
+            self.error_count += 1
             if name in _OUTAGE_CODES:
                 if self.since is None:
                     self.since = now
+                    self.outage_count += 1
                     log.warning("Kafka brokers unreachable (%s); librdkafka keeps retrying", text)
                 elif now - self._last_logged >= 5.0:
                     log.warning(
@@ -172,6 +177,19 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._next: dict[str, int] = {}
         self._by_tp: dict[tuple[str, int], str] = {}
         self._finished_now: list[str] = []
+        self._records_read = 0
+        self._skipped_out_of_range = 0
+
+    def metrics(self) -> dict[str, float]:
+        """Counters for monitoring: records read, client errors, broker outages and the seconds
+        the current outage has lasted, records skipped by the 'earliest' out-of-range policy."""
+        return {
+            "records_read": self._records_read,
+            "client_errors": self._outage.error_count,
+            "broker_outages": self._outage.outage_count,
+            "current_outage_seconds": self._outage.duration(),
+            "records_skipped_out_of_range": self._skipped_out_of_range,
+        }
 
     # --- SplitReader ----------------------------------------------------------------------------
     def handle_splits_changes(self, change: SplitsChange[KafkaPartitionSplit]) -> None:
@@ -208,6 +226,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
 
     def _out_of_range(self, topic: str, partition: int, offset: int, earliest: int | None) -> int:
         if self._config.offsets_out_of_range == "earliest" and earliest is not None:
+            self._skipped_out_of_range += max(0, earliest - offset)
             log.warning(
                 "offset %d of %s-%d is no longer available (retention deleted it); skipping to "
                 "the earliest available offset %d: %d records are lost",
@@ -281,6 +300,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             done = True
         if msgs:
             batch = messages_to_batch(msgs, split.topic, split.partition)
+            self._records_read += len(msgs)
             next_offset = msgs[-1].offset() + 1
         else:
             batch, next_offset = _empty_batch(), expected
@@ -428,6 +448,10 @@ class KafkaSourceReader(
 
         super().__init__(factory, KafkaRecordEmitter(), context, threaded=threaded)
         self._offsets_to_commit: dict[int, dict[tuple[str, int], int]] = {}
+
+    def metrics(self) -> dict[str, float]:
+        """Monitoring counters (see :meth:`KafkaPartitionSplitReader.metrics`)."""
+        return self._split_reader.metrics() if self._split_reader is not None else {}
 
     def initialized_state(self, split: KafkaPartitionSplit) -> KafkaPartitionSplitState:
         return KafkaPartitionSplitState(split)
