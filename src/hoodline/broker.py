@@ -253,3 +253,28 @@ class EmbeddedBroker:
     def __repr__(self) -> str:
         where = f"{_HOST}:{self._port}" if self._port else "not started"
         return f"EmbeddedBroker({where}, pid={self.pid}, storage={self._storage_engine!r})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hoodline.broker [PORT]``: run a broker in the foreground until Ctrl-C."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    port = int(args[0]) if args else None
+
+    def _terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    with EmbeddedBroker(port) as broker:
+        print(f"Tansu broker pid {broker.pid} on {broker.bootstrap_servers}; Ctrl-C stops it")
+        try:
+            while broker.running:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

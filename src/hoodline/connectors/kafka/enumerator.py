@@ -210,13 +210,14 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
             return
         self._discovery_failures = 0
         added = 0
+        loads = self.reader_loads()
         for split in result.new_splits:
             tp = split.topic_partition
             if tp in self._owner:
                 continue  # became known meanwhile (reported by a reader)
-            self._owner[tp] = self._assigner.owner(
-                tp, self._context.parallelism, self.reader_loads()
-            )
+            owner = self._assigner.owner(tp, self._context.parallelism, loads)
+            self._owner[tp] = owner
+            loads[owner] += 1
             self._put_pending(split)
             self._unassigned_initial.discard(tp)
             added += 1
