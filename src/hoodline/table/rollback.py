@@ -4,8 +4,9 @@ A failed (requested/inflight) data instant is rolled back by a ``rollback`` inst
 
 1. ``<rb>.rollback.requested`` holds the plan: the instant to roll back and the files to delete,
    which are exactly the files its markers list (every data file is marked before it is written);
-2. ``<rb>.rollback.inflight``; the planned files are deleted (missing ones are fine);
-3. the failed instant's requested/inflight files are removed;
+2. ``<rb>.rollback.inflight``; the failed instant's inflight/requested files are removed (so it
+   can no longer be completed);
+3. the planned files are deleted (missing ones are fine);
 4. ``<rb>.rollback`` is completed with JSON metadata (deleted files per partition);
 5. the failed instant's marker folder is removed.
 
@@ -108,7 +109,9 @@ def _finish(
     tl = table.timeline
     if rb.state is State.REQUESTED:
         rb = tl.transition_to_inflight(rb)
-    metadata = _execute(table, target, plan, rb.timestamp, started)
+    # remove the target's state files *before* its data: a writer that (wrongly) still runs can
+    # then no longer complete it (complete() needs the inflight file), and the plan in the
+    # rollback's requested file lets a crash here be finished later
     tl.reload()
     pending_target = tl.find(target.timestamp, target.action)
     if pending_target is not None:
@@ -117,6 +120,7 @@ def _finish(
                 f"rollback {rb.timestamp} targets {pending_target}, which has completed meanwhile"
             )
         tl.delete_pending_files(pending_target)
+    metadata = _execute(table, target, plan, rb.timestamp, started)
     done = tl.complete(rb, json.dumps(metadata, indent=2).encode("utf-8"))
     Markers(table, target.timestamp).delete_all()
     return done

@@ -196,3 +196,19 @@ def test_reads_before_cleaned_instants_refused(table: HudiTable, writer: HandWri
         read.read_snapshot(table, as_of=commits[2]),
     )
     assert _vals(read.read_incremental(table, commits[0], commits[3])) == {"a": 3}
+
+
+def test_rolled_back_instant_cannot_be_completed_later(
+    table: HudiTable, writer: HandWriter
+) -> None:
+    """A writer that lost its lock (e.g. paused past the expiry) and resumes after another writer
+    rolled its instant back must not be able to commit it."""
+    writer.upsert({US: rows(["a"], "us", [1])})
+    p = writer.start()
+    f = writer.write_group(p, US, rows(["a"], "us", [2]))
+    rollback_instant(table, p.instant)
+    assert not table.absolute(f).exists()
+    with pytest.raises(TimelineError, match="rolled back"):
+        writer.commit(p)
+    assert _vals(read.read_snapshot(table)) == {"a": 1}
+    assert_hudi_matches_hoodline(table)
