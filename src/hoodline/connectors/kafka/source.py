@@ -20,7 +20,7 @@ or with the builder::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from hoodline.connectors.kafka.admin import ConfluentMetadataClient, KafkaMetadataClient
@@ -29,6 +29,7 @@ from hoodline.connectors.kafka.enumerator import KafkaSourceEnumerator
 from hoodline.connectors.kafka.offsets import StartingOffsets, StoppingOffsets
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.reader import KafkaSourceReader
+from hoodline.connectors.kafka.rounds import plan_round
 from hoodline.connectors.kafka.serde import (
     KafkaPartitionSplitSerializer,
     KafkaSourceEnumStateSerializer,
@@ -80,6 +81,28 @@ class KafkaSource(
         if self._metadata_client_factory is not None:
             return self._metadata_client_factory(self.config)
         return ConfluentMetadataClient(self.config.client_properties)
+
+    def metadata_client(self) -> KafkaMetadataClient:
+        """A new broker metadata client for this source's configuration (close it after use)."""
+        return self._metadata_client()
+
+    def plan_round(
+        self,
+        reader_splits: Mapping[int, Sequence[KafkaPartitionSplit]],
+        max_records: int | None = None,
+        client: KafkaMetadataClient | None = None,
+    ) -> dict[int, list[KafkaPartitionSplit]]:
+        """Bound every reader's splits to this round (see :func:`rounds.plan_round`), using the
+        partitions' current end offsets from the brokers."""
+        tps = {s.topic_partition for splits in reader_splits.values() for s in splits}
+        own = client is None
+        client = client or self._metadata_client()
+        try:
+            ends = client.latest_offsets(sorted(tps)) if tps else {}
+        finally:
+            if own:
+                client.close()
+        return plan_round(reader_splits, ends, max_records)
 
     def create_reader(self, context: SourceReaderContext) -> KafkaSourceReader:
         return KafkaSourceReader(
