@@ -176,6 +176,7 @@ class SourceRounds(Generic[SplitT, CheckpointT]):
             }
         for subtask in range(parallelism):
             self._register(subtask)
+        self._deliver()
 
     @property
     def coordinator(self) -> SourceCoordinator[SplitT, CheckpointT]:
