@@ -153,7 +153,7 @@ class _Rounds(RuleBasedStateMachine):
 
 
 _SETTINGS = settings(
-    max_examples=40,
+    max_examples=100,
     stateful_step_count=20,
     deadline=None,
     database=None,

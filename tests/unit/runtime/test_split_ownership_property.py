@@ -174,7 +174,7 @@ class _SplitOwnership(RuleBasedStateMachine):
 
 
 _SETTINGS = settings(
-    max_examples=150,
+    max_examples=300,
     stateful_step_count=30,
     deadline=None,
     database=None,
