@@ -184,10 +184,11 @@ def test_empty_range_finishes_without_assigning() -> None:
 def test_out_of_range_fails_by_default_naming_topic_partition_offset() -> None:
     fake = FakeConsumer({("t", 3): list(range(100, 120))}, {("t", 3): 100})
     reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40)]))
     with pytest.raises(
         KafkaOffsetOutOfRangeError, match=r"offset 40 of topic 't' partition 3.*100"
     ):
-        reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40)]))
+        reader.fetch()
 
 
 def test_out_of_range_reported_while_reading_fails_too() -> None:
@@ -207,11 +208,11 @@ def test_out_of_range_earliest_skips_with_warning(caplog: pytest.LogCaptureFixtu
     reader = KafkaPartitionSplitReader(
         config(**{"offsets.out-of-range": "earliest"}), consumer_factory=fake
     )
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40, 110)]))
     with caplog.at_level(logging.WARNING):
-        reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40, 110)]))
+        offsets, nexts, _ = drain(reader)
     assert "skipping to the earliest available offset 100: 60 records are lost" in caplog.text
     assert reader.metrics()["records_skipped_out_of_range"] == 60
-    offsets, nexts, _ = drain(reader)
     assert offsets == list(range(100, 110))
     assert nexts == {"t-3": 110}
 

@@ -126,9 +126,8 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         parallelism = self._context.parallelism
         if self._restored:
             self._drop_unsubscribed(list(self._owner), reason="no longer subscribed at restart")
-            if (
-                self._restored_parallelism != parallelism
-                or any(not 0 <= o < parallelism for o in self._owner.values())
+            if self._restored_parallelism != parallelism or any(
+                not 0 <= o < parallelism for o in self._owner.values()
             ):
                 self._rebalance(parallelism)
         self._known_snapshot = frozenset(self._owner)

@@ -108,8 +108,7 @@ class StartingOffsets:
                     tp,
                     earliest,
                     latest,
-                    f"{source} {off} is outside the available range "
-                    f"[{earliest[tp]}, {latest[tp]}]",
+                    f"{source} {off} is outside the available range [{earliest[tp]}, {latest[tp]}]",
                 )
             else:
                 out[tp] = off

@@ -198,7 +198,9 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         to_assign = []
         for split in change.splits:
             sid = split.split_id
-            start = self._checked_start(split)
+            # Offsets deleted by retention are reported by librdkafka (auto.offset.reset=error)
+            # as an error event on the partition and handled per 'offsets.out-of-range'.
+            start = split.starting_offset
             if split.stopping_offset is not None and start >= split.stopping_offset:
                 self._finished_now.append(sid)
                 continue
@@ -208,21 +210,6 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             to_assign.append(CTP(split.topic, split.partition, start))
         if to_assign:
             self._consumer.incremental_assign(to_assign)
-
-    def _checked_start(self, split: KafkaPartitionSplit) -> int:
-        """The split's start, or the earliest offset when the start was deleted (per option)."""
-        from confluent_kafka import TopicPartition as CTP
-
-        try:
-            low, _high = self._consumer.get_watermark_offsets(
-                CTP(split.topic, split.partition), timeout=self._config.fetch_timeout_s + 5.0
-            )
-        except Exception as exc:  # metadata unavailable: let the fetch loop surface outages
-            log.debug("watermarks of %s unavailable: %s", split.split_id, exc)
-            return split.starting_offset
-        if low is not None and low >= 0 and split.starting_offset < low:
-            return self._out_of_range(split.topic, split.partition, split.starting_offset, low)
-        return split.starting_offset
 
     def _out_of_range(self, topic: str, partition: int, offset: int, earliest: int | None) -> int:
         if self._config.offsets_out_of_range == "earliest" and earliest is not None:

@@ -33,8 +33,7 @@ class Subscription:
                 re.compile(self.pattern)
             except re.error as exc:
                 raise KafkaSourceError(
-                    f"option 'topic-pattern' has invalid regular expression "
-                    f"{self.pattern!r}: {exc}"
+                    f"option 'topic-pattern' has invalid regular expression {self.pattern!r}: {exc}"
                 ) from None
 
     @classmethod
@@ -62,9 +61,7 @@ class Subscription:
             return tp in self.partitions
         return self.matches_topic(tp.topic)
 
-    def select(
-        self, partition_counts: Mapping[str, int], strict: bool
-    ) -> set[TopicPartition]:
+    def select(self, partition_counts: Mapping[str, int], strict: bool) -> set[TopicPartition]:
         """The subscribed partitions that exist; ``strict`` fails on named ones that do not."""
         if self.partitions is not None:
             found = {
