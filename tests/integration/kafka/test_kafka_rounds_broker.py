@@ -1,5 +1,7 @@
-"""The round model (as the Spark runtime runs it) on the real broker: per round a deterministic
-plan, a fresh reader per subtask, retried tasks read the same records, exactly once overall."""
+"""The round model (as the Spark runtime runs it) on the real broker, through the framework's
+SourceRounds: per round a deterministic plan bounded by Kafka end offsets and a record budget, a
+fresh reader per subtask, retried tasks read the same records, failed rounds and rescaled
+restarts from checkpoint bytes, exactly once overall."""
 
 from __future__ import annotations
 
@@ -12,9 +14,7 @@ from kafka_helpers import KafkaTestCluster, record_value, unique_topic
 
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA, KafkaPartitionSplit, KafkaSource
 from hoodline.connectors.kafka.rounds import after_round
-from hoodline.runtime.coordinator import SourceCoordinator
-from hoodline.runtime.reader_events import AddSplitsEvent
-from hoodline.runtime.redistribution import redistribute_split_states
+from hoodline.runtime.source_rounds import SourceCheckpoint, SourceRounds
 from hoodline.source.drive import read_bounded_plan
 from hoodline.source.output import CollectingOutput
 from hoodline.testing.reader_context import RecordingReaderContext
@@ -22,68 +22,53 @@ from hoodline.testing.reader_context import RecordingReaderContext
 pytestmark = pytest.mark.kafka
 
 
-class RoundDriver:
-    def __init__(
-        self,
-        source: KafkaSource,
-        parallelism: int,
-        restore: tuple[int, bytes, dict[int, list[KafkaPartitionSplit]], int] | None = None,
-    ) -> None:
+class KafkaRounds:
+    """A tiny round runtime: SourceRounds + Kafka round bounding + fresh readers per task."""
+
+    def __init__(self, source: KafkaSource, parallelism: int, restore: SourceCheckpoint | None):
         self.source = source
-        self.p = parallelism
-        self.coordinator: SourceCoordinator[KafkaPartitionSplit, object] = SourceCoordinator(
-            source, parallelism
+        self.rounds: SourceRounds[KafkaPartitionSplit, object] = SourceRounds(
+            source, parallelism, restore
         )
-        self.splits: dict[int, list[KafkaPartitionSplit]] = {i: [] for i in range(parallelism)}
-        reported: dict[int, list[KafkaPartitionSplit]] = {}
-        if restore is None:
-            self.coordinator.start()
-            self.cid = 0
-        else:
-            cid, enum_state, states, old_p = restore
-            self.coordinator.start(enum_state, cid)
-            reported = redistribute_split_states(states, parallelism, old_p)
-            self.cid = cid
-        for i in range(parallelism):
-            self.coordinator.register_reader(i, reported_splits=reported.get(i, []))
-        self.collect()
+        self.cid = restore.checkpoint_id if restore else 0
+        self.last = restore
 
-    def collect(self) -> None:
-        time.sleep(0.02)
-        self.coordinator.run_async_calls()
-        for i, events in self.coordinator.take_all_reader_events().items():
-            for ev in events:
-                if isinstance(ev, AddSplitsEvent):
-                    self.splits[i].extend(ev.splits)
-
-    def run_round(self, budget: int, committed: list[pa.RecordBatch], retry: int = -1) -> int:
-        self.collect()
-        self.cid += 1
-        plan = self.source.plan_round(self.splits, budget)
-        rows = 0
-        for i, bounded in plan.items():
-            attempts = 2 if i == retry else 1
-            outputs = []
-            for _ in range(attempts):  # a retried Spark task reads the same plan again
+    def read_round(self, budget: int, retry: int = -1) -> list[pa.Table]:
+        time.sleep(0.02)  # let the (short) discovery interval elapse
+        plans = self.rounds.plan_round()
+        held = {i: list(p.splits) for i, p in plans.items()}
+        bounded = self.source.plan_round(held, budget)
+        tables = []
+        for i, splits in bounded.items():
+            attempts = []
+            for _ in range(2 if i == retry else 1):  # a retried Spark task reads the plan again
                 out = CollectingOutput()
-                reader = self.source.create_reader(RecordingReaderContext(i, self.p))
-                result = read_bounded_plan(reader, bounded, out, checkpoint_id=self.cid, timeout=30)
-                outputs.append(out.to_table(KAFKA_RECORD_SCHEMA))
-            assert all(o.equals(outputs[0]) for o in outputs), "a retried task read other records"
+                reader = self.source.create_reader(RecordingReaderContext(i, len(bounded)))
+                result = read_bounded_plan(
+                    reader, splits, out, checkpoint_id=self.cid + 1, timeout=30
+                )
+                attempts.append(out.to_table(KAFKA_RECORD_SCHEMA))
+            assert all(a.equals(attempts[0]) for a in attempts), "a retried task read other records"
             read = {s.split_id: s for s in result.split_states}
-            self.splits[i] = [after_round(s, read[s.split_id]) for s in self.splits[i]]
-            committed.extend(outputs[-1].to_batches())
-            rows += outputs[-1].num_rows
-        self.enum_state = self.coordinator.checkpoint(self.cid)
-        self.coordinator.notify_checkpoint_complete(self.cid)
-        return rows
+            self.rounds.reads_done(i, [after_round(s, read[s.split_id]) for s in held[i]])
+            tables.append(attempts[-1])
+        return tables
 
-    def restore_point(self) -> tuple[int, bytes, dict[int, list[KafkaPartitionSplit]], int]:
-        self.coordinator.close()
-        return self.cid, self.enum_state, {i: list(s) for i, s in self.splits.items()}, self.p
+    def commit(self, tables: list[pa.Table], committed: list[pa.Table]) -> SourceCheckpoint:
+        self.cid += 1
+        checkpoint = self.rounds.checkpoint(self.cid)
+        checkpoint = SourceCheckpoint.from_bytes(checkpoint.to_bytes())  # stored in the commit
+        committed.extend(tables)
+        self.rounds.checkpoint_complete(checkpoint)
+        self.last = checkpoint
+        return checkpoint
 
 
-def test_rounds_with_budget_rescaling_and_task_retries_read_exactly_once(
+def rows(tables: list[pa.Table]) -> int:
+    return sum(t.num_rows for t in tables)
+
+
+def test_rounds_with_budget_failures_rescaling_and_task_retries_read_exactly_once(
     kafka: KafkaTestCluster,
 ) -> None:
     prefix = unique_topic("rounds")
@@ -101,31 +86,41 @@ def test_rounds_with_budget_rescaling_and_task_retries_read_exactly_once(
             "topic-pattern": f"{prefix}-.*",
             "scan.split-assigner": "round-robin",
             "scan.fetch.timeout": 0.05,
-            "scan.topic-partition-discovery.interval": 0.01,  # due again at every round
+            "scan.topic-partition-discovery.interval": 0.01,
         }
     )
     topic_a = kafka.create_topic(f"{prefix}-a", 3)
     produce(topic_a, {0: 500, 1: 300, 2: 100})
-    committed: list[pa.RecordBatch] = []
-    driver = RoundDriver(source, 2)
-    per_round = [driver.run_round(400, committed, retry=1) for _ in range(2)]
-    assert per_round == [400, 400]
-    restore = driver.restore_point()
+    committed: list[pa.Table] = []
 
-    driver = RoundDriver(source, 3, restore)  # rescaled: one split per reader
-    assert sorted(len(s) for s in driver.splits.values()) == [1, 1, 1]
+    job = KafkaRounds(source, 2, None)
+    for _ in range(2):
+        tables = job.read_round(400, retry=1)
+        assert rows(tables) == 400
+        job.commit(tables, committed)
+    lost = job.read_round(400)  # this round fails: its output is never committed
+    assert rows(lost) == 100
+    job.rounds.round_failed()
+    again = job.read_round(400)  # the retried round reads the same 100 records again
+    assert sorted(pa.concat_tables(again)["value"].to_pylist()) == sorted(
+        pa.concat_tables(lost)["value"].to_pylist()
+    )
+    job.commit(again, committed)
+    job.rounds.close()
+
+    job = KafkaRounds(source, 3, job.last)  # restart rescaled from the last checkpoint's bytes
+    assert sorted(len(s) for s in job.rounds.held_splits().values()) == [1, 1, 1]
     topic_b = kafka.create_topic(f"{prefix}-b", 1)  # found by discovery in the next round
     produce(topic_b, {0: 60})
-    rounds = 0
-    while sum(b.num_rows for b in committed) < sum(produced.values()):
-        rows = driver.run_round(250, committed, retry=0)
-        assert 0 < rows <= 250
-        rounds += 1
-        assert rounds < 10
-    assert driver.run_round(250, committed) == 0  # nothing new: an empty round
-    driver.coordinator.close()
+    for _ in range(10):
+        tables = job.read_round(250, retry=0)
+        assert rows(tables) <= 250
+        job.commit(tables, committed)
+        if rows(committed) >= sum(produced.values()):
+            break
+    assert sorted(len(s) for s in job.rounds.held_splits().values()) == [1, 1, 2]
+    assert rows(job.read_round(250)) == 0  # nothing new: an empty round
+    job.rounds.close()
 
-    values = Counter(
-        pa.Table.from_batches(committed, schema=KAFKA_RECORD_SCHEMA)["value"].to_pylist()
-    )
+    values = Counter(pa.concat_tables(committed)["value"].to_pylist())
     assert values == produced
