@@ -248,3 +248,28 @@ def test_outage_is_retried_then_fails_with_clear_error(caplog: pytest.LogCapture
     assert metrics["broker_outages"] == 2
     assert metrics["current_outage_seconds"] == 11.0
     assert metrics["records_read"] == 2
+
+
+def test_client_properties_reach_the_consumer_secrets_not_the_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeConsumer({}, {})
+    cfg = config(
+        **{
+            "properties.security.protocol": "SASL_SSL",
+            "properties.sasl.mechanism": "SCRAM-SHA-512",
+            "properties.sasl.username": "svc",
+            "properties.sasl.password": "hunter2-secret",
+            "properties.ssl.ca.location": "/etc/ca.pem",
+            "properties.group.id": "monitor",
+        }
+    )
+    with caplog.at_level(logging.DEBUG):
+        reader = KafkaPartitionSplitReader(cfg, consumer_factory=fake)
+        logging.getLogger("x").info("%s", cfg)
+    assert fake.props["sasl.password"] == "hunter2-secret"
+    assert fake.props["security.protocol"] == "SASL_SSL"
+    assert fake.props["ssl.ca.location"] == "/etc/ca.pem"
+    assert fake.props["group.id"] == "monitor"
+    assert "hunter2-secret" not in caplog.text
+    reader.close()
