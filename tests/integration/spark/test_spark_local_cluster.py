@@ -171,6 +171,85 @@ def test_killed_executor_tasks_are_retried_with_correct_results(
     assert victim not in after
 
 
+def test_executor_killed_during_shuffle_write_stage_gives_exact_results(
+    cluster: HoodlineSpark, tmp_path: Path
+) -> None:
+    """Kill an executor while writer tasks (after the file-group shuffle) run: its shuffle
+    outputs are lost, Spark recomputes the reader tasks (deterministic plans) and retries the
+    writers; every file group is reported exactly once with exactly its records."""
+    from hoodline.spark.stages import collect_table, per_subtask, to_writers
+
+    before = cluster.wait_for_executors(2, timeout_s=120)
+    sync = str(tmp_path)
+
+    def read(i: int) -> Iterator[pa.RecordBatch]:
+        Path(sync, f"read-{i}-{os.getpid()}-{time.monotonic_ns()}").touch()
+        ids = pa.array(range(i * 500, (i + 1) * 500), pa.int64())
+        fg = pc.cast(pc.bit_wise_and(ids, 7), pa.int32())
+        yield pa.RecordBatch.from_arrays([ids, fg], names=["id", "file_group"])
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition, attempt = task_identity()
+        jvm = executor_jvm_pid()
+        if not Path(sync, "go").exists():
+            Path(sync, f"started-{partition}-{jvm}").touch()
+            deadline = time.monotonic() + 90
+            while not Path(sync, "go").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        groups: dict[int, list[int]] = {}
+        for batch in batches:  # a writer task may get no rows at all
+            for fg, i in zip(batch.column("file_group").to_pylist(),
+                             batch.column("id").to_pylist(), strict=True):
+                groups.setdefault(fg, []).append(i)
+        rows = [{"file_group": fg, "n": len(v), "total": sum(v), "task": partition,
+                 "attempt": attempt, "pid": jvm} for fg, v in sorted(groups.items())]
+        schema = pa.schema([("file_group", pa.int32()), ("n", pa.int64()), ("total", pa.int64()),
+                            ("task", pa.int32()), ("attempt", pa.int32()), ("pid", pa.int64())])
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    readers = per_subtask(cluster.session, 4, read, "id long, file_group int")
+    df = to_writers(readers, 4, "file_group").mapInArrow(
+        write, "file_group int, n long, total long, task int, attempt int, pid long"
+    )
+    result: dict[str, object] = {}
+
+    def collect() -> None:
+        try:
+            result["table"] = collect_table(df)
+        except Exception as exc:
+            result["error"] = exc
+
+    job = threading.Thread(target=collect, daemon=True)
+    job.start()
+    deadline = time.monotonic() + 90
+    started: list[Path] = []
+    while time.monotonic() < deadline:
+        started = sorted(tmp_path.glob("started-*"))
+        if len({p.name.rsplit("-", 1)[1] for p in started}) == 2:
+            break
+        time.sleep(0.05)
+    assert {int(p.name.rsplit("-", 1)[1]) for p in started} == set(before), started
+    reads_before_kill = len(list(tmp_path.glob("read-*")))
+    assert reads_before_kill == 4
+    victim = before[0]
+    os.kill(victim, signal.SIGKILL)
+    (tmp_path / "go").touch()
+    job.join(timeout=240)
+    assert not job.is_alive(), "job did not finish after an executor was killed"
+    assert "error" not in result, result.get("error")
+    table = result["table"]
+    assert isinstance(table, pa.Table)
+    rows = table.to_pylist()
+    assert sorted(r["file_group"] for r in rows) == list(range(8))  # each group exactly once
+    for r in rows:
+        expected = [i for i in range(2000) if i % 8 == r["file_group"]]
+        assert (r["n"], r["total"]) == (len(expected), sum(expected))
+        assert r["pid"] != victim
+    # The lost map outputs were recomputed: reader tasks ran again.
+    assert len(list(tmp_path.glob("read-*"))) > reads_before_kill
+    cluster.wait_for_executors(2, timeout_s=120)
+
+
 def test_stop_ends_executor_processes_and_removes_work_dirs(cluster: HoodlineSpark) -> None:
     from pyspark.find_spark_home import _find_spark_home
 
