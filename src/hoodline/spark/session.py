@@ -41,6 +41,7 @@ from pyspark.sql import SparkSession
 
 import hoodline
 from hoodline.errors import ConfigError, SparkRuntimeError
+from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 
 _LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
@@ -107,8 +108,6 @@ def spark_conf(settings: SparkSettings, master: Master, log_config: Path | None)
         "spark.sql.shuffle.partitions": str(partitions),
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
-        # Small-machine memory: leave room for Python workers next to the JVM heap.
-        "spark.memory.fraction": "0.5",
     }
     if master.is_local:
         conf["spark.driver.host"] = "127.0.0.1"
@@ -119,6 +118,23 @@ def spark_conf(settings: SparkSettings, master: Master, log_config: Path | None)
         conf["spark.executor.extraJavaOptions"] = opt
     conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
     return conf
+
+
+def settings_from_runtime(runtime: RuntimeSection, app_name: str = "hoodline") -> SparkSettings:
+    """Session settings for a pipeline's ``[runtime]`` section (``spark-conf`` entries win)."""
+    return SparkSettings(
+        master=runtime.master,
+        app_name=app_name,
+        extra_conf={k: _conf_text(v) for k, v in runtime.spark_conf.items()},
+    )
+
+
+def _conf_text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 def package_archive(dest_dir: Path) -> Path:

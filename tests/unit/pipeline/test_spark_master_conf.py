@@ -52,3 +52,19 @@ def test_package_archive_contains_importable_hoodline(tmp_path: Path) -> None:
     # every folder with modules is a regular package inside the zip (zipimport needs that)
     folders = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
     assert all(f"{f}/__init__.py" in names for f in folders)
+
+
+def test_settings_from_pipeline_runtime_section() -> None:
+    from hoodline.pipeline.config import parse_config
+    from hoodline.spark.session import settings_from_runtime
+
+    cfg = parse_config(
+        '[table]\npath = "/t"\nrecord-key = ["id"]\n[schema]\nid = "int64"\n'
+        '[runtime]\nmaster = "local-cluster[2,1,1024]"\n'
+        '[runtime.spark-conf]\nspark.sql.shuffle.partitions = 6\nspark.speculation = false\n'
+    )
+    s = settings_from_runtime(cfg.runtime, app_name="pipe")
+    assert s.master == "local-cluster[2,1,1024]" and s.app_name == "pipe"
+    conf = spark_conf(s, parse_master(s.master), None)
+    assert conf["spark.sql.shuffle.partitions"] == "6"
+    assert conf["spark.speculation"] == "false"
