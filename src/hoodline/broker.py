@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from hoodline.errors import EmbeddedBrokerError
 
@@ -253,6 +254,66 @@ class EmbeddedBroker:
     def __repr__(self) -> str:
         where = f"{_HOST}:{self._port}" if self._port else "not started"
         return f"EmbeddedBroker({where}, pid={self.pid}, storage={self._storage_engine!r})"
+
+
+class ExactEndProducer:
+    """A confluent-kafka producer wrapper that keeps Tansu's end offsets exact ("hold-back").
+
+    Tansu answers ListOffsets(LATEST) with the base offset of a partition's last stored record
+    batch + 1 instead of the real end offset. This wrapper holds back the newest record of every
+    partition; :meth:`flush` sends everything else, flushes, then sends each held-back record in a
+    batch of its own, so the last batch is a single record and the reported end offset is right.
+    Real Kafka needs none of this; use it in tests, the demo and benchmarks against Tansu.
+    Records need an explicit partition (the hold-back is per partition).
+    """
+
+    def __init__(self, bootstrap_servers: str, **config: Any) -> None:
+        from confluent_kafka import Producer
+
+        props: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "linger.ms": 5}
+        props.update(config)
+        self._producer = Producer(props)
+        self._held: dict[tuple[str, int], tuple[bytes | None, bytes | None, Any]] = {}
+        self._count = 0
+
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Any = None,
+    ) -> None:
+        previous = self._held.get((topic, partition))
+        if previous is not None:
+            pv, pk, ph = previous
+            self._producer.produce(topic, value=pv, key=pk, partition=partition, headers=ph)
+            self._count += 1
+            if self._count % 50_000 == 0:
+                self._producer.poll(0)
+        self._held[(topic, partition)] = (value, key, headers)
+
+    def flush(self, timeout_s: float = 60.0) -> None:
+        """Send everything, the held-back last records one batch each; raise if any is left."""
+        if self._producer.flush(timeout_s) != 0:
+            raise EmbeddedBrokerError(f"records were not delivered within {timeout_s}s")
+        for (topic, partition), (value, key, headers) in sorted(
+            self._held.items(), key=lambda item: item[0]
+        ):
+            self._producer.produce(
+                topic, value=value, key=key, partition=partition, headers=headers
+            )
+            if self._producer.flush(timeout_s) != 0:
+                raise EmbeddedBrokerError(
+                    f"the last record of {topic}-{partition} was not delivered within {timeout_s}s"
+                )
+        self._held.clear()
+
+    def __enter__(self) -> ExactEndProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,9 @@ import logging
 import uuid
 from collections.abc import Mapping
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from hoodline.broker import ExactEndProducer
 
 #: librdkafka logs of test clients (e.g. reconnect attempts after the broker stopped) go here
 _CLIENT_LOG = logging.getLogger("tests.kafka.client")
@@ -27,13 +28,6 @@ class KafkaTestCluster:
     def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.admin = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": _CLIENT_LOG})
-        self._producer: Producer | None = None
-
-    @property
-    def producer(self) -> Producer:
-        if self._producer is None:
-            self._producer = Producer({"bootstrap.servers": self.bootstrap_servers, "linger.ms": 5})
-        return self._producer
 
     def create_topic(self, name: str, partitions: int) -> str:
         futures = self.admin.create_topics([NewTopic(name, partitions, 1)])
@@ -49,40 +43,18 @@ class KafkaTestCluster:
         headers: bool = False,
     ) -> None:
         """Produce values ``b"<topic>/<partition>/<i>"`` with exact end offsets (hold-back)."""
-        p = self.producer
         start = start or {}
         hdrs = [("src", b"test")] if headers else None
-        last: list[tuple[int, int]] = []
-        for partition, n in records_per_partition.items():
-            if n <= 0:
-                continue
-            s = start.get(partition, 0)
-            for i in range(s, s + n - 1):
-                p.produce(
-                    topic,
-                    value=record_value(topic, partition, i),
-                    key=str(i).encode(),
-                    partition=partition,
-                    headers=hdrs,
-                )
-                if i % 50_000 == 0:
-                    p.poll(0)
-            last.append((partition, s + n - 1))
-        assert p.flush(30) == 0
-        for partition, i in last:
-            p.produce(
-                topic,
-                value=record_value(topic, partition, i),
-                key=str(i).encode(),
-                partition=partition,
-                headers=hdrs,
-            )
-            assert p.flush(30) == 0
+        with ExactEndProducer(self.bootstrap_servers, logger=_CLIENT_LOG) as producer:
+            for partition, n in records_per_partition.items():
+                s = start.get(partition, 0)
+                for i in range(s, s + n):
+                    producer.produce(
+                        topic, partition, record_value(topic, partition, i), str(i).encode(), hdrs
+                    )
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(10)
-            self._producer = None
+        pass
 
 
 def record_value(topic: str, partition: int, i: int) -> bytes:

@@ -70,3 +70,27 @@ def test_kill_then_stop_is_safe() -> None:
     assert not _pid_alive(pid)
     broker.stop()
     broker.stop()
+
+
+def test_exact_end_producer_makes_end_offsets_exact() -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    from hoodline.broker import ExactEndProducer
+
+    with EmbeddedBroker() as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for f in admin.create_topics([NewTopic("exact", 3, 1)]).values():
+            f.result(10)
+        with ExactEndProducer(broker.bootstrap_servers) as producer:
+            for i in range(2500):
+                producer.produce("exact", i % 2, b"v%d" % i)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "x"})
+        try:
+            ends = [
+                consumer.get_watermark_offsets(TopicPartition("exact", p), timeout=10)[1]
+                for p in range(3)
+            ]
+        finally:
+            consumer.close()
+        assert ends == [1250, 1250, 0]
