@@ -145,3 +145,27 @@ def test_builder_validates_too() -> None:
     )
     assert src.config.split_assigner == "round-robin"
     assert "pw'" not in repr(src)
+
+
+def test_source_and_splits_pickle_for_spark_tasks() -> None:
+    import pickle
+
+    from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
+
+    source = KafkaSource.from_options(
+        {
+            **BASE,
+            "topic-pattern": "ev-.*",
+            "scan.startup.mode": "specific-offsets",
+            "scan.startup.specific-offsets": "ev-1:0:5",
+            "scan.bounded.mode": "latest-offset",
+            "properties.sasl.password": "pw",
+        }
+    )
+    again = pickle.loads(pickle.dumps(source))
+    assert again.config == source.config
+    assert again.boundedness == source.boundedness
+    state = KafkaPartitionSplitState(KafkaPartitionSplit("t", 1, 5, 9))
+    state.advance_to(7)
+    restored = pickle.loads(pickle.dumps(state))
+    assert restored.to_split() == KafkaPartitionSplit("t", 1, 7, 9)
