@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from tw_helpers import SMALL_FILES, rows, snapshot_dict
 
+from hoodline.errors import CommitError
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
@@ -101,4 +103,47 @@ def test_delete_on_a_table_without_commits_then_insert(
     assert_hudi_matches_hoodline(table)
     client.insert(rows([1, 2]))
     assert len(snapshot_dict(table)) == 2
+    assert_hudi_matches_hoodline(table)
+
+
+def test_executor_side_prepare_with_driver_planned_schema(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    """The driver only sees the schema; each task prepares its own share (one share empty,
+    one with int32 ordering values that widen to the table's int64, one with a new column)."""
+    from hoodline.table.write.client import prepare_records
+
+    table = new_table(index_type)
+    client = client_for(table, SMALL_FILES)
+    client.insert(rows(list(range(20))))
+    share_a = rows([1, 2, 50], ts=3, v="a")
+    share_b = share_a.slice(0, 0)
+    share_c = rows([60, 61], ts=3, v="c")
+    share_c = share_c.set_column(2, "ts", pa.array([3, 3], pa.int32()))
+    wide = share_a.append_column("note", pa.array(["x", None, "z"]))
+    schema = client.plan_schema(wide.schema, "upsert")
+    assert schema.names == ["id", "region", "ts", "v", "note"]
+    ts = client.start_instant()
+    ctx = client.context(ts, client.prepare(wide, "upsert"))
+    assert ctx.data_schema == schema
+    tagged = pa.concat_tables(
+        [
+            tag_and_assign(ctx, prepare_records(ctx, share), task, 3).select(
+                ["id", "region", "ts", "v", "note", RECORD_KEY, "_hoodie_partition_path", FILE_ID]
+            )
+            for task, share in enumerate([wide, share_b, share_c])
+        ]
+    )
+    # two tasks writing the same file groups (no shuffle by file id): the commit refuses
+    twice = write_file_groups(ctx, tagged, task_id=7) + write_file_groups(ctx, tagged, task_id=8)
+    with pytest.raises(CommitError, match="written twice"):
+        client.commit(ctx, twice)
+    stats = []
+    for task, share in enumerate(_split(tagged, FILE_ID, 2)):
+        stats += write_file_groups(ctx, share, task_id=task)
+    client.commit(ctx, stats)  # also deletes the files of tasks 7 and 8 (marked, not committed)
+    assert not list(Path(table.base_path).rglob("*_7-0-0_*.parquet"))
+    got = snapshot_dict(table)
+    assert got[("eu", 50)] == (3, "a50") and got[("eu", 61)] == (3, "c61")
+    assert len(got) == 23
     assert_hudi_matches_hoodline(table)

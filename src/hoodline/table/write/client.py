@@ -26,7 +26,8 @@ ties: the last record):
   file group, so existing keys are updated.
 
 Split API for distributed writers (Spark): :meth:`prepare` (validate, schema),
-:meth:`start_instant`, :meth:`context` (picklable), :func:`tag_and_assign` and
+:meth:`start_instant`, :meth:`context` (picklable); per task :func:`prepare_records`
+(or :meth:`plan_schema` on the driver when the data lives on executors), :func:`tag_and_assign` and
 :func:`~hoodline.table.write.file_writer.write_file_groups` per task, then :meth:`commit` with all
 tasks' write stats (tasks that saw no data contribute none).
 """
@@ -43,7 +44,7 @@ from types import TracebackType
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.errors import TableError, WriterLockError
+from hoodline.errors import CommitError, InvalidRecordsError, TableError, WriterLockError
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.fs_view import FileSystemView
@@ -51,6 +52,7 @@ from hoodline.table.index import make_index
 from hoodline.table.instant import COMMIT, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
+from hoodline.table.properties import TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
     arrow_to_avro_schema_json,
@@ -75,7 +77,14 @@ from hoodline.table.write.prepare import (
     require_rows,
 )
 from hoodline.table.write.profile import WriteProfile
-from hoodline.table.write.records import FILE_ID, Batch, as_table, data_schema_of
+from hoodline.table.write.records import (
+    FILE_ID,
+    IS_DELETE,
+    PARTITION_PATH,
+    RECORD_KEY,
+    Batch,
+    as_table,
+)
 
 UPSERT = "UPSERT"
 INSERT = "INSERT"
@@ -135,6 +144,41 @@ def tag_and_assign(
         assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small)
         tagged = assigner.assign(tagged)
     return tagged
+
+
+def _operation(operation: str) -> str:
+    op = operation.upper()
+    if op not in OPERATIONS:
+        raise TableError(f"unknown write operation '{operation}'; use one of {OPERATIONS}")
+    return op
+
+
+def prepare_for_schema(
+    config: TableConfig, operation: str, batch: Batch, data_schema: pa.Schema
+) -> pa.Table:
+    """Validate, key and de-duplicate records for a commit of ``data_schema``."""
+    if operation == DELETE:
+        return prepare_deletes(batch, config)
+    table = as_table(batch)
+    check_required_columns(table, config)
+    table = conform_types(table, data_schema)
+    return prepare_upserts(table, config, data_schema, operation.lower())
+
+
+def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
+    """Executor side of a distributed write: :func:`prepare_for_schema` for one task's records
+    (an empty share gives an empty table, not an error)."""
+    table = as_table(batch)
+    if table.num_rows == 0:
+        fields = [] if ctx.operation == DELETE else list(ctx.data_schema)
+        fields += [
+            pa.field(RECORD_KEY, pa.string(), nullable=False),
+            pa.field(PARTITION_PATH, pa.string(), nullable=False),
+        ]
+        if ctx.operation == DELETE:
+            fields.append(pa.field(IS_DELETE, pa.bool_()))
+        return pa.schema(fields).empty_table()
+    return prepare_for_schema(ctx.config, ctx.operation, table, ctx.data_schema)
 
 
 class WriteClient:
@@ -231,28 +275,40 @@ class WriteClient:
     def prepare(self, batch: Batch, operation: str) -> PreparedBatch:
         """Validate, key and de-duplicate ``batch``; work out the commit's schema. No I/O
         besides reading the timeline; raises InvalidRecordsError / SchemaEvolutionError."""
-        op = operation.upper()
-        if op not in OPERATIONS:
-            raise TableError(f"unknown write operation '{operation}'; use one of {OPERATIONS}")
+        op = _operation(operation)
+        table = as_table(batch)
+        require_rows(table, op.lower())
+        if op != DELETE:
+            check_required_columns(table, self.table.config)
+            table = conform_types(table, table_data_schema(self.table))
+        schema = self.plan_schema(incoming_schema(table), op)
+        return PreparedBatch(op, prepare_for_schema(self.table.config, op, table, schema), schema)
+
+    def plan_schema(self, incoming: pa.Schema, operation: str) -> pa.Schema:
+        """Driver side of a distributed write: the schema the commit will have when data of
+        schema ``incoming`` is written (SchemaEvolutionError naming the column if refused)."""
+        op = _operation(operation)
         config = self.table.config
         old = table_data_schema(self.table)
         if op == DELETE:
-            records = prepare_deletes(batch, config)
-            schema = (
-                old if old is not None else normalize_schema(data_schema_of(records), config.name)
+            if old is not None:
+                return old
+            keys = [
+                incoming.field(f)
+                for f in dict.fromkeys((*config.record_key_fields, *config.partition_fields))
+                if f in incoming.names
+            ]
+            return normalize_schema(pa.schema(keys), config.name)
+        if old is not None:
+            # lossless widening (int32 -> int64 ...) is applied to the records, not the table
+            incoming = pa.schema(
+                [old.field(f.name) if f.name in old.names else f for f in incoming]
             )
-            return PreparedBatch(op, records, schema)
-        table = as_table(batch)
-        require_rows(table, op.lower())
-        check_required_columns(table, config)
-        table = conform_types(table, old)
-        evolved = check_evolution(old, incoming_schema(table), config.record_key_fields)
+        evolved = check_evolution(old, incoming, config.record_key_fields)
         for name in config.partition_fields:
             if name not in evolved.names:
-                raise TableError(f"partition column '{name}' is missing from the data")
-        schema = normalize_schema(evolved, config.name)
-        records = prepare_upserts(table, config, schema, op.lower())
-        return PreparedBatch(op, records, schema)
+                raise InvalidRecordsError(f"partition column '{name}' is missing from the data")
+        return normalize_schema(evolved, config.name)
 
     def start_instant(self) -> str:
         """Create ``<ts>.commit.requested`` and ``<ts>.inflight``; returns ``ts``."""
@@ -286,6 +342,16 @@ class WriteClient:
         self._lock.ensure_held()
         if extra_metadata:
             self._check_extra(extra_metadata)
+        seen: dict[tuple[str, str], str] = {}
+        for s in stats:
+            other = seen.setdefault((s.partition_path, s.file_id), s.path)
+            if other != s.path:
+                raise CommitError(
+                    f"file group '{s.file_id}' in partition '{s.partition_path}' was written "
+                    f"twice in instant {ctx.instant_ts} ('{other}' and '{s.path}'); all records "
+                    "of one file group must be written by one task (shuffle by file id after "
+                    "tag_and_assign). Roll the instant back and retry."
+                )
         markers = Markers(self.table, ctx.instant_ts)
         committed = {s.path for s in stats}
         for rel in markers.marked_files():
