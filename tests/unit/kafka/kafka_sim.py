@@ -121,6 +121,8 @@ class SimJob:
         self.assign_log: list[tuple[int, KafkaPartitionSplit]] = []
         #: offset of the first assignment of each partition (where exactly-once reading starts)
         self.base: dict[TopicPartition, int] = {}
+        #: readers that failed and have not registered again yet
+        self.down: set[int] = set()
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(
@@ -156,6 +158,7 @@ class SimJob:
             self.register(r)
 
     def register(self, r: int) -> None:
+        self.down.discard(r)
         reported = self._restored_state(r)
         self.readers[r] = SimReader()
         self.coordinator.register_reader(r, reported_splits=reported)
@@ -230,6 +233,12 @@ class SimJob:
         self.readers.pop(r, None)
         if reregister:
             self.register(r)
+        else:
+            self.down.add(r)
+
+    def bring_up(self) -> None:
+        for r in sorted(self.down):
+            self.register(r)
 
     def restart(
         self,
@@ -270,6 +279,10 @@ class SimJob:
             for s in splits:
                 if s.topic_partition == tp:
                     return s.starting_offset
+        for r in self.down:
+            for s in self._restored_state(r):
+                if s.topic_partition == tp:
+                    return s.starting_offset
         return None
 
     def check_invariants(self) -> None:
@@ -285,6 +298,16 @@ class SimJob:
                 tp = s.topic_partition
                 assert tp not in seen, f"{tp} pending for {r} and held by {seen[tp]}"
                 seen[tp] = f"pending {r}"
+        owners = self.enumerator.global_assignment
+        for r in sorted(self.down):
+            # a failed reader comes back with its checkpointed splits; the enumerator keeps
+            # them for it (they are neither pending nor moved to another reader meanwhile)
+            for s in self._restored_state(r):
+                tp = s.topic_partition
+                if tp in seen or tp not in owners:
+                    continue
+                assert owners[tp] == r, f"{tp} of down reader {r} now owned by {owners[tp]}"
+                seen[tp] = f"down reader {r}"
         awaiting = self.enumerator.awaiting_report
         assert not awaiting, f"splits awaiting a report after all readers registered: {awaiting}"
         assert set(seen) == known, (

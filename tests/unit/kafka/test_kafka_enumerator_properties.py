@@ -19,6 +19,9 @@ step = st.one_of(
     st.tuples(st.just("checkpoint"), st.just(0), st.just(0)),
     st.tuples(st.just("fail_reader"), st.integers(0, 1000), st.just(0)),
     st.tuples(st.just("restart"), st.integers(1, 8), st.just(0)),
+    # a reader fails and stays down for some steps, then comes back
+    st.tuples(st.just("reader_down"), st.integers(0, 1000), st.just(0)),
+    st.tuples(st.just("reader_up"), st.just(0), st.just(0)),
     # restart where only some readers register before a checkpoint completes (split-loss case)
     st.tuples(st.just("restart_partial"), st.integers(1, 8), st.integers(0, 7)),
 )
@@ -67,11 +70,21 @@ def test_random_lifecycles_keep_ownership_offsets_and_balance(
             meta.produce(all_tps[a % len(all_tps)], b)
         elif kind == "read":
             readers = sorted(job.readers)
-            job.read(readers[a % len(readers)], max_records=b)
+            if readers:
+                job.read(readers[a % len(readers)], max_records=b)
         elif kind == "checkpoint":
+            job.bring_up()  # a checkpoint completes only with every reader running
             job.checkpoint()
         elif kind == "fail_reader":
+            if a % job.parallelism in job.down:
+                continue
             job.fail_reader(a % job.parallelism)
+        elif kind == "reader_down":
+            if job.down or job.parallelism == 1:
+                continue
+            job.fail_reader(a % job.parallelism, reregister=False)
+        elif kind == "reader_up":
+            job.bring_up()
         elif kind == "restart":
             if job.last_checkpoint is None:
                 job.checkpoint()
@@ -87,6 +100,7 @@ def test_random_lifecycles_keep_ownership_offsets_and_balance(
             job.discover()
         check(job, assigner)
     # drain everything: every record is committed exactly once
+    job.bring_up()
     job.discover()
     job.read_all()
     job.checkpoint()
