@@ -255,6 +255,7 @@ class WriteClient:
         prepared = self.prepare(batch, operation)  # raises before anything is written
         if extra_metadata:
             self._check_extra(extra_metadata)
+        self._lock.ensure_held()
         ts = self.start_instant()
         try:
             ctx = self.context(ts, prepared)
@@ -383,6 +384,8 @@ class WriteClient:
 
     # -- internals ------------------------------------------------------------------------------
     def _abort(self, ts: str) -> None:
+        if not self._lock.held:
+            return  # the lock was taken over: its new holder rolls this instant back
         try:
             self.table.timeline.reload()
             inst = self.table.timeline.find(ts, COMMIT)
