@@ -115,7 +115,8 @@ def spark_conf(settings: SparkSettings, master: Master, log_config: Path | None)
     if log_config is not None:
         opt = f"-Dlog4j2.configurationFile=file:{log_config}"
         conf["spark.driver.extraJavaOptions"] = opt
-        conf["spark.executor.extraJavaOptions"] = opt
+        if master.is_local:  # the file exists only on this machine
+            conf["spark.executor.extraJavaOptions"] = opt
     conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
     return conf
 

@@ -68,3 +68,11 @@ def test_settings_from_pipeline_runtime_section() -> None:
     conf = spark_conf(s, parse_master(s.master), None)
     assert conf["spark.sql.shuffle.partitions"] == "6"
     assert conf["spark.speculation"] == "false"
+
+
+def test_remote_master_gets_no_local_only_settings(tmp_path: Path) -> None:
+    remote = parse_master("spark://10.0.0.5:7077")
+    conf = spark_conf(SparkSettings(master=remote.url), remote, tmp_path / "l.p")
+    assert "spark.driver.host" not in conf
+    assert "spark.executor.extraJavaOptions" not in conf
+    assert "spark.driver.extraJavaOptions" in conf
