@@ -1,0 +1,205 @@
+"""Shared benchmark plumbing: machine description, peak-RSS sampling, child processes,
+result tables and appending result blocks to ``BENCHMARKS.md``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS_MD = REPO / "BENCHMARKS.md"
+RESULT_PREFIX = "BENCH-RESULT "
+LIBRARIES = (
+    "pyarrow",
+    "deltalake",
+    "pyiceberg",
+    "confluent-kafka",
+    "numpy",
+    "psutil",
+    "duckdb",
+)
+
+
+def library_versions(names: Sequence[str] = LIBRARIES) -> dict[str, str]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def machine() -> dict[str, Any]:
+    vm = psutil.virtual_memory()
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gib": round(vm.total / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "libraries": library_versions(),
+    }
+
+
+def machine_line(info: dict[str, Any] | None = None) -> str:
+    m = info or machine()
+    libs = ", ".join(f"{k} {v}" for k, v in m["libraries"].items())
+    load = "/".join(str(x) for x in m["load_avg"])
+    return (
+        f"{m['cpus']} cores, {m['memory_gib']} GiB, Python {m['python']} ({m['platform']}); "
+        f"{libs}; load average (1/5/15 min) at start {load}"
+    )
+
+
+class PeakRss:
+    """Samples this process's RSS in a thread; ``peak`` is the highest seen (bytes).
+
+    Also reads the process's ``ru_maxrss`` high-water mark, which catches spikes between samples
+    (but is process-wide since start, so ``peak`` is the figure for one phase)."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self.interval = interval
+        self.proc = psutil.Process()
+        self.start_rss = 0
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = self.proc.memory_info().rss
+            if rss > self.peak:
+                self.peak = rss
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakRss:
+        self.start_rss = self.peak = self.proc.memory_info().rss
+        self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+
+def max_rss_bytes() -> int:
+    """``ru_maxrss`` of this process so far (Linux reports KiB)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def emit_result(result: dict[str, Any]) -> None:
+    """Print a child's result as one tagged JSON line (the parent parses it)."""
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    src = str(REPO / "src")
+    parts = [src, str(REPO)]
+    if env.get("PYTHONPATH"):
+        parts.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    return env
+
+
+def run_child(module: str, args: Sequence[str], timeout: float | None = None) -> dict[str, Any]:
+    """Run ``python -m module args`` in a fresh process (separate memory peaks); returns its
+    result dict plus ``wall_s``, ``child_maxrss`` and the load average before/after.
+
+    A child that fails or times out yields ``{"error": ...}`` instead of raising, so one
+    broken peer does not hide the others' numbers."""
+    cmd = [sys.executable, "-m", module, *args]
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return {
+            "error": f"timed out after {timeout:.0f} s",
+            "wall_s": time.perf_counter() - t0,
+            "load_before": load_before,
+        }
+    wall = time.perf_counter() - t0
+    result: dict[str, Any] | None = None
+    for line in out.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            result = json.loads(line[len(RESULT_PREFIX) :])
+    if proc.returncode != 0 or result is None:
+        tail = "\n".join(err.strip().splitlines()[-15:])
+        return {
+            "error": f"exit code {proc.returncode}: {tail}",
+            "wall_s": wall,
+            "load_before": load_before,
+        }
+    result["wall_s"] = wall
+    result["load_before"] = load_before
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    return result
+
+
+def mib(n: float | None) -> str:
+    return "-" if n is None else f"{n / 2**20:,.0f} MiB"
+
+
+def secs(n: float | None) -> str:
+    return "-" if n is None else f"{n:,.2f} s"
+
+
+def rate(rows: int, seconds: float | None) -> str:
+    return "-" if not seconds else f"{rows / seconds:,.0f}"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def command_line() -> str:
+    argv = [Path(sys.argv[0]).name if sys.argv[0].endswith(".py") else sys.argv[0], *sys.argv[1:]]
+    if sys.argv[0].endswith("__main__.py") or "/bench/" in sys.argv[0]:
+        mod = Path(sys.argv[0]).with_suffix("").name
+        argv = ["-m", f"bench.{mod}", *sys.argv[1:]]
+    return "PYTHONPATH=src .venv/bin/python " + " ".join(argv)
+
+
+def append_block(
+    title: str, body: str, info: dict[str, Any] | None = None, path: Path = BENCHMARKS_MD
+) -> None:
+    """Append a dated result block (title, command, machine, body) to ``BENCHMARKS.md``."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    block = (
+        f"\n### {title} — {stamp}\n\n"
+        f"Command: `{command_line()}`\n\n"
+        f"Machine: {machine_line(info)}\n\n{body.rstrip()}\n"
+    )
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(block)
