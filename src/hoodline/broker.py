@@ -101,6 +101,7 @@ class EmbeddedBroker:
         startup_timeout_s: float = 10.0,
         env: dict[str, str] | None = None,
         log_dir: Path | None = None,
+        advertised_port: int | None = None,
     ) -> None:
         self._requested_port = port
         self._storage_engine = storage_engine
@@ -108,6 +109,9 @@ class EmbeddedBroker:
         self._startup_timeout_s = startup_timeout_s
         self._env = env
         self._log_dir = log_dir
+        #: port advertised to clients in metadata (default: the listening port); lets tests put a
+        #: TCP proxy between clients and the broker to simulate network outages
+        self._advertised_port = advertised_port
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._log_path: Path | None = None
@@ -155,6 +159,7 @@ class EmbeddedBroker:
 
     def _launch(self, binary: Path, port: int) -> None:
         url = f"tcp://{_HOST}:{port}"
+        advertised = f"tcp://{_HOST}:{self._advertised_port or port}"
         log_dir = str(self._log_dir) if self._log_dir else None
         fd, log_name = tempfile.mkstemp(prefix=f"tansu-{port}-", suffix=".log", dir=log_dir)
         self._log_path = Path(log_name)
@@ -169,7 +174,7 @@ class EmbeddedBroker:
                     "--listener-url",
                     url,
                     "--advertised-listener-url",
-                    url,
+                    advertised,
                     "--storage-engine",
                     self._storage_engine,
                 ],
