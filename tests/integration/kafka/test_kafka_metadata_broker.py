@@ -75,3 +75,21 @@ def test_offsets_committed_on_checkpoint_and_used_by_group_offsets_startup(
             KafkaPartitionSplit(topic, 0, 30),
             KafkaPartitionSplit(topic, 1, 20),
         ]
+
+
+def test_driver_side_commit_for_round_runtimes(kafka: KafkaTestCluster) -> None:
+    topic = kafka.create_topic(unique_topic("drvcommit"), 2)
+    group = unique_topic("group")
+    base = {"properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic}
+    splits = [KafkaPartitionSplit(topic, 0, 11), KafkaPartitionSplit(topic, 1, 4, 9)]
+    assert KafkaSource.from_options(base).commit_offsets(splits) is False  # no group id
+    off = {**base, "properties.group.id": group, "commit.offsets.on.checkpoint": False}
+    assert KafkaSource.from_options(off).commit_offsets(splits) is False
+    source = KafkaSource.from_options({**base, "properties.group.id": group})
+    assert source.commit_offsets(splits) is True
+    client = source.metadata_client()
+    try:
+        tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        assert client.committed_offsets(group, tps) == {tps[0]: 11, tps[1]: 4}
+    finally:
+        client.close()

@@ -20,6 +20,7 @@ or with the builder::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,8 @@ from hoodline.source.api import (
     SupportsSplitReassignmentOnRecovery,
 )
 from hoodline.source.serialization import VersionedSerializer
+
+log = logging.getLogger(__name__)
 
 
 class KafkaSource(
@@ -103,6 +106,43 @@ class KafkaSource(
             if own:
                 client.close()
         return plan_round(reader_splits, ends, max_records)
+
+    def commit_offsets(self, splits: Iterable[KafkaPartitionSplit]) -> bool:
+        """Commit the splits' positions to the consumer group after a checkpoint completed.
+
+        For round-based runtimes whose readers are gone when the commit lands (the driver calls
+        this with the checkpoint's reader splits). Monitoring only: recovery never reads these
+        offsets. Does nothing (returns False) without 'properties.group.id' or with
+        'commit.offsets.on.checkpoint' off; a failed commit is logged, never raised.
+        """
+        if not self.config.group_id or not self.config.commit_offsets_on_checkpoint:
+            return False
+        offsets = {(s.topic, s.partition): s.starting_offset for s in splits}
+        if not offsets:
+            return False
+        try:
+            from confluent_kafka import Consumer
+            from confluent_kafka import TopicPartition as CTP
+
+            props = dict(self.config.client_properties)
+            props["enable.auto.commit"] = False
+            consumer = Consumer(props)
+            try:
+                consumer.commit(
+                    offsets=[CTP(t, p, o) for (t, p), o in sorted(offsets.items())],
+                    asynchronous=False,
+                )
+            finally:
+                consumer.close()
+            return True
+        except Exception as exc:  # monitoring only: never fail the job for it
+            log.warning(
+                "committing offsets of %d partitions to group %r failed: %s",
+                len(offsets),
+                self.config.group_id,
+                exc,
+            )
+            return False
 
     def create_reader(self, context: SourceReaderContext) -> KafkaSourceReader:
         return KafkaSourceReader(
