@@ -29,7 +29,11 @@ import pyarrow as pa
 
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
-from hoodline.errors import KafkaBrokerUnavailableError, KafkaOffsetOutOfRangeError
+from hoodline.errors import (
+    KafkaBrokerUnavailableError,
+    KafkaOffsetOutOfRangeError,
+    KafkaSourceError,
+)
 from hoodline.source.api import ReaderOutput, SourceReaderContext
 from hoodline.source.base import (
     RecordEmitter,
@@ -325,7 +329,10 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             self._reposition(sid, new_start)
             return
         if err.fatal() if hasattr(err, "fatal") else False:
-            raise KafkaBrokerUnavailableError(f"fatal Kafka consumer error: {err}")
+            raise KafkaSourceError(
+                f"fatal Kafka consumer error on {m.topic()}-{m.partition()}: {err}; the consumer "
+                f"cannot continue (check the client properties and broker compatibility)"
+            )
         log.warning("Kafka consumer error on %s-%s: %s", m.topic(), m.partition(), err)
 
     def _earliest(self, split: KafkaPartitionSplit) -> int | None:
