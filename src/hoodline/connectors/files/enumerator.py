@@ -290,6 +290,8 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         back: list[FileSourceSplit] = []
         for split in reported:
             sid = split.split_id
+            if sid in self._pending:
+                continue  # already given back; the pending copy has the same position
             owner = self._assignment.get(sid, self._finished_owner.get(sid))
             if owner is None:
                 log.warning(
@@ -297,9 +299,7 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
                     "back rather than risking its loss", subtask_id, sid
                 )
             elif owner not in (UNCLAIMED, subtask_id):
-                continue  # moved to another reader (or pending) since: ignore (FLIP-537)
-            if sid in self._pending:
-                continue  # already given back; the pending copy has the same position
+                continue  # moved to another reader since: ignore (FLIP-537)
             self._finished.pop(sid, None)
             self._finished_owner.pop(sid, None)
             back.append(split)
