@@ -122,7 +122,9 @@ def _owners(held: Mapping[int, list[KafkaPartitionSplit]]) -> Owners:
     for r, splits in held.items():
         for s in splits:
             if s.topic_partition in out:
-                raise AssertionError(f"{s.topic_partition} assigned to readers {out[s.topic_partition]} and {r}")
+                raise AssertionError(
+                    f"{s.topic_partition} assigned to readers {out[s.topic_partition]} and {r}"
+                )
             out[s.topic_partition] = r
     return out
 
@@ -145,9 +147,7 @@ def hoodline_owners(
     coord.close()
     meta.topics = dict(new_topics)
     states = redistribute_split_states(held, new_parallelism, parallelism)
-    coord, held = _run_job(
-        _source(meta, new_topics, assigner), new_parallelism, (state, 1), states
-    )
+    coord, held = _run_job(_source(meta, new_topics, assigner), new_parallelism, (state, 1), states)
     coord.close()
     return _owners(held)
 
@@ -259,7 +259,9 @@ def evaluate(sc: Scenario, per_partition: int) -> list[dict[str, Any]]:
     for strategy in STRATEGIES:
         owners = owners_for(strategy, sc)
         if len(owners) != n_splits:
-            raise AssertionError(f"{strategy} on {sc.name}: {len(owners)} of {n_splits} splits owned")
+            raise AssertionError(
+                f"{strategy} on {sc.name}: {len(owners)} of {n_splits} splits owned"
+            )
         splits = per_reader(owners, p, {tp: 1 for tp in owners})
         row: dict[str, Any] = {
             "strategy": strategy,

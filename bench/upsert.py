@@ -128,7 +128,7 @@ def run(
 
 def _short(res: dict[str, Any]) -> str:
     if "error" in res:
-        return "ERROR " + res["error"].splitlines()[-1]
+        return "ERROR " + str(res["error"]).splitlines()[-1]
     return f"upsert {res['upsert_s']:.2f} s, load {res['load_s']:.2f} s, diff={res['difference']}"
 
 
@@ -140,7 +140,9 @@ def report(rep: dict[str, Any]) -> str:
         if "error" in r:
             rows.append([name, "error: " + r["error"].splitlines()[-1][:80]] + [""] * 8)
             continue
-        ratio = f"{r['upsert_s'] / base:.2f}" if base and name != BASELINE else "1.00" if base else "-"
+        ratio = (
+            f"{r['upsert_s'] / base:.2f}" if base and name != BASELINE else "1.00" if base else "-"
+        )
         rows.append(
             [
                 name,

@@ -13,7 +13,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-REGIONS = ("af-south", "ap-east", "ap-south", "eu-central", "eu-west", "sa-east", "us-east", "us-west")
+REGIONS = (
+    "af-south",
+    "ap-east",
+    "ap-south",
+    "eu-central",
+    "eu-west",
+    "sa-east",
+    "us-east",
+    "us-west",
+)
 CATEGORIES = tuple(f"category-{i:02d}" for i in range(20))
 KEY = "id"
 PARTITION = "region"

@@ -159,7 +159,11 @@ class Iceberg:
             added_bytes += int(summary.get("added-files-size", 0) or 0)
             added_files += int(summary.get("added-data-files", 0) or 0)
             deleted_files += int(summary.get("deleted-data-files", 0) or 0)
-            snap = self.table.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
+            snap = (
+                self.table.snapshot_by_id(snap.parent_snapshot_id)
+                if snap.parent_snapshot_id
+                else None
+            )
         return {
             "bytes_rewritten": added_bytes,
             "files_written": added_files,

@@ -1,0 +1,395 @@
+"""Kafka -> table ingest benchmark: hoodline (pending) vs the single-process limit vs a
+hand-written ``write_deltalake`` consumer.
+
+    PYTHONPATH=src .venv/bin/python -m bench.ingest [--messages 5000000] [--batch-records 250000]
+        [--systems limit,delta] [--record]
+
+The parent starts the bundled broker (``hoodline.broker.EmbeddedBroker``, Tansu, memory engine,
+127.0.0.1 only, stopped by PID at the end), creates one topic with 8 partitions and loads
+``--messages`` JSON messages of ~200 bytes (fixed seed; message ``i`` goes to partition
+``i % 8``) with the hold-back producer (``ExactEndProducer``) so end offsets are exact on Tansu.
+The load is not timed as part of any system. Then every system runs in its own child process on
+the same topic, reading all partitions from offset 0 (``assign``, no group join) until it has
+seen every message:
+
+* ``limit``: confluent-kafka ``consume`` + ``pyarrow.json`` parse + ``pyarrow.parquet`` write of
+  one file per ``--batch-records`` records; no table semantics (the speed limit of one process).
+* ``delta``: the peer a user would write: the same consume + parse loop calling
+  ``deltalake.write_deltalake(mode="append")`` per batch.
+* ``hoodline``: NOT YET MEASURED — the streaming pipeline (issue 5) is not built. When it is,
+  implement :func:`run_hoodline` (one function: ingest the topic into a table under ``out`` and
+  return the facts dict) and add ``hoodline`` to ``--systems``.
+
+Each child reports wall time (consumer creation to last write), messages/s, MB/s of JSON and
+peak RSS; the parent checks every output holds exactly the messages produced (row count,
+distinct ids, sum of ids) and prints ratios (time / limit time; time / hoodline time once
+hoodline runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+import pyarrow.parquet as pq
+
+from bench import common
+
+PARTITIONS = 8
+TOPIC = "bench-ingest"
+EVENTS = ("click", "view", "purchase", "signup", "refund", "logout")
+COUNTRIES = ("de", "fr", "us", "br", "in", "jp", "za", "au")
+DEVICES = ("ios", "android", "web", "tv")
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("user", pa.string()),
+        ("event", pa.string()),
+        ("amount", pa.float64()),
+        ("count", pa.int32()),
+        ("ok", pa.bool_()),
+        ("ts", pa.timestamp("ms", tz="UTC")),
+        ("country", pa.string()),
+        ("device", pa.string()),
+        ("session", pa.string()),
+        ("note", pa.string()),
+    ]
+)
+
+
+# --- data loader ---------------------------------------------------------------------------------
+def messages(n: int, seed: int = 3, start: int = 0) -> list[bytes]:
+    """``n`` JSON messages of ~200 bytes (ids ``start .. start+n-1``)."""
+    rng = np.random.default_rng(seed + start)
+    users = rng.integers(0, 1_000_000, size=n)
+    events = rng.integers(0, len(EVENTS), size=n)
+    amounts = np.round(rng.random(n) * 1000, 2)
+    counts = rng.integers(0, 1000, size=n)
+    oks = rng.random(n) < 0.5
+    secs = rng.integers(0, 86_400 * 30, size=n)
+    countries = rng.integers(0, len(COUNTRIES), size=n)
+    devices = rng.integers(0, len(DEVICES), size=n)
+    sessions = rng.integers(0, 2**63 - 1, size=(n, 2), dtype=np.int64)
+    note_len = rng.integers(2, 20, size=n)
+    out = []
+    for i in range(n):
+        s = int(secs[i])
+        out.append(
+            (
+                f'{{"id":{start + i},"user":"user-{users[i]:07d}","event":"{EVENTS[events[i]]}",'
+                f'"amount":{amounts[i]},"count":{counts[i]},"ok":{"true" if oks[i] else "false"},'
+                f'"ts":"2024-03-{1 + s // 86400:02d}T{s // 3600 % 24:02d}:{s // 60 % 60:02d}:'
+                f'{s % 60:02d}Z","country":"{COUNTRIES[countries[i]]}",'
+                f'"device":"{DEVICES[devices[i]]}",'
+                f'"session":"{sessions[i, 0]:016x}{sessions[i, 1]:016x}",'
+                f'"note":"{"n" * int(note_len[i])}"}}'
+            ).encode()
+        )
+    return out
+
+
+def load_topic(bootstrap: str, n: int, chunk: int = 500_000) -> dict[str, Any]:
+    """Create the topic and produce ``n`` messages (hold-back producer: exact end offsets)."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    from hoodline.broker import ExactEndProducer
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+        f.result(timeout=30)
+    t0 = time.perf_counter()
+    total_bytes = 0
+    with ExactEndProducer(
+        bootstrap,
+        **{
+            "queue.buffering.max.messages": 10_000_000,
+            "queue.buffering.max.kbytes": 2_000_000,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+        },
+    ) as producer:
+        for start in range(0, n, chunk):
+            for j, value in enumerate(messages(min(chunk, n - start), start=start)):
+                total_bytes += len(value)
+                producer.produce(TOPIC, (start + j) % PARTITIONS, value)
+    return {
+        "load_s": time.perf_counter() - t0,
+        "bytes": total_bytes,
+        "avg_message_bytes": total_bytes / max(n, 1),
+    }
+
+
+def end_offsets(bootstrap: str) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ingest-check"})
+    try:
+        return [
+            c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        ]
+    finally:
+        c.close()
+
+
+# --- the shared consume + parse loop --------------------------------------------------------------
+def consume_batches(bootstrap: str, total: int, batch_records: int, group: str) -> Any:
+    """Yield parsed Arrow tables of ``batch_records`` messages (the last may be smaller) until
+    ``total`` were read."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 64 << 20,
+            "max.partition.fetch.bytes": 8 << 20,
+            "queued.max.messages.kbytes": 512 << 10,
+        }
+    )
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    parse = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
+    read = pj.ReadOptions(block_size=16 << 20)
+    seen = 0
+    pending: list[bytes] = []
+    idle_since = time.monotonic()
+    try:
+        while seen < total:
+            msgs = consumer.consume(
+                num_messages=min(10_000, batch_records - len(pending)), timeout=0.5
+            )
+            if not msgs:
+                if time.monotonic() - idle_since > 60:
+                    raise RuntimeError(f"no messages for 60 s after {seen} of {total}")
+                continue
+            idle_since = time.monotonic()
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    raise KafkaException(err)
+                value = m.value()
+                if value is None:
+                    raise ValueError(f"message {m.partition()}@{m.offset()} has no value")
+                pending.append(value)
+            seen += len(msgs)
+            if len(pending) >= batch_records or seen >= total:
+                yield pj.read_json(io.BytesIO(b"\n".join(pending)), read, parse)
+                pending = []
+    finally:
+        consumer.close()
+
+
+# --- systems -------------------------------------------------------------------------------------
+def run_limit(bootstrap: str, total: int, batch_records: int, out: Path) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    files = 0
+    for i, table in enumerate(consume_batches(bootstrap, total, batch_records, "bench-limit")):
+        pq.write_table(table, out / f"part-{i:05d}.parquet")
+        files += 1
+    return {"files": files}
+
+
+def run_delta(bootstrap: str, total: int, batch_records: int, out: Path) -> dict[str, Any]:
+    from deltalake import write_deltalake
+
+    commits = 0
+    for table in consume_batches(bootstrap, total, batch_records, "bench-delta"):
+        write_deltalake(str(out), table, mode="append")
+        commits += 1
+    return {"files": commits}
+
+
+def run_hoodline(bootstrap: str, total: int, batch_records: int, out: Path) -> dict[str, Any]:
+    """hoodline ``run --once`` of the topic into a table under ``out`` — pending issue 5."""
+    raise NotImplementedError("not yet measured: the hoodline streaming pipeline is not built")
+
+
+SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
+    "limit": run_limit,
+    "delta": run_delta,
+    "hoodline": run_hoodline,
+}
+DEFAULT_SYSTEMS = ("limit", "delta")
+
+
+def read_output(system: str, out: Path) -> pa.Table:
+    if system == "limit":
+        return pq.read_table(out, columns=["id", "amount"])
+    if system == "delta":
+        from deltalake import DeltaTable
+
+        return pa.table(DeltaTable(str(out)).to_pyarrow_table(columns=["id", "amount"]))
+    if system == "hoodline":
+        from hoodline.table.read import read_snapshot
+        from hoodline.table.table import HudiTable
+
+        return read_snapshot(HudiTable.open(out), columns=["id", "amount"])
+    raise ValueError(system)
+
+
+def check_output(table: pa.Table, n: int) -> str | None:
+    """None when the output holds exactly ids 0..n-1 once each."""
+    ids = table.column("id")
+    if table.num_rows != n:
+        return f"{table.num_rows} rows, expected {n}"
+    distinct = int(pc.count_distinct(ids).as_py())
+    if distinct != n:
+        return f"{distinct} distinct ids, expected {n}"
+    if int(pc.sum(ids).as_py()) != n * (n - 1) // 2 or int(pc.min(ids).as_py()) != 0:
+        return "ids are not exactly 0..n-1"
+    return None
+
+
+def child(system: str, bootstrap: str, total: int, batch_records: int, out: Path) -> dict[str, Any]:
+    with common.PeakRss() as mem:
+        t0 = time.perf_counter()
+        cpu0 = time.process_time()
+        facts = SYSTEMS[system](bootstrap, total, batch_records, out)
+        elapsed = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+    return {"system": system, "time_s": elapsed, "cpu_s": cpu, "peak_rss": mem.peak, **facts}
+
+
+def run(
+    n: int, batch_records: int, systems: list[str], timeout: float | None = None
+) -> dict[str, Any]:
+    from hoodline.broker import EmbeddedBroker
+
+    info = common.machine()
+    wd = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    broker = EmbeddedBroker(log_dir=wd)
+    broker.start()
+    try:
+        loaded = load_topic(broker.bootstrap_servers, n)
+        ends = end_offsets(broker.bootstrap_servers)
+        if sum(ends) != n:
+            raise RuntimeError(f"broker end offsets {ends} do not add up to {n} messages")
+        results: dict[str, dict[str, Any]] = {}
+        for name in systems:
+            out = wd / name
+            res = common.run_child(
+                "bench.ingest",
+                [
+                    "--child",
+                    name,
+                    "--bootstrap",
+                    broker.bootstrap_servers,
+                    "--messages",
+                    str(n),
+                    "--batch-records",
+                    str(batch_records),
+                    "--out",
+                    str(out),
+                ],
+                timeout=timeout,
+            )
+            if "error" not in res:
+                res["difference"] = check_output(read_output(name, out), n)
+            shutil.rmtree(out, ignore_errors=True)
+            results[name] = res
+            print(f"  {name}: {res.get('time_s', res.get('error'))}", file=sys.stderr, flush=True)
+        return {
+            "messages": n,
+            "batch_records": batch_records,
+            "loaded": loaded,
+            "end_offsets": ends,
+            "machine": info,
+            "results": results,
+        }
+    finally:
+        broker.stop()
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def report(rep: dict[str, Any]) -> str:
+    n = rep["messages"]
+    mb = rep["loaded"]["bytes"] / 1e6
+    res = rep["results"]
+    limit = res.get("limit", {}).get("time_s")
+    hood = res.get("hoodline", {}).get("time_s")
+    rows = []
+    for name, r in res.items():
+        if "error" in r:
+            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 7])
+            continue
+        rows.append(
+            [
+                name,
+                common.secs(r["time_s"]),
+                common.rate(n, r["time_s"]),
+                f"{mb / r['time_s']:,.1f}",
+                f"{r['time_s'] / limit:.2f}" if limit else "-",
+                f"{r['time_s'] / hood:.2f}" if hood else "n/a",
+                common.mib(r["peak_rss"]),
+                "exact" if r["difference"] is None else "WRONG: " + r["difference"],
+                f"{r['load_before'][0]}",
+            ]
+        )
+    if "hoodline" not in res:
+        rows.append(["hoodline", "not yet measured: pipeline not built", *[""] * 7])
+    intro = (
+        f"{n:,} JSON messages, {rep['loaded']['avg_message_bytes']:.0f} bytes on average "
+        f"({mb:,.0f} MB), 8 partitions, bundled Tansu broker (memory engine) on 127.0.0.1; "
+        f"batches of {rep['batch_records']:,} messages; loading took "
+        f"{rep['loaded']['load_s']:.1f} s (not counted). Output checked: exactly ids 0..n-1 once."
+    )
+    header = [
+        "system",
+        "time",
+        "msg/s",
+        "MB/s (JSON)",
+        "time / limit",
+        "time / hoodline",
+        "peak RSS",
+        "output",
+        "load avg (1 min)",
+    ]
+    return intro + "\n\n" + common.markdown_table(header, rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--messages", type=int, default=5_000_000)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies --messages")
+    ap.add_argument("--batch-records", type=int, default=250_000)
+    ap.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS))
+    ap.add_argument("--timeout", type=float, default=3600.0)
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        common.emit_result(
+            child(args.child, args.bootstrap, args.messages, args.batch_records, args.out)
+        )
+        return 0
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    rep = run(int(args.messages * args.scale), args.batch_records, systems, args.timeout)
+    text = report(rep)
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(rep, indent=2, default=str))
+    if args.record:
+        common.append_block("Kafka -> table ingest", text, rep["machine"])
+    bad = [n for n, r in rep["results"].items() if "error" in r or r.get("difference")]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

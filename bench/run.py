@@ -1,0 +1,29 @@
+"""Run one benchmark by name: ``bench/run.py <name> [args...]`` (= ``python -m bench.<name>``).
+
+Names: upsert, balance, ingest, profile_upsert.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+NAMES = ("upsert", "balance", "ingest", "profile_upsert")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in NAMES:
+        print(f"usage: bench/run.py {{{','.join(NAMES)}}} [args...]", file=sys.stderr)
+        return 2
+    repo = Path(__file__).resolve().parent.parent
+    for p in (str(repo / "src"), str(repo)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    module = importlib.import_module(f"bench.{argv[0]}")
+    sys.argv = [f"bench/{argv[0]}.py", *argv[1:]]
+    return int(module.main(argv[1:]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
