@@ -261,3 +261,21 @@ def test_request_sent_before_registration_is_served_on_registration(data_dir: Pa
     assert ctx.assignments == []
     register(ctx, enum, 0)
     assert names(ctx.assigned_splits()[0]) == ["a.jsonl"]
+
+
+def test_file_deleted_before_planning_is_not_taken(data_dir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from hoodline.connectors.files import enumerator as enumerator_module
+
+    big = write_parquet(data_dir / "big.parquet", 0, 500, row_group_size=50)
+    real_plan = enumerator_module.plan_file
+
+    def delete_then_plan(entry, config):  # type: ignore[no-untyped-def]
+        os.unlink(entry.path)
+        return real_plan(entry, config)
+
+    monkeypatch.setattr(enumerator_module, "plan_file", delete_then_plan)
+    ctx, enum = make(data_dir, format="parquet", split_target_size=1024)
+    ctx.run_next_one_shot()  # no error: the file was never taken
+    assert enum.pending_splits == [] and enum.rejected_files == []
+    assert str(big) not in enum.processed_files

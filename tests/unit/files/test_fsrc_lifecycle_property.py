@@ -52,7 +52,7 @@ class Dropper:
             self.count += 1
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS, fmt=st.sampled_from(["jsonl", "parquet"]), parallelism=st.integers(1, 4),
        stable_scans=st.integers(1, 2), per_request=st.integers(1, 3), seed=st.integers(0, 99))
 def test_every_row_exactly_once_under_any_lifecycle(

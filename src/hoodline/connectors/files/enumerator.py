@@ -34,6 +34,7 @@ The processed map grows with the number of files read (it is zlib-compressed in 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -94,12 +95,18 @@ class _Scanner:
             eligible = self._tracker.observe(self._lister.list())
             fresh = [e for e in eligible if not self._is_known(e)]
             fresh.sort(key=lambda e: (e.mtime_ns, e.path))
-            return [self._plan(e) for e in fresh], eligible
+            planned = [self._plan(e) for e in fresh]
+            return [p for p in planned if p is not None], eligible
 
-    def _plan(self, entry: FileEntry) -> PlannedFile:
+    def _plan(self, entry: FileEntry) -> PlannedFile | None:
         try:
             return PlannedFile(entry, tuple(plan_file(entry, self._config)))
         except FileSourceError as exc:
+            if not os.path.exists(entry.path):
+                # deleted between listing and planning: never taken, so nothing is dropped;
+                # should it come back it is discovered like any new file
+                log.info("file source: '%s' vanished before it was taken", entry.path)
+                return None
             return PlannedFile(entry, (), str(exc))
 
 
