@@ -181,8 +181,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
     # -- discovery -------------------------------------------------------------------------------
 
     def _is_known(self, entry: FileEntry) -> bool:
+        """Taken before, in any version (changed versions are reported, never re-planned)."""
         with self._lock:
-            return self._processed.get(entry.path) == (entry.size, entry.mtime_ns)
+            return entry.path in self._processed
 
     def _on_scan(
         self,
