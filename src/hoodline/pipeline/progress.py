@@ -1,0 +1,262 @@
+"""Live progress of a running pipeline, one update per round (rich).
+
+``hoodline run`` and ``hoodline demo`` hand :meth:`RoundProgress.on_round` to the pipeline as its
+``on_round`` callback::
+
+    on_round, finish = make_progress_callback(console)
+    try:
+        run_pipeline(config, on_round=on_round)
+    finally:
+        finish()
+
+On a terminal it keeps a live panel up to date: totals, the latest rounds (records read / written
+/ deleted, error records, files written, records per second, read / write / commit seconds,
+retries) and the lag per topic-partition after the latest round. When the console is not a
+terminal (logs, CI, pipes) it prints one plain line per round instead.
+
+Rounds are reported from the pipeline's driver thread; the renderer only reads the report's
+attributes (any object with the :class:`RoundLike` attributes works) and never blocks the round
+for more than rendering it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["ProgressTotals", "RoundLike", "RoundProgress", "format_round_line",
+           "make_progress_callback"]
+
+#: Most topic-partitions listed in the lag table (the rest are summed in one line).
+MAX_LAG_ROWS = 12
+
+
+class RoundLike(Protocol):
+    """What the renderer reads from a round report (:class:`hoodline.pipeline.api.RoundReport`)."""
+
+    @property
+    def round_id(self) -> int: ...
+    @property
+    def instant(self) -> str | None: ...
+    @property
+    def committed(self) -> bool: ...
+    @property
+    def records_read(self) -> int: ...
+    @property
+    def records_written(self) -> int: ...
+    @property
+    def records_deleted(self) -> int: ...
+    @property
+    def error_records(self) -> int: ...
+    @property
+    def files_written(self) -> int: ...
+    @property
+    def read_seconds(self) -> float: ...
+    @property
+    def write_seconds(self) -> float: ...
+    @property
+    def commit_seconds(self) -> float: ...
+    @property
+    def duration_seconds(self) -> float: ...
+    @property
+    def records_per_second(self) -> float: ...
+    @property
+    def lag(self) -> Mapping[str, int]: ...
+    @property
+    def retries(self) -> int: ...
+
+
+@dataclass
+class ProgressTotals:
+    """Sums over the rounds seen so far."""
+
+    rounds: int = 0
+    commits: int = 0
+    records_read: int = 0
+    records_written: int = 0
+    records_deleted: int = 0
+    error_records: int = 0
+    files_written: int = 0
+    retries: int = 0
+    busy_seconds: float = 0.0
+
+    def add(self, r: RoundLike) -> None:
+        self.rounds += 1
+        self.commits += int(r.committed)
+        self.records_read += r.records_read
+        self.records_written += r.records_written
+        self.records_deleted += r.records_deleted
+        self.error_records += r.error_records
+        self.files_written += r.files_written
+        self.retries += r.retries
+        self.busy_seconds += r.duration_seconds
+
+
+def _total_lag(lag: Mapping[str, int]) -> int:
+    return sum(max(0, v) for v in lag.values())
+
+
+def format_round_line(r: RoundLike) -> str:
+    """One plain line for a round (non-terminal output)."""
+    what = f"committed {r.instant}" if r.committed and r.instant else "no commit"
+    lag = _total_lag(r.lag)
+    parts = ", ".join(f"{tp}={v}" for tp, v in sorted(r.lag.items())[:MAX_LAG_ROWS])
+    more = f", +{len(r.lag) - MAX_LAG_ROWS} more" if len(r.lag) > MAX_LAG_ROWS else ""
+    retry = f" retries={r.retries}" if r.retries else ""
+    return (
+        f"round {r.round_id}: {what}; read={r.records_read} written={r.records_written} "
+        f"deleted={r.records_deleted} errors={r.error_records} files={r.files_written} "
+        f"rate={r.records_per_second:.0f}/s read_s={r.read_seconds:.2f} "
+        f"write_s={r.write_seconds:.2f} commit_s={r.commit_seconds:.3f} "
+        f"total_s={r.duration_seconds:.2f} lag={lag}" + (f" ({parts}{more})" if parts else "")
+        + retry
+    )
+
+
+class RoundProgress:
+    """Collects round reports and shows them live (terminal) or line by line (otherwise).
+
+    ``live`` forces the mode (default: live only when ``console.is_terminal``). ``history`` is
+    how many recent rounds the live table shows. :meth:`set_status` adds a free text line (the
+    demo says what its producer is doing there).
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        title: str = "hoodline pipeline",
+        live: bool | None = None,
+        history: int = 8,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.console = console
+        self.title = title
+        self.totals = ProgressTotals()
+        self._recent: deque[RoundLike] = deque(maxlen=max(1, history))
+        self._last: RoundLike | None = None
+        self._status = ""
+        self._clock = clock
+        self._started = clock()
+        self._lock = threading.Lock()
+        self._live_mode = console.is_terminal if live is None else live
+        self._live: Live | None = None
+        self._finished = False
+
+    # -- callbacks --------------------------------------------------------------------------
+    def on_round(self, report: RoundLike) -> None:
+        """The pipeline's ``on_round`` callback."""
+        with self._lock:
+            self.totals.add(report)
+            self._recent.append(report)
+            self._last = report
+        if self._live_mode:
+            self._refresh()
+        else:
+            self.console.print(format_round_line(report), highlight=False, soft_wrap=True)
+
+    def set_status(self, text: str) -> None:
+        """Show ``text`` under the title (live mode) or print it as a line (plain mode)."""
+        with self._lock:
+            self._status = text
+        if self._live_mode:
+            self._refresh()
+        elif text:
+            self.console.print(text, highlight=False, soft_wrap=True)
+
+    def finish(self) -> None:
+        """Stop the live display, leaving its last state on screen. Idempotent."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._live is not None:
+            self._live.update(self.render(), refresh=True)
+            self._live.stop()
+            self._live = None
+
+    # -- rendering --------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        if self._finished:
+            return
+        if self._live is None:
+            self._live = Live(self.render(), console=self.console, refresh_per_second=4,
+                              transient=False)
+            self._live.start()
+        else:
+            self._live.update(self.render())
+
+    def render(self) -> RenderableType:
+        """The current panel: header, recent rounds, lag of the latest round."""
+        with self._lock:
+            totals = ProgressTotals(**vars(self.totals))
+            recent = list(self._recent)
+            last = self._last
+            status = self._status
+        elapsed = max(1e-9, self._clock() - self._started)
+        header = Text.assemble(
+            (self.title, "bold"),
+            f"  {elapsed:.0f}s  rounds {totals.rounds}  commits {totals.commits}  "
+            f"read {totals.records_read:,}  written {totals.records_written:,}  "
+            f"deleted {totals.records_deleted:,}  ",
+            (f"errors {totals.error_records:,}", "yellow" if totals.error_records else ""),
+            f"  files {totals.files_written:,}  avg {totals.records_read / elapsed:,.0f} rec/s",
+            (f"  retries {totals.retries}", "red") if totals.retries else "",
+        )
+        parts: list[RenderableType] = [header]
+        if status:
+            parts.append(Text(status, style="cyan"))
+        parts.append(_rounds_table(recent))
+        if last is not None and last.lag:
+            parts.append(Text(f"lag after the latest round: {_total_lag(last.lag):,} records",
+                              style="bold"))
+            parts.append(_lag_table(last.lag))
+        return Group(*parts)
+
+
+def _rounds_table(recent: list[RoundLike]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in ("round", "instant", "read", "written", "deleted", "errors", "files",
+                 "rec/s", "read s", "write s", "commit s", "retries"):
+        table.add_column(name, justify="left" if name == "instant" else "right", no_wrap=True)
+    for r in recent:
+        table.add_row(
+            str(r.round_id),
+            r.instant if r.committed and r.instant else "[dim]no commit[/dim]",
+            f"{r.records_read:,}", f"{r.records_written:,}", f"{r.records_deleted:,}",
+            f"[yellow]{r.error_records:,}[/yellow]" if r.error_records else "0",
+            str(r.files_written), f"{r.records_per_second:,.0f}",
+            f"{r.read_seconds:.2f}", f"{r.write_seconds:.2f}", f"{r.commit_seconds:.3f}",
+            f"[red]{r.retries}[/red]" if r.retries else "0",
+        )
+    return table
+
+
+def _lag_table(lag: Mapping[str, int]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("topic-partition", no_wrap=True)
+    table.add_column("records behind", justify="right")
+    ordered = sorted(lag.items(), key=lambda kv: (-kv[1], kv[0]))
+    for tp, behind in ordered[:MAX_LAG_ROWS]:
+        table.add_row(tp, f"{behind:,}")
+    rest = ordered[MAX_LAG_ROWS:]
+    if rest:
+        table.add_row(f"+{len(rest)} more", f"{sum(v for _, v in rest):,}")
+    return table
+
+
+def make_progress_callback(
+    console: Console, *, title: str = "hoodline pipeline", live: bool | None = None
+) -> tuple[Callable[[RoundLike], None], Callable[[], None]]:
+    """``(on_round, finish)`` for :func:`hoodline.pipeline.api.run_pipeline`; call ``finish``
+    when the run ends (also on errors) to stop the live display."""
+    progress = RoundProgress(console, title=title, live=live)
+    return progress.on_round, progress.finish

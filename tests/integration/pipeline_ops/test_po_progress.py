@@ -1,0 +1,81 @@
+"""The live progress renderer: plain lines off a terminal, a live panel on one."""
+
+from __future__ import annotations
+
+import io
+import threading
+
+from rich.console import Console
+
+from hoodline.pipeline.api import RoundReport
+from hoodline.pipeline.progress import (
+    MAX_LAG_ROWS,
+    RoundProgress,
+    format_round_line,
+    make_progress_callback,
+)
+
+
+def _report(i: int, *, committed: bool = True, lag: dict[str, int] | None = None,
+            errors: int = 0, retries: int = 0) -> RoundReport:
+    return RoundReport(
+        round_id=i, instant=f"2026112106{i:02d}00000" if committed else None,
+        committed=committed, records_read=1000 * i, records_written=900 * i,
+        records_deleted=50 * i, error_records=errors, files_written=4,
+        read_seconds=0.5, write_seconds=1.25, commit_seconds=0.042, duration_seconds=2.0,
+        records_per_second=500.0 * i,
+        lag=lag if lag is not None else {"events-0": 7, "events-1": 0},
+        retries=retries,
+    )
+
+
+def test_plain_mode_prints_one_line_per_round_with_every_metric() -> None:
+    out = io.StringIO()
+    on_round, finish = make_progress_callback(Console(file=out, width=300))
+    on_round(_report(1, errors=3))
+    on_round(_report(2, committed=False, lag={}))
+    finish()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("round 1: committed 20261121060100000; read=1000 written=900 ")
+    for part in ("deleted=50", "errors=3", "files=4", "rate=500/s", "read_s=0.50",
+                 "write_s=1.25", "commit_s=0.042", "lag=7 (events-0=7, events-1=0)"):
+        assert part in lines[0]
+    assert lines[1].startswith("round 2: no commit; read=2000") and "lag=0" in lines[1]
+
+
+def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=True, color_system=None)
+    progress = RoundProgress(console, title="demo", live=True)
+    lag = {f"events-{p}": p * 10 for p in range(MAX_LAG_ROWS + 3)}
+    progress.on_round(_report(1, lag=lag, errors=2))
+    progress.on_round(_report(2, lag=lag, retries=1))
+    progress.set_status("producing wave 2 of 4")
+    progress.finish()
+    progress.finish()  # idempotent
+    text = out.getvalue()
+    assert "rounds 2  commits 2  read 3,000  written 2,700  deleted 150" in text
+    assert "errors 2" in text and "files 8" in text and "retries 1" in text
+    assert "producing wave 2 of 4" in text
+    assert "20261121060200000" in text
+    total = sum(lag.values())
+    assert f"lag after the latest round: {total:,} records" in text
+    assert "events-14" in text  # the largest lag is listed first ...
+    assert "+3 more" in text  # ... and the smallest ones are summed
+    assert progress.totals.rounds == 2 and progress.totals.error_records == 2
+
+
+def test_concurrent_rounds_and_status_updates_are_all_counted() -> None:
+    out = io.StringIO()
+    progress = RoundProgress(Console(file=out, width=200), live=False)
+    threads = [threading.Thread(target=lambda i=i: progress.on_round(_report(i)))
+               for i in range(1, 21)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert progress.totals.rounds == 20
+    assert progress.totals.records_read == sum(1000 * i for i in range(1, 21))
+    assert len(out.getvalue().splitlines()) == 20
+    assert format_round_line(_report(3)) in out.getvalue()
