@@ -74,8 +74,11 @@ class FileSplitReader(SplitReader[pa.RecordBatch, FileSourceSplit]):
         return RecordsBySplits({split.split_id: [batch]})
 
     def _finish_current(self) -> None:
+        batches, self._batches = self._batches, None
         self._current = None
-        self._batches = None
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # release the open file now, not whenever the generator is collected
 
     def _reject(self, split: FileSourceSplit, reason: str) -> None:
         log.error("file source: skipping %s: %s", split.describe(), reason)
