@@ -279,3 +279,34 @@ def test_file_deleted_before_planning_is_not_taken(data_dir: Path,
     ctx.run_next_one_shot()  # no error: the file was never taken
     assert enum.pending_splits == [] and enum.rejected_files == []
     assert str(big) not in enum.processed_files
+
+
+def test_directory_is_scanned_every_monitor_interval(data_dir: Path) -> None:
+    from hoodline.connectors.files import FileSource
+    from hoodline.runtime.coordinator import SourceCoordinator
+    from hoodline.runtime.reader_events import AddSplitsEvent
+
+    now = [100.0]
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", continuous=True,
+                              monitor_interval=10, stable_scans=1)
+    coordinator: SourceCoordinator[FileSourceSplit, FileEnumeratorState] = SourceCoordinator(
+        FileSource(config), 1, clock=lambda: now[0])
+    coordinator.start()
+    coordinator.register_reader(0)
+    coordinator.handle_split_request(0)
+
+    def assigned() -> list[str]:
+        return [os.path.basename(s.path) for e in coordinator.take_reader_events(0)
+                if isinstance(e, AddSplitsEvent) for s in e.splits]
+
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    assert coordinator.run_async_calls() == 1  # first scan right away
+    assert assigned() == ["a.jsonl"]
+    coordinator.handle_split_request(0)
+    write_jsonl(data_dir / "b.jsonl", 0, 3)
+    now[0] += 9.5
+    assert coordinator.run_async_calls() == 0 and assigned() == []  # not due yet
+    now[0] += 0.5
+    assert coordinator.run_async_calls() == 1
+    assert assigned() == ["b.jsonl"]
+    coordinator.close()
