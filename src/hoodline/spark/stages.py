@@ -228,6 +228,66 @@ def reader_stage(
     return per_subtask(spark, n, run, spark_ddl(schema))
 
 
+def _split_envelope(
+    batches: Iterator[pa.RecordBatch], data_names: list[str]
+) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
+    import pyarrow.compute as pc
+
+    records: list[pa.RecordBatch] = []
+    control: list[pa.RecordBatch] = []
+    for batch in batches:
+        is_record = pc.equal(batch.column(KIND_COLUMN), RECORD)
+        if not pc.all(is_record).as_py():
+            control.append(
+                batch.filter(pc.invert(is_record)).select([KIND_COLUMN, TASK_COLUMN,
+                                                           PAYLOAD_COLUMN])
+            )
+            batch = batch.filter(is_record)
+        if batch.num_rows:
+            records.append(batch.select(data_names))
+    return records, control
+
+
+def keyed_stage(
+    df: DataFrame,
+    tasks: int,
+    key_columns: list[str],
+    fn: Callable[[pa.Table, int], pa.Table],
+    in_schema: pa.Schema,
+    out_schema: pa.Schema,
+) -> DataFrame:
+    """Shuffle record rows by ``key_columns`` into ``tasks`` tasks and apply ``fn(records,
+    task_index)`` (e.g. prepare + index tag + bucket assignment: records with one key meet in
+    one task). ``fn`` is called in every task, with an empty table when it got no records.
+    Control rows (reader states, bad records) pass through unchanged."""
+    if tasks < 1:
+        raise SparkRuntimeError(f"need at least one task, got {tasks}")
+    env = envelope_schema(out_schema)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task, _ = task_identity()
+        records, control = _split_envelope(batches, in_schema.names)
+        table = (
+            pa.Table.from_batches(records).cast(in_schema) if records else in_schema.empty_table()
+        )
+        out = fn(table, task)
+        n = out.num_rows
+        if n:
+            arrays = [out.column(f.name).combine_chunks().cast(f.type) for f in out_schema]
+            arrays += [pa.array([RECORD] * n, pa.int8()), pa.array([task] * n, pa.int32()),
+                       pa.nulls(n, pa.binary())]
+            yield pa.RecordBatch.from_arrays(arrays, schema=env)
+        for ctl in control:
+            m = ctl.num_rows
+            arrays = [pa.nulls(m, f.type) for f in out_schema]
+            arrays += [ctl.column(KIND_COLUMN).cast(pa.int8()),
+                       ctl.column(TASK_COLUMN).cast(pa.int32()),
+                       ctl.column(PAYLOAD_COLUMN).cast(pa.binary())]
+            yield pa.RecordBatch.from_arrays(arrays, schema=env)
+
+    return df.repartition(tasks, *key_columns).mapInArrow(run, spark_ddl(env))
+
+
 def writer_stage(
     df: DataFrame,
     writers: int,
@@ -239,26 +299,10 @@ def writer_stage(
     data_names = [n for n in df.columns if n not in (KIND_COLUMN, TASK_COLUMN, PAYLOAD_COLUMN)]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.compute as pc
-
         task, _ = task_identity()
-        control: list[pa.RecordBatch] = []
-
-        def records() -> Iterator[pa.RecordBatch]:
-            for batch in batches:
-                kinds = batch.column(KIND_COLUMN)
-                is_record = pc.equal(kinds, RECORD)
-                if not pc.all(is_record).as_py():
-                    ctl = batch.filter(pc.invert(is_record))
-                    control.append(ctl.select([KIND_COLUMN, TASK_COLUMN, PAYLOAD_COLUMN]))
-                    batch = batch.filter(is_record)
-                if batch.num_rows:
-                    yield batch.select(data_names)
-
-        feed = records()
-        statuses = list(fn(feed))
-        for _ in feed:  # a writer that stopped early must not swallow reader control rows
-            pass
+        # A writer's input is one task's share of one round: bounded by the round limits.
+        records, control = _split_envelope(batches, data_names)
+        statuses = list(fn(iter(records)))
         yield from (c.cast(RESULT_SCHEMA) for c in control)  # pass-through from readers
         kind = WRITE_STATUS if statuses else WRITER_EMPTY
         payloads = statuses or [b""]
