@@ -197,6 +197,28 @@ class HoodlineSpark:
                 )
             time.sleep(0.2)
 
+    def running_tasks(self) -> int:
+        """Tasks running right now on any executor (the driver's own in local mode included)."""
+        tracker: Any = self.context._jsc.sc().statusTracker()
+        return sum(int(info.numRunningTasks()) for info in tracker.getExecutorInfos())
+
+    def wait_until_idle(self, timeout_s: float = 60.0) -> None:
+        """Block until no task runs anywhere.
+
+        A job can return while task attempts it no longer needs still run (e.g. the old attempt
+        of a stage resubmitted after a fetch failure, or a speculative copy); such a "zombie"
+        could write files after the round committed. Rounds run one at a time, so "no task
+        running" is a safe barrier before reconciling markers and committing.
+        """
+        deadline = time.monotonic() + timeout_s
+        while (running := self.running_tasks()) > 0:
+            if time.monotonic() > deadline:
+                raise SparkRuntimeError(
+                    f"{running} task(s) still running {timeout_s:.0f}s after the round's job "
+                    "finished; not committing (the round will be rolled back and retried)"
+                )
+            time.sleep(0.05)
+
     def stop(self) -> None:
         """Stop Spark, wait for executor processes to exit, remove temporary files."""
         if self._stopped:

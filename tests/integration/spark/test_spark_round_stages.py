@@ -310,3 +310,28 @@ def test_rounds_through_the_table_layer_read_back_by_hudi_rs(
     assert {r["id"]: (r["ts"], r["v"]) for r in snap} == model
     saved = json.loads(hudi_latest_extra_metadata(base, "hoodline.checkpoint") or "{}")
     assert {int(k): json.loads(v)["next"] for k, v in saved.items()} == {0: 110, 1: 210, 2: 310}
+
+
+def test_wait_until_idle_sees_running_tasks(local: HoodlineSpark, tmp_path: Path) -> None:
+    import threading
+    import time
+
+    def slow(i: int) -> Iterator[pa.RecordBatch]:
+        while not (tmp_path / "release").exists():
+            time.sleep(0.02)
+        yield pa.RecordBatch.from_pylist([{"i": i}], schema=pa.schema([("i", pa.int32())]))
+
+    job = threading.Thread(
+        target=lambda: per_subtask(local.session, 2, slow, "i int").collect(), daemon=True
+    )
+    job.start()
+    deadline = time.monotonic() + 60
+    while local.running_tasks() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert local.running_tasks() > 0
+    with pytest.raises(SparkRuntimeError, match="still running"):
+        local.wait_until_idle(timeout_s=0.3)
+    (tmp_path / "release").touch()
+    local.wait_until_idle(timeout_s=60)
+    assert local.running_tasks() == 0
+    job.join(timeout=60)
