@@ -107,3 +107,7 @@ class RoundFailedError(PipelineError):
 
 class SparkRuntimeError(PipelineError):
     """Spark could not be started/used as hoodline needs (master, executors, active context)."""
+
+
+class CheckpointMismatchError(PipelineError):
+    """The table's stored checkpoint belongs to another source (type, topics, directory)."""

@@ -1,0 +1,91 @@
+"""The pipeline checkpoint stored in every data commit's ``extraMetadata``.
+
+Key :data:`CHECKPOINT_KEY`; value: base64 of versioned bytes::
+
+    b"HLPC" | int version (1) | long round id | utf source type | utf source identity |
+    bytes SourceCheckpoint (enumerator state + every reader's split states, versioned)
+
+The *source identity* is what must not change between runs for positions to mean the same
+thing (Kafka: the subscription; files: the root directory and format). A restart whose
+configuration names another source type or identity is refused with :class:`CheckpointMismatchError`
+(start a new table, or delete the table, to read another source). Secrets never enter it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+from hoodline.errors import CheckpointMismatchError, SplitSerializationError
+from hoodline.runtime.source_rounds import SourceCheckpoint
+from hoodline.source.serialization import BinaryReader, BinaryWriter
+
+CHECKPOINT_KEY = "hoodline.checkpoint"
+_MAGIC = b"HLPC"
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PipelineCheckpoint:
+    """Round id + which source + the source's checkpoint."""
+
+    round_id: int
+    source_type: str
+    source_identity: str
+    source: SourceCheckpoint
+
+    def encode(self) -> str:
+        body = (
+            BinaryWriter()
+            .write_int(_VERSION)
+            .write_long(self.round_id)
+            .write_str(self.source_type)
+            .write_str(self.source_identity)
+            .write_bytes(self.source.to_bytes())
+            .to_bytes()
+        )
+        return base64.b64encode(_MAGIC + body).decode("ascii")
+
+    @classmethod
+    def decode(cls, text: str) -> PipelineCheckpoint:
+        try:
+            raw = base64.b64decode(text.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError) as exc:
+            raise SplitSerializationError(
+                f"commit metadata '{CHECKPOINT_KEY}' is not base64: {exc}"
+            ) from None
+        if raw[:4] != _MAGIC:
+            raise SplitSerializationError(
+                f"commit metadata '{CHECKPOINT_KEY}' does not hold a hoodline pipeline "
+                f"checkpoint (starts with {raw[:4]!r})"
+            )
+        r = BinaryReader(raw[4:], "pipeline checkpoint")
+        version = r.read_int()
+        if version != _VERSION:
+            raise SplitSerializationError(
+                f"pipeline checkpoint version {version} is not supported (this hoodline reads "
+                f"version {_VERSION}); upgrade hoodline"
+            )
+        round_id = r.read_long()
+        source_type = r.read_str()
+        identity = r.read_str()
+        source = SourceCheckpoint.from_bytes(r.read_bytes())
+        r.expect_end()
+        return cls(round_id, source_type, identity, source)
+
+    def check_compatible(self, source_type: str, source_identity: str, table: str) -> None:
+        """Refuse to resume from a checkpoint of another source."""
+        if source_type != self.source_type:
+            raise CheckpointMismatchError(
+                f"table '{table}' was written from a '{self.source_type}' source (round "
+                f"{self.round_id}) but the pipeline now reads a '{source_type}' source; its "
+                f"checkpoint cannot be resumed. Write to a new table path instead"
+            )
+        if source_identity != self.source_identity:
+            raise CheckpointMismatchError(
+                f"table '{table}' was written from source {self.source_identity!r} (round "
+                f"{self.round_id}) but the pipeline now reads {source_identity!r}; positions "
+                f"would not mean the same records. Write to a new table path, or restore the "
+                f"original source settings"
+            )
