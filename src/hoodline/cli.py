@@ -74,14 +74,37 @@ def version() -> None:
 def demo(
     path: Annotated[
         Path | None,
-        typer.Option(help="Where to create the demo table (default: a fresh temporary folder)."),
+        typer.Option(help="Where to create the demo output (default: a fresh temporary folder, "
+                     "removed at the end unless --keep)."),
     ] = None,
+    records: Annotated[
+        int, typer.Option(help="Valid events to produce (in 4 waves; plus 8 malformed).", min=40)
+    ] = 20_000,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the temporary output folder (table, error "
+                           "table, pipeline.toml).")
+    ] = False,
+    table_only: Annotated[
+        bool, typer.Option("--table-only", help="Run the table-layer demo instead (no broker, "
+                           "no Spark): insert, upsert, delete through the write client.")
+    ] = False,
 ) -> None:
-    """Run the end-to-end demo on embedded defaults and verify the result with hudi-rs."""
-    from hoodline.demo.table_demo import run_table_demo
+    """Run the end-to-end demo and verify the result with hudi-rs.
 
-    code = run_table_demo(str(path) if path is not None else None, console)
-    raise typer.Exit(code)
+    Starts the bundled Kafka-compatible broker and local Spark, produces JSON events (inserts,
+    updates, deletes, tombstones, a few malformed records) in waves while the pipeline runs with
+    live progress, then checks the table and the error table against what was produced. Exit
+    code 0 only if everything matches."""
+    if table_only:
+        from hoodline.demo.table_demo import run_table_demo
+
+        code = run_table_demo(str(path) if path is not None else None, console)
+        raise typer.Exit(code)
+    from hoodline.demo.stream_demo import run_stream_demo
+
+    result = run_stream_demo(str(path) if path is not None else None, console,
+                             records=records, keep=keep)
+    raise typer.Exit(0 if result.ok else 1)
 
 
 # --- table inspection --------------------------------------------------------------------------

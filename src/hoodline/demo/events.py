@@ -102,8 +102,9 @@ def _region(key: int) -> str:
 
 
 def key_bytes(key: int) -> bytes:
-    """The Kafka message key of record key ``key`` (its decimal text)."""
-    return str(key).encode()
+    """The Kafka message key of record key ``key``: a JSON object with the record key and the
+    partition field (what a tombstone needs to find its row in a partitioned table)."""
+    return json.dumps({"id": key, "region": _region(key)}, separators=(",", ":")).encode()
 
 
 @dataclass

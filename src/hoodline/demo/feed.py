@@ -21,9 +21,9 @@ log = logging.getLogger(__name__)
 def create_topic(bootstrap_servers: str, topic: str, partitions: int,
                  timeout_s: float = 15.0) -> None:
     """Create ``topic`` with ``partitions`` partitions (replication 1)."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})
     futures = admin.create_topics([NewTopic(topic, partitions, 1)])
     for future in futures.values():
         try:

@@ -214,7 +214,7 @@ class RoundProgress:
         parts: list[RenderableType] = [header]
         if status:
             parts.append(Text(status, style="cyan"))
-        parts.append(_rounds_table(recent))
+        parts.append(_rounds_table(recent, self.console.width))
         if last is not None and last.lag:
             parts.append(Text(f"lag after the latest round: {_total_lag(last.lag):,} records",
                               style="bold"))
@@ -222,21 +222,43 @@ class RoundProgress:
         return Group(*parts)
 
 
-def _rounds_table(recent: list[RoundLike]) -> Table:
+#: Below this console width the rounds table drops the read/write seconds and retries columns
+#: and shows instants as their time of day.
+NARROW_WIDTH = 110
+
+
+def _short_instant(instant: str) -> str:
+    """``20261121061520123`` -> ``06:15:20.123``."""
+    if len(instant) == 17 and instant.isdigit():
+        return f"{instant[8:10]}:{instant[10:12]}:{instant[12:14]}.{instant[14:]}"
+    return instant
+
+
+def _rounds_table(recent: list[RoundLike], width: int) -> Table:
+    narrow = width < NARROW_WIDTH
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("round", "instant", "read", "written", "deleted", "errors", "files",
-                 "rec/s", "read s", "write s", "commit s", "retries"):
+    names = ["round", "instant", "read", "written", "deleted", "errors", "files", "rec/s"]
+    names += ["commit s"] if narrow else ["read s", "write s", "commit s", "retries"]
+    for name in names:
         table.add_column(name, justify="left" if name == "instant" else "right", no_wrap=True)
     for r in recent:
-        table.add_row(
-            str(r.round_id),
-            r.instant if r.committed and r.instant else "[dim]no commit[/dim]",
+        if r.committed and r.instant:
+            instant = _short_instant(r.instant) if narrow else r.instant
+        else:
+            instant = "[dim]no commit[/dim]"
+        cells = [
+            str(r.round_id), instant,
             f"{r.records_read:,}", f"{r.records_written:,}", f"{r.records_deleted:,}",
             f"[yellow]{r.error_records:,}[/yellow]" if r.error_records else "0",
             str(r.files_written), f"{r.records_per_second:,.0f}",
-            f"{r.read_seconds:.2f}", f"{r.write_seconds:.2f}", f"{r.commit_seconds:.3f}",
-            f"[red]{r.retries}[/red]" if r.retries else "0",
-        )
+        ]
+        if narrow:
+            cells.append(f"{r.commit_seconds:.3f}")
+        else:
+            cells += [f"{r.read_seconds:.2f}", f"{r.write_seconds:.2f}",
+                      f"{r.commit_seconds:.3f}",
+                      f"[red]{r.retries}[/red]" if r.retries else "0"]
+        table.add_row(*cells)
     return table
 
 

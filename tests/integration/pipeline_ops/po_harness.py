@@ -23,11 +23,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from hoodline.demo.events import (
-    DELETE_FIELD,
-    EVENT_SCHEMA,
     MODEL_COLUMNS,
-    PRECOMBINE_FIELD,
-    RECORD_KEY,
     EventStream,
     Row,
     describe_mismatch,
@@ -39,61 +35,6 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[2] / "src"
 RUNNER = HERE / "po_runner.py"
 MARKER_ENV = "HOODLINE_PO_TEST_RUN"
-
-
-# -- configuration ------------------------------------------------------------------------------
-def pipeline_toml(
-    *,
-    bootstrap: str,
-    topic: str,
-    table_path: Path,
-    operation: str = "upsert",
-    master: str = "local[2]",
-    readers: int = 2,
-    max_records: int = 400,
-    min_interval: str = "200ms",
-    max_interval: str = "1s",
-    tolerance: str = "all",
-) -> str:
-    schema = "\n".join(f'{name} = "{typ}"' for name, typ in EVENT_SCHEMA.items())
-    delete = f'delete-field = "{DELETE_FIELD}"' if operation == "upsert" else ""
-    return f"""
-[source]
-type = "kafka"
-format = "json"
-[source.options]
-topic = "{topic}"
-properties.bootstrap.servers = "{bootstrap}"
-scan.startup.mode = "earliest-offset"
-
-[table]
-path = "{table_path}"
-record-key = ["{RECORD_KEY}"]
-partition-fields = ["region"]
-precombine-field = "{PRECOMBINE_FIELD}"
-operation = "{operation}"
-bucket-count = 2
-{delete}
-
-[schema]
-{schema}
-
-[runtime]
-master = "{master}"
-reader-parallelism = {readers}
-round.max-records = {max_records}
-round.min-interval = "{min_interval}"
-round.max-interval = "{max_interval}"
-max-consecutive-failures = 6
-retry-backoff = "200ms"
-retry-backoff-max = "2s"
-
-[runtime.spark-conf]
-spark.ui.enabled = "false"
-
-[errors]
-tolerance = "{tolerance}"
-"""
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -369,5 +310,5 @@ def assert_errors_subset(stream: EventStream, errors_path: Path,
 
 __all__: Sequence[str] = (
     "PipelineProcess", "assert_consistent_prefix", "assert_errors_subset",
-    "assert_table_equals_model", "error_values", "marked_pids", "pipeline_toml", "read_rows",
+    "assert_table_equals_model", "error_values", "marked_pids", "read_rows",
 )

