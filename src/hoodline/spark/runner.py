@@ -331,6 +331,10 @@ class RoundRunner:
             outcomes = [ReadOutcome.from_bytes(result.reader_states[i]) for i in sorted(tasks)]
             bad = (pa.Table.from_batches(result.bad_records, schema=ERROR_SCHEMA)
                    if result.bad_records else ERROR_SCHEMA.empty_table())
+            if bad.num_rows:
+                bad = bad.sort_by([("topic", "ascending"), ("partition", "ascending"),
+                                   ("offset", "ascending"), ("file", "ascending"),
+                                   ("row", "ascending")])
             if bad.num_rows and cfg.errors.tolerance != "all":
                 raise_for_bad_records(bad.combine_chunks().to_batches()[0],
                                       cfg.errors.table_path)

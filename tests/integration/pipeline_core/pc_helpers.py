@@ -45,6 +45,16 @@ class Stream:
     ts: int = 0
     model: dict[int, dict[str, object]] = field(default_factory=dict)
     produced: int = 0
+    #: next offset per partition (what was produced so far)
+    ends: dict[int, int] = field(default_factory=dict)
+    #: (partition, offset) of every bad record produced
+    bad_positions: list[tuple[int, int]] = field(default_factory=list)
+
+    def _sent(self, partition: int) -> int:
+        offset = self.ends.get(partition, 0)
+        self.ends[partition] = offset + 1
+        self.produced += 1
+        return offset
 
     def produce(self, n: int, keys: int, *, deletes: float = 0.1, tombstones: float = 0.0,
                 bad: list[bytes] | None = None) -> None:
@@ -69,10 +79,10 @@ class Stream:
                            "ts": self.ts, "deleted": False}
                     p.produce(self.topic, part, json.dumps(rec).encode(), key)
                     self.model[i] = rec
-                self.produced += 1
+                self._sent(part)
             for j, value in enumerate(bad or []):
                 p.produce(self.topic, j % self.partitions, value, b"bad")
-                self.produced += 1
+                self.bad_positions.append((j % self.partitions, self._sent(j % self.partitions)))
 
 
 def kafka_config(
