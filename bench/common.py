@@ -8,7 +8,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import threading
@@ -69,8 +68,8 @@ def machine_line(info: dict[str, Any] | None = None) -> str:
 class PeakRss:
     """Samples this process's RSS in a thread; ``peak`` is the highest seen (bytes).
 
-    Also reads the process's ``ru_maxrss`` high-water mark, which catches spikes between samples
-    (but is process-wide since start, so ``peak`` is the figure for one phase)."""
+    (``ru_maxrss`` is no substitute here: on Linux a child started by fork+exec inherits the
+    parent's high-water mark, so it would report the harness's own peak.)"""
 
     def __init__(self, interval: float = 0.01) -> None:
         self.interval = interval
@@ -105,11 +104,6 @@ class PeakRss:
         self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
-def max_rss_bytes() -> int:
-    """``ru_maxrss`` of this process so far (Linux reports KiB)."""
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
 def emit_result(result: dict[str, Any]) -> None:
     """Print a child's result as one tagged JSON line (the parent parses it)."""
     print(RESULT_PREFIX + json.dumps(result), flush=True)
@@ -127,7 +121,7 @@ def child_env() -> dict[str, str]:
 
 def run_child(module: str, args: Sequence[str], timeout: float | None = None) -> dict[str, Any]:
     """Run ``python -m module args`` in a fresh process (separate memory peaks); returns its
-    result dict plus ``wall_s``, ``child_maxrss`` and the load average before/after.
+    result dict plus ``wall_s`` and the load average before/after.
 
     A child that fails or times out yields ``{"error": ...}`` instead of raising, so one
     broken peer does not hide the others' numbers."""

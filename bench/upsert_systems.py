@@ -1,8 +1,9 @@
 """The systems of the upsert benchmark: load the base table, upsert the batch, read back.
 
-Each system is a class with ``load(base)``, ``upsert(batch) -> dict`` (facts such as bytes
-rewritten, taken from the system's own commit record) and ``read() -> pa.Table``. The parent
-runs each in its own process (see :mod:`bench.upsert`)."""
+Each system is a class constructed on a path (creating nothing yet, or opening the table found
+there) with ``load(base)``, ``upsert(batch) -> dict`` (facts such as bytes rewritten, taken from
+the system's own commit record) and ``read() -> pa.Table``. The parent runs the load and the
+upsert of each system in separate fresh processes (see :mod:`bench.upsert`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class Hoodline:
         from hoodline.table.properties import TableConfig
         from hoodline.table.table import HudiTable
 
+        self.path = path
+        if path.exists():
+            self.table = HudiTable.open(path)
+            return
         config = TableConfig(
             name="bench_upsert",
             record_key_fields=(KEY,),
@@ -139,8 +144,11 @@ class Iceberg:
             uri=f"sqlite:///{path / 'catalog.db'}",
             warehouse=f"file://{path / 'warehouse'}",
         )
-        self.catalog.create_namespace("bench")
         self.table: Any = None
+        if self.catalog.namespace_exists("bench"):
+            self.table = self.catalog.load_table("bench.upsert")
+        else:
+            self.catalog.create_namespace("bench")
 
     def load(self, base: pa.Table) -> None:
         self.table = self.catalog.create_table("bench.upsert", schema=base.schema)
