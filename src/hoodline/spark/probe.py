@@ -64,6 +64,20 @@ def task_identity() -> tuple[int, int]:
     return int(ctx.partitionId()), int(ctx.attemptNumber())
 
 
+def task_attempt_id() -> int:
+    """Spark's task attempt id: unique among all attempts of this SparkContext (-1 outside a task).
+
+    Use it, not ``attemptNumber``, wherever an attempt must not collide with another one (e.g. a
+    file's write token): ``attemptNumber`` restarts at 0 when a stage is resubmitted after a
+    fetch failure, so a retry would reuse -- and overwrite -- the lost attempt's file names,
+    possibly while a zombie attempt of the old stage still writes them.
+    """
+    from pyspark import TaskContext
+
+    ctx: Any = TaskContext.get()
+    return -1 if ctx is None else int(ctx.taskAttemptId())
+
+
 def executor_probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """One row per task (also for tasks without input rows): identity and environment."""
     import hoodline

@@ -18,7 +18,13 @@ import pyarrow.compute as pc
 import pytest
 from pyspark import cloudpickle
 
-from hoodline.spark.probe import PROBE_DDL, executor_jvm_pid, executor_probe, task_identity
+from hoodline.spark.probe import (
+    PROBE_DDL,
+    executor_jvm_pid,
+    executor_probe,
+    task_attempt_id,
+    task_identity,
+)
 from hoodline.spark.session import HoodlineSpark, SparkSettings, start_session
 
 pytestmark = pytest.mark.spark
@@ -171,82 +177,117 @@ def test_killed_executor_tasks_are_retried_with_correct_results(
     assert victim not in after
 
 
-def test_executor_killed_during_shuffle_write_stage_gives_exact_results(
+def test_round_through_table_layer_survives_executor_kill_after_files_written(
     cluster: HoodlineSpark, tmp_path: Path
 ) -> None:
-    """Kill an executor while writer tasks (after the file-group shuffle) run: its shuffle
-    outputs are lost, Spark recomputes the reader tasks (deterministic plans) and retries the
-    writers; every file group is reported exactly once with exactly its records."""
-    from hoodline.spark.stages import collect_table, per_subtask, to_writers
+    """The issue's crash case on local-cluster: an executor dies while writer tasks have written
+    their files but not reported. Its shuffle outputs are lost (FetchFailed), so Spark re-runs
+    the readers (deterministic plans) and the assigners and retries the writers; the commit
+    keeps only reported files (markers reconcile the lost attempt's files). hudi-rs reads
+    exactly the model and no orphan base file remains."""
+    import json
+
+    from hoodline.spark.stages import (
+        ReaderEmit,
+        RoundResult,
+        collect_table,
+        keyed_stage,
+        reader_stage,
+        writer_stage,
+    )
+    from hoodline.table.commit_metadata import WriteStat
+    from hoodline.table.properties import TableConfig
+    from hoodline.table.table import HudiTable
+    from hoodline.table.write.client import (
+        PreparedBatch,
+        WriteClient,
+        prepare_records,
+        tag_and_assign,
+    )
+    from hoodline.table.write.file_writer import write_file_groups
+    from hoodline.table.write.records import FILE_ID
+    from hoodline.testing.hudi_oracle import hudi_snapshot
 
     before = cluster.wait_for_executors(2, timeout_s=120)
-    sync = str(tmp_path)
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("ts", pa.int64())])
+    base = tmp_path / "t"
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    table = HudiTable.create(base, TableConfig(
+        name="t", record_key_fields=("id",), partition_fields=("region",),
+        precombine_field="ts", index_type="BLOOM"))
+    with WriteClient(table, {"hoodie.parquet.max.file.size": 20000,
+                             "hoodie.copyonwrite.record.size.estimate": 40}).open() as client:
+        ts = client.start_instant()
+        ctx = client.context(ts, PreparedBatch("upsert", schema.empty_table(),
+                                               client.plan_schema(schema, "upsert")))
+        tagged_schema = tag_and_assign(ctx, prepare_records(ctx, schema.empty_table())).schema
+        sync_dir = str(sync)
 
-    def read(i: int) -> Iterator[pa.RecordBatch]:
-        Path(sync, f"read-{i}-{os.getpid()}-{time.monotonic_ns()}").touch()
-        ids = pa.array(range(i * 500, (i + 1) * 500), pa.int64())
-        fg = pc.cast(pc.bit_wise_and(ids, 7), pa.int32())
-        yield pa.RecordBatch.from_arrays([ids, fg], names=["id", "file_group"])
+        def read(i: int) -> Iterator[pa.RecordBatch | ReaderEmit]:
+            Path(sync_dir, f"read-{i}-{time.monotonic_ns()}").touch()
+            ids = list(range(i * 1000, (i + 1) * 1000))
+            yield pa.RecordBatch.from_pydict(
+                {"id": ids, "region": [["eu", "us"][k % 2] for k in ids], "ts": [1] * len(ids)},
+                schema=schema)
+            yield ReaderEmit(1, str(i).encode())
 
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition, attempt = task_identity()
-        jvm = executor_jvm_pid()
-        if not Path(sync, "go").exists():
-            Path(sync, f"started-{partition}-{jvm}").touch()
-            deadline = time.monotonic() + 90
-            while not Path(sync, "go").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        groups: dict[int, list[int]] = {}
-        for batch in batches:  # a writer task may get no rows at all
-            for fg, i in zip(batch.column("file_group").to_pylist(),
-                             batch.column("id").to_pylist(), strict=True):
-                groups.setdefault(fg, []).append(i)
-        rows = [{"file_group": fg, "n": len(v), "total": sum(v), "task": partition,
-                 "attempt": attempt, "pid": jvm} for fg, v in sorted(groups.items())]
-        schema = pa.schema([("file_group", pa.int32()), ("n", pa.int64()), ("total", pa.int64()),
-                            ("task", pa.int32()), ("attempt", pa.int32()), ("pid", pa.int64())])
-        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        def assign(records: pa.Table, task: int) -> pa.Table:
+            return tag_and_assign(ctx, prepare_records(ctx, records), task, 2)
 
-    readers = per_subtask(cluster.session, 4, read, "id long, file_group int")
-    df = to_writers(readers, 4, "file_group").mapInArrow(
-        write, "file_group int, n long, total long, task int, attempt int, pid long"
-    )
-    result: dict[str, object] = {}
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+            parts = list(batches)
+            if not parts:
+                return
+            task, _ = task_identity()
+            # the unique attempt id: attemptNumber restarts at 0 in a resubmitted stage
+            stats = write_file_groups(ctx, pa.Table.from_batches(parts).cast(tagged_schema),
+                                      task, task_attempt_id())
+            if not Path(sync_dir, "go").exists():  # first wave: files are on disk, wait
+                Path(sync_dir, f"started-{task}-{executor_jvm_pid()}").touch()
+                deadline = time.monotonic() + 90
+                while not Path(sync_dir, "go").exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            for stat in stats:
+                yield json.dumps(stat.to_dict()).encode()
 
-    def collect() -> None:
-        try:
-            result["table"] = collect_table(df)
-        except Exception as exc:
-            result["error"] = exc
+        df = reader_stage(cluster.session, 4, read, schema)
+        df = keyed_stage(df, 2, ["id"], assign, schema, tagged_schema)
+        df = writer_stage(df, 4, FILE_ID, write)
+        result: dict[str, object] = {}
 
-    job = threading.Thread(target=collect, daemon=True)
-    job.start()
-    deadline = time.monotonic() + 90
-    started: list[Path] = []
-    while time.monotonic() < deadline:
-        started = sorted(tmp_path.glob("started-*"))
-        if len({p.name.rsplit("-", 1)[1] for p in started}) == 2:
-            break
-        time.sleep(0.05)
-    assert {int(p.name.rsplit("-", 1)[1]) for p in started} == set(before), started
-    reads_before_kill = len(list(tmp_path.glob("read-*")))
-    assert reads_before_kill == 4
-    victim = before[0]
-    os.kill(victim, signal.SIGKILL)
-    (tmp_path / "go").touch()
-    job.join(timeout=240)
-    assert not job.is_alive(), "job did not finish after an executor was killed"
-    assert "error" not in result, result.get("error")
-    table = result["table"]
-    assert isinstance(table, pa.Table)
-    rows = table.to_pylist()
-    assert sorted(r["file_group"] for r in rows) == list(range(8))  # each group exactly once
-    for r in rows:
-        expected = [i for i in range(2000) if i % 8 == r["file_group"]]
-        assert (r["n"], r["total"]) == (len(expected), sum(expected))
-        assert r["pid"] != victim
-    # The lost map outputs were recomputed: reader tasks ran again.
-    assert len(list(tmp_path.glob("read-*"))) > reads_before_kill
+        def collect() -> None:
+            try:
+                result["table"] = collect_table(df)
+            except Exception as exc:
+                result["error"] = exc
+
+        job = threading.Thread(target=collect, daemon=True)
+        job.start()
+        deadline = time.monotonic() + 120
+        pids: set[int] = set()
+        while time.monotonic() < deadline and len(pids) < 2:
+            pids = {int(p.name.rsplit("-", 1)[1]) for p in sync.glob("started-*")}
+            time.sleep(0.05)
+        assert pids == set(before), pids
+        reads_before_kill = len(list(sync.glob("read-*")))
+        os.kill(before[0], signal.SIGKILL)
+        (sync / "go").touch()
+        job.join(timeout=240)
+        assert not job.is_alive() and "error" not in result, result.get("error")
+        rr = RoundResult(result["table"], 4, 4)  # type: ignore[arg-type]
+        cluster.wait_until_idle(timeout_s=60)
+        stats = [WriteStat.from_dict(json.loads(p)) for p in rr.write_statuses]
+        on_disk_before = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
+        client.commit(ctx, stats, {"round": "1"})
+
+    on_disk = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
+    assert on_disk == {s.path for s in stats}  # the lost attempt's files are gone
+    assert len(on_disk_before) > len(on_disk), "the killed attempt should have left files"
+    snap = hudi_snapshot(base).column("id").to_pylist()
+    assert sorted(snap) == list(range(4000))  # exactly once
+    # the lost shuffle outputs were recomputed from the readers' deterministic plans
+    assert reads_before_kill == 4 and len(list(sync.glob("read-*"))) > reads_before_kill
     cluster.wait_for_executors(2, timeout_s=120)
 
 
