@@ -55,7 +55,11 @@ def executor_jvm_pid() -> int:
 
 
 def task_identity() -> tuple[int, int]:
-    """(partition id, attempt number) of the running Spark task; (-1, -1) outside a task."""
+    """(partition id, attempt number) of the running Spark task; (-1, -1) outside a task.
+
+    The attempt number restarts at 0 when a stage is resubmitted (fetch failure), so it does not
+    identify an attempt uniquely: use :func:`task_attempt_id` for file names / write tokens.
+    """
     from pyspark import TaskContext
 
     ctx: Any = TaskContext.get()
