@@ -168,13 +168,16 @@ def bit_positions(keys: _KeyMatrix, nb_hash: int, vector_size: int) -> npt.NDArr
     """``(n, nb_hash)`` bit positions, as Hadoop's ``HashFunction.hash`` computes them."""
     n = len(keys.lengths)
     plan = _murmur_plan(keys)
-    out = np.empty((n, nb_hash), dtype=np.int64)
+    # filled one contiguous row per hash function and returned transposed (a view): strided
+    # column stores were slow. Java's ``Math.abs(hash % size)`` in int32 arithmetic is exact
+    # (|remainder| < size), and 32-bit division is cheaper than 64-bit.
+    out = np.empty((nb_hash, n), dtype=np.int64)
+    size = np.int32(vector_size)
     h = np.zeros(n, dtype=np.uint32)
     for i in range(nb_hash):
         h = _murmur_with_plan(plan, h)
-        signed = h.view(np.int32).astype(np.int64)
-        out[:, i] = np.abs(np.fmod(signed, vector_size))
-    return out
+        np.abs(np.fmod(h.view(np.int32), size), out=out[i], casting="unsafe")
+    return out.T
 
 
 class SimpleBloomFilter:
@@ -203,7 +206,7 @@ class SimpleBloomFilter:
             return
         self._check_murmur()
         pos = bit_positions(_key_matrix(keys), self.nb_hash, self.vector_size)
-        self.bits[pos.ravel()] = True
+        self.bits[pos.ravel(order="K")] = True  # memory order: no copy
 
     def might_contain(self, keys: pa.Array | pa.ChunkedArray) -> Bools:
         if len(keys) == 0:
