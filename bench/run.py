@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         if p not in sys.path:
             sys.path.insert(0, p)
     module = importlib.import_module(f"bench.{argv[0]}")
-    sys.argv = [f"bench/{argv[0]}.py", *argv[1:]]
+    sys.argv = [str(repo / "bench" / f"{argv[0]}.py"), *argv[1:]]
     return int(module.main(argv[1:]))
 
 
