@@ -327,6 +327,7 @@ class RoundRunner:
             t_job = time.monotonic()
             df = round_job(self.spark.session, tasks, spec, self.writers)
             result = RoundResult(collect_table(df), len(tasks), self.writers)
+            self.spark.wait_until_idle()  # no zombie attempt may write after this point
             job_s = time.monotonic() - t_job
             outcomes = [ReadOutcome.from_bytes(result.reader_states[i]) for i in sorted(tasks)]
             bad = (pa.Table.from_batches(result.bad_records, schema=ERROR_SCHEMA)
