@@ -1,4 +1,4 @@
-"""Command-line interface: ``hoodline demo|table ...``.
+"""Command-line interface: ``hoodline run|demo|table ...``.
 
 Every command prints errors of the :class:`~hoodline.errors.HoodlineError` hierarchy as one clear
 line (exit code 1) instead of a traceback; ``--debug`` shows the traceback.
@@ -67,6 +67,55 @@ def _root(
 def version() -> None:
     """Print the hoodline version."""
     typer.echo(__version__)
+
+
+@app.command()
+@_friendly_errors
+def run(
+    config: Annotated[Path, typer.Argument(help="Pipeline configuration (TOML).")],
+    once: Annotated[
+        bool, typer.Option("--once", help="Drain what the source holds now, then stop.")
+    ] = False,
+) -> None:
+    """Run a pipeline: Kafka or files -> Hudi table, one commit per round, exactly once.
+
+    Continuous unless --once. Ctrl-C stops cleanly after the current round (a second Ctrl-C
+    aborts; the next start rolls back the unfinished round)."""
+    import signal
+    import threading
+
+    from hoodline.pipeline.api import run_pipeline
+    from hoodline.pipeline.config import load_config
+    from hoodline.pipeline.progress import make_progress_callback
+
+    cfg = load_config(config)
+    stop = threading.Event()
+
+    def _interrupt(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        err_console.print("stopping after the current round (Ctrl-C again to abort)")
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, _interrupt)
+    err_console.print(
+        f"hoodline: {cfg.source.type} -> {cfg.table.path} "
+        f"({cfg.table.operation}, {cfg.runtime.reader_parallelism} readers, "
+        f"{cfg.runtime.master}){' --once' if once else ''}",
+        highlight=False,
+    )
+    on_round, finish = make_progress_callback(console)
+    try:
+        summary = run_pipeline(cfg, once=once, on_round=on_round, stop=stop)
+    finally:
+        finish()
+        signal.signal(signal.SIGINT, previous)
+    console.print(
+        f"{summary.stopped_because}: {summary.rounds} rounds, {summary.commits} commits, "
+        f"{summary.records_read} records read, {summary.records_written} written, "
+        f"{summary.error_records} error records, last instant {summary.last_instant or '-'}",
+        highlight=False,
+    )
 
 
 @app.command()
