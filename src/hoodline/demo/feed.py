@@ -58,7 +58,7 @@ class WaveFeeder:
         interval_s: float = 0.3,
         max_waves: int | None = None,
     ) -> None:
-        self._producer = ExactEndProducer(bootstrap_servers)
+        self._producer = ExactEndProducer(bootstrap_servers, log_level=3)
         self._topic = topic
         self.stream = stream
         self._make_wave = make_wave

@@ -232,6 +232,25 @@ class PipelineProcess:
             time.sleep(0.1)
 
 
+def spark_running_tasks(ui_port: int) -> int:
+    """Tasks running right now in the Spark application whose UI listens on ``ui_port``
+    (REST API of the driver; 0 when the UI is not up yet)."""
+    import urllib.request
+
+    base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
+    try:
+        with urllib.request.urlopen(base, timeout=2) as resp:
+            apps = json.loads(resp.read())
+        if not apps:
+            return 0
+        url = f"{base}/{apps[0]['id']}/stages?status=active"
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            stages = json.loads(resp.read())
+    except (OSError, ValueError):
+        return 0
+    return sum(int(st.get("numActiveTasks", 0)) for st in stages)
+
+
 # -- table checks -------------------------------------------------------------------------------
 def read_rows(table_path: Path) -> tuple[dict[int, Row], int]:
     """(id -> row, number of rows) of the table as hudi-rs reads it; {} before the first commit.
