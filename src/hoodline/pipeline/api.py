@@ -51,8 +51,11 @@ class RoundReport:
     #: Bad records of this round (written to the error table with errors.tolerance = all).
     error_records: int
     files_written: int
+    #: The slowest reader task's time reading and keying its plan.
     read_seconds: float
+    #: The rest of the round's Spark job (shuffle by file group, writing files).
     write_seconds: float
+    #: Error-table write + the commit of the instant.
     commit_seconds: float
     duration_seconds: float
     #: ``records_read / duration_seconds`` (0 for an empty round).

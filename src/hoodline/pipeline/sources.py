@@ -96,6 +96,8 @@ class ReadOutcome:
     events: list[SourceEvent] = field(default_factory=list)
     records: int = 0
     nbytes: int = 0
+    #: Seconds the task spent reading (and keying) its plan.
+    seconds: float = 0.0
 
     def to_bytes(self) -> bytes:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
@@ -120,6 +122,7 @@ def read_task(task: ReadTask) -> Iterator[tuple[pa.RecordBatch, str | None] | Re
     if task.empty:
         yield ReadOutcome(task.subtask, list(task.splits))
         return
+    started = time.monotonic()
     ctx = TaskReaderContext(task.subtask, task.parallelism)
     source: Source[Any, Any] = task.source
     reader = source.create_reader(ctx)
@@ -152,7 +155,8 @@ def read_task(task: ReadTask) -> Iterator[tuple[pa.RecordBatch, str | None] | Re
         states = reader.snapshot_state(task.round_id)
     finally:
         reader.close()
-    yield ReadOutcome(task.subtask, list(states), list(ctx.events), records, nbytes)
+    yield ReadOutcome(task.subtask, list(states), list(ctx.events), records, nbytes,
+                      time.monotonic() - started)
 
 
 class SourceAdapter:

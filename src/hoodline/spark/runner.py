@@ -378,7 +378,8 @@ class RoundRunner:
                 client.clean()
             except TableError as exc:
                 log.warning("clean after round %d failed: %s", round_id, exc)
-        read_s = job_s  # one job reads and writes; split by the writer share below
+        # one Spark job reads and writes: reading = the slowest reader task, writing = the rest
+        read_s = min(job_s, max((o.seconds for o in outcomes), default=0.0))
         records_read = sum(o.records for o in outcomes)
         duration = time.monotonic() - started
         return RoundReport(
@@ -391,7 +392,7 @@ class RoundRunner:
             error_records=bad.num_rows,
             files_written=len(stats),
             read_seconds=read_s,
-            write_seconds=job_s,
+            write_seconds=max(0.0, job_s - read_s),
             commit_seconds=commit_s,
             duration_seconds=duration,
             records_per_second=records_read / duration if duration > 0 else 0.0,

@@ -1,0 +1,136 @@
+"""Record keying and per-round reduction (pure Arrow, no Spark)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
+from hoodline.pipeline.transform import (
+    SEQ,
+    RecordSpec,
+    keyed_schema,
+    prepare_files,
+    prepare_kafka,
+    resolve,
+)
+from hoodline.table.properties import TableConfig
+from hoodline.table.write.file_writer import WriteContext
+from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.records import IS_DELETE, RECORD_KEY
+
+DECLARED = pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string()),
+                      ("ts", pa.int64()), ("deleted", pa.bool_())])
+
+
+def _spec(partitioned: bool = True, precombine: str | None = "ts",
+          operation: str = "UPSERT") -> RecordSpec:
+    config = TableConfig("t", ("id",), ("region",) if partitioned else (), precombine)
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", operation,
+                       DECLARED)
+    return RecordSpec(ctx, "kafka", "json", DECLARED, "deleted", 7)
+
+
+def _kafka(values: list[bytes | None], keys: list[bytes | None]) -> pa.RecordBatch:
+    n = len(values)
+    return pa.RecordBatch.from_pydict(
+        {"key": keys, "value": values, "topic": ["tp"] * n, "partition": [0] * n,
+         "offset": list(range(100, 100 + n)), "timestamp": [None] * n, "headers": [None] * n},
+        schema=KAFKA_RECORD_SCHEMA,
+    )
+
+
+def _rec(i: int, ts: int, deleted: bool = False) -> bytes:
+    return json.dumps({"id": i, "name": f"n{ts}", "region": "r1", "ts": ts,
+                       "deleted": deleted}).encode()
+
+
+def test_kafka_batch_keys_records_deletes_tombstones_and_bad_records() -> None:
+    batch = _kafka(
+        [_rec(1, 1), _rec(2, 2, deleted=True), None, b"garbage", None,
+         b'{"id": 9, "region": "r1"}', None],
+        [b"k", b"k", json.dumps({"id": 3, "region": "r1"}).encode(), b"k", None, b"k",
+         b'{"nope": 1}'],
+    )
+    out = prepare_kafka(_spec(), batch)
+    recs = out.records
+    assert recs.schema == keyed_schema(DECLARED)
+    assert recs.column(RECORD_KEY).to_pylist() == ["1", "2", "3"]
+    assert recs.column(IS_DELETE).to_pylist() == [False, True, True]
+    assert recs.column(SEQ).to_pylist() == [100, 101, 102]
+    assert recs.column("ts").to_pylist() == [1, 2, None]  # tombstones carry no ordering
+    assert out.deletes == 1
+    errors = out.errors.to_pylist()
+    assert [(e["offset"], e["reason"]) for e in errors] == [
+        (103, "unparseable"), (104, "null_value"), (105, "missing_key"),
+        (106, "bad_tombstone_key"),
+    ]
+    assert errors[0]["value"] == b"garbage" and errors[0]["round_id"] == 7
+    assert recs.num_rows + len(errors) == batch.num_rows  # nothing dropped
+
+
+def test_plain_tombstone_key_for_a_single_unpartitioned_key() -> None:
+    batch = _kafka([None, None], [b"42", b"x"])
+    out = prepare_kafka(_spec(partitioned=False), batch)
+    assert out.records.column("id").to_pylist() == [42]
+    assert [e["reason"] for e in out.errors.to_pylist()] == ["bad_tombstone_key"]
+
+
+def _keyed(rows: list[tuple[int, int | None, bool, int]]) -> pa.Table:
+    """(id, ts, is_delete, seq) rows in keyed schema."""
+    schema = keyed_schema(DECLARED)
+    cols = {f.name: pa.nulls(len(rows), f.type) for f in schema}
+    cols["id"] = pa.array([r[0] for r in rows], pa.int64())
+    cols["ts"] = pa.array([r[1] for r in rows], pa.int64())
+    cols[RECORD_KEY] = pa.array([str(r[0]) for r in rows])
+    cols["_hoodie_partition_path"] = pa.array(["region=r1"] * len(rows))
+    cols[IS_DELETE] = pa.array([r[2] for r in rows])
+    cols[SEQ] = pa.array([r[3] for r in rows], pa.int64())
+    return pa.table(cols, schema=schema)
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        # highest ordering wins regardless of arrival order
+        ([(1, 5, False, 1), (1, 3, False, 2)], [(1, 5, False)]),
+        # a tombstone after the winner deletes; one before it loses
+        ([(1, 5, False, 1), (1, None, True, 2)], [(1, None, True)]),
+        ([(1, None, True, 1), (1, 5, False, 2)], [(1, 5, False)]),
+        # delete-flagged records take part in ordering like any record
+        ([(1, 9, True, 1), (1, 5, False, 2)], [(1, 9, True)]),
+        # a key with only tombstones stays a delete; other keys untouched
+        ([(2, None, True, 3), (1, 1, False, 1), (2, None, True, 4)],
+         [(1, 1, False), (2, None, True)]),
+    ],
+)
+def test_resolve(rows: list[tuple[int, int | None, bool, int]],
+                 expected: list[tuple[int, int | None, bool]]) -> None:
+    out = resolve(_keyed(rows), "ts")
+    got = sorted(zip(out.column("id").to_pylist(), out.column("ts").to_pylist(),
+                     out.column(IS_DELETE).to_pylist(), strict=True))
+    assert got == expected
+
+
+def test_resolve_without_ordering_is_last_by_sequence_not_input_order() -> None:
+    rows = _keyed([(1, 1, False, 9), (1, 2, False, 3), (1, None, True, 5)])
+    out = resolve(rows, None)
+    assert out.column(SEQ).to_pylist() == [9]
+
+
+def test_files_rows_without_key_become_error_rows_with_file_and_row() -> None:
+    spec = _spec()
+    batch = pa.RecordBatch.from_pylist(
+        [{"id": 1, "name": "a", "region": "r1", "ts": 1, "deleted": False},
+         {"id": None, "name": "b", "region": "r1", "ts": 2, "deleted": False}],
+        schema=DECLARED,
+    )
+    out = prepare_files(spec, batch, "/in/f.jsonl", 40)
+    assert out.records.column(SEQ).to_pylist() == [40]
+    err = out.errors.to_pylist()
+    assert [(e["file"], e["row"], e["reason"], e["error_id"]) for e in err] == [
+        ("/in/f.jsonl", 41, "missing_key", "file//in/f.jsonl/41")
+    ]
+    assert json.loads(err[0]["value"])["name"] == "b"
