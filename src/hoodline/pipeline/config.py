@@ -192,6 +192,12 @@ ROUND_MAX_INTERVAL = option(
     "Longest a round waits for data before it commits what it has (latency bound).",
     minimum=0.001,
 )
+WRITER_BUFFER = option(
+    "runtime.writer.buffer-bytes", ByteSize, ByteSize(256 * 1024**2),
+    "Memory a writer task buffers for its file groups before spilling records to a local Arrow "
+    "file (memory-mapped when the file groups are written): bounds writer memory independently "
+    "of the round size.", minimum=1,
+)
 MAX_CONSECUTIVE_FAILURES = option(
     "runtime.max-consecutive-failures", int, 5,
     "Failed rounds in a row (each rolled back and retried) before the job stops with an error.",
@@ -230,8 +236,8 @@ SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
     ),
     "runtime": (
         RUNTIME_MASTER, READER_PARALLELISM, ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
-        ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, MAX_CONSECUTIVE_FAILURES, RETRY_BACKOFF,
-        RETRY_BACKOFF_MAX,
+        ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, WRITER_BUFFER, MAX_CONSECUTIVE_FAILURES,
+        RETRY_BACKOFF, RETRY_BACKOFF_MAX,
     ),
     "errors": (ERRORS_TOLERANCE, ERRORS_TABLE_PATH),
 }
@@ -304,6 +310,7 @@ class RuntimeSection:
     retry_backoff_s: float
     retry_backoff_max_s: float
     spark_conf: Mapping[str, object] = field(default_factory=_Masked)
+    writer_buffer_bytes: int = 256 * 1024**2
 
     def backoff_s(self, consecutive_failures: int) -> float:
         """Wait before the retry after ``consecutive_failures`` (>= 1) failed rounds."""
@@ -354,6 +361,7 @@ class PipelineConfig:
             ROUND_MAX_RECORDS.key: r.round_max_records, ROUND_MAX_BYTES.key: r.round_max_bytes,
             ROUND_MIN_INTERVAL.key: r.round_min_interval_s,
             ROUND_MAX_INTERVAL.key: r.round_max_interval_s,
+            WRITER_BUFFER.key: r.writer_buffer_bytes,
             MAX_CONSECUTIVE_FAILURES.key: r.max_consecutive_failures,
             RETRY_BACKOFF.key: r.retry_backoff_s, RETRY_BACKOFF_MAX.key: r.retry_backoff_max_s,
         })
@@ -458,6 +466,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         retry_backoff_s=float(run.get(RETRY_BACKOFF)),
         retry_backoff_max_s=float(run.get(RETRY_BACKOFF_MAX)),
         spark_conf=passthrough.get(("runtime", "spark-conf"), _Masked()),
+        writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
     )
     errors = ErrorsSection(
         tolerance=err.get(ERRORS_TOLERANCE),

@@ -32,9 +32,15 @@ from hoodline.pipeline.transform import (
     prepare_kafka,
     resolve,
 )
+from hoodline.pipeline.write_buffer import WriteBuffer
 from hoodline.table.write.client import tag_and_assign
-from hoodline.table.write.file_writer import write_file_groups
-from hoodline.table.write.records import FILE_ID
+from hoodline.table.write.file_writer import write_file_group
+from hoodline.table.write.records import (
+    FILE_ID,
+    PARTITION_PATH,
+    dictionary_codes,
+    group_slices,
+)
 
 #: Source records keyed together (bigger blocks: fewer, faster vectorised calls).
 BLOCK_RECORDS = 65_536
@@ -135,12 +141,30 @@ def run_assigner(
 def run_writer(
     spec: RecordSpec, batches: Iterable[pa.RecordBatch], task_id: int, attempt: int
 ) -> list[bytes]:
-    """Write this task's file groups; one JSON WriteStat per file group written."""
-    records = _conform(spec, batches)
-    if records.num_rows == 0:
-        return []
-    records = resolve(records, spec.ctx.config.precombine_field)
-    stats = write_file_groups(spec.ctx, records.drop_columns([SEQ]), task_id, attempt)
+    """Write this task's file groups, one at a time from a bounded buffer (see
+    :mod:`.write_buffer`); one JSON WriteStat per file group written."""
+    schema = keyed_schema(spec.ctx.data_schema)
+    with WriteBuffer(schema, spec.writer_buffer_bytes) as buffer:
+        for batch in batches:
+            if batch.num_rows:
+                buffer.append(_conform(spec, [batch]).combine_chunks().to_batches()[0])
+        if buffer.rows == 0:
+            return []
+        records = buffer.table()
+        view = spec.ctx.table().fs_view()
+        pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
+        fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
+        width = max(1, len(file_ids))
+        order, groups = group_slices(pcodes * width + fcodes)
+        ordering = spec.ctx.config.precombine_field
+        stats = []
+        for code, start, stop in groups:
+            partition, file_id = partitions[code // width], file_ids[code % width]
+            rows = resolve(records.take(pa.array(order[start:stop])), ordering)
+            stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
+                                    view.latest_file_slice(partition, file_id), task_id, attempt)
+            if stat is not None:
+                stats.append(stat)
     if stats:
         test_hooks.hook("write")
     return [json.dumps(s.to_dict()).encode() for s in stats]

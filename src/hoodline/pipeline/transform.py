@@ -74,6 +74,8 @@ class RecordSpec:
     declared: pa.Schema
     delete_field: str | None
     round_id: int
+    #: Bytes a writer task buffers in memory before spilling to local disk.
+    writer_buffer_bytes: int = 256 * 1024 * 1024
 
     @property
     def key_fields(self) -> tuple[str, ...]:

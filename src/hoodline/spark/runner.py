@@ -323,7 +323,8 @@ class RoundRunner:
         try:
             ctx = client.context(ts, PreparedBatch(op, data_schema.empty_table(), data_schema))
             spec = RecordSpec(ctx, cfg.source.type, cfg.source.format, _table_schema(cfg),
-                              cfg.table.delete_field, round_id)
+                              cfg.table.delete_field, round_id,
+                              cfg.runtime.writer_buffer_bytes)
             t_job = time.monotonic()
             df = round_job(self.spark.session, tasks, spec, self.writers)
             result = RoundResult(collect_table(df), len(tasks), self.writers)
