@@ -303,6 +303,7 @@ class FilesAdapter(SourceAdapter):
     def __init__(self, source: FileSource) -> None:
         super().__init__(source)
         self._idle_rounds = 0
+        self._started = time.monotonic()
 
     @property
     def identity(self) -> str:
@@ -335,8 +336,11 @@ class FilesAdapter(SourceAdapter):
         return [s for s in outcome.splits if s.split_id not in finished]
 
     def drained(self) -> bool:
-        # nothing held and an idle planning pass after discovery ran: nothing available
-        return self._idle_rounds >= 2
+        """Nothing held for two plans, and long enough running that every file present at the
+        start passed its stability scans (continuous mode scans every monitor interval)."""
+        cfg = self.source.config
+        settle = cfg.monitor_interval * (cfg.stable_scans + 1) if cfg.continuous else 0.0
+        return self._idle_rounds >= 2 and time.monotonic() - self._started >= settle
 
 
 def build_adapter(config: PipelineConfig) -> SourceAdapter:

@@ -123,3 +123,13 @@ def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -
     assert sum(r.records_read for r in reports) == second.rows
     assert len(hudi_completed_commits(table)) > commits
     assert table_rows(table) == second.model
+
+    # --once picks up a file that arrived while the pipeline was down, then stops
+    third = Dropper(root, 1, second.ts, seed=3)
+    third.model = dict(second.model)
+    third.run()
+    with Pipeline(_config(root, table, 2), pc_spark) as p:
+        summary = p.run(once=True)
+    assert summary.stopped_because == "drained"
+    assert summary.records_read == third.rows
+    assert table_rows(table) == third.model

@@ -134,3 +134,17 @@ def test_files_rows_without_key_become_error_rows_with_file_and_row() -> None:
         ("/in/f.jsonl", 41, "missing_key", "file//in/f.jsonl/41")
     ]
     assert json.loads(err[0]["value"])["name"] == "b"
+
+
+def test_raw_format_passes_message_columns_through() -> None:
+    from hoodline.pipeline.transform import RAW_KAFKA_SCHEMA
+
+    config = TableConfig("t", ("topic", "partition", "offset"), ())
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
+                       RAW_KAFKA_SCHEMA)
+    spec = RecordSpec(ctx, "kafka", "raw", RAW_KAFKA_SCHEMA, None, 1)
+    out = prepare_kafka(spec, _kafka([b"\x00\x01binary", None], [None, b"k"]))
+    assert out.errors.num_rows == 0
+    assert out.records.column("value").to_pylist() == [b"\x00\x01binary", None]
+    assert out.records.column(RECORD_KEY).to_pylist() == [
+        "topic:tp,partition:0,offset:100", "topic:tp,partition:0,offset:101"]
