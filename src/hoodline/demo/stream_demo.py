@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hoodline.broker import EmbeddedBroker
-from hoodline.demo.events import MODEL_COLUMNS, EventStream, describe_mismatch
+from hoodline.demo.events import MODEL_COLUMNS, EventStream, Message, describe_mismatch
 from hoodline.demo.feed import create_topic, produce
 from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.pipeline.config import parse_config
@@ -46,6 +46,16 @@ TOPIC = "hoodline-demo-events"
 PARTITIONS = 3
 WAVES = 4
 MALFORMED_PER_WAVE = 2
+
+
+def demo_stream() -> EventStream:
+    """The demo's event stream (deterministic: same seed, same waves)."""
+    return EventStream(partitions=PARTITIONS, seed=2026, tombstones=True)
+
+
+def demo_wave(stream: EventStream, records: int) -> list[Message]:
+    """The next of the :data:`WAVES` waves for a demo of ``records`` valid events."""
+    return stream.wave(records // WAVES, malformed=MALFORMED_PER_WAVE)
 
 
 @dataclass
@@ -145,12 +155,13 @@ def run_stream_demo(
     table_path = base / "events"
     errors_path = base / "events_errors"
     result.table_path = table_path
-    stream = EventStream(partitions=PARTITIONS, seed=2026, tombstones=True)
+    stream = demo_stream()
     per_wave = records // WAVES
     broker = EmbeddedBroker(log_dir=base)
     pipeline: Pipeline | None = None
     run: _Run | None = None
     progress = RoundProgress(console, title="hoodline demo", live=live)
+    interrupted = False
     try:
         console.print(f"[bold]hoodline demo[/bold]: Kafka topic -> Spark ({master}) -> Hudi table "
                       f"at {table_path}")
@@ -165,7 +176,7 @@ def run_stream_demo(
         (base / "pipeline.toml").write_text(toml)
         config = parse_config(toml, origin=str(base / "pipeline.toml"))
         producer = ExactEndProducer(broker.bootstrap_servers, log_level=3)
-        produce(producer, TOPIC, stream.wave(per_wave, malformed=MALFORMED_PER_WAVE))
+        produce(producer, TOPIC, demo_wave(stream, records))
         pipeline = Pipeline(config)
         run = _Run(pipeline, progress)
         progress.set_status(f"wave 1/{WAVES} produced ({stream.totals.messages:,} messages); "
@@ -174,7 +185,7 @@ def run_stream_demo(
         # Later waves go out while the pipeline runs, once it committed something.
         _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.committed_rounds > 0)
         for wave in range(2, WAVES + 1):
-            produce(producer, TOPIC, stream.wave(per_wave, malformed=MALFORMED_PER_WAVE))
+            produce(producer, TOPIC, demo_wave(stream, records))
             progress.set_status(f"wave {wave}/{WAVES} produced "
                                 f"({stream.totals.messages:,} messages so far)")
             _wait(run, time.monotonic() + 2.5)
@@ -193,21 +204,28 @@ def run_stream_demo(
         progress.finish()
         del producer  # closes its connections before the broker stops
         result.rounds, result.commits = run.rounds, run.committed_rounds
-        _verify(stream, table_path, errors_path, result)
+        verify(stream, table_path, errors_path, result)
     except KeyboardInterrupt:
+        interrupted = True
         progress.finish()
         console.print("[yellow]interrupted: stopping the pipeline, Spark and the broker[/yellow]")
         result.problems.append("interrupted")
         raise
     finally:
         progress.finish()
-        if run is not None:
-            run.stop.set()
-            run.thread.join(timeout=60)
-        if pipeline is not None:
-            pipeline.close()
-        broker.stop()
-        result.seconds = time.monotonic() - started
+        try:
+            if run is not None:
+                run.stop.set()
+                # Ctrl-C also reached the broker (same process group): do not wait long for
+                # a round that can no longer read; stopping Spark cancels it.
+                run.thread.join(timeout=5.0 if interrupted else 60.0)
+            if pipeline is not None:
+                pipeline.close()
+            if run is not None:
+                run.thread.join(timeout=30.0)
+        finally:
+            broker.stop()
+            result.seconds = time.monotonic() - started
     result.ok = not result.problems and result.table_ok and result.errors_ok
     _print_summary(console, stream, result)
     if own_dir and not keep:
@@ -217,7 +235,7 @@ def run_stream_demo(
     return result
 
 
-def _verify(stream: EventStream, table_path: Path, errors_path: Path, result: DemoResult) -> None:
+def verify(stream: EventStream, table_path: Path, errors_path: Path, result: DemoResult) -> None:
     """hudi-rs reads of the table and the error table against the model."""
     from hoodline.testing.hudi_oracle import hudi_snapshot
 

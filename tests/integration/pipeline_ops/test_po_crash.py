@@ -58,7 +58,7 @@ class Scenario:
     """A topic, a table, a stream feeding the topic and pipeline runs against them."""
 
     def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: str, operation: str,
-                 master: str = "local[2]", wave: int = 30, malformed: int = 1,
+                 master: str = "local[2]", wave: int = 20, malformed: int = 1,
                  tombstones: bool = False, spark_conf: dict[str, str] | None = None) -> None:
         self.topic = f"po-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, self.topic, PARTITIONS)
@@ -70,7 +70,7 @@ class Scenario:
         self.config = tmp / "pipeline.toml"
         self.config.write_text(event_pipeline_toml(
             bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=self.table,
-            operation=operation, master=master, readers=2, bucket_count=2, max_records=500,
+            operation=operation, master=master, readers=2, bucket_count=2, max_records=1000,
             min_interval="100ms", max_interval="1s",
             spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
         ))
