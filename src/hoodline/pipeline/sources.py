@@ -271,8 +271,11 @@ class KafkaAdapter(SourceAdapter):
         for s in held:
             assert isinstance(s, KafkaPartitionSplit)
             state = read.get(s.split_id)
-            if state is None:
-                continue  # finished (bounded source reached its stopping offset)
+            if state is None:  # the reader keeps finished splits: a missing one is a bug
+                raise SourceError(
+                    f"reader subtask {outcome.subtask} reported no state for split "
+                    f"'{s.split_id}' of its plan; not committing (the round is retried)"
+                )
             cont = after_round(s, state)
             if cont.stopping_offset is not None and cont.starting_offset >= cont.stopping_offset:
                 continue
