@@ -84,7 +84,7 @@ def run(
     import signal
     import threading
 
-    from hoodline.pipeline.api import run_pipeline
+    from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import load_config
     from hoodline.pipeline.progress import make_progress_callback
 
@@ -97,19 +97,21 @@ def run(
         err_console.print("stopping after the current round (Ctrl-C again to abort)")
         stop.set()
 
-    previous = signal.signal(signal.SIGINT, _interrupt)
     err_console.print(
         f"hoodline: {cfg.source.type} -> {cfg.table.path} "
         f"({cfg.table.operation}, {cfg.runtime.reader_parallelism} readers, "
         f"{cfg.runtime.master}){' --once' if once else ''}",
         highlight=False,
     )
-    on_round, finish = make_progress_callback(console)
-    try:
-        summary = run_pipeline(cfg, once=once, on_round=on_round, stop=stop)
-    finally:
-        finish()
-        signal.signal(signal.SIGINT, previous)
+    with Pipeline(cfg) as pipeline:
+        pipeline.spark  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own
+        previous = signal.signal(signal.SIGINT, _interrupt)
+        on_round, finish = make_progress_callback(console)
+        try:
+            summary = pipeline.run(once=once, on_round=on_round, stop=stop)
+        finally:
+            finish()
+            signal.signal(signal.SIGINT, previous)
     console.print(
         f"{summary.stopped_because}: {summary.rounds} rounds, {summary.commits} commits, "
         f"{summary.records_read} records read, {summary.records_written} written, "

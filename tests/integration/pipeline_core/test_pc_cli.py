@@ -5,14 +5,18 @@ in the output nor in the table's metadata."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from pc_helpers import Stream, create_topic, table_rows, unique
 
 from hoodline.broker import EmbeddedBroker
+from hoodline.table.table import HudiTable
+from hoodline.testing.hudi_oracle import hudi_completed_commits
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -67,3 +71,28 @@ round.min-interval = 0
     for meta in (table / ".hoodie").iterdir():
         if meta.is_file():
             assert SECRET.encode() not in meta.read_bytes()
+
+    # continuous run: new data is committed, then Ctrl-C stops it cleanly after the round
+    stream.produce(300, 200, deletes=0.1)
+    before = len(hudi_completed_commits(table))
+    proc2 = subprocess.Popen(
+        [sys.executable, "-c", "from hoodline.cli import main; main()", "run", str(cfg)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(hudi_completed_commits(table)) == before:
+            assert proc2.poll() is None, proc2.stderr.read() if proc2.stderr else ""
+            assert time.monotonic() < deadline, "no commit within 120 s"
+            time.sleep(0.5)
+        proc2.send_signal(signal.SIGINT)
+        out2, err2 = proc2.communicate(timeout=60)
+    finally:
+        if proc2.poll() is None:
+            proc2.kill()
+            proc2.wait()
+    assert proc2.returncode == 0, err2[-3000:]
+    assert "stopping after the current round" in err2
+    assert "stopped: " in out2 and SECRET not in out2 + err2
+    assert table_rows(table) == stream.model
+    assert not HudiTable.open(table).timeline.pending()  # nothing left half-done
