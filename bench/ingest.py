@@ -324,12 +324,13 @@ def report(rep: dict[str, Any]) -> str:
     rows = []
     for name, r in res.items():
         if "error" in r:
-            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 7])
+            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 8])
             continue
         rows.append(
             [
                 name,
                 common.secs(r["time_s"]),
+                common.secs(r["cpu_s"]),
                 common.rate(n, r["time_s"]),
                 f"{mb / r['time_s']:,.1f}",
                 f"{r['time_s'] / limit:.2f}" if limit else "-",
@@ -340,7 +341,7 @@ def report(rep: dict[str, Any]) -> str:
             ]
         )
     if "hoodline" not in res:
-        rows.append(["hoodline", "not yet measured: pipeline not built", *[""] * 7])
+        rows.append(["hoodline", "not yet measured: pipeline not built", *[""] * 8])
     intro = (
         f"{n:,} JSON messages, {rep['loaded']['avg_message_bytes']:.0f} bytes on average "
         f"({mb:,.0f} MB), 8 partitions, bundled Tansu broker (memory engine) on 127.0.0.1; "
@@ -349,7 +350,8 @@ def report(rep: dict[str, Any]) -> str:
     )
     header = [
         "system",
-        "time",
+        "wall",
+        "CPU",
         "msg/s",
         "MB/s (JSON)",
         "time / limit",
