@@ -48,6 +48,26 @@ WAVES = 4
 MALFORMED_PER_WAVE = 2
 
 
+def _interruptible(fn: Callable[..., None], *args: object) -> None:
+    """Run ``fn`` on a helper thread while the main thread waits in short steps, so Ctrl-C is
+    handled at once even when ``fn`` blocks in C code (a flush to a broker that Ctrl-C, sent to
+    the whole process group, has already stopped)."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, name="hoodline-demo-producer", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+    if failure:
+        raise failure[0]
+
+
 def demo_stream() -> EventStream:
     """The demo's event stream (deterministic: same seed, same waves)."""
     return EventStream(partitions=PARTITIONS, seed=2026, tombstones=True)
@@ -176,7 +196,7 @@ def run_stream_demo(
         (base / "pipeline.toml").write_text(toml)
         config = parse_config(toml, origin=str(base / "pipeline.toml"))
         producer = ExactEndProducer(broker.bootstrap_servers, log_level=3)
-        produce(producer, TOPIC, demo_wave(stream, records))
+        _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
         pipeline = Pipeline(config)
         run = _Run(pipeline, progress)
         progress.set_status(f"wave 1/{WAVES} produced ({stream.totals.messages:,} messages); "
@@ -185,7 +205,7 @@ def run_stream_demo(
         # Later waves go out while the pipeline runs, once it committed something.
         _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.committed_rounds > 0)
         for wave in range(2, WAVES + 1):
-            produce(producer, TOPIC, demo_wave(stream, records))
+            _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
             progress.set_status(f"wave {wave}/{WAVES} produced "
                                 f"({stream.totals.messages:,} messages so far)")
             _wait(run, time.monotonic() + 2.5)

@@ -300,6 +300,23 @@ def assert_table_equals_model(stream: EventStream, table_path: Path) -> int:
     return n
 
 
+def assert_no_leftovers(table_path: Path) -> None:
+    """No pending instant and no data file of an uncommitted (rolled back) instant remains."""
+    from hoodline.table.fs_view import parse_base_file_name
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(table_path)
+    pending = table.timeline.pending()
+    if pending:
+        raise AssertionError(f"pending instants left on the timeline: {pending}")
+    completed = {i.timestamp for i in table.timeline.completed_commits()}
+    stray = [str(f.relative_to(table_path)) for f in table_path.rglob("*.parquet")
+             if ".hoodie" not in f.parts and parse_base_file_name(f.name)[2] not in completed]
+    if stray:
+        raise AssertionError(f"{len(stray)} data file(s) of uncommitted instants left: "
+                             f"{sorted(stray)[:5]}")
+
+
 def error_values(errors_path: Path) -> list[tuple[int, bytes]]:
     """(partition, raw value) of every error-table row, sorted."""
     if not (errors_path / ".hoodie" / "hoodie.properties").exists():
@@ -328,6 +345,12 @@ def assert_errors_subset(stream: EventStream, errors_path: Path,
 
 
 __all__: Sequence[str] = (
-    "PipelineProcess", "assert_consistent_prefix", "assert_errors_subset",
-    "assert_table_equals_model", "error_values", "marked_pids", "read_rows",
+    "PipelineProcess",
+    "assert_consistent_prefix",
+    "assert_errors_subset",
+    "assert_no_leftovers",
+    "assert_table_equals_model",
+    "error_values",
+    "marked_pids",
+    "read_rows",
 )

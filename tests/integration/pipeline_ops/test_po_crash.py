@@ -29,6 +29,7 @@ from po_harness import (
     PipelineProcess,
     assert_consistent_prefix,
     assert_errors_subset,
+    assert_no_leftovers,
     assert_table_equals_model,
     read_rows,
     spark_running_tasks,
@@ -107,6 +108,8 @@ class Scenario:
         run.cleanup()
         assert_table_equals_model(self.stream, self.table)
         assert_errors_subset(self.stream, self.errors, exact=True)
+        assert_no_leftovers(self.table)
+        assert_no_leftovers(self.errors)
         assert self.stream.totals.messages > 0
 
     def close(self) -> None:
