@@ -166,6 +166,20 @@ class SourceAdapter:
 
     def __init__(self, source: Source[Any, Any]) -> None:
         self.source = source
+        self._avg_bytes: float | None = None
+
+    def observe(self, records: int, nbytes: int) -> None:
+        """Bytes per record seen in a round (turns ``round.max-bytes`` into a record budget)."""
+        if records > 0:
+            avg = nbytes / records
+            self._avg_bytes = avg if self._avg_bytes is None else 0.5 * (self._avg_bytes + avg)
+
+    def record_budget(self, max_records: int, max_bytes: int) -> int:
+        """The round's record budget: ``max_records``, lowered by ``max_bytes`` once the
+        average record size is known."""
+        if self._avg_bytes:
+            return max(1, min(max_records, int(max_bytes / max(self._avg_bytes, 1.0))))
+        return max_records
 
     @property
     def identity(self) -> str:
@@ -213,7 +227,6 @@ class KafkaAdapter(SourceAdapter):
         self._client: Any = None
         self._targets: dict[TopicPartition, int] | None = None
         self._positions: dict[TopicPartition, int] = {}
-        self._avg_bytes: float | None = None
         self._unassigned_plans = 0
 
     @property
@@ -232,11 +245,6 @@ class KafkaAdapter(SourceAdapter):
         ends: dict[TopicPartition, int] = self._client.latest_offsets(tps)
         return ends
 
-    def observe(self, records: int, nbytes: int) -> None:
-        if records > 0:
-            avg = nbytes / records
-            self._avg_bytes = avg if self._avg_bytes is None else 0.5 * (self._avg_bytes + avg)
-
     def bound(
         self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int,
         max_bytes: int,
@@ -244,9 +252,7 @@ class KafkaAdapter(SourceAdapter):
         held = {i: list(p.splits) for i, p in plans.items()}
         tps = sorted({s.topic_partition for splits in held.values() for s in splits})
         ends = self._latest(tps) if tps else {}
-        budget = max_records
-        if self._avg_bytes:
-            budget = max(1, min(budget, int(max_bytes / max(self._avg_bytes, 1.0))))
+        budget = self.record_budget(max_records, max_bytes)
         if self._targets is None:
             if tps:
                 self._targets = dict(ends)
@@ -322,7 +328,7 @@ class FilesAdapter(SourceAdapter):
         self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int,
         max_bytes: int,
     ) -> tuple[dict[int, ReadTask], dict[str, int]]:
-        share = max(1, max_records // max(1, len(plans)))
+        share = max(1, self.record_budget(max_records, max_bytes) // max(1, len(plans)))
         tasks = {
             i: ReadTask(i, len(plans), round_id, self.source, tuple(p.splits), share)
             for i, p in plans.items()

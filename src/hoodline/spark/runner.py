@@ -54,7 +54,6 @@ from hoodline.pipeline.errors_table import (
     raise_for_bad_records,
 )
 from hoodline.pipeline.sources import (
-    KafkaAdapter,
     ReadOutcome,
     SourceAdapter,
     build_adapter,
@@ -344,8 +343,7 @@ class RoundRunner:
             for o in outcomes:
                 rounds.reads_done(o.subtask, adapter.continuing(plans[o.subtask].splits, o))
             adapter.forward_events(rounds, outcomes)
-            if isinstance(adapter, KafkaAdapter):
-                adapter.observe(sum(o.records for o in outcomes), sum(o.nbytes for o in outcomes))
+            adapter.observe(sum(o.records for o in outcomes), sum(o.nbytes for o in outcomes))
             t_commit = time.monotonic()
             if bad.num_rows and errors_client is not None:
                 errors_client.upsert(bad)
