@@ -174,6 +174,12 @@ READER_PARALLELISM = option(
     "spread over them. Changing it on restart rebalances the splits.",
     minimum=1, maximum=4096,
 )
+WRITER_PARALLELISM = option(
+    "runtime.writer-parallelism", int, 0,
+    "Writer tasks (the file-group shuffle's partitions); 0 = Spark's default parallelism (the "
+    "master's cores). Every writer task reports, also those that received no records.",
+    minimum=0, maximum=4096,
+)
 ROUND_MAX_RECORDS = option(
     "runtime.round.max-records", int, 500_000,
     "Most records read per round (checkpoint/commit), over all readers.", minimum=1,
@@ -235,7 +241,7 @@ SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
         BUCKET_COUNT, OPERATION, DELETE_FIELD,
     ),
     "runtime": (
-        RUNTIME_MASTER, READER_PARALLELISM, ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
+        RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
         ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, WRITER_BUFFER, MAX_CONSECUTIVE_FAILURES,
         RETRY_BACKOFF, RETRY_BACKOFF_MAX,
     ),
@@ -311,6 +317,7 @@ class RuntimeSection:
     retry_backoff_max_s: float
     spark_conf: Mapping[str, object] = field(default_factory=_Masked)
     writer_buffer_bytes: int = 256 * 1024**2
+    writer_parallelism: int = 0
 
     def backoff_s(self, consecutive_failures: int) -> float:
         """Wait before the retry after ``consecutive_failures`` (>= 1) failed rounds."""
@@ -358,6 +365,7 @@ class PipelineConfig:
         r = self.runtime
         out.update({
             RUNTIME_MASTER.key: r.master, READER_PARALLELISM.key: r.reader_parallelism,
+            WRITER_PARALLELISM.key: r.writer_parallelism,
             ROUND_MAX_RECORDS.key: r.round_max_records, ROUND_MAX_BYTES.key: r.round_max_bytes,
             ROUND_MIN_INTERVAL.key: r.round_min_interval_s,
             ROUND_MAX_INTERVAL.key: r.round_max_interval_s,
@@ -467,6 +475,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         retry_backoff_max_s=float(run.get(RETRY_BACKOFF_MAX)),
         spark_conf=passthrough.get(("runtime", "spark-conf"), _Masked()),
         writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
+        writer_parallelism=run.get(WRITER_PARALLELISM),
     )
     errors = ErrorsSection(
         tolerance=err.get(ERRORS_TOLERANCE),

@@ -99,6 +99,12 @@ def _open_or_create(config: PipelineConfig) -> HudiTable:
             exist_ok=True,
         )
     c = table.config
+    if c.index_type != t.index or (c.index_type == "BUCKET" and c.bucket_count != t.bucket_count):
+        raise ConfigError(
+            f"table '{t.path}' uses index {c.index_type} (bucket count {c.bucket_count}), but the "
+            f"pipeline sets table.index = {t.index!r}, table.bucket-count = {t.bucket_count}; an "
+            "existing table keeps its index: set the table's values or write to a new path"
+        )
     if tuple(c.record_key_fields) != tuple(t.record_key) or (
         tuple(c.partition_fields) != tuple(t.partition_fields)
     ):
@@ -151,7 +157,9 @@ class RoundRunner:
     ) -> None:
         self.config = config
         self.spark = spark
-        self.writers = max(1, spark.context.defaultParallelism)
+        self.writers = config.runtime.writer_parallelism or max(
+            1, spark.context.defaultParallelism
+        )
         self._sleep = sleep
 
     # -- helpers -------------------------------------------------------------------------------

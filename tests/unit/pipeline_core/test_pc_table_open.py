@@ -1,0 +1,33 @@
+"""Opening the target table: created from the pipeline config on first run; an existing table's
+key, partitioning and index must match the config (never silently overridden)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hoodline.errors import ConfigError
+from hoodline.pipeline.config import PipelineConfig, config_from_dict
+from hoodline.spark.runner import _open_or_create
+
+
+def _cfg(path: Path, **table: object) -> PipelineConfig:
+    return config_from_dict({
+        "source": {"type": "kafka", "options": {"topic": "t"}},
+        "table": {"path": str(path), "record-key": ["id"], "partition-fields": ["day"],
+                  **table},
+        "schema": {"id": "int64", "day": "string"},
+    })
+
+
+def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
+    table = _open_or_create(_cfg(tmp_path / "t", **{"bucket-count": 8}))
+    assert table.config.bucket_count == 8 and table.config.partition_fields == ("day",)
+    assert _open_or_create(_cfg(tmp_path / "t", **{"bucket-count": 8})).config == table.config
+    with pytest.raises(ConfigError, match=r"uses index BUCKET .*table.index = 'BLOOM'"):
+        _open_or_create(_cfg(tmp_path / "t", index="BLOOM"))
+    with pytest.raises(ConfigError, match="bucket count 8"):
+        _open_or_create(_cfg(tmp_path / "t"))
+    with pytest.raises(ConfigError, match="partition fields"):
+        _open_or_create(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))
