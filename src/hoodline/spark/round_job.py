@@ -33,11 +33,29 @@ from hoodline.spark.stages import (
 from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY
 
 
+def _wire_type(t: pa.DataType) -> pa.DataType:
+    """Spark's Arrow exchange takes timestamps in microseconds only."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_wire_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_wire_type(f.type)) for f in t])
+    return t
+
+
+def wire_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the types Spark exchanges with Python (cast back by the writers)."""
+    return pa.schema([f.with_type(_wire_type(f.type)) for f in schema])
+
+
 def _reader_fn(tasks: Mapping[int, ReadTask], spec: RecordSpec, tag_bucket: bool):  # type: ignore[no-untyped-def]
+    wire = wire_schema(keyed_schema(spec.ctx.data_schema))
+
     def read(i: int) -> Iterator[pa.RecordBatch | ReaderEmit]:
         for item in run_reader(tasks[i], spec, tag_bucket):
             if isinstance(item, pa.RecordBatch):
-                yield item
+                yield item.cast(wire) if item.schema != wire else item
             elif isinstance(item, ErrorRows):
                 yield ReaderEmit(BAD_RECORDS, batch_to_ipc(item.batch))
             elif isinstance(item, ReadOutcome):
@@ -49,8 +67,9 @@ def _reader_fn(tasks: Mapping[int, ReadTask], spec: RecordSpec, tag_bucket: bool
 def _assign_stage(df: DataFrame, writers: int, spec: RecordSpec) -> DataFrame:
     """Shuffle records by (partition, key) and run the BLOOM tagger/assigner; control rows
     (reader states, bad records) pass through unchanged."""
-    schema = envelope_schema(keyed_schema(spec.ctx.data_schema))
-    data_names = keyed_schema(spec.ctx.data_schema).names
+    wire = wire_schema(keyed_schema(spec.ctx.data_schema))
+    schema = envelope_schema(wire)
+    data_names = wire.names
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task, _ = task_identity()
@@ -63,7 +82,7 @@ def _assign_stage(df: DataFrame, writers: int, spec: RecordSpec) -> DataFrame:
             if batch.num_rows:
                 records.append(batch.select(data_names))
         tagged = run_assigner(spec, records, task, writers)
-        for b in tagged.combine_chunks().to_batches():
+        for b in tagged.cast(wire).combine_chunks().to_batches():
             n = b.num_rows
             cols = [b.column(name) for name in data_names]
             cols += [pa.array([RECORD] * n, pa.int8()), pa.array([task] * n, pa.int32()),
@@ -82,7 +101,7 @@ def round_job(
 ) -> DataFrame:
     """The round's DataFrame; ``toArrow()`` runs it and returns the envelope rows."""
     bloom = spec.ctx.config.index_type == "BLOOM"
-    data_schema = keyed_schema(spec.ctx.data_schema)
+    data_schema = wire_schema(keyed_schema(spec.ctx.data_schema))
     plans = dict(tasks)
     df = reader_stage(session, len(plans), _reader_fn(plans, spec, not bloom), data_schema)
     if bloom:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -32,12 +33,18 @@ from typing import Any
 
 import pyarrow as pa
 
+from hoodline import errors as hoodline_errors
 from hoodline.errors import (
     BadRecordError,
     CheckpointMismatchError,
     ConfigError,
+    FileSourceError,
+    HoodlineError,
+    InvalidRecordsError,
+    KafkaOffsetOutOfRangeError,
     PipelineError,
     RoundFailedError,
+    SchemaEvolutionError,
     SplitSerializationError,
     TableError,
     TableNotFoundError,
@@ -73,6 +80,23 @@ log = logging.getLogger(__name__)
 
 _FATAL = (BadRecordError, CheckpointMismatchError, ConfigError, WriterLockError,
           SplitSerializationError)
+
+#: Errors raised inside tasks that a retry cannot fix (the same input fails the same way).
+_FATAL_IN_TASK = (FileSourceError, KafkaOffsetOutOfRangeError, InvalidRecordsError,
+                  SchemaEvolutionError, ConfigError, BadRecordError)
+_TASK_ERROR = re.compile(r"hoodline\.errors\.(\w+): ([^\n]*)")
+
+
+def deterministic_task_error(exc: BaseException) -> HoodlineError | None:
+    """The hoodline error a Spark task raised, when retrying the round cannot help."""
+    found = _TASK_ERROR.findall(str(exc))
+    if not found:
+        return None
+    name, message = found[-1]
+    cls = getattr(hoodline_errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, _FATAL_IN_TASK):
+        return cls(message)
+    return None
 
 
 def _table_schema(config: PipelineConfig) -> pa.Schema:
@@ -275,9 +299,12 @@ class RoundRunner:
                 rounds.round_failed()
                 raise
             except Exception as exc:
+                rounds.round_failed()
+                fatal = deterministic_task_error(exc)
+                if fatal is not None:
+                    raise fatal from exc
                 failures += 1
                 retries += 1
-                rounds.round_failed()
                 log.warning("round %d failed (%d in a row): %s", round_id + 1, failures, exc)
                 if failures >= rt.max_consecutive_failures:
                     raise RoundFailedError(

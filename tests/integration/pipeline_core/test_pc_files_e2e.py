@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from pc_helpers import SCHEMA, region, table_rows
 
+from hoodline.errors import FileSourceError
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.spark.session import HoodlineSpark
+from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_completed_commits, hudi_snapshot
 
 pytestmark = pytest.mark.spark
@@ -133,3 +135,24 @@ def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -
     assert summary.stopped_because == "drained"
     assert summary.records_read == third.rows
     assert table_rows(table) == third.model
+
+
+def test_unreadable_file_with_tolerance_none_stops_at_once(
+    pc_spark: HoodlineSpark, tmp_path: Path
+) -> None:
+    root = tmp_path / "landing"
+    root.mkdir()
+    (root / "bad.jsonl").write_text('{"id": 1, "region": "r1", "ts": 1}\n{not json\n')
+    cfg = config_from_dict({
+        "source": {"type": "files", "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
+        "schema": SCHEMA,
+        "runtime": {"retry-backoff": 0.01},
+    })
+    with Pipeline(cfg, pc_spark) as p:
+        with pytest.raises(FileSourceError, match=r"bad\.jsonl"):
+            p.run(once=True)
+    assert hudi_completed_commits(tmp_path / "t") == []
+    timeline = HudiTable.open(tmp_path / "t").timeline.instants()
+    # one attempt, rolled back; a deterministic error is not retried
+    assert [(i.action, i.state.name) for i in timeline] == [("rollback", "COMPLETED")]
