@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pc_helpers import SCHEMA, region, table_rows
 
@@ -156,3 +157,30 @@ def test_unreadable_file_with_tolerance_none_stops_at_once(
     timeline = HudiTable.open(tmp_path / "t").timeline.instants()
     # one attempt, rolled back; a deterministic error is not retried
     assert [(i.action, i.state.name) for i in timeline] == [("rollback", "COMPLETED")]
+
+
+def test_declared_types_survive_the_spark_exchange(
+    pc_spark: HoodlineSpark, tmp_path: Path
+) -> None:
+    """timestamp[ms] (Spark exchanges microseconds only), decimal, list and struct columns
+    arrive in the table with exactly the declared types and values."""
+    root = tmp_path / "in"
+    root.mkdir()
+    rows = [{"id": i, "at": f"2024-03-0{1 + i % 3}T10:00:00.123Z", "amount": f"{i}.25",
+             "tags": ["a", str(i)], "nested": {"x": i}} for i in range(30)]
+    (root / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cfg = config_from_dict({
+        "source": {"type": "files", "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"], "index": "BLOOM"},
+        "schema": {"id": "int64", "at": "timestamp[ms, UTC]", "amount": "decimal(10, 2)",
+                   "tags": "list<string>", "nested": "struct<x: int64>"},
+    })
+    with Pipeline(cfg, pc_spark) as p:
+        assert p.run(once=True).records_read == 30
+    table = hudi_snapshot(tmp_path / "t").sort_by("id")
+    assert table.schema.field("at").type == pa.timestamp("ms", tz="UTC")
+    assert table.schema.field("amount").type == pa.decimal128(10, 2)
+    got = table.select(["id", "amount", "tags", "nested"]).to_pylist()
+    assert [(r["id"], str(r["amount"]), r["tags"], r["nested"]) for r in got] == [
+        (i, f"{i}.25", ["a", str(i)], {"x": i}) for i in range(30)]
+    assert table.column("at")[1].as_py().isoformat() == "2024-03-02T10:00:00.123000+00:00"
