@@ -214,3 +214,5 @@ def test_po_executor_killed_mid_round_local_cluster(
     assert run.proc is not None and run.proc.poll() is None, "the pipeline died with its executor"
     code = run.terminate()
     assert code == 0, run.tail()
+    # the kill hit an executor Spark was using (its tasks / shuffle output were lost)
+    assert "Lost executor" in run.err_path.read_text(errors="replace")
