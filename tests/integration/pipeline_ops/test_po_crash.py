@@ -36,7 +36,7 @@ from po_harness import (
 )
 
 from hoodline.broker import EmbeddedBroker, free_port
-from hoodline.demo.events import EventStream
+from hoodline.demo.events import EventStream, StreamKind
 from hoodline.demo.feed import WaveFeeder, create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
 
@@ -58,7 +58,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 class Scenario:
     """A topic, a table, a stream feeding the topic and pipeline runs against them."""
 
-    def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: str, operation: str,
+    def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: StreamKind, operation: str,
                  master: str = "local[2]", wave: int = 20, malformed: int = 1,
                  tombstones: bool = False, spark_conf: dict[str, str] | None = None) -> None:
         self.topic = f"po-{uuid.uuid4().hex[:8]}"
@@ -76,7 +76,7 @@ class Scenario:
             spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
         ))
         self.env = {"TMPDIR": str(scratch)}
-        self.stream = EventStream(partitions=PARTITIONS, kind=kind,  # type: ignore[arg-type]
+        self.stream = EventStream(partitions=PARTITIONS, kind=kind,
                                   seed=random.randrange(1 << 30), tombstones=tombstones)
         self.feeder = WaveFeeder(broker.bootstrap_servers, self.topic, self.stream,
                                  lambda s: s.wave(wave, malformed=malformed), interval_s=0.5)
