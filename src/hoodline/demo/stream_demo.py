@@ -20,6 +20,7 @@ temporary one removed at the end unless ``keep`` is set or ``path`` is given.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import tempfile
 import threading
@@ -165,6 +166,12 @@ def run_stream_demo(
     result = DemoResult()
     if records < WAVES * 10:
         raise ValueError(f"--records must be at least {WAVES * 10}, got {records}")
+    if importlib.util.find_spec("hudi") is None:
+        result.problems.append(
+            "the demo verifies the table with hudi-rs, which is not installed: "
+            "pip install hudi==0.5.0 (it comes with hoodline's dev extras, ./dev installs them)")
+        console.print(f"[red]{result.problems[-1]}[/red]", highlight=False)
+        return result
     own_dir = path is None
     base = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-"))
     if base.exists() and any(base.iterdir()) and not own_dir:

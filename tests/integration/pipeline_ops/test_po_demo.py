@@ -101,3 +101,23 @@ def test_po_demo_ctrl_c_stops_broker_and_spark(tmp_path: Path) -> None:
             proc.kill()
             proc.wait(30)
         _kill_leftovers(marker)
+
+
+def test_po_demo_without_hudi_rs_refuses_before_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+    import io
+
+    from rich.console import Console
+
+    from hoodline.demo import stream_demo
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "hudi" else real(name, *a))
+    out = io.StringIO()
+    result = stream_demo.run_stream_demo(str(tmp_path / "demo"), Console(file=out, width=200))
+    assert not result.ok
+    assert "pip install hudi" in out.getvalue()
+    assert not (tmp_path / "demo").exists()  # nothing created, no broker started
