@@ -390,8 +390,13 @@ class RoundRunner:
             committed = True
             commit_s = time.monotonic() - t_commit
             test_hooks.hook("after_commit")
-        except BaseException:
+        except BaseException as error:
             if not committed and (checkpoint is None or not self._landed(table, ts)):
+                if isinstance(error, Exception):  # not on Ctrl-C: the user wants out now
+                    try:  # tasks of the failed job may still run: let them end first
+                        self.spark.wait_until_idle(timeout_s=60)
+                    except Exception as exc:
+                        log.warning("tasks still running while rolling back %s: %s", ts, exc)
                 self._rollback(client, ts)
                 raise
             # the commit landed although an error was raised after it: the round is done

@@ -51,6 +51,7 @@ def test_bloom_index_and_delete_operation(
     # another topic cannot resume this table's checkpoint
     other = create_topic(bs, unique("pc-other"), 1)
     ocfg = kafka_config(table, bs, other)
+    ocfg = replace(ocfg, table=replace(ocfg.table, index="BLOOM"))
     with Pipeline(ocfg, pc_spark) as p:
         with pytest.raises(CheckpointMismatchError, match=f"now reads 'topics:{other}'"):
             p.run(once=True)
