@@ -39,6 +39,7 @@ from hoodline.broker import EmbeddedBroker, free_port
 from hoodline.demo.events import EventStream, StreamKind
 from hoodline.demo.feed import WaveFeeder, create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
+from hoodline.table.table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka]
 
@@ -142,6 +143,13 @@ def test_po_kill9_at_each_round_point_insert_table_no_loss_no_duplicate(
         run.kill9()
         assert run.proc is not None and run.proc.returncode == -signal.SIGKILL
         sc.check_after_crash(f"at {point}")
+        if point in ("write", "before_commit"):
+            # the kill left an unfinished instant with data files for the restart to roll back
+            pending = HudiTable.open(sc.table).timeline.pending()
+            assert pending, f"no pending instant after the kill at {point}"
+            stamps = {i.timestamp for i in pending}
+            assert any(f.name.endswith(".parquet") and f.stem.rsplit("_", 1)[-1] in stamps
+                       for f in sc.table.rglob("*.parquet")), "no uncommitted data file"
         rows, _ = read_rows(sc.table)
         if point == "after_commit":
             # the killed run's commit landed: the drain must not write its records again
