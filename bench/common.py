@@ -71,23 +71,36 @@ class PeakRss:
     (``ru_maxrss`` is no substitute here: on Linux a child started by fork+exec inherits the
     parent's high-water mark, so it would report the harness's own peak.)"""
 
-    def __init__(self, interval: float = 0.01) -> None:
+    def __init__(self, interval: float = 0.01, children: bool = False) -> None:
         self.interval = interval
+        self.children = children
         self.proc = psutil.Process()
         self.start_rss = 0
         self.peak = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def rss(self) -> int:
+        """RSS of this process, plus all its descendants with ``children`` (e.g. a Spark JVM
+        and its Python workers)."""
+        total = self.proc.memory_info().rss
+        if self.children:
+            for child in self.proc.children(recursive=True):
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    pass
+        return int(total)
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            rss = self.proc.memory_info().rss
+            rss = self.rss()
             if rss > self.peak:
                 self.peak = rss
             self._stop.wait(self.interval)
 
     def __enter__(self) -> PeakRss:
-        self.start_rss = self.peak = self.proc.memory_info().rss
+        self.start_rss = self.peak = self.rss()
         self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
         self._thread.start()
         return self
@@ -101,7 +114,7 @@ class PeakRss:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.peak = max(self.peak, self.proc.memory_info().rss)
+        self.peak = max(self.peak, self.rss())
 
 
 def emit_result(result: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
-"""Kafka -> table ingest benchmark: hoodline (pending) vs the single-process limit vs a
-hand-written ``write_deltalake`` consumer.
+"""Kafka -> table ingest benchmark: hoodline ``run --once`` (insert, upsert) vs the single-process
+limit vs a hand-written ``write_deltalake`` consumer.
 
     PYTHONPATH=src .venv/bin/python -m bench.ingest [--messages 5000000] [--batch-records 250000]
-        [--systems limit,delta] [--record]
+        [--systems hoodline-insert,hoodline-upsert,limit,delta] [--record]
 
 The parent starts the bundled broker (``hoodline.broker.EmbeddedBroker``, Tansu, memory engine,
 127.0.0.1 only, stopped by PID at the end), creates one topic with 8 partitions and loads
@@ -16,14 +16,16 @@ seen every message:
   one file per ``--batch-records`` records; no table semantics (the speed limit of one process).
 * ``delta``: the peer a user would write: the same consume + parse loop calling
   ``deltalake.write_deltalake(mode="append")`` per batch.
-* ``hoodline``: NOT YET MEASURED — the streaming pipeline (issue 5) is not built. When it is,
-  implement :func:`run_hoodline` (one function: ingest the topic into a table under ``out`` and
-  return the facts dict) and add ``hoodline`` to ``--systems``.
+* ``hoodline-insert`` / ``hoodline-upsert``: ``hoodline run --once`` through the pipeline API the
+  CLI calls (:func:`run_hoodline`; config in :func:`hoodline_config`), Spark ``local[2]``, 2
+  readers, timed from before Spark starts to the last commit.
 
-Each child reports wall time (consumer creation to last write), messages/s, MB/s of JSON and
-peak RSS; the parent checks every output holds exactly the messages produced (row count,
-distinct ids, sum of ids) and prints ratios (time / limit time; time / hoodline time once
-hoodline runs).
+Each child reports wall time (consumer creation / Spark start to last write), CPU seconds of its
+process tree (approximate for Spark: the JVM and Python workers), messages/s, MB/s of JSON and
+peak RSS of its process tree (sampled every 10 ms); the parent checks every output holds exactly
+the messages produced (row count, distinct ids, sum of ids) and prints ratios (time / limit time,
+time / hoodline-insert time). Timestamps are ``timestamp[us, UTC]`` for every system (Spark's
+Arrow bridge rejected ``timestamp[ms, UTC]`` in the pipeline).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ SCHEMA = pa.schema(
         ("amount", pa.float64()),
         ("count", pa.int32()),
         ("ok", pa.bool_()),
-        ("ts", pa.timestamp("ms", tz="UTC")),
+        ("ts", pa.timestamp("us", tz="UTC")),
         ("country", pa.string()),
         ("device", pa.string()),
         ("session", pa.string()),
@@ -213,17 +215,83 @@ def run_delta(bootstrap: str, total: int, batch_records: int, out: Path) -> dict
     return {"files": commits}
 
 
-def run_hoodline(bootstrap: str, total: int, batch_records: int, out: Path) -> dict[str, Any]:
-    """hoodline ``run --once`` of the topic into a table under ``out`` — pending issue 5."""
-    raise NotImplementedError("not yet measured: the hoodline streaming pipeline is not built")
+def hoodline_config(bootstrap: str, out: Path, operation: str) -> str:
+    """Pipeline TOML for ``hoodline run --once``: the topic into a non-partitioned table keyed by
+    ``id`` (BUCKET index, 8 buckets), the message schema, 2 readers on ``local[2]``, default
+    round size (500k records / 256 MiB), no minimum round interval."""
+    fields = "\n".join(f'{f.name} = "{_type_name(f.type)}"' for f in SCHEMA)
+    return f"""
+[source]
+type = "kafka"
+format = "json"
+[source.options]
+topic = "{TOPIC}"
+scan.startup.mode = "earliest-offset"
+properties.bootstrap.servers = "{bootstrap}"
+[table]
+path = "{out}"
+record-key = ["id"]
+precombine-field = "ts"
+index = "BUCKET"
+bucket-count = 8
+operation = "{operation}"
+[schema]
+{fields}
+[runtime]
+master = "local[2]"
+reader-parallelism = 2
+round.min-interval = 0
+"""
+
+
+def _type_name(t: pa.DataType) -> str:
+    if pa.types.is_timestamp(t):
+        return f"timestamp[{t.unit}, {t.tz}]" if t.tz else f"timestamp[{t.unit}]"
+    return {"bool": "bool", "double": "float64", "int32": "int32", "int64": "int64"}.get(
+        str(t), "string"
+    )
+
+
+def run_hoodline(
+    bootstrap: str, total: int, batch_records: int, out: Path, operation: str
+) -> dict[str, Any]:
+    """hoodline ``run --once`` (the pipeline API the CLI calls) of the topic into a table."""
+    from hoodline.pipeline.api import Pipeline
+    from hoodline.pipeline.config import parse_config
+
+    cfg = parse_config(hoodline_config(bootstrap, out, operation), "bench-ingest")
+    t0 = time.perf_counter()
+    with Pipeline(cfg) as pipeline:
+        pipeline.spark  # noqa: B018 - start Spark (timed separately)
+        spark_start = time.perf_counter() - t0
+        summary = pipeline.run(once=True)
+    if summary.records_read != total:
+        raise RuntimeError(f"hoodline read {summary.records_read} of {total} messages")
+    return {
+        "files": summary.commits,
+        "rounds": summary.rounds,
+        "spark_start_s": spark_start,
+        "records_written": summary.records_written,
+        "error_records": summary.error_records,
+    }
+
+
+def run_hoodline_insert(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    return run_hoodline(bootstrap, total, batch, out, "insert")
+
+
+def run_hoodline_upsert(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    return run_hoodline(bootstrap, total, batch, out, "upsert")
 
 
 SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
     "limit": run_limit,
     "delta": run_delta,
-    "hoodline": run_hoodline,
+    "hoodline-insert": run_hoodline_insert,
+    "hoodline-upsert": run_hoodline_upsert,
 }
-DEFAULT_SYSTEMS = ("limit", "delta")
+DEFAULT_SYSTEMS = ("hoodline-insert", "hoodline-upsert", "limit", "delta")
+HOODLINE_BASELINE = "hoodline-insert"
 
 
 def read_output(system: str, out: Path) -> pa.Table:
@@ -233,7 +301,7 @@ def read_output(system: str, out: Path) -> pa.Table:
         from deltalake import DeltaTable
 
         return pa.table(DeltaTable(str(out)).to_pyarrow_table(columns=["id", "amount"]))
-    if system == "hoodline":
+    if system.startswith("hoodline"):
         from hoodline.table.read import read_snapshot
         from hoodline.table.table import HudiTable
 
@@ -254,13 +322,31 @@ def check_output(table: pa.Table, n: int) -> str | None:
     return None
 
 
+def _tree_cpu() -> float:
+    """CPU seconds of this process plus its finished and running children (Spark JVM, workers)."""
+    import os
+
+    import psutil
+
+    own = time.process_time()
+    done = os.times()
+    running = 0.0
+    for c in psutil.Process().children(recursive=True):
+        try:
+            t = c.cpu_times()
+            running += t.user + t.system
+        except psutil.Error:
+            pass
+    return own + done.children_user + done.children_system + running
+
+
 def child(system: str, bootstrap: str, total: int, batch_records: int, out: Path) -> dict[str, Any]:
-    with common.PeakRss() as mem:
+    with common.PeakRss(children=True) as mem:
         t0 = time.perf_counter()
-        cpu0 = time.process_time()
+        cpu0 = _tree_cpu()
         facts = SYSTEMS[system](bootstrap, total, batch_records, out)
         elapsed = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
+        cpu = _tree_cpu() - cpu0
     return {"system": system, "time_s": elapsed, "cpu_s": cpu, "peak_rss": mem.peak, **facts}
 
 
@@ -320,7 +406,7 @@ def report(rep: dict[str, Any]) -> str:
     mb = rep["loaded"]["bytes"] / 1e6
     res = rep["results"]
     limit = res.get("limit", {}).get("time_s")
-    hood = res.get("hoodline", {}).get("time_s")
+    hood = res.get(HOODLINE_BASELINE, {}).get("time_s")
     rows = []
     for name, r in res.items():
         if "error" in r:
@@ -334,18 +420,19 @@ def report(rep: dict[str, Any]) -> str:
                 common.rate(n, r["time_s"]),
                 f"{mb / r['time_s']:,.1f}",
                 f"{r['time_s'] / limit:.2f}" if limit else "-",
-                f"{r['time_s'] / hood:.2f}" if hood else "n/a",
+                f"{r['time_s'] / hood:.2f}" if hood else "-",
                 common.mib(r["peak_rss"]),
                 "exact" if r["difference"] is None else "WRONG: " + r["difference"],
                 f"{r['load_before'][0]}",
             ]
         )
-    if "hoodline" not in res:
-        rows.append(["hoodline", "not yet measured: pipeline not built", *[""] * 8])
+    if not any(name.startswith("hoodline") for name in res):
+        rows.append(["hoodline", "not measured in this run", *[""] * 8])
     intro = (
         f"{n:,} JSON messages, {rep['loaded']['avg_message_bytes']:.0f} bytes on average "
         f"({mb:,.0f} MB), 8 partitions, bundled Tansu broker (memory engine) on 127.0.0.1; "
-        f"batches of {rep['batch_records']:,} messages; loading took "
+        f"peers write batches of {rep['batch_records']:,} messages, hoodline rounds of its "
+        "default size (500k records); loading took "
         f"{rep['loaded']['load_s']:.1f} s (not counted). Output checked: exactly ids 0..n-1 once."
     )
     header = [
@@ -355,7 +442,7 @@ def report(rep: dict[str, Any]) -> str:
         "msg/s",
         "MB/s (JSON)",
         "time / limit",
-        "time / hoodline",
+        f"time / {HOODLINE_BASELINE}",
         "peak RSS",
         "output",
         "load avg (1 min)",

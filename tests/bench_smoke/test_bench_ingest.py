@@ -35,4 +35,15 @@ def test_bench_ingest_peers_write_every_message_once() -> None:
         assert "error" not in res, (name, res.get("error"))
         assert res["difference"] is None, (name, res["difference"])
         assert res["files"] == 4
-    assert "not yet measured: pipeline not built" in ingest.report(rep)
+    assert "hoodline | not measured in this run" in ingest.report(rep)
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_bench_ingest_hoodline_run_once_writes_every_message_once() -> None:
+    rep = ingest.run(3000, 1000, ["hoodline-insert"], timeout=300)
+    res = rep["results"]["hoodline-insert"]
+    assert "error" not in res, res.get("error")
+    assert res["difference"] is None, res["difference"]
+    assert res["records_written"] == 3000 and res["error_records"] == 0
+    assert res["rounds"] >= 1 and res["files"] >= 1  # commits
