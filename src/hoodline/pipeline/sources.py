@@ -206,6 +206,9 @@ class SourceAdapter:
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
         """Checkpoint completion side effects (monitoring)."""
 
+    def reset(self) -> None:
+        """After a failed round: drop connections that may be broken."""
+
     def forward_events(
         self, rounds: SourceRounds[Any, Any], outcomes: Sequence[ReadOutcome]
     ) -> None:
@@ -296,6 +299,9 @@ class KafkaAdapter(SourceAdapter):
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)
+
+    def reset(self) -> None:
+        self.close()
 
     def close(self) -> None:
         if self._client is not None:

@@ -272,34 +272,21 @@ class RoundRunner:
                 if self._wait(wait, stop):
                     break
             last_start = time.monotonic()
-            adapter.before_plan(rounds)
-            plans = rounds.plan_round()
-            tasks, lag = adapter.bound(plans, round_id + 1, rt.round_max_records,
-                                       rt.round_max_bytes)
-            if all(t.empty for t in tasks.values()):
-                totals.rounds += 1
-                report = RoundReport(round_id + 1, None, False, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0,
-                                     time.monotonic() - last_start, 0.0, lag, 0)
-                if on_round is not None:
-                    on_round(report)
-                if all(p.no_more_splits and not p.splits for p in plans.values()):
-                    stopped_because = "end-of-input"
-                    break
-                if once and adapter.drained():
-                    stopped_because = "drained"
-                    break
-                idle = min(rt.round_max_interval_s, max(rt.round_min_interval_s, 0.2))
-                if self._wait(idle - (time.monotonic() - last_start), stop):
-                    break
-                continue
             try:
-                report = self._round(client, errors_client, adapter, rounds, plans, tasks,
-                                     round_id + 1, data_schema, op, last_start, lag, retries)
+                adapter.before_plan(rounds)
+                plans = rounds.plan_round()
+                tasks, lag = adapter.bound(plans, round_id + 1, rt.round_max_records,
+                                           rt.round_max_bytes)
+                empty = all(t.empty for t in tasks.values())
+                if not empty:
+                    report = self._round(client, errors_client, adapter, rounds, plans, tasks,
+                                         round_id + 1, data_schema, op, last_start, lag, retries)
             except _FATAL:
                 rounds.round_failed()
                 raise
             except Exception as exc:
                 rounds.round_failed()
+                adapter.reset()
                 fatal = deterministic_task_error(exc)
                 if fatal is not None:
                     raise fatal from exc
@@ -313,6 +300,24 @@ class RoundRunner:
                         f"last error: {type(exc).__name__}: {exc}"
                     ) from exc
                 if self._wait(rt.backoff_s(failures), stop):
+                    break
+                continue
+            if empty:
+                failures = 0
+                totals.rounds += 1
+                report = RoundReport(round_id + 1, None, False, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0,
+                                     time.monotonic() - last_start, 0.0, lag, retries)
+                retries = 0
+                if on_round is not None:
+                    on_round(report)
+                if all(p.no_more_splits and not p.splits for p in plans.values()):
+                    stopped_because = "end-of-input"
+                    break
+                if once and adapter.drained():
+                    stopped_because = "drained"
+                    break
+                idle = min(rt.round_max_interval_s, max(rt.round_min_interval_s, 0.2))
+                if self._wait(idle - (time.monotonic() - last_start), stop):
                     break
                 continue
             failures = 0

@@ -120,3 +120,27 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
     assert ("rollback", "COMPLETED") in _actions(table)
     assert not any(f.exists() for f in stray)  # the crashed round's files were rolled back
     assert table_rows(table) == stream.model
+
+
+def test_broker_metadata_failure_while_planning_is_retried(
+    pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hoodline.errors import KafkaBrokerUnavailableError
+    from hoodline.pipeline.sources import KafkaAdapter
+
+    real = KafkaAdapter._latest
+    calls = {"n": 0}
+
+    def flaky(self: KafkaAdapter, tps: list[object]) -> object:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise KafkaBrokerUnavailableError("test: brokers unreachable while planning")
+        return real(self, tps)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KafkaAdapter, "_latest", flaky)
+    reports: list[RoundReport] = []
+    with Pipeline(_config(tmp_path / "t", stream), pc_spark) as p:
+        p.run(once=True, on_round=reports.append)
+    committed = [r for r in reports if r.committed]
+    assert committed[0].retries == 2 and [r.round_id for r in committed] == [1, 2]
+    assert table_rows(tmp_path / "t") == stream.model
