@@ -13,7 +13,9 @@ its position. Either way nothing is dropped silently.
   round; because the error table's record key is the record's *source position* (``error_id``,
   e.g. ``kafka/events/3/1234`` or ``file/<path>/17``) and it is upserted, a replay rewrites the
   same rows and never duplicates them. The error table never stores a checkpoint of its own.
-* Partitioned by ``day`` (UTC date of detection) so it can be cleaned by age.
+* Partitioned by ``day`` so it can be cleaned by age: the UTC date of the record's own timestamp
+  (Kafka message timestamp) when it has one, else the date of detection. (A file record
+  replayed on a later day can therefore appear in two day partitions.)
 * Columns: where the record came from (``source``, Kafka ``topic``/``partition``/``offset`` and
   ``key``, or ``file``/``row``), the raw ``value`` bytes exactly as read, the ``reason`` code
   (see :mod:`hoodline.formats.json_decoder`) and a human ``detail``, plus the ``round_id`` and
@@ -113,10 +115,18 @@ def build_error_batch(
     else:
         parts = [pa.scalar("file"), cols["file"], cols["row"].cast(pa.string())]
     error_id = pc.binary_join_element_wise(*parts, "/")
-    day = when.strftime("%Y-%m-%d")
+    day: pa.Array = pa.array([when.strftime("%Y-%m-%d")] * n, pa.string())
+    if "timestamp" in positions.column_names and n:
+        # the record's own (Kafka) timestamp decides the day where there is one, so a replay
+        # of the same record on another day upserts the same row instead of adding one
+        stamps = pc.take(positions.column("timestamp"), take)
+        if isinstance(stamps, pa.ChunkedArray):
+            stamps = stamps.combine_chunks()
+        own = pc.strftime(pc.cast(stamps, pa.timestamp("ms", tz="UTC")), format="%Y-%m-%d")
+        day = pc.coalesce(own, day)
     arrays = [
         error_id,
-        pa.array([day] * n, pa.string()),
+        day,
         pa.array([source] * n, pa.string()),
         cols["topic"], cols["partition"], cols["offset"], cols["file"], cols["row"],
         cols["key"], cols["value"],

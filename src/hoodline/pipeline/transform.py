@@ -254,7 +254,9 @@ def _errors(spec: RecordSpec, batch: pa.RecordBatch, bad: BadRecords) -> pa.Reco
     order = pc.sort_indices(bad.index)
     bad = BadRecords(pc.take(bad.index, order), pc.take(bad.reason, order),
                      pc.take(bad.detail, order))
-    positions = pa.Table.from_batches([batch]).select(["topic", "partition", "offset", "key"])
+    positions = pa.Table.from_batches([batch]).select(
+        ["topic", "partition", "offset", "key", "timestamp"]
+    )
     return build_error_batch(bad, batch.column("value"), positions, source="kafka",
                              round_id=spec.round_id)
 

@@ -148,3 +148,15 @@ def test_raw_format_passes_message_columns_through() -> None:
     assert out.records.column("value").to_pylist() == [b"\x00\x01binary", None]
     assert out.records.column(RECORD_KEY).to_pylist() == [
         "topic:tp,partition:0,offset:100", "topic:tp,partition:0,offset:101"]
+
+
+def test_error_rows_take_their_day_from_the_message_timestamp() -> None:
+    import datetime as dt
+
+    batch = _kafka([b"bad", b"worse"], [None, None])
+    stamps = pa.array([dt.datetime(2023, 5, 6, 23, 59, tzinfo=dt.UTC), None],
+                      pa.timestamp("ms", tz="UTC"))
+    batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp", stamps)
+    days = [e["day"] for e in prepare_kafka(_spec(), batch).errors.to_pylist()]
+    assert days[0] == "2023-05-06"  # replays on another day land on the same row
+    assert days[1] == dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")  # no timestamp: today
