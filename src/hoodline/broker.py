@@ -182,6 +182,9 @@ class EmbeddedBroker:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
+                # own session: a terminal's Ctrl-C goes to the pipeline, which then stops the
+                # broker itself in order, instead of the broker dying first under a live reader
+                start_new_session=True,
             )
         self._port = port
         deadline = time.monotonic() + self._startup_timeout_s

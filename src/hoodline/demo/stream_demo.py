@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hoodline.broker import EmbeddedBroker
@@ -169,8 +170,8 @@ def run_stream_demo(
     if importlib.util.find_spec("hudi") is None:
         result.problems.append(
             "the demo verifies the table with hudi-rs, which is not installed: "
-            "pip install hudi==0.5.0 (it comes with hoodline's dev extras, ./dev installs them)")
-        console.print(f"[red]{result.problems[-1]}[/red]", highlight=False)
+            "pip install 'hoodline[demo]' (./dev installs it)")
+        console.print(f"[red]{escape(result.problems[-1])}[/red]", highlight=False)
         return result
     own_dir = path is None
     base = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-"))

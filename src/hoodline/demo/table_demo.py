@@ -59,7 +59,7 @@ def _oracle_check(table: HudiTable) -> tuple[bool, str]:
     try:
         from hoodline.testing.hudi_oracle import OracleMismatch, assert_hudi_matches_hoodline
     except ImportError as exc:  # pragma: no cover - hudi is a dev dependency
-        return False, f"hudi-rs is not installed ({exc}); install the dev extras"
+        return False, f"hudi-rs is not installed ({exc}); pip install 'hoodline[demo]'"
     try:
         report = assert_hudi_matches_hoodline(table)
     except OracleMismatch as exc:

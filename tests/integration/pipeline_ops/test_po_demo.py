@@ -119,5 +119,5 @@ def test_po_demo_without_hudi_rs_refuses_before_starting_anything(
     out = io.StringIO()
     result = stream_demo.run_stream_demo(str(tmp_path / "demo"), Console(file=out, width=200))
     assert not result.ok
-    assert "pip install hudi" in out.getvalue()
+    assert "pip install 'hoodline[demo]'" in out.getvalue()
     assert not (tmp_path / "demo").exists()  # nothing created, no broker started
