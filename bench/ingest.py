@@ -268,7 +268,19 @@ def run_hoodline(
         summary = pipeline.run(once=True, on_round=rounds.append)
     if summary.records_read != total:
         raise RuntimeError(f"hoodline read {summary.records_read} of {total} messages")
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(out)
+    stats = [
+        st
+        for inst in table.timeline.completed_commits()
+        for group in table.timeline.read_commit_metadata(inst).partition_to_write_stats.values()
+        for st in group
+    ]
     return {
+        # copy-on-write: rows/bytes of every file version written (rewrites of grown files count)
+        "rows_written_total": sum(st.num_writes for st in stats),
+        "bytes_written_total": sum(st.total_write_bytes for st in stats),
         "files": summary.commits,
         "rounds": summary.rounds,
         "spark_start_s": spark_start,
@@ -291,11 +303,16 @@ def run_hoodline_upsert(bootstrap: str, total: int, batch: int, out: Path) -> di
     return run_hoodline(bootstrap, total, batch, out, "upsert")
 
 
+def run_hoodline_bulk_insert(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    return run_hoodline(bootstrap, total, batch, out, "bulk_insert")
+
+
 SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
     "limit": run_limit,
     "delta": run_delta,
     "hoodline-insert": run_hoodline_insert,
     "hoodline-upsert": run_hoodline_upsert,
+    "hoodline-bulk_insert": run_hoodline_bulk_insert,
 }
 DEFAULT_SYSTEMS = ("hoodline-insert", "hoodline-upsert", "limit", "delta")
 HOODLINE_BASELINE = "hoodline-insert"
@@ -439,7 +456,9 @@ def report(rep: dict[str, Any]) -> str:
         f"- {name}: Spark start {r['spark_start_s']:.1f} s; {r['rounds']} rounds summing "
         f"{r['round_total_s']:.1f} s = read/key (slowest reader) {r['round_read_s']:.1f} s + "
         f"shuffle/write {r['round_write_s']:.1f} s + commit {r['round_commit_s']:.1f} s "
-        f"(+ planning/other); {r['round_retries']} retries"
+        f"(+ planning/other); {r['round_retries']} retries; file versions written hold "
+        f"{r.get('rows_written_total', 0):,} rows, "
+        f"{r.get('bytes_written_total', 0) / 2**20:,.0f} MiB"
         for name, r in res.items()
         if name.startswith("hoodline") and "error" not in r and "round_total_s" in r
     ]
