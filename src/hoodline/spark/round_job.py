@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hoodline.pipeline.sources import ReadOutcome, ReadTask
 from hoodline.pipeline.tasks import ErrorRows, run_assigner, run_reader, run_writer
 from hoodline.pipeline.transform import RecordSpec, keyed_schema
-from hoodline.spark.probe import task_identity
+from hoodline.spark.probe import task_attempt_id, task_identity
 from hoodline.spark.stages import (
     BAD_RECORDS,
     KIND_COLUMN,
@@ -108,8 +108,10 @@ def round_job(
         df = _assign_stage(df, writers, spec)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
-        task, attempt = task_identity()
-        yield from run_writer(spec, batches, task, attempt)
+        task, _ = task_identity()
+        # the attempt *id* (unique per SparkContext) in the write token: attemptNumber restarts
+        # when a stage is resubmitted, and a retry must never reuse a lost attempt's file names
+        yield from run_writer(spec, batches, task, task_attempt_id())
 
     return writer_stage(df, writers, FILE_ID, write)
 
