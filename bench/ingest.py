@@ -215,10 +215,10 @@ def run_delta(bootstrap: str, total: int, batch_records: int, out: Path) -> dict
     return {"files": commits}
 
 
-def hoodline_config(bootstrap: str, out: Path, operation: str) -> str:
+def hoodline_config(bootstrap: str, out: Path, operation: str, index: str = "BUCKET") -> str:
     """Pipeline TOML for ``hoodline run --once``: the topic into a non-partitioned table keyed by
-    ``id`` (BUCKET index, 8 buckets), the message schema, 2 readers on ``local[2]``, default
-    round size (500k records / 256 MiB), no minimum round interval."""
+    ``id`` (BUCKET index with 8 buckets, or BLOOM), the message schema, 2 readers on
+    ``local[2]``, default round size (500k records / 256 MiB), no minimum round interval."""
     fields = "\n".join(f'{f.name} = "{_type_name(f.type)}"' for f in SCHEMA)
     return f"""
 [source]
@@ -232,7 +232,7 @@ properties.bootstrap.servers = "{bootstrap}"
 path = "{out}"
 record-key = ["id"]
 precombine-field = "ts"
-index = "BUCKET"
+index = "{index}"
 bucket-count = 8
 operation = "{operation}"
 [schema]
@@ -253,13 +253,13 @@ def _type_name(t: pa.DataType) -> str:
 
 
 def run_hoodline(
-    bootstrap: str, total: int, batch_records: int, out: Path, operation: str
+    bootstrap: str, total: int, batch_records: int, out: Path, operation: str, index: str = "BUCKET"
 ) -> dict[str, Any]:
     """hoodline ``run --once`` (the pipeline API the CLI calls) of the topic into a table."""
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import parse_config
 
-    cfg = parse_config(hoodline_config(bootstrap, out, operation), "bench-ingest")
+    cfg = parse_config(hoodline_config(bootstrap, out, operation, index), "bench-ingest")
     rounds: list[Any] = []
     t0 = time.perf_counter()
     with Pipeline(cfg) as pipeline:
@@ -307,12 +307,20 @@ def run_hoodline_bulk_insert(bootstrap: str, total: int, batch: int, out: Path) 
     return run_hoodline(bootstrap, total, batch, out, "bulk_insert")
 
 
+def run_hoodline_bulk_insert_bloom(
+    bootstrap: str, total: int, batch: int, out: Path
+) -> dict[str, Any]:
+    """bulk_insert with the BLOOM index: new file groups per round, no rewrite (append-only)."""
+    return run_hoodline(bootstrap, total, batch, out, "bulk_insert", "BLOOM")
+
+
 SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
     "limit": run_limit,
     "delta": run_delta,
     "hoodline-insert": run_hoodline_insert,
     "hoodline-upsert": run_hoodline_upsert,
     "hoodline-bulk_insert": run_hoodline_bulk_insert,
+    "hoodline-bulk_insert-bloom": run_hoodline_bulk_insert_bloom,
 }
 DEFAULT_SYSTEMS = ("hoodline-insert", "hoodline-upsert", "limit", "delta")
 HOODLINE_BASELINE = "hoodline-insert"
