@@ -6,7 +6,10 @@ from hoodline.errors import ConfigError
 SIZE = option("max.size", int, 10, "max size", minimum=1)
 MODE = option("mode", str, "hash", "assigner", choices=("hash", "round-robin"))
 FLAG = option("flag", bool, False, "a flag")
-PASSWORD = option("sasl.password", str, "", "secret", secret=True, validator=lambda v: "too short" if len(v) < 4 else None)
+PASSWORD = option(
+    "sasl.password", str, "", "secret", secret=True,
+    validator=lambda v: "too short" if len(v) < 4 else None,
+)
 
 
 def test_defaults_and_conversion() -> None:
@@ -29,9 +32,11 @@ def test_invalid_values_name_option_and_value(raw: dict[str, object], needle: st
 
 
 def test_unknown_option_is_refused_but_passthrough_allowed() -> None:
-    with pytest.raises(ConfigError, match="unknown option 'max.sise'"):
+    with pytest.raises(ConfigError, match=r"unknown option 'max\.sise'"):
         Options({"max.sise": 3}, known=[SIZE])
-    opts = Options({"properties.client.id": "x"}, known=[SIZE], passthrough_prefixes=["properties."])
+    opts = Options(
+        {"properties.client.id": "x"}, known=[SIZE], passthrough_prefixes=["properties."]
+    )
     assert opts.with_prefix("properties.") == {"client.id": "x"}
 
 
