@@ -153,6 +153,11 @@ def run_scale(
         shutil.rmtree(out, ignore_errors=True)
         results[name] = res
         print(f"  {n}: {name}: {res.get('time_s', res.get('error'))}", file=sys.stderr, flush=True)
+        print(
+            "PARTIAL " + json.dumps({"messages": n, "system": name, "result": res}, default=str),
+            file=sys.stderr,
+            flush=True,
+        )
     return results
 
 
