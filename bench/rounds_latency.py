@@ -2,7 +2,7 @@
 one-record rounds, and produce-to-visible latency with a producer at a steady rate.
 
     PYTHONPATH=src .venv/bin/python -m bench.rounds_latency [--rate 20000] [--seconds 120]
-        [--empty-rounds 100] [--tiny-rounds 20] [--operation upsert] [--record]
+        [--empty-rounds 100] [--tiny-rounds 20] [--operation upsert] [--index BUCKET] [--record]
 
 The parent starts the bundled broker (Tansu, memory engine, 127.0.0.1, stopped by PID) and
 creates one topic with 8 partitions; a child process is the hoodline driver: it starts Spark
@@ -141,6 +141,7 @@ def driver(
     empty_rounds: int,
     tiny_rounds: int,
     operation: str,
+    index: str,
     max_records: int,
     min_interval: float,
     drain_timeout: float,
@@ -157,6 +158,7 @@ def driver(
             out=out,
             schema=SCHEMA,
             operation=operation,
+            index=index,
             max_records=max_records,
             min_interval=min_interval,
         ),
@@ -165,7 +167,11 @@ def driver(
     rounds = _Rounds()
     stop = threading.Event()
     failure: list[BaseException] = []
-    result: dict[str, Any] = {"operation": operation, "max_records": max_records}
+    result: dict[str, Any] = {
+        "operation": operation,
+        "index": index,
+        "max_records": max_records,
+    }
     with RoleRss() as mem, Pipeline(cfg) as pipeline:
         t0 = time.perf_counter()
         pipeline.spark  # noqa: B018 - start Spark (timed apart)
@@ -336,6 +342,7 @@ def run(
     empty_rounds: int = 100,
     tiny_rounds: int = 20,
     operation: str = "upsert",
+    index: str = "BUCKET",
     max_records: int = 500_000,
     min_interval: float = 0.0,
     drain_timeout: float = 900,
@@ -367,6 +374,8 @@ def run(
                 str(tiny_rounds),
                 "--operation",
                 operation,
+                "--index",
+                index,
                 "--max-records",
                 str(max_records),
                 "--min-interval",
@@ -396,7 +405,8 @@ def report(rep: dict[str, Any]) -> str:
     m = r["memory_peak"]
     p = s["producer"]
     lines = [
-        f"Operation `{r['operation']}` (BUCKET, 8 buckets, non-partitioned), Spark `local[2]`, "
+        f"Operation `{r['operation']}`, index {r.get('index', 'BUCKET')} (8 buckets with BUCKET), "
+        "non-partitioned, Spark `local[2]`, "
         f"2 readers, round.max-records {r['max_records']:,}, round.min-interval 0; topic of 8 "
         f"partitions, ~200-byte JSON messages. Spark start {r['spark_start_s']:.1f} s (not in any "
         f"figure). Load average before/after: {r['load_before']} / {r.get('load_after')}.",
@@ -415,7 +425,8 @@ def report(rep: dict[str, Any]) -> str:
         f"| {_fmt(s['latency_s'])} |",
         f"| steady: round duration ({s['rounds']} rounds) | {_fmt(s['round_duration_s'])} |",
         f"| steady: records per round | {_fmt(s['records_per_round'], ('p50', 'max'))} |",
-        f"| steady: largest lag after a round (records) | {s['max_lag']:,} |",
+        "| steady: largest lag after a round (records behind the end offsets fetched when the "
+        f"round was planned) | {s['max_lag']:,} |",
         f"| after the producer stopped, until all committed | {r['drain_after_producer_s']:.1f} |",
         "",
         f"Peak RSS over the whole run (sampled every 50 ms, {r['memory_samples']} samples): "
@@ -441,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--empty-rounds", type=int, default=100)
     ap.add_argument("--tiny-rounds", type=int, default=20)
     ap.add_argument("--operation", default="upsert")
+    ap.add_argument("--index", default="BUCKET", choices=("BUCKET", "BLOOM"))
     ap.add_argument("--max-records", type=int, default=500_000)
     ap.add_argument("--min-interval", type=float, default=0.0)
     ap.add_argument("--drain-timeout", type=float, default=900)
@@ -466,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
                 empty_rounds=args.empty_rounds,
                 tiny_rounds=args.tiny_rounds,
                 operation=args.operation,
+                index=args.index,
                 max_records=args.max_records,
                 min_interval=args.min_interval,
                 drain_timeout=args.drain_timeout,
@@ -478,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         args.empty_rounds,
         args.tiny_rounds,
         args.operation,
+        args.index,
         args.max_records,
         args.min_interval,
         args.drain_timeout,
