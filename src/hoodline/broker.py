@@ -317,11 +317,18 @@ class ExactEndProducer:
                 )
         self._held.clear()
 
+    def close(self) -> None:
+        """Flush what is held back and close the producer's connections."""
+        try:
+            self.flush()
+        finally:
+            self._producer.close()
+
     def __enter__(self) -> ExactEndProducer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.flush()
+        self.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -230,7 +230,7 @@ def run_stream_demo(
         run.thread.join()
         run.check()
         progress.finish()
-        del producer  # closes its connections before the broker stops
+        producer.close()  # its connections end before the broker stops
         result.rounds, result.commits = run.rounds, run.committed_rounds
         verify(stream, table_path, errors_path, result)
     except KeyboardInterrupt:

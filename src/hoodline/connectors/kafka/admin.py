@@ -71,8 +71,18 @@ class ConfluentMetadataClient:
         self._errors: list[str] = []
         admin_props = {k: v for k, v in self._props.items() if not _consumer_only(k)}
         admin_props["error_cb"] = self._on_error
-        self._admin = AdminClient(admin_props)
+        self._admin_props = admin_props
+        self._admin_client: Any = AdminClient(admin_props)
         self._consumers: dict[str, Any] = {}
+
+    @property
+    def _admin(self) -> Any:
+        """The admin client, created again if :meth:`close` released it."""
+        if self._admin_client is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin_client = AdminClient(self._admin_props)
+        return self._admin_client
 
     def _on_error(self, err: Any) -> None:
         self._errors.append(str(err))
@@ -157,6 +167,9 @@ class ConfluentMetadataClient:
         for consumer in self._consumers.values():
             consumer.close()
         self._consumers.clear()
+        # AdminClient has no close(): dropping the last reference destroys the librdkafka handle,
+        # so no connection outlives the source (and no reconnect noise after a broker stops)
+        self._admin_client = None
 
 
 def _offset_spec() -> Any:
