@@ -87,6 +87,15 @@ def hoodline_child(
     if summary.records_read != total:
         raise RuntimeError(f"hoodline read {summary.records_read} of {total} messages")
     committed = [r for r in rounds if r.committed]
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(out)
+    stats = [
+        st
+        for inst in table.timeline.completed_commits()
+        for group in table.timeline.read_commit_metadata(inst).partition_to_write_stats.values()
+        for st in group
+    ]
     return {
         "system": system,
         "time_s": t2 - t0,
@@ -104,6 +113,9 @@ def hoodline_child(
         "round_commit_s": sum(r.commit_seconds for r in committed),
         "round_total_s": sum(r.duration_seconds for r in rounds),
         "round_retries": sum(r.retries for r in rounds),
+        # copy-on-write: rows/bytes of every file version written (rewrites count again)
+        "rows_written_total": sum(st.num_writes for st in stats),
+        "bytes_written_total": sum(st.total_write_bytes for st in stats),
         "config": {
             "max_records": max_records,
             "max_bytes": max_bytes,
@@ -283,7 +295,8 @@ def report(rep: dict[str, Any]) -> str:
             f"{r['round_commit_s']:.1f} s (+ planning); driver Python "
             f"{common.mib(r['memory_peak']['driver_py'])}, "
             f"JVM {common.mib(r['memory_peak']['jvm'])}"
-            f"; {r['round_retries']} retries"
+            f"; {r['round_retries']} retries; file versions written hold "
+            f"{r.get('rows_written_total', 0):,} rows"
             for name, r in res.items()
             if name in HOODLINE and "error" not in r
         ]

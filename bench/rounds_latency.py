@@ -328,6 +328,12 @@ def driver(
         "records_per_round": _stats([float(r.records_written) for r in steady_reports]),
         "max_lag": max((sum(r.lag.values()) for r in steady_reports), default=0),
         "retries": sum(r.retries for _, r in items),
+        # per committed round: [seconds since the first steady round, duration, records]
+        "round_series": [
+            [t - items[steady_from][0], r.duration_seconds, r.records_written]
+            for t, r in items[steady_from:]
+            if r.committed
+        ],
     }
     result["latency_all_min_s"] = float(np.nanmin(lat)) if lat.size else None
     result["problems"] = problems

@@ -40,7 +40,8 @@ def test_bench_rounds_latency_smoke_every_message_once_latencies_positive() -> N
         res["empty"]["duration_s"],
     ):
         assert st["min"] > 0 and math.isfinite(st["max"])
-    assert steady["rounds"] >= 1
+    assert steady["rounds"] >= 1 and len(steady["round_series"]) == steady["rounds"]
+    assert sum(rec for _, _, rec in steady["round_series"]) == steady["messages"]
     peak = res["memory_peak"]
     assert peak["jvm"] > 0 and peak["driver"] == max(peak["driver"], peak["driver_py"])
     assert "every message exactly once" in rounds_latency.report(rep)
