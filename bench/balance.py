@@ -48,7 +48,7 @@ Owners = dict[TopicPartition, int]
 # --- Flink's legacy formula --------------------------------------------------------------------
 def legacy_owner(tp: TopicPartition, readers: int) -> int:
     start = ((java_string_hash(tp.topic) * 31) & 0x7FFFFFFF) % readers
-    return (start + tp.partition) % readers
+    return int((start + tp.partition) % readers)
 
 
 # --- hoodline's enumerator, driven without a broker ----------------------------------------------

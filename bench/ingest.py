@@ -103,15 +103,11 @@ def messages(n: int, seed: int = 3, start: int = 0) -> list[bytes]:
     return out
 
 
-def load_topic(bootstrap: str, n: int, chunk: int = 500_000) -> dict[str, Any]:
-    """Create the topic and produce ``n`` messages (hold-back producer: exact end offsets)."""
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
+def produce_messages(bootstrap: str, start: int, n: int, chunk: int = 500_000) -> dict[str, Any]:
+    """Produce ids ``start .. start+n-1`` to the existing topic (id ``i`` goes to partition
+    ``i % PARTITIONS``; hold-back producer, so end offsets are exact afterwards)."""
     from hoodline.broker import ExactEndProducer
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
-        f.result(timeout=30)
     t0 = time.perf_counter()
     total_bytes = 0
     with ExactEndProducer(
@@ -123,15 +119,23 @@ def load_topic(bootstrap: str, n: int, chunk: int = 500_000) -> dict[str, Any]:
             "batch.size": 1_000_000,
         },
     ) as producer:
-        for start in range(0, n, chunk):
-            for j, value in enumerate(messages(min(chunk, n - start), start=start)):
+        for s in range(start, start + n, chunk):
+            for j, value in enumerate(messages(min(chunk, start + n - s), start=s)):
                 total_bytes += len(value)
-                producer.produce(TOPIC, (start + j) % PARTITIONS, value)
-    return {
-        "load_s": time.perf_counter() - t0,
-        "bytes": total_bytes,
-        "avg_message_bytes": total_bytes / max(n, 1),
-    }
+                producer.produce(TOPIC, (s + j) % PARTITIONS, value)
+    return {"load_s": time.perf_counter() - t0, "bytes": total_bytes}
+
+
+def load_topic(bootstrap: str, n: int, chunk: int = 500_000) -> dict[str, Any]:
+    """Create the topic and produce ``n`` messages (ids 0 .. n-1)."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
+        f.result(timeout=30)
+    loaded = produce_messages(bootstrap, 0, n, chunk)
+    loaded["avg_message_bytes"] = loaded["bytes"] / max(n, 1)
+    return loaded
 
 
 def end_offsets(bootstrap: str) -> list[int]:

@@ -125,29 +125,6 @@ def hoodline_child(
     }
 
 
-def append_messages(bootstrap: str, start: int, n: int, chunk: int = 500_000) -> dict[str, Any]:
-    """Produce ids ``start .. start+n-1`` (same generator and partitioning as
-    :func:`bench.ingest.load_topic`) to the existing topic."""
-    from hoodline.broker import ExactEndProducer
-
-    t0 = time.perf_counter()
-    total_bytes = 0
-    with ExactEndProducer(
-        bootstrap,
-        **{
-            "queue.buffering.max.messages": 10_000_000,
-            "queue.buffering.max.kbytes": 2_000_000,
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-        },
-    ) as producer:
-        for s in range(start, start + n, chunk):
-            for j, value in enumerate(ingest.messages(min(chunk, start + n - s), start=s)):
-                total_bytes += len(value)
-                producer.produce(ingest.TOPIC, (s + j) % ingest.PARTITIONS, value)
-    return {"load_s": time.perf_counter() - t0, "bytes": total_bytes}
-
-
 def run_scale(
     bootstrap: str, n: int, systems: list[str], wd: Path, hood_args: list[str], timeout: float
 ) -> dict[str, dict[str, Any]]:
@@ -206,7 +183,7 @@ def run(
         sizes = [n, 2 * n] if double else [n]
         for i, size in enumerate(sizes):
             if i:
-                loads.append(append_messages(bs, n, n))
+                loads.append(ingest.produce_messages(bs, n, n))
             ends = ingest.end_offsets(bs)
             if sum(ends) != size:
                 raise RuntimeError(f"broker end offsets {ends} do not add up to {size}")
