@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from hoodline.errors import CheckpointMismatchError, SplitSerializationError
 from hoodline.runtime.source_rounds import SourceCheckpoint
-from hoodline.source.serialization import BinaryReader, BinaryWriter
+from hoodline.source.serialization import BinaryReader, BinaryWriter, frame, unframe
 
 CHECKPOINT_KEY = "hoodline.checkpoint"
 _MAGIC = b"HLPC"
@@ -38,14 +38,13 @@ class PipelineCheckpoint:
     def encode(self) -> str:
         body = (
             BinaryWriter()
-            .write_int(_VERSION)
             .write_long(self.round_id)
             .write_str(self.source_type)
             .write_str(self.source_identity)
             .write_bytes(self.source.to_bytes())
             .to_bytes()
         )
-        return base64.b64encode(_MAGIC + body).decode("ascii")
+        return base64.b64encode(frame(_MAGIC, _VERSION, body)).decode("ascii")
 
     @classmethod
     def decode(cls, text: str) -> PipelineCheckpoint:
@@ -55,18 +54,9 @@ class PipelineCheckpoint:
             raise SplitSerializationError(
                 f"commit metadata '{CHECKPOINT_KEY}' is not base64: {exc}"
             ) from None
-        if raw[:4] != _MAGIC:
-            raise SplitSerializationError(
-                f"commit metadata '{CHECKPOINT_KEY}' does not hold a hoodline pipeline "
-                f"checkpoint (starts with {raw[:4]!r})"
-            )
-        r = BinaryReader(raw[4:], "pipeline checkpoint")
-        version = r.read_int()
-        if version != _VERSION:
-            raise SplitSerializationError(
-                f"pipeline checkpoint version {version} is not supported (this hoodline reads "
-                f"version {_VERSION}); upgrade hoodline"
-            )
+        _, body = unframe(raw, _MAGIC, (_VERSION,),
+                          f"pipeline checkpoint (commit metadata '{CHECKPOINT_KEY}')")
+        r = BinaryReader(body, "pipeline checkpoint")
         round_id = r.read_long()
         source_type = r.read_str()
         identity = r.read_str()

@@ -12,7 +12,9 @@ with a :class:`~hoodline.runtime.coordinator.SourceCoordinator`:
    ``snapshot_state``, turned back into continuing splits by the runtime).
 3. :meth:`SourceRounds.checkpoint` gives a :class:`SourceCheckpoint` (enumerator state + every
    logical reader's splits, all as versioned bytes) to store with the commit;
-   :meth:`SourceRounds.checkpoint_complete` after the commit landed.
+   :meth:`SourceRounds.checkpoint_complete` after the commit landed. Checkpoint ids are allocated
+   here and only ever increase (as in Flink): a round that failed after taking its checkpoint and
+   is retried takes a new one with a new id.
 4. :meth:`SourceRounds.round_failed` when a round fails: every reader restarts from the last
    completed checkpoint, splits assigned since go back to the enumerator, readers register again
    (reporting their splits for FLIP-537 sources).
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from hoodline.errors import SourceError, SplitSerializationError
+from hoodline.errors import SourceError
 from hoodline.runtime.coordinator import SourceCoordinator
 from hoodline.runtime.reader_events import (
     AddSplitsEvent,
@@ -41,7 +43,9 @@ from hoodline.source.api import Source, SourceEvent, SourceSplit
 from hoodline.source.serialization import (
     BinaryReader,
     BinaryWriter,
+    frame,
     read_versioned,
+    unframe,
     write_versioned,
 )
 
@@ -77,24 +81,12 @@ class SourceCheckpoint:
             w.write_int(subtask).write_int(len(splits))
             for split in splits:
                 w.write_bytes(split)
-        return _CHECKPOINT_MAGIC + BinaryWriter().write_int(_CHECKPOINT_VERSION).to_bytes() + (
-            w.to_bytes()
-        )
+        return frame(_CHECKPOINT_MAGIC, _CHECKPOINT_VERSION, w.to_bytes())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> SourceCheckpoint:
-        if data[:4] != _CHECKPOINT_MAGIC:
-            raise SplitSerializationError(
-                f"not a hoodline source checkpoint: starts with {data[:4]!r}, expected "
-                f"{_CHECKPOINT_MAGIC!r}"
-            )
-        r = BinaryReader(data[4:], "source checkpoint")
-        version = r.read_int()
-        if version != _CHECKPOINT_VERSION:
-            raise SplitSerializationError(
-                f"source checkpoint format version {version} is not supported (this hoodline "
-                f"reads version {_CHECKPOINT_VERSION}); upgrade hoodline"
-            )
+        _, body = unframe(data, _CHECKPOINT_MAGIC, (_CHECKPOINT_VERSION,), "source checkpoint")
+        r = BinaryReader(body, "source checkpoint")
         checkpoint_id = r.read_long()
         parallelism = r.read_int()
         enumerator_state = r.read_bytes()
@@ -163,6 +155,7 @@ class SourceRounds(Generic[SplitT, CheckpointT]):
         self._serializer = source.split_serializer()
         self._readers: dict[int, _LogicalReader[SplitT]] = {}
         self._restore: dict[int, list[SplitT]] = {i: [] for i in range(parallelism)}
+        self._last_checkpoint_id = restore.checkpoint_id if restore is not None else 0
         if restore is None:
             self._coordinator.start()
         else:
@@ -228,9 +221,12 @@ class SourceRounds(Generic[SplitT, CheckpointT]):
             )
         reader.splits = {s.split_id: s for s in splits}
 
-    def checkpoint(self, checkpoint_id: int) -> SourceCheckpoint:
-        """Snapshot enumerator and logical readers (after every ``reads_done`` of the round)."""
+    def checkpoint(self) -> SourceCheckpoint:
+        """Snapshot enumerator and logical readers (after every ``reads_done`` of the round),
+        under a new checkpoint id greater than every id taken before (also after failures)."""
         self._deliver()  # assignments made so far belong to this checkpoint's reader state
+        self._last_checkpoint_id += 1
+        checkpoint_id = self._last_checkpoint_id
         enum_state = self._coordinator.checkpoint(checkpoint_id)
         states = {
             i: [write_versioned(self._serializer, s) for s in r.splits.values()]

@@ -7,6 +7,10 @@ format changes. Store the version next to the bytes (:func:`write_versioned` /
 :func:`read_versioned` put both into one byte string) and add a test that restores bytes written by
 each earlier version.
 
+:func:`frame` / :func:`unframe` are the one framing of every versioned byte string hoodline stores
+(a 4-byte magic marker naming what the bytes are, a big-endian int32 format version, the body):
+versioned split/enumerator records, the source checkpoint and the pipeline checkpoint.
+
 :class:`BinaryWriter` / :class:`BinaryReader` are small helpers for compact big-endian formats.
 """
 
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import struct
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Generic, TypeVar
 
 from hoodline.errors import SplitSerializationError
@@ -23,7 +27,9 @@ __all__ = [
     "BinaryReader",
     "BinaryWriter",
     "VersionedSerializer",
+    "frame",
     "read_versioned",
+    "unframe",
     "unsupported_version",
     "write_versioned",
 ]
@@ -71,27 +77,50 @@ def unsupported_version(
     )
 
 
+def frame(magic: bytes, version: int, body: bytes) -> bytes:
+    """``magic`` (4 bytes) + int32 ``version`` + ``body``: the framing of every versioned record."""
+    if len(magic) != 4:
+        raise ValueError(f"a frame marker has 4 bytes, not {len(magic)}: {magic!r}")
+    return _HEADER.pack(magic, version) + body
+
+
+def unframe(
+    data: bytes, magic: bytes, versions: Collection[int] | None, what: str
+) -> tuple[int, bytes]:
+    """The version and body of a :func:`frame`; errors name ``what`` and the versions known
+    (``versions`` None: the caller checks the version itself)."""
+    if len(data) < _HEADER.size:
+        raise SplitSerializationError(
+            f"{what}: {len(data)} bytes are too short for a versioned record (need at least "
+            f"{_HEADER.size}); the bytes are truncated or corrupt."
+        )
+    found, version = _HEADER.unpack_from(data)
+    if found != magic:
+        raise SplitSerializationError(
+            f"{what}: bytes start with {found!r}, not the marker {magic!r}; they were written by "
+            f"something else or are corrupt."
+        )
+    if versions is not None and version not in versions:
+        known = ", ".join(str(v) for v in sorted(versions))
+        raise SplitSerializationError(
+            f"{what}: format version {version} is not supported (this hoodline reads versions "
+            f"{known}); the bytes were written by a newer hoodline or are corrupt: upgrade "
+            f"hoodline or restore from another checkpoint."
+        )
+    return version, data[_HEADER.size :]
+
+
 def write_versioned(serializer: VersionedSerializer[T], obj: T) -> bytes:
     """Serialize ``obj`` and prefix the bytes with a magic marker and the format version."""
-    return _HEADER.pack(_MAGIC, serializer.version) + serializer.serialize(obj)
+    return frame(_MAGIC, serializer.version, serializer.serialize(obj))
 
 
 def read_versioned(serializer: VersionedSerializer[T], data: bytes) -> T:
     """Read bytes produced by :func:`write_versioned` with any version the serializer knows."""
-    if len(data) < _HEADER.size:
-        raise SplitSerializationError(
-            f"{type(serializer).__name__}: {len(data)} bytes are too short for a versioned "
-            f"record (need at least {_HEADER.size}); the checkpoint is truncated or corrupt."
-        )
-    magic, version = _HEADER.unpack_from(data)
-    if magic != _MAGIC:
-        raise SplitSerializationError(
-            f"{type(serializer).__name__}: bytes start with {magic!r}, not the versioned-record "
-            f"marker {_MAGIC!r}; they were not written by write_versioned or are corrupt."
-        )
+    version, body = unframe(data, _MAGIC, None, type(serializer).__name__)
     if version not in serializer.supported_versions():
         raise unsupported_version(serializer, version)
-    return serializer.deserialize(version, data[_HEADER.size :])
+    return serializer.deserialize(version, body)
 
 
 class BinaryWriter:

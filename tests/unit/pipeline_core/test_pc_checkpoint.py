@@ -24,7 +24,7 @@ def test_round_trip() -> None:
 def test_garbage_and_future_versions_are_refused() -> None:
     with pytest.raises(SplitSerializationError, match="not base64"):
         PipelineCheckpoint.decode("***")
-    with pytest.raises(SplitSerializationError, match="does not hold"):
+    with pytest.raises(SplitSerializationError, match="not the marker b'HLPC'"):
         PipelineCheckpoint.decode("aGVsbG8gd29ybGQ=")
     import base64
 
@@ -32,6 +32,19 @@ def test_garbage_and_future_versions_are_refused() -> None:
     raw[4:8] = (99).to_bytes(4, "big")
     with pytest.raises(SplitSerializationError, match="version 99"):
         PipelineCheckpoint.decode(base64.b64encode(bytes(raw)).decode())
+
+
+#: The checkpoint of _cp() as hoodline 0.1 stored it in commit metadata (version 1). A change of
+#: the format must keep reading these bytes (add a version, never change this one).
+GOLDEN_V1 = (
+    "SExQQwAAAAEAAAAAAAAADAAAAAVrYWZrYQAAAA10b3BpY3M6ZXZlbnRzAAAARUhMU0MAAAABAAAAAAAAAAwAAAADAAAA"
+    "CmVudW0tc3RhdGUAAAACAAAAAAAAAAIAAAABYQAAAAFiAAAAAgAAAAEAAAABYw=="
+)
+
+
+def test_golden_bytes_of_version_1() -> None:
+    assert PipelineCheckpoint.decode(GOLDEN_V1) == _cp()
+    assert _cp().encode() == GOLDEN_V1
 
 
 def test_compatibility() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hoodline.errors import SourceError, SplitSerializationError
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.source.api import Boundedness
-from hoodline.source.drive import BoundedPlanRun
+from hoodline.source.drive import BoundedRead
 from hoodline.testing import NumberSource, NumberSplit, ReassigningNumberSource
 from hoodline.testing.number_source import NumberSourceReader, NumberSplitState
 from hoodline.testing.reader_context import RecordingReaderContext
@@ -44,10 +44,10 @@ def _run_task(
 ) -> tuple[list[pa.RecordBatch], list[NumberSplit]]:
     """What Spark task i does: a fresh reader reads the bounded plan."""
     reader = _RoundReader(RecordingReaderContext(plan.subtask_id), threaded=True, batch_size=4)
-    run = BoundedPlanRun(
+    run = BoundedRead(
         reader, [_bound(s) for s in plan.splits], checkpoint_id=checkpoint_id, timeout=10
     )
-    batches = list(run)
+    batches = [b for b, _ in run]
     by_id = {s.split_id: s for s in plan.splits}
     cont = [c for s in run.split_states if (c := _after_round(by_id[s.split_id], s)) is not None]
     return batches, cont
@@ -72,7 +72,7 @@ class _Job:
         if fail_after_reads:  # e.g. the write stage failed: nothing of this round is committed
             self.rounds.round_failed()
             return
-        cp = self.rounds.checkpoint(cid)
+        cp = self.rounds.checkpoint()
         self.committed.extend(out)  # the commit (data + checkpoint) lands atomically
         self.last = SourceCheckpoint.from_bytes(cp.to_bytes())
         self.rounds.checkpoint_complete(cp)
@@ -150,7 +150,36 @@ def test_source_checkpoint_bytes_round_trip_and_golden_v1() -> None:
         "0000000100000000"
     )
     assert SourceCheckpoint.from_bytes(golden) == cp
-    with pytest.raises(SplitSerializationError, match="not a hoodline source checkpoint"):
+    with pytest.raises(SplitSerializationError, match="not the marker b'HLSC'"):
         SourceCheckpoint.from_bytes(b"nope" + golden[4:])
     with pytest.raises(SplitSerializationError, match="format version 2 is not supported"):
         SourceCheckpoint.from_bytes(golden[:4] + b"\x00\x00\x00\x02" + golden[8:])
+
+
+def test_a_round_retried_after_its_checkpoint_was_taken_checkpoints_and_completes_again() -> None:
+    """Issue 9 bug 1: a round that failed after ``checkpoint()`` (e.g. inside the commit) is
+    rolled back and retried; the retry must take a checkpoint (with a new, greater id) and
+    complete it, instead of being refused forever with 'checkpoint id N is not greater'."""
+    rounds: Rounds = SourceRounds(NumberSource([NumberSplit("a", 0, 100)]), 2)
+    rounds.plan_round()
+    first = rounds.checkpoint()
+    rounds.round_failed()  # the commit failed: the round is rolled back
+    rounds.plan_round()
+    retried = rounds.checkpoint()
+    assert retried.checkpoint_id > first.checkpoint_id
+    rounds.checkpoint_complete(retried)
+    rounds.plan_round()
+    assert rounds.checkpoint().checkpoint_id > retried.checkpoint_id
+
+
+def test_checkpoint_ids_continue_after_the_restored_checkpoint() -> None:
+    src = NumberSource([NumberSplit("a", 0, 100)])
+    rounds: Rounds = SourceRounds(src, 1)
+    rounds.plan_round()
+    for _ in range(3):
+        cp = rounds.checkpoint()
+        rounds.checkpoint_complete(cp)
+    rounds.close()
+    restored: Rounds = SourceRounds(src, 1, cp)
+    restored.plan_round()
+    assert restored.checkpoint().checkpoint_id == cp.checkpoint_id + 1

@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.source.api import Boundedness
-from hoodline.source.drive import BoundedPlanRun
+from hoodline.source.drive import BoundedRead
 from hoodline.testing import NumberSource, NumberSplit, ReassigningNumberSource, ReferenceEnumerator
 from hoodline.testing.number_source import NumberSourceReader, NumberSplitState
 from hoodline.testing.reader_context import RecordingReaderContext
@@ -40,8 +40,8 @@ def _read(
         for s in plan.splits
     ]
     reader = _RoundReader(RecordingReaderContext(plan.subtask_id), threaded=False, batch_size=2)
-    run = BoundedPlanRun(reader, bounded, checkpoint_id=cid, timeout=10)
-    batches = list(run)
+    run = BoundedRead(reader, bounded, checkpoint_id=cid, timeout=10)
+    batches = [b for b, _ in run]
     originals = {s.split_id: s for s in plan.splits}
     cont = []
     for s in run.split_states:
@@ -99,7 +99,7 @@ class _Rounds(RuleBasedStateMachine):
         if fail:
             self.rounds.round_failed()
             return
-        cp = self.rounds.checkpoint(cid)
+        cp = self.rounds.checkpoint()
         self.committed.extend(out)
         self.last = SourceCheckpoint.from_bytes(cp.to_bytes())
         self.discovered_at_last = set(self.discovered)
