@@ -3,6 +3,13 @@
 Every error raised on purpose by hoodline derives from :class:`HoodlineError`. Each area has its own
 subtype; add specific errors under the area they belong to. Messages must name the offending value
 (column, file, option, offset ...) and, where possible, say what to do about it.
+
+Each class says whether it is **retryable** (:attr:`HoodlineError.retryable`): whether running
+the same work again (a failed pipeline round rolled back and retried) may succeed. Errors are
+deterministic unless their class says otherwise: bad configuration, bad records, a table written
+by someone else or an incompatible checkpoint fail the same way every time, so the pipeline stops
+at once instead of retrying them. Errors that are not hoodline's own (I/O errors, a lost Spark
+executor) count as retryable.
 """
 
 from __future__ import annotations
@@ -10,6 +17,16 @@ from __future__ import annotations
 
 class HoodlineError(Exception):
     """Root of every error hoodline raises on purpose."""
+
+    #: True when doing the same work again may succeed (see module docs).
+    retryable: bool = False
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a failed round that raised ``error`` should be rolled back and retried."""
+    if isinstance(error, HoodlineError):
+        return error.retryable
+    return isinstance(error, Exception)  # not on KeyboardInterrupt / SystemExit
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -47,16 +64,21 @@ class WriterLockError(TableError):
 
 
 class CommitError(TableError):
-    """Committing an instant failed."""
+    """Committing an instant failed before anything became visible."""
 
-    #: True when retrying the same commit may succeed (nothing was made visible).
-    retryable: bool = True
+    retryable = True
 
 
 class CommitOutcomeUnknownError(CommitError):
-    """The commit may or may not have landed; the caller must re-read the timeline to know."""
+    """Writing the completed instant file failed part-way: the commit may or may not have
+    landed. The table decides: re-read the timeline before rolling back or retrying."""
 
-    retryable = False
+    def __init__(self, message: str, instant: str) -> None:
+        super().__init__(message)
+        self.instant = instant
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.instant))
 
 
 # --- sources -----------------------------------------------------------------------------------
@@ -70,6 +92,8 @@ class SplitSerializationError(SourceError):
 
 class FetchError(SourceError):
     """A split reader failed while fetching records; raised to the caller, never swallowed."""
+
+    retryable = True
 
 
 class KafkaSourceError(SourceError):
@@ -103,6 +127,13 @@ class BadRecordError(PipelineError):
 
 class RoundFailedError(PipelineError):
     """A checkpoint round failed too many times in a row."""
+
+
+class EngineJobError(PipelineError):
+    """A round's job failed in the engine (a task failed, an executor was lost, a task's result
+    is missing): the round is rolled back and retried."""
+
+    retryable = True
 
 
 class SparkRuntimeError(PipelineError):

@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
+from hoodline import faults
 from hoodline.demo.events import (
     MODEL_COLUMNS,
     EventStream,
@@ -29,6 +30,7 @@ from hoodline.demo.events import (
     describe_mismatch,
     find_committed_prefixes,
 )
+from hoodline.faults import FaultPoint
 from hoodline.testing.hudi_oracle import hudi_snapshot
 
 HERE = Path(__file__).resolve().parent
@@ -109,11 +111,10 @@ class PipelineProcess:
         env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep)
         env[MARKER_ENV] = self.marker
-        env.pop("HOODLINE_TEST_PAUSE_AT", None)
-        env.pop("HOODLINE_TEST_PAUSE_FILE", None)
+        for key in (faults.POINT_ENV, faults.ACTION_ENV, faults.FILE_ENV, faults.TIMES_ENV):
+            env.pop(key, None)
         if self.pause_at:
-            env["HOODLINE_TEST_PAUSE_AT"] = self.pause_at
-            env["HOODLINE_TEST_PAUSE_FILE"] = str(self.pause_file)
+            env.update(faults.fault_env(FaultPoint(self.pause_at), file=self.pause_file))
         env.update(self.extra_env)
         args = [sys.executable, str(RUNNER), str(self.config_path)]
         if self.once:

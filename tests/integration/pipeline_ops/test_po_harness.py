@@ -20,8 +20,8 @@ _TREE = textwrap.dedent(
     subprocess.Popen([sys.executable, "-c",
                       "import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
                       "'import time; time.sleep(600)'])"])
-    from hoodline.pipeline.test_hooks import hook
-    hook("write")
+    from hoodline.faults import FaultPoint, reach
+    reach(FaultPoint.WRITE)
     """
 )
 

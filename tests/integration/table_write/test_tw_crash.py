@@ -1,6 +1,6 @@
 """Crash safety: a writer process killed with SIGKILL at each stage of a commit.
 
-The writer runs in a separate process and pauses at a stage (``hoodline.table.write.hooks``); the
+The writer runs in a separate process and pauses at a fault point (``hoodline.faults``); the
 test kills it with ``kill -9`` there. hudi-rs must then read the table as of the last completed
 commit, and the next writer must repair it (roll back the dead writer's instant, delete exactly
 its files) and carry on.
@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 from tw_helpers import rows
 
+from hoodline.faults import FaultPoint, fault_env
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
-from hoodline.table.write.hooks import PAUSE_ENV, READY_ENV
 from hoodline.testing.hudi_oracle import (
     assert_hudi_matches_hoodline,
     hudi_completed_commits,
@@ -68,7 +68,7 @@ def _run_until(stage: str, path: Path, tmp: Path) -> tuple[subprocess.Popen[byte
     script.write_text(WRITER)
     ready = tmp / f"ready-{stage}"
     env = dict(os.environ)
-    env.update({"PYTHONPATH": str(SRC), PAUSE_ENV: stage, READY_ENV: str(ready)})
+    env.update({"PYTHONPATH": str(SRC), **fault_env(FaultPoint(stage), file=ready)})
     proc = subprocess.Popen(
         [sys.executable, str(script), str(path)],
         env=env,

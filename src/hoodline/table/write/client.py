@@ -38,13 +38,14 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodline import faults
 from hoodline.errors import CommitError, InvalidRecordsError, TableError, WriterLockError
+from hoodline.faults import FaultPoint
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.fs_view import FileSystemView
@@ -60,7 +61,6 @@ from hoodline.table.schema import (
     check_evolution,
 )
 from hoodline.table.table import HudiTable
-from hoodline.table.write import hooks
 from hoodline.table.write.assigner import BucketAssigner
 from hoodline.table.write.file_writer import (
     WriteContext,
@@ -262,12 +262,12 @@ class WriteClient:
             view = self.table.fs_view()
             tagged = tag_and_assign(ctx, prepared.records, view=view)
             stats = write_file_groups(ctx, tagged, view=view)
-            hooks.pause_point("files-written")
+            faults.reach(FaultPoint.FILES_WRITTEN)
             self.commit(ctx, stats, extra_metadata)
         except BaseException:
             self._abort(ts)
             raise
-        hooks.pause_point("committed")
+        faults.reach(FaultPoint.COMMITTED)
         if self.options.clean_automatic:
             clean(self.table, self.options.clean_commits_retained)
         return ts
@@ -407,7 +407,3 @@ class WriteClient:
                     f"extra metadata must map strings to strings; got {k!r}: {type(v).__name__}"
                 )
 
-
-def open_for_write(path: str | Path, options: Mapping[str, object] | None = None) -> WriteClient:
-    """Open the table at ``path`` for writing (remember to close the client)."""
-    return WriteClient(path, options).open()

@@ -24,7 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hoodline import faults
 from hoodline.errors import TableError
+from hoodline.faults import FaultPoint
 from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
@@ -43,7 +45,6 @@ from hoodline.table.fs_view import (
 from hoodline.table.markers import Markers
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
-from hoodline.table.write import hooks
 from hoodline.table.write.options import DEFAULT_PAYLOAD, WriteOptions
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
@@ -190,10 +191,10 @@ def write_parquet(
     compression = None if options.compression == "none" else options.compression
     writer = pq.ParquetWriter(path, table.schema, compression=compression)
     try:
-        if hooks.should_pause("file-partial") and table.num_rows > 1:
+        if faults.armed(FaultPoint.FILE_PARTIAL) and table.num_rows > 1:
             half = table.num_rows // 2
             writer.write_table(table.slice(0, half), row_group_size=half)
-            hooks.pause_point("file-partial")
+            faults.reach(FaultPoint.FILE_PARTIAL)
             writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
         else:
             writer.write_table(table, row_group_size=options.row_group_rows)
