@@ -104,7 +104,7 @@ def run(
         highlight=False,
     )
     with Pipeline(cfg) as pipeline:
-        pipeline.spark  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own
+        pipeline.engine  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own
         previous = signal.signal(signal.SIGINT, _interrupt)
         on_round, finish = make_progress_callback(console)
         try:

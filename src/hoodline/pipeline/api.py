@@ -6,7 +6,7 @@ Example::
 
     summary = run_pipeline("pipeline.toml", once=True, on_round=print)
 
-or, keeping the Spark session across runs::
+or, keeping the engine (a Spark session) across runs::
 
     with Pipeline(load_config("pipeline.toml")) as pipeline:
         summary = pipeline.run(once=False, on_round=show, stop=stop_event)
@@ -14,90 +14,44 @@ or, keeping the Spark session across runs::
 Each round reads a bounded slice of the source, writes it as one Hudi instant (the source
 checkpoint rides in the commit's extra metadata) and reports a :class:`RoundReport` to
 ``on_round`` -- also for rounds that committed nothing. ``run`` returns a :class:`RunSummary`.
-
-This module does not import pyspark; the Spark runtime is imported when a pipeline runs.
+The rounds are driven by :class:`~hoodline.pipeline.driver.RoundDriver`; the engine that runs
+their tasks is Spark unless another :class:`~hoodline.pipeline.engine.Engine` is given.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
+from hoodline.errors import PipelineError
 from hoodline.pipeline.config import PipelineConfig, load_config
+from hoodline.pipeline.driver import RoundDriver
+from hoodline.pipeline.engine import Engine, default_engine
+from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 
-if TYPE_CHECKING:
-    from hoodline.spark.session import HoodlineSpark
-
-__all__ = ["Pipeline", "RoundReport", "RunSummary", "run_pipeline"]
-
-
-@dataclass(frozen=True)
-class RoundReport:
-    """What one round did (one report per round, also for rounds that committed nothing)."""
-
-    #: Checkpoint round id (stored in the commit; increases by one per committed round).
-    round_id: int
-    #: The committed instant time, None when the round committed nothing.
-    instant: str | None
-    committed: bool
-    records_read: int
-    #: Upserted/inserted rows written to the table (after de-duplication).
-    records_written: int
-    records_deleted: int
-    #: Bad records of this round (written to the error table with errors.tolerance = all).
-    error_records: int
-    files_written: int
-    #: The slowest reader task's time reading and keying its plan.
-    read_seconds: float
-    #: The rest of the round's Spark job (shuffle by file group, writing files).
-    write_seconds: float
-    #: Error-table write + the commit of the instant.
-    commit_seconds: float
-    duration_seconds: float
-    #: ``records_read / duration_seconds`` (0 for an empty round).
-    records_per_second: float
-    #: "topic-partition" -> records behind the end after this round (Kafka); {} for files.
-    lag: dict[str, int] = field(default_factory=dict)
-    #: Failed attempts (rolled back and retried) before this round succeeded.
-    retries: int = 0
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """What a whole ``run`` did."""
-
-    rounds: int
-    commits: int
-    records_read: int
-    records_written: int
-    error_records: int
-    last_instant: str | None
-    #: "drained" (--once), "stopped" (stop event / Ctrl-C), "end-of-input" (bounded source).
-    stopped_because: str
+__all__ = ["Pipeline", "RoundReport", "RunSummary", "StopReason", "run_pipeline"]
 
 
 class Pipeline:
-    """A configured pipeline bound to a Spark session (started on demand, stopped by
+    """A configured pipeline bound to an engine (started on first use and closed by
     :meth:`close` when the pipeline started it). Use as a context manager."""
 
-    def __init__(self, config: PipelineConfig, spark: HoodlineSpark | None = None) -> None:
+    def __init__(self, config: PipelineConfig, engine: Engine | None = None) -> None:
         self.config = config
-        self._spark = spark
-        self._owns_spark = spark is None
+        self._engine = engine
+        self._owns_engine = engine is None
         self._closed = False
 
     @property
-    def spark(self) -> HoodlineSpark:
-        if self._spark is None:
-            from hoodline.spark.session import settings_from_runtime, start_session
-
-            app = f"hoodline-{self.config.table.name}"
-            self._spark = start_session(settings_from_runtime(self.config.runtime, app_name=app))
-        return self._spark
+    def engine(self) -> Engine:
+        """The engine; the default one (Spark on ``runtime.master``) starts on first use."""
+        if self._closed:
+            raise PipelineError("the pipeline is closed; create a new one")
+        if self._engine is None:
+            self._engine = default_engine(self.config.runtime, f"hoodline-{self.config.table.name}")
+        return self._engine
 
     def run(
         self,
@@ -108,24 +62,18 @@ class Pipeline:
         """Run rounds until ``stop`` is set (continuous), or -- with ``once`` -- until what the
         source held when the run started is committed. Raises :class:`BadRecordError` (bad
         record with tolerance none), :class:`RoundFailedError` (too many failed rounds in a
-        row) or the restore errors (incompatible checkpoint, table locked by another writer)."""
-        if self._closed:
-            from hoodline.errors import PipelineError
-
-            raise PipelineError("the pipeline is closed; create a new one")
-        from hoodline.spark.runner import RoundRunner
-
-        runner = RoundRunner(self.config, self.spark)
-        return runner.run(once=once, on_round=on_round, stop=stop)
+        row), a non-retryable error of a round, or the restore errors (incompatible checkpoint,
+        table locked by another writer)."""
+        return RoundDriver(self.config, self.engine).run(once=once, on_round=on_round, stop=stop)
 
     def close(self) -> None:
-        """Stop the Spark session if this pipeline started it."""
+        """Close the engine if this pipeline started it."""
         if self._closed:
             return
         self._closed = True
-        if self._owns_spark and self._spark is not None:
-            self._spark.stop()
-            self._spark = None
+        if self._owns_engine and self._engine is not None:
+            self._engine.close()
+            self._engine = None
 
     def __enter__(self) -> Pipeline:
         return self
@@ -144,8 +92,10 @@ def run_pipeline(
     once: bool = False,
     on_round: Callable[[RoundReport], None] | None = None,
     stop: threading.Event | None = None,
+    engine: Engine | None = None,
 ) -> RunSummary:
-    """Load ``config`` (a TOML path or a :class:`PipelineConfig`), run it, stop Spark."""
+    """Load ``config`` (a TOML path or a :class:`PipelineConfig`), run it, close the engine it
+    started."""
     cfg = config if isinstance(config, PipelineConfig) else load_config(config)
-    with Pipeline(cfg) as pipeline:
+    with Pipeline(cfg, engine) as pipeline:
         return pipeline.run(once=once, on_round=on_round, stop=stop)

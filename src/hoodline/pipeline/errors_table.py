@@ -21,19 +21,22 @@ its position. Either way nothing is dropped silently.
   (see :mod:`hoodline.formats.json_decoder`) and a human ``detail``, plus the ``round_id`` and
   ``detected_at`` time. Secrets never appear: only message key/value bytes are stored.
 
-This module only builds the Arrow batch (vectorised: one ``take`` per column); writing goes
-through the table layer once the runtime exists.
+This module builds the Arrow batch (vectorised: one ``take`` per column) and opens the table;
+the round driver writes it through the table layer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.errors import BadRecordError
+from hoodline.errors import BadRecordError, TableNotFoundError
 from hoodline.formats.json_decoder import BadRecords
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
 
 ERROR_RECORD_KEY = "error_id"
 ERROR_PARTITION_FIELD = "day"
@@ -42,7 +45,7 @@ ERROR_SCHEMA = pa.schema(
     [
         pa.field("error_id", pa.string(), nullable=False),
         pa.field("day", pa.string(), nullable=False),
-        pa.field("source", pa.string(), nullable=False),  # "kafka" | "files"
+        pa.field("source", pa.string(), nullable=False),  # the source type, e.g. "kafka"
         pa.field("topic", pa.string()),
         pa.field("partition", pa.int32()),
         pa.field("offset", pa.int64()),
@@ -57,10 +60,9 @@ ERROR_SCHEMA = pa.schema(
     ]
 )
 
-_POSITION_COLUMNS = {
-    "kafka": ("topic", "partition", "offset"),
-    "files": ("file", "row"),
-}
+#: Where a bad record came from; a source fills the ones it has (Kafka: topic, partition,
+#: offset; files: file, row) and leaves the others null.
+POSITION_COLUMNS = ("topic", "partition", "offset", "file", "row")
 
 
 def _column(positions: pa.Table, name: str, take: pa.Array, n: int) -> pa.Array:
@@ -79,21 +81,24 @@ def build_error_batch(
     positions: pa.Table | pa.RecordBatch,
     *,
     source: str,
+    id_columns: Sequence[str],
+    id_prefix: str,
     round_id: int,
     detected_at: datetime | None = None,
 ) -> pa.RecordBatch:
     """Error records for ``errors`` (indexes into ``values``/``positions`` rows).
 
-    ``positions`` holds the source position of every input row: ``topic``, ``partition``,
-    ``offset`` (and optionally ``key``) for Kafka, ``file`` and ``row`` for files.
+    ``positions`` holds the source position of every input row in some of
+    :data:`POSITION_COLUMNS` (optionally also ``key`` and ``timestamp``); ``source`` is the
+    source type stored with each error; the ``error_id`` is ``id_prefix`` and the
+    ``id_columns`` joined with ``/`` (e.g. ``kafka/events/3/1234``), so a replayed record gets
+    the same id.
     """
-    if source not in _POSITION_COLUMNS:
-        raise ValueError(f"source must be one of {', '.join(_POSITION_COLUMNS)}, not {source!r}")
     if isinstance(positions, pa.RecordBatch):
         positions = pa.Table.from_batches([positions])
-    missing = [c for c in _POSITION_COLUMNS[source] if c not in positions.column_names]
+    missing = [c for c in id_columns if c not in positions.column_names]
     if missing:
-        raise ValueError(f"positions lack column(s) {', '.join(missing)} for source {source!r}")
+        raise ValueError(f"positions lack id column(s) {', '.join(missing)} for source {source!r}")
     if positions.num_rows != len(values):
         raise ValueError(
             f"positions have {positions.num_rows} rows but there are {len(values)} values"
@@ -102,18 +107,13 @@ def build_error_batch(
     n = len(errors)
     take = errors.index
     cols: dict[str, pa.Array] = {
-        name: _column(positions, name, take, n)
-        for name in ("topic", "partition", "offset", "file", "row", "key")
+        name: _column(positions, name, take, n) for name in (*POSITION_COLUMNS, "key")
     }
     raw = pc.take(values, take)
     if isinstance(raw, pa.ChunkedArray):
         raw = raw.combine_chunks()
     cols["value"] = raw.cast(pa.binary())
-    if source == "kafka":
-        parts = [pa.scalar("kafka"), cols["topic"], cols["partition"].cast(pa.string()),
-                 cols["offset"].cast(pa.string())]
-    else:
-        parts = [pa.scalar("file"), cols["file"], cols["row"].cast(pa.string())]
+    parts = [pa.scalar(id_prefix), *(cols[c].cast(pa.string()) for c in id_columns)]
     error_id = pc.binary_join_element_wise(*parts, "/")
     day: pa.Array = pa.array([when.strftime("%Y-%m-%d")] * n, pa.string())
     if "timestamp" in positions.column_names and n:
@@ -137,24 +137,49 @@ def build_error_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=ERROR_SCHEMA)
 
 
-def describe_position(row: dict[str, object]) -> str:
+def describe_position(row: Mapping[str, object]) -> str:
     """'topic 'events' partition 3 offset 1234' or 'file '/x.json' row 17' for an error row."""
-    if row.get("source") == "kafka":
-        return (
-            f"topic {row.get('topic')!r} partition {row.get('partition')} "
-            f"offset {row.get('offset')}"
-        )
-    return f"file {row.get('file')!r} row {row.get('row')}"
+    parts = []
+    for name in POSITION_COLUMNS:
+        value = row.get(name)
+        if value is not None:
+            parts.append(f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}")
+    return " ".join(parts) or f"an unknown position of source {row.get('source')!r}"
 
 
-def raise_for_bad_records(batch: pa.RecordBatch, error_table_path: str) -> None:
+def sort_errors(errors: pa.Table) -> pa.Table:
+    """Error rows in source order (by their position columns)."""
+    if errors.num_rows < 2:
+        return errors
+    return errors.sort_by([(c, "ascending") for c in POSITION_COLUMNS])
+
+
+def raise_for_bad_records(errors: pa.Table, error_table_path: str) -> None:
     """``errors.tolerance = none``: raise for the first bad record, naming where it is."""
-    if batch.num_rows == 0:
+    if errors.num_rows == 0:
         return
-    first = batch.slice(0, 1).to_pylist()[0]
-    more = f" (and {batch.num_rows - 1} more in this round)" if batch.num_rows > 1 else ""
+    first = errors.slice(0, 1).to_pylist()[0]
+    more = f" (and {errors.num_rows - 1} more in this round)" if errors.num_rows > 1 else ""
     raise BadRecordError(
         f"bad record at {describe_position(first)}: {first['reason']}: {first['detail']}{more}. "
         f"Fix the producer or the [schema], or set errors.tolerance = 'all' to write bad "
         f"records to the error table {error_table_path!r} and go on"
     )
+
+
+def open_error_table(path: str, name: str) -> HudiTable:
+    """The error table at ``path``, created on first use (keyed by ``error_id``, by ``day``)."""
+    try:
+        return HudiTable.open(path)
+    except TableNotFoundError:
+        return HudiTable.create(
+            path,
+            TableConfig(
+                name=name,
+                record_key_fields=(ERROR_RECORD_KEY,),
+                partition_fields=(ERROR_PARTITION_FIELD,),
+                index_type="BUCKET",
+                bucket_count=1,
+            ),
+            exist_ok=True,
+        )

@@ -1,37 +1,42 @@
-"""What reader, assigner and writer tasks run (engine-agnostic; the Spark runtime calls these
-from ``mapInArrow`` functions with its task id and attempt number).
+"""What a round's tasks run (engine-agnostic): one :class:`RoundJob` per round.
 
-* :func:`run_reader`: read the task's bounded plan, key the records (:mod:`.transform`) in
-  blocks of about :data:`BLOCK_RECORDS`, tag them with their file group when the index is BUCKET
-  (pure function of the key), and yield keyed record batches, error rows and finally the
-  task's :class:`~hoodline.pipeline.sources.ReadOutcome`.
-* :func:`run_assigner` (BLOOM index): all records of a key are in one task (shuffled by key);
-  reduce them, look keys up and assign inserts to small files / new file groups (RFC-24).
-* :func:`run_writer`: all records of a file group are in one task (shuffled by file group);
+An engine (see :mod:`hoodline.pipeline.engine`) runs the job's stages and calls:
+
+* :meth:`RoundJob.read` as reader task *i* (= reader subtask *i*): read the task's bounded plan,
+  prepare the records with the connector's :class:`~hoodline.pipeline.plugin.RecordPreparer`,
+  tag them with their file group when the index is BUCKET (a pure function of the key), and
+  yield keyed record batches, :class:`ErrorRows` and finally the task's
+  :class:`~hoodline.pipeline.plugin.ReadOutcome`.
+* :meth:`RoundJob.assign` (BLOOM index, when :attr:`RoundJob.key_shuffle`): all records of a key
+  are in one task (shuffled by partition and key); reduce them, look keys up and assign inserts
+  to small files / new file groups (RFC-24).
+* :meth:`RoundJob.write`: all records of a file group are in one task (shuffled by file group);
   reduce them per key (records of one key may come from several readers) and write each file
-  group once; returns one serialized WriteStat per file group written.
+  group once; yields one serialized WriteStat per file group written.
+
+A task that hits an error that retrying cannot fix (``retryable`` False: an unreadable file, a
+schema the table refuses, offsets gone ...) reports it as a :class:`TaskFailure` instead of
+raising, so the engine does not retry the task and the driver stops with the typed error.
+Retryable errors are raised: the engine may retry the task, and a failed job fails the round.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import pickle
+import time
+import traceback
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 
-from hoodline.pipeline import test_hooks
-from hoodline.pipeline.sources import ReadOutcome, ReadTask, read_task
-from hoodline.pipeline.transform import (
-    SEQ,
-    Prepared,
-    RecordSpec,
-    file_rejection_errors,
-    keyed_schema,
-    prepare_files,
-    prepare_kafka,
-    resolve,
-)
+from hoodline import faults
+from hoodline.errors import HoodlineError, PipelineError
+from hoodline.faults import FaultPoint
+from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
+from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
 from hoodline.pipeline.write_buffer import WriteBuffer
 from hoodline.table.write.client import tag_and_assign
 from hoodline.table.write.file_writer import write_file_group
@@ -42,8 +47,7 @@ from hoodline.table.write.records import (
     group_slices,
 )
 
-#: Source records keyed together (bigger blocks: fewer, faster vectorised calls).
-BLOCK_RECORDS = 65_536
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,55 @@ class ErrorRows:
     batch: pa.RecordBatch
 
 
-def _conform(spec: RecordSpec, tables: Iterable[pa.Table | pa.RecordBatch]) -> pa.Table:
-    schema = keyed_schema(spec.ctx.data_schema)
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task's non-retryable error, carried to the driver as data (pickled)."""
+
+    payload: bytes
+    text: str
+
+    @classmethod
+    def of(cls, error: HoodlineError) -> TaskFailure:
+        text = "".join(traceback.format_exception_only(type(error), error)).strip()
+        try:
+            payload = pickle.dumps(error, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an error that does not pickle still stops the job, as text
+            payload = b""
+        return cls(payload, text)
+
+    def to_bytes(self) -> bytes:
+        return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> TaskFailure:
+        out = pickle.loads(data)
+        if not isinstance(out, TaskFailure):
+            raise PipelineError(f"task failure payload holds {type(out).__name__}")
+        return out
+
+    def error(self) -> HoodlineError:
+        """The task's error (a PipelineError with its text when it cannot be rebuilt)."""
+        if self.payload:
+            try:
+                err = pickle.loads(self.payload)
+                if isinstance(err, HoodlineError):
+                    return err
+            except Exception:
+                pass
+        return PipelineError(f"a task failed: {self.text}")
+
+
+def _guarded(items: Iterator[T]) -> Iterator[T | TaskFailure]:
+    """Pass ``items`` through; a non-retryable hoodline error ends them as a TaskFailure."""
+    try:
+        yield from items
+    except HoodlineError as exc:
+        if exc.retryable:
+            raise
+        yield TaskFailure.of(exc)
+
+
+def _conform(schema: pa.Schema, tables: Iterable[pa.Table | pa.RecordBatch]) -> pa.Table:
     parts = []
     for t in tables:
         if t.num_rows == 0:
@@ -67,104 +118,121 @@ def _conform(spec: RecordSpec, tables: Iterable[pa.Table | pa.RecordBatch]) -> p
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
-def _tag(spec: RecordSpec, records: pa.Table, view: object) -> pa.Table:
-    untagged = records.drop_columns([FILE_ID])
-    tagged = tag_and_assign(spec.ctx, untagged, view=view)  # type: ignore[arg-type]
-    return tagged.select(keyed_schema(spec.ctx.data_schema).names)
+@dataclass(frozen=True)
+class RoundJob:
+    """One round's work, as an engine runs it (picklable; see module docs)."""
 
+    round_id: int
+    #: reader subtask -> its bounded task (subtasks 0..n-1)
+    tasks: Mapping[int, ReadTask]
+    spec: RecordSpec
+    preparer: RecordPreparer
+    #: writer (and assigner) tasks
+    writers: int
 
-def run_reader(
-    task: ReadTask, spec: RecordSpec, tag_bucket: bool
-) -> Iterator[pa.RecordBatch | ErrorRows | ReadOutcome]:
-    """See module docs. ``tag_bucket``: fill the file group here (BUCKET index)."""
-    view = spec.ctx.table().fs_view() if tag_bucket else None
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
-    first_row: dict[str, int] = {
-        s.split_id: getattr(s, "records_to_skip", 0) for s in task.splits
-    }
-    paused = False
+    @property
+    def readers(self) -> int:
+        return len(self.tasks)
 
-    def flush(prepared: Prepared) -> Iterator[pa.RecordBatch | ErrorRows]:
-        if prepared.errors.num_rows:
-            yield ErrorRows(prepared.errors)
-        recs = prepared.records
-        if recs.num_rows and view is not None:
-            recs = _tag(spec, recs, view)
-        yield from recs.combine_chunks().to_batches()
+    @property
+    def key_shuffle(self) -> bool:
+        """Records go through a shuffle by (partition, key) to assigner tasks first (BLOOM)."""
+        return self.spec.ctx.config.index_type == "BLOOM"
 
-    for item in read_task(task):
-        if isinstance(item, ReadOutcome):
-            if pending:
-                block = pa.Table.from_batches(pending).combine_chunks().to_batches()
-                for b in block:
-                    yield from flush(prepare_kafka(spec, b))
-            for event in item.events:
-                for rej in getattr(event, "rejected", ()):
-                    yield ErrorRows(
-                        file_rejection_errors(spec, rej.split_id, rej.rows_emitted, rej.reason)
-                    )
+    @property
+    def record_schema(self) -> pa.Schema:
+        return self.spec.record_schema
+
+    # -- reader ---------------------------------------------------------------------------------
+    def read(
+        self, subtask: int
+    ) -> Iterator[pa.RecordBatch | ErrorRows | ReadOutcome | TaskFailure]:
+        """Reader task ``subtask``: keyed batches, error rows, then its outcome."""
+        return _guarded(self._read(subtask))
+
+    def _read(self, subtask: int) -> Iterator[pa.RecordBatch | ErrorRows | ReadOutcome]:
+        task = self.tasks[subtask]
+        spec = self.spec
+        started = time.monotonic()
+        view = None if self.key_shuffle else spec.ctx.table().fs_view()
+        reading = PlanReading(task)
+        for prepared in self.preparer.prepare(spec, task, self._first_read(reading)):
+            if prepared.errors.num_rows:
+                yield ErrorRows(prepared.errors)
+            records = prepared.records
+            if records.num_rows and view is not None:
+                tagged = tag_and_assign(spec.ctx, records.drop_columns([FILE_ID]), view=view)
+                records = tagged.select(spec.record_schema.names)
+            yield from records.combine_chunks().to_batches()
+        outcome = reading.outcome
+        if outcome is None:
+            raise PipelineError(f"reader subtask {subtask}: the preparer stopped before the end")
+        for rows in self.preparer.rejected(spec, outcome):
+            yield ErrorRows(rows)
+        outcome.seconds = time.monotonic() - started
+        yield outcome
+
+    @staticmethod
+    def _first_read(
+        reading: PlanReading,
+    ) -> Iterator[tuple[pa.RecordBatch, str | None]]:
+        first = True
+        for item in reading:
+            if first:
+                first = False
+                faults.reach(FaultPoint.READ)
             yield item
+
+    # -- assigner (BLOOM) -------------------------------------------------------------------------
+    def assign(
+        self, batches: Iterable[pa.RecordBatch], task: int
+    ) -> Iterator[pa.Table | TaskFailure]:
+        """Assigner task ``task`` of :attr:`writers`: reduce per key, tag, assign inserts."""
+        return _guarded(self._assign(batches, task))
+
+    def _assign(self, batches: Iterable[pa.RecordBatch], task: int) -> Iterator[pa.Table]:
+        schema = self.spec.record_schema
+        records = _conform(schema, batches)
+        if records.num_rows == 0:
             return
-        batch, split_id = item
-        if not paused:
-            paused = True
-            test_hooks.hook("read")
-        if spec.source_type == "files":
-            sid = split_id or ""
-            start = first_row.get(sid, 0)
-            first_row[sid] = start + batch.num_rows
-            yield from flush(prepare_files(spec, batch, sid, start))
-            continue
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        if pending_rows >= BLOCK_RECORDS:
-            block = pa.Table.from_batches(pending).combine_chunks().to_batches()
-            pending, pending_rows = [], 0
-            for b in block:
-                yield from flush(prepare_kafka(spec, b))
+        records = resolve(records, self.spec.ctx.config.precombine_field)
+        tagged = tag_and_assign(self.spec.ctx, records.drop_columns([FILE_ID]), task, self.writers)
+        yield tagged.select(schema.names)
 
+    # -- writer ---------------------------------------------------------------------------------
+    def write(
+        self, batches: Iterable[pa.RecordBatch], task: int, attempt: int
+    ) -> Iterator[bytes | TaskFailure]:
+        """Writer task ``task``: write its file groups one at a time from a bounded buffer (see
+        :mod:`.write_buffer`); one JSON WriteStat per file group written. ``attempt`` must be
+        unique among all attempts of the job (it goes into the files' write token)."""
+        return _guarded(self._write(batches, task, attempt))
 
-def run_assigner(
-    spec: RecordSpec, batches: Iterable[pa.RecordBatch], task_id: int, num_tasks: int
-) -> pa.Table:
-    """BLOOM index: reduce per key, tag by index lookup, assign inserts (see module docs)."""
-    records = _conform(spec, batches)
-    if records.num_rows == 0:
-        return records
-    records = resolve(records, spec.ctx.config.precombine_field)
-    untagged = records.drop_columns([FILE_ID])
-    tagged = tag_and_assign(spec.ctx, untagged, task_id, num_tasks)
-    return tagged.select(keyed_schema(spec.ctx.data_schema).names)
+    def _write(self, batches: Iterable[pa.RecordBatch], task: int, attempt: int) -> Iterator[bytes]:
+        spec = self.spec
+        schema = spec.record_schema
+        written = False
+        with WriteBuffer(schema, spec.writer_buffer_bytes) as buffer:
+            for batch in batches:
+                if batch.num_rows:
+                    buffer.append(_conform(schema, [batch]).combine_chunks().to_batches()[0])
+            if buffer.rows == 0:
+                return
+            records = buffer.table()
+            view = spec.ctx.table().fs_view()
+            pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
+            fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
+            width = max(1, len(file_ids))
+            order, groups = group_slices(pcodes * width + fcodes)
+            ordering = spec.ctx.config.precombine_field
+            for code, start, stop in groups:
+                partition, file_id = partitions[code // width], file_ids[code % width]
+                rows = resolve(records.take(pa.array(order[start:stop])), ordering)
+                stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
+                                        view.latest_file_slice(partition, file_id), task, attempt)
+                if stat is not None:
+                    written = True
+                    yield json.dumps(stat.to_dict()).encode()
+        if written:
+            faults.reach(FaultPoint.WRITE)
 
-
-def run_writer(
-    spec: RecordSpec, batches: Iterable[pa.RecordBatch], task_id: int, attempt: int
-) -> list[bytes]:
-    """Write this task's file groups, one at a time from a bounded buffer (see
-    :mod:`.write_buffer`); one JSON WriteStat per file group written."""
-    schema = keyed_schema(spec.ctx.data_schema)
-    with WriteBuffer(schema, spec.writer_buffer_bytes) as buffer:
-        for batch in batches:
-            if batch.num_rows:
-                buffer.append(_conform(spec, [batch]).combine_chunks().to_batches()[0])
-        if buffer.rows == 0:
-            return []
-        records = buffer.table()
-        view = spec.ctx.table().fs_view()
-        pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
-        fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
-        width = max(1, len(file_ids))
-        order, groups = group_slices(pcodes * width + fcodes)
-        ordering = spec.ctx.config.precombine_field
-        stats = []
-        for code, start, stop in groups:
-            partition, file_id = partitions[code // width], file_ids[code % width]
-            rows = resolve(records.take(pa.array(order[start:stop])), ordering)
-            stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
-                                    view.latest_file_slice(partition, file_id), task_id, attempt)
-            if stat is not None:
-                stats.append(stat)
-    if stats:
-        test_hooks.hook("write")
-    return [json.dumps(s.to_dict()).encode() for s in stats]

@@ -1,53 +1,33 @@
-"""Record preparation inside tasks (engine-agnostic, columnar): source batch -> keyed records.
+"""Keyed records (engine-agnostic, columnar): what every connector's records become in a task.
 
 A reader task turns what its source emitted into *keyed records* (:func:`keyed_schema`): the
 table's data columns plus ``_hoodie_record_key``, ``_hoodie_partition_path``, a delete flag, the
 file group (``_hoodline_file_id``, filled by the index) and a source sequence number used to break
-ties deterministically. Bad records are split off as error-table rows (never dropped).
-
-* Kafka, ``format = json``: values parsed in bulk into the declared schema; key, partition and
-  ordering fields must be present and non-null. A *tombstone* (null value, non-null key) deletes
-  its key: the message key is either a JSON object holding the key (and partition) fields, or --
-  for a single-field key of an unpartitioned table -- the key value itself as UTF-8 text.
-* Kafka, ``format = raw``: the message as columns (key, value, topic, partition, offset,
-  timestamp); key fields name some of these.
-* Files: the file source already decoded the rows; key/partition/ordering nulls are bad records.
+ties deterministically. Bad records are split off as error-table rows (never dropped). How a
+source's batches are decoded is the connector's part (its plug-in's record preparer, see
+:mod:`hoodline.pipeline.plugin`); the helpers here are shared by every connector.
 
 Within one round a key's records are reduced to one (:func:`resolve`): highest ordering value,
-ties and the no-ordering case by source order; a tombstone (which carries no ordering value)
-beats the key's records read before it and loses to those read after it.
+ties and the no-ordering case by source order; a tombstone (a delete that carries no ordering
+value) beats the key's records read before it and loses to those read after it.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.formats.json_decoder import MISSING_KEY, BadRecords, JsonDecoder
-from hoodline.pipeline.errors_table import ERROR_SCHEMA, build_error_batch
+from hoodline.formats.json_decoder import MISSING_KEY, BadRecords
+from hoodline.pipeline.errors_table import ERROR_SCHEMA
 from hoodline.table.keygen import KeyGenerator
 from hoodline.table.write.file_writer import WriteContext
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import FILE_ID, IS_DELETE, PARTITION_PATH, RECORD_KEY
 
 SEQ = "_hoodline_seq"
-BAD_TOMBSTONE_KEY = "bad_tombstone_key"
-
-#: The columns of a Kafka message in ``format = raw`` pipelines.
-RAW_KAFKA_SCHEMA = pa.schema(
-    [
-        pa.field("key", pa.binary()),
-        pa.field("value", pa.binary()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()),
-        pa.field("timestamp", pa.timestamp("ms", tz="UTC")),
-    ]
-)
 
 
 def keyed_schema(data_schema: pa.Schema) -> pa.Schema:
@@ -65,11 +45,9 @@ def keyed_schema(data_schema: pa.Schema) -> pa.Schema:
 
 @dataclass(frozen=True)
 class RecordSpec:
-    """What a task needs to key records (picklable)."""
+    """What a task needs to key records and write them (picklable)."""
 
     ctx: WriteContext
-    source_type: str  # "kafka" | "files"
-    format: str  # "json" | "raw"
     #: Declared record schema (what JSON values are parsed into / what files hold).
     declared: pa.Schema
     delete_field: str | None
@@ -83,6 +61,7 @@ class RecordSpec:
 
     @property
     def required(self) -> tuple[str, ...]:
+        """Fields every record must carry (key, partition, ordering)."""
         cfg = self.ctx.config
         fields = [*cfg.record_key_fields, *cfg.partition_fields]
         if cfg.precombine_field:
@@ -93,6 +72,11 @@ class RecordSpec:
     def all_deletes(self) -> bool:
         return self.ctx.operation == "DELETE"
 
+    @property
+    def record_schema(self) -> pa.Schema:
+        """The keyed records' schema."""
+        return keyed_schema(self.ctx.data_schema)
+
 
 @dataclass(frozen=True)
 class Prepared:
@@ -100,10 +84,10 @@ class Prepared:
 
     records: pa.Table
     errors: pa.RecordBatch
-    deletes: int
 
 
-def _concat_bad(parts: list[BadRecords]) -> BadRecords:
+def concat_bad(parts: list[BadRecords]) -> BadRecords:
+    """One :class:`BadRecords` of several (indexes must already refer to the same rows)."""
     parts = [p for p in parts if len(p)]
     if not parts:
         return BadRecords(pa.array([], pa.int64()), pa.array([], pa.string()),
@@ -115,12 +99,43 @@ def _concat_bad(parts: list[BadRecords]) -> BadRecords:
     )
 
 
-def _remap(bad: BadRecords, rows: pa.Array) -> BadRecords:
+def remap_bad(bad: BadRecords, rows: pa.Array) -> BadRecords:
     """Indexes of ``bad`` point into a subset; map them to the batch's rows."""
     return BadRecords(pc.take(rows, bad.index), bad.reason, bad.detail)
 
 
-def _key(spec: RecordSpec, data: pa.Table, is_delete: pa.Array, seq: pa.Array) -> pa.Table:
+def missing_required(spec: RecordSpec, data: pa.Table) -> BadRecords:
+    """Rows whose key, partition or ordering fields are null or absent."""
+    n = data.num_rows
+    nulls: pa.Array | pa.ChunkedArray | None = None
+    for name in spec.required:
+        if name not in data.column_names:
+            m: pa.Array | pa.ChunkedArray = pa.array(np.ones(n, dtype=bool))
+        else:
+            m = data.column(name).is_null()
+        nulls = m if nulls is None else pc.or_(nulls, m)
+    if nulls is None or not pc.any(nulls).as_py():
+        return concat_bad([])
+    idx = pc.filter(pa.array(np.arange(n, dtype=np.int64)), nulls)
+    if isinstance(idx, pa.ChunkedArray):
+        idx = idx.combine_chunks()
+    return BadRecords(
+        idx,
+        pa.array([MISSING_KEY] * len(idx), pa.string()),
+        pa.array([f"null or missing in field(s) {', '.join(spec.required)}"] * len(idx),
+                 pa.string()),
+    )
+
+
+def without_rows(data: pa.Table, seq: pa.Array, bad: BadRecords) -> tuple[pa.Table, pa.Array]:
+    """``data`` and its sequence numbers without the rows ``bad`` names."""
+    if not len(bad):
+        return data, seq
+    keep = pc.invert(pc.is_in(pa.array(np.arange(data.num_rows, dtype=np.int64)), bad.index))
+    return data.filter(keep), pc.filter(seq, keep)
+
+
+def key_records(spec: RecordSpec, data: pa.Table, is_delete: pa.Array, seq: pa.Array) -> pa.Table:
     """Append key, partition path, delete flag, (null) file group and sequence columns."""
     schema = keyed_schema(spec.ctx.data_schema)
     n = data.num_rows
@@ -139,7 +154,8 @@ def _key(spec: RecordSpec, data: pa.Table, is_delete: pa.Array, seq: pa.Array) -
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _delete_flags(spec: RecordSpec, data: pa.Table) -> pa.Array:
+def delete_flags(spec: RecordSpec, data: pa.Table) -> pa.Array:
+    """Per row: is it a delete (operation delete, or the delete field set)?"""
     n = data.num_rows
     if spec.all_deletes:
         return pa.array(np.ones(n, dtype=bool))
@@ -150,165 +166,9 @@ def _delete_flags(spec: RecordSpec, data: pa.Table) -> pa.Array:
     return pa.array(np.zeros(n, dtype=bool))
 
 
-def _tombstone_keys(spec: RecordSpec, keys: pa.Array) -> tuple[pa.Table, pa.Array, BadRecords]:
-    """Key/partition field columns decoded from message keys (+ their rows, + bad ones)."""
-    cfg = spec.ctx.config
-    names = list(dict.fromkeys((*cfg.record_key_fields, *cfg.partition_fields)))
-    schema = pa.schema([spec.declared.field(n) for n in names])
-    n = len(keys)
-    rows = pa.array(np.arange(n, dtype=np.int64))
-    starts_obj = pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary()))
-    plain = len(names) == 1 and not pc.any(starts_obj).as_py()
-    if plain:
-        try:
-            text = pc.cast(keys, pa.string())
-            values = pc.cast(text, schema.field(0).type)
-            return pa.table([values], schema=schema), rows, _concat_bad([])
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass  # some keys do not convert: fall through to per-key isolation
-        good_vals: list[object] = []
-        good_rows: list[int] = []
-        bad_rows: list[int] = []
-        for i, k in enumerate(keys.to_pylist()):  # rare path: only tombstones whose key is bad
-            try:
-                v = pc.cast(pa.array([k.decode("utf-8")]), schema.field(0).type)[0].as_py()
-                good_vals.append(v)
-                good_rows.append(i)
-            except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                bad_rows.append(i)
-        bad = BadRecords(
-            pa.array(bad_rows, pa.int64()),
-            pa.array([BAD_TOMBSTONE_KEY] * len(bad_rows), pa.string()),
-            pa.array([f"tombstone key is not a {schema.field(0).type} value"] * len(bad_rows),
-                     pa.string()),
-        )
-        return (pa.table([pa.array(good_vals, schema.field(0).type)], schema=schema),
-                pa.array(good_rows, pa.int64()), bad)
-    result = JsonDecoder(schema, names).decode(keys)
-    bad = result.errors
-    bad = BadRecords(
-        bad.index,
-        pa.array([BAD_TOMBSTONE_KEY] * len(bad), pa.string()),
-        pc.binary_join_element_wise(
-            pa.scalar("tombstone key must be a JSON object with the key/partition fields: "),
-            bad.detail, "",
-        ) if len(bad) else bad.detail,
-    )
-    return result.records, result.row_index, bad
-
-
-def prepare_kafka(spec: RecordSpec, batch: pa.RecordBatch) -> Prepared:
-    """Keyed records and error rows of one batch of Kafka messages (``KAFKA_RECORD_SCHEMA``)."""
-    n = batch.num_rows
-    all_rows = pa.array(np.arange(n, dtype=np.int64))
-    offsets = batch.column("offset")
-    if spec.format == "raw":
-        data = pa.Table.from_batches([batch]).select(RAW_KAFKA_SCHEMA.names)
-        nulls = None
-        for name in spec.required:
-            m = data.column(name).is_null()
-            nulls = m if nulls is None else pc.or_(nulls, m)
-        bad_parts: list[BadRecords] = []
-        if nulls is not None and pc.any(nulls).as_py():
-            idx = pc.filter(all_rows, nulls)
-            bad_parts.append(BadRecords(
-                idx, pa.array([MISSING_KEY] * len(idx), pa.string()),
-                pa.array([f"null in key field(s) {', '.join(spec.required)}"] * len(idx),
-                         pa.string())))
-            keep = pc.invert(nulls)
-            data, seq = data.filter(keep), pc.filter(offsets, keep)
-        else:
-            seq = offsets
-        recs = _key(spec, data, _delete_flags(spec, data), seq)
-        return Prepared(recs, _errors(spec, batch, _concat_bad(bad_parts)), 0)
-
-    values = batch.column("value")
-    keys = batch.column("key")
-    tomb = pc.and_(values.is_null(), keys.is_valid())
-    has_tomb = pc.any(tomb).as_py()
-    value_rows = pc.filter(all_rows, pc.invert(tomb)) if has_tomb else all_rows
-    decoded = JsonDecoder(spec.declared, spec.required).decode(
-        pc.take(values, value_rows) if has_tomb else values
-    )
-    bad_parts = [_remap(decoded.errors, value_rows)]
-    good_rows = pc.take(value_rows, decoded.row_index)
-    data = decoded.records
-    tables = [_key(spec, data, _delete_flags(spec, data), pc.take(offsets, good_rows))]
-    deletes = 0
-    if has_tomb:
-        tomb_rows = pc.filter(all_rows, tomb)
-        key_cols, ok_rows, bad = _tombstone_keys(spec, pc.take(keys, tomb_rows))
-        bad_parts.append(_remap(bad, tomb_rows))
-        rows = pc.take(tomb_rows, ok_rows)
-        if key_cols.num_rows:
-            flags = pa.array(np.ones(key_cols.num_rows, dtype=bool))
-            tables.append(_key(spec, key_cols, flags, pc.take(offsets, rows)))
-            deletes = key_cols.num_rows
-    recs = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    return Prepared(recs, _errors(spec, batch, _concat_bad(bad_parts)), deletes)
-
-
-def _errors(spec: RecordSpec, batch: pa.RecordBatch, bad: BadRecords) -> pa.RecordBatch:
-    if not len(bad):
-        return _empty_errors()
-    order = pc.sort_indices(bad.index)
-    bad = BadRecords(pc.take(bad.index, order), pc.take(bad.reason, order),
-                     pc.take(bad.detail, order))
-    positions = pa.Table.from_batches([batch]).select(
-        ["topic", "partition", "offset", "key", "timestamp"]
-    )
-    return build_error_batch(bad, batch.column("value"), positions, source="kafka",
-                             round_id=spec.round_id)
-
-
-def _empty_errors() -> pa.RecordBatch:
+def empty_errors() -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in ERROR_SCHEMA],
                                       schema=ERROR_SCHEMA)
-
-
-def prepare_files(spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int) -> Prepared:
-    """Keyed records and error rows of one batch a file split emitted (rows numbered from
-    ``first_row`` within the split)."""
-    data = pa.Table.from_batches([batch])
-    n = data.num_rows
-    seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
-    nulls = None
-    for name in spec.required:
-        if name not in data.column_names:
-            m = pa.array(np.ones(n, dtype=bool))
-        else:
-            m = data.column(name).is_null()
-        nulls = m if nulls is None else pc.or_(nulls, m)
-    errors = _empty_errors()
-    if nulls is not None and pc.any(nulls).as_py():
-        bad_idx = pc.filter(pa.array(np.arange(n, dtype=np.int64)), nulls)
-        bad_rows = data.take(bad_idx)
-        raw = pa.array([json.dumps(r, default=str).encode() for r in bad_rows.to_pylist()],
-                       pa.binary())
-        bad = BadRecords(
-            pa.array(np.arange(len(bad_idx), dtype=np.int64)),
-            pa.array([MISSING_KEY] * len(bad_idx), pa.string()),
-            pa.array([f"null or missing in field(s) {', '.join(spec.required)}"] * len(bad_idx),
-                     pa.string()),
-        )
-        positions = pa.table({"file": pa.array([file] * len(bad_idx), pa.string()),
-                              "row": pc.add(pc.take(seq, bad_idx), 0)})
-        errors = build_error_batch(bad, raw, positions, source="files", round_id=spec.round_id)
-        keep = pc.invert(nulls)
-        data, seq = data.filter(keep), pc.filter(seq, keep)
-    recs = _key(spec, data, _delete_flags(spec, data), seq)
-    return Prepared(recs, errors, 0)
-
-
-def file_rejection_errors(
-    spec: RecordSpec, file: str, rows_before: int, reason: str
-) -> pa.RecordBatch:
-    """An error row for a file (split) the file source skipped under tolerance ``all``."""
-    bad = BadRecords(pa.array([0], pa.int64()), pa.array(["unreadable_file"], pa.string()),
-                     pa.array([reason[:300]], pa.string()))
-    positions = pa.table({"file": [file], "row": pa.array([rows_before], pa.int64())})
-    return build_error_batch(bad, pa.nulls(1, pa.binary()), positions, source="files",
-                             round_id=spec.round_id)
 
 
 def _combined_key(t: pa.Table) -> pa.Array:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pyarrow as pa
 
 from hoodline.source.api import ReaderOutput
 
-__all__ = ["CallbackOutput", "CollectingOutput"]
+__all__ = ["CollectingOutput"]
 
 
 class CollectingOutput(ReaderOutput):
@@ -37,13 +35,3 @@ class CollectingOutput(ReaderOutput):
     def clear(self) -> None:
         self.batches.clear()
         self.split_ids.clear()
-
-
-class CallbackOutput(ReaderOutput):
-    """Passes every batch to a function (e.g. a generator feeding ``mapInArrow``)."""
-
-    def __init__(self, callback: Callable[[pa.RecordBatch, str | None], None]) -> None:
-        self._callback = callback
-
-    def emit(self, batch: pa.RecordBatch, split_id: str | None = None) -> None:
-        self._callback(batch, split_id)

@@ -1,0 +1,7 @@
+"""The Spark engine of the round driver: the only package that imports pyspark.
+
+* :mod:`.engine` -- :class:`~hoodline.spark.engine.SparkEngine` (the pipeline's default engine)
+* :mod:`.job` -- one round's Spark job (reader, assigner and writer stages, result decoding)
+* :mod:`.session` -- starting and stopping the SparkSession (local, local-cluster, cluster URLs)
+* :mod:`.probe` -- executor-side facts (task identity, attempt ids, health probe)
+"""

@@ -40,7 +40,7 @@ from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
 import hoodline
-from hoodline.errors import ConfigError, SparkRuntimeError
+from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 
@@ -213,7 +213,7 @@ class HoodlineSpark:
         deadline = time.monotonic() + timeout_s
         while (running := self.running_tasks()) > 0:
             if time.monotonic() > deadline:
-                raise SparkRuntimeError(
+                raise EngineJobError(
                     f"{running} task(s) still running {timeout_s:.0f}s after the round's job "
                     "finished; not committing (the round will be rolled back and retried)"
                 )

@@ -16,9 +16,26 @@ from hoodline.connectors.kafka.reader import KAFKA_RECORD_SCHEMA, KafkaSourceRea
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit
 from hoodline.errors import KafkaBrokerUnavailableError
-from hoodline.source.drive import read_bounded_plan
+from hoodline.source.api import SourceReader
+from hoodline.source.drive import BoundedRead
 from hoodline.source.output import CollectingOutput
 from hoodline.testing.reader_context import RecordingReaderContext
+
+
+def read_plan(
+    reader: SourceReader[KafkaPartitionSplit],
+    splits: list[KafkaPartitionSplit],
+    out: CollectingOutput,
+    *,
+    checkpoint_id: int,
+    timeout: float,
+) -> BoundedRead[KafkaPartitionSplit]:
+    """Read a bounded plan as a round task does, collecting the batches into ``out``."""
+    run = BoundedRead(reader, splits, checkpoint_id=checkpoint_id, timeout=timeout)
+    for batch, split_id in run:
+        out.emit(batch, split_id)
+    return run
+
 
 pytestmark = pytest.mark.kafka
 
@@ -39,7 +56,7 @@ def test_reads_split_ranges_into_arrow_batches(kafka: KafkaTestCluster) -> None:
     )
     out = CollectingOutput()
     splits = [KafkaPartitionSplit(topic, 0, 10, 110), KafkaPartitionSplit(topic, 1, 0, 30)]
-    result = read_bounded_plan(reader_for(source), splits, out, checkpoint_id=1, timeout=30)
+    result = read_plan(reader_for(source), splits, out, checkpoint_id=1, timeout=30)
     table = out.to_table(KAFKA_RECORD_SCHEMA)
     assert table.schema == KAFKA_RECORD_SCHEMA
     assert table.num_rows == 100 + 30
@@ -86,7 +103,7 @@ def test_bounded_source_stops_at_latest_offsets_at_start(kafka: KafkaTestCluster
     # records produced after the start are not part of the bounded read
     kafka.produce(topic, {0: 5, 2: 5}, start={0: 40, 2: 25})
     out = CollectingOutput()
-    read_bounded_plan(reader_for(source), splits, out, checkpoint_id=1, timeout=30)
+    read_plan(reader_for(source), splits, out, checkpoint_id=1, timeout=30)
     table = out.to_table(KAFKA_RECORD_SCHEMA)
     got = sorted(zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True))
     assert got == [(0, i) for i in range(40)] + [(2, i) for i in range(25)]
@@ -120,7 +137,7 @@ def test_bounded_specific_stopping_offsets(kafka: KafkaTestCluster) -> None:
         for s in e.splits
     ]
     out = CollectingOutput()
-    read_bounded_plan(reader_for(source), splits, out, checkpoint_id=1, timeout=30)
+    read_plan(reader_for(source), splits, out, checkpoint_id=1, timeout=30)
     table = out.to_table(KAFKA_RECORD_SCHEMA)
     got = sorted(zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True))
     assert got == [(0, i) for i in range(5, 12)] + [(1, i) for i in range(3)]
@@ -150,7 +167,7 @@ def test_transaction_markers_are_gaps_that_do_not_hang_the_range_end(
     )
     for stop, offsets in ((7, [0, 1, 2, 4, 5]), (4, [0, 1, 2]), (6, [0, 1, 2, 4, 5])):
         out = CollectingOutput()
-        result = read_bounded_plan(
+        result = read_plan(
             reader_for(source),
             [KafkaPartitionSplit(topic, 0, 0, stop)],
             out,
@@ -232,7 +249,7 @@ def test_batch_columns_are_typed_even_without_headers(kafka: KafkaTestCluster) -
     kafka.produce(topic, {0: 3})
     source = KafkaSource.builder().bootstrap_servers(kafka.bootstrap_servers).topics(topic).build()
     out = CollectingOutput()
-    read_bounded_plan(
+    read_plan(
         reader_for(source), [KafkaPartitionSplit(topic, 0, 0, 3)], out, checkpoint_id=1, timeout=20
     )
     table = out.to_table(KAFKA_RECORD_SCHEMA)

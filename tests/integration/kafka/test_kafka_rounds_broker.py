@@ -1,7 +1,8 @@
-"""The round model (as the Spark runtime runs it) on the real broker, through the framework's
-SourceRounds: per round a deterministic plan bounded by Kafka end offsets and a record budget, a
-fresh reader per subtask, retried tasks read the same records, failed rounds and rescaled
-restarts from checkpoint bytes, exactly once overall."""
+"""The round model on the real broker through the product's parts (SourceRounds, the Kafka
+plug-in's bounding and continuation, the reader tasks' PlanReading) without an engine: per round
+a deterministic plan bounded by Kafka end offsets and a record budget, a fresh reader per
+subtask, retried tasks read the same records, failed rounds and rescaled restarts from checkpoint
+bytes, exactly once overall."""
 
 from __future__ import annotations
 
@@ -13,50 +14,46 @@ import pytest
 from kafka_helpers import KafkaTestCluster, record_value, unique_topic
 
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA, KafkaPartitionSplit, KafkaSource
-from hoodline.connectors.kafka.rounds import after_round
+from hoodline.connectors.kafka.plugin import KafkaPlugin
+from hoodline.pipeline.plugin import PlanReading
 from hoodline.runtime.source_rounds import SourceCheckpoint, SourceRounds
-from hoodline.source.drive import read_bounded_plan
-from hoodline.source.output import CollectingOutput
-from hoodline.testing.reader_context import RecordingReaderContext
 
 pytestmark = pytest.mark.kafka
 
 
 class KafkaRounds:
-    """A tiny round runtime: SourceRounds + Kafka round bounding + fresh readers per task."""
+    """The driver's source side without an engine: SourceRounds + the Kafka plug-in + reader
+    tasks read in this process."""
 
     def __init__(self, source: KafkaSource, parallelism: int, restore: SourceCheckpoint | None):
         self.source = source
+        self.plugin = KafkaPlugin(source)
         self.rounds: SourceRounds[KafkaPartitionSplit, object] = SourceRounds(
             source, parallelism, restore
         )
-        self.cid = restore.checkpoint_id if restore else 0
+        self.round_id = 0
         self.last = restore
 
     def read_round(self, budget: int, retry: int = -1) -> list[pa.Table]:
         time.sleep(0.02)  # let the (short) discovery interval elapse
         plans = self.rounds.plan_round()
-        held = {i: list(p.splits) for i, p in plans.items()}
-        bounded = self.source.plan_round(held, budget)
+        self.round_id += 1
+        planned = self.plugin.bound(plans, self.round_id, budget)
         tables = []
-        for i, splits in bounded.items():
+        for i, task in planned.tasks.items():
             attempts = []
-            for _ in range(2 if i == retry else 1):  # a retried Spark task reads the plan again
-                out = CollectingOutput()
-                reader = self.source.create_reader(RecordingReaderContext(i, len(bounded)))
-                result = read_bounded_plan(
-                    reader, splits, out, checkpoint_id=self.cid + 1, timeout=30
-                )
-                attempts.append(out.to_table(KAFKA_RECORD_SCHEMA))
+            for _ in range(2 if i == retry else 1):  # a retried task reads the plan again
+                reading = PlanReading(task)
+                batches = [b for b, _ in reading]
+                attempts.append(pa.Table.from_batches(batches, schema=KAFKA_RECORD_SCHEMA))
             assert all(a.equals(attempts[0]) for a in attempts), "a retried task read other records"
-            read = {s.split_id: s for s in result.split_states}
-            self.rounds.reads_done(i, [after_round(s, read[s.split_id]) for s in held[i]])
+            assert reading.outcome is not None
+            self.rounds.reads_done(i, self.plugin.continuing(plans[i].splits, reading.outcome))
             tables.append(attempts[-1])
         return tables
 
     def commit(self, tables: list[pa.Table], committed: list[pa.Table]) -> SourceCheckpoint:
-        self.cid += 1
-        checkpoint = self.rounds.checkpoint(self.cid)
+        checkpoint = self.rounds.checkpoint()
         checkpoint = SourceCheckpoint.from_bytes(checkpoint.to_bytes())  # stored in the commit
         committed.extend(tables)
         self.rounds.checkpoint_complete(checkpoint)
@@ -107,6 +104,7 @@ def test_rounds_with_budget_failures_rescaling_and_task_retries_read_exactly_onc
     )
     job.commit(again, committed)
     job.rounds.close()
+    job.plugin.close()
 
     job = KafkaRounds(source, 3, job.last)  # restart rescaled from the last checkpoint's bytes
     assert sorted(len(s) for s in job.rounds.held_splits().values()) == [1, 1, 1]
@@ -121,6 +119,7 @@ def test_rounds_with_budget_failures_rescaling_and_task_retries_read_exactly_onc
     assert sorted(len(s) for s in job.rounds.held_splits().values()) == [1, 1, 2]
     assert rows(job.read_round(250)) == 0  # nothing new: an empty round
     job.rounds.close()
+    job.plugin.close()
 
     values = Counter(pa.concat_tables(committed)["value"].to_pylist())
     assert values == produced

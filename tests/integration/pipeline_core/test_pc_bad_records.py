@@ -13,6 +13,7 @@ from pc_helpers import Stream, create_topic, kafka_config, table_rows, unique
 from hoodline.broker import EmbeddedBroker
 from hoodline.errors import BadRecordError
 from hoodline.pipeline.api import Pipeline
+from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.testing.hudi_oracle import hudi_completed_commits, hudi_snapshot
 
@@ -32,7 +33,7 @@ def test_bad_records_both_tolerances(
 
     strict = kafka_config(table, pc_broker.bootstrap_servers, topic,
                           **{"reader-parallelism": 2})
-    with Pipeline(strict, pc_spark) as p:
+    with Pipeline(strict, SparkEngine(pc_spark)) as p:
         first = min(stream.bad_positions)
         expected = rf"bad record at topic '{topic}' partition 0 offset {first[1]}: unparseable"
         with pytest.raises(BadRecordError, match=expected):
@@ -41,7 +42,7 @@ def test_bad_records_both_tolerances(
 
     tolerant = kafka_config(table, pc_broker.bootstrap_servers, topic, errors="all",
                             **{"reader-parallelism": 2})
-    with Pipeline(tolerant, pc_spark) as p:
+    with Pipeline(tolerant, SparkEngine(pc_spark)) as p:
         summary = p.run(once=True)
     assert summary.error_records == len(BAD)
     assert summary.records_read == 300 + len(BAD)
@@ -60,7 +61,7 @@ def test_bad_records_both_tolerances(
     replay = kafka_config(tmp_path / "t2", pc_broker.bootstrap_servers, topic, errors="all",
                           **{"reader-parallelism": 1})
     replay = replace(replay, errors=replace(replay.errors, table_path=str(tmp_path / "t_errors")))
-    with Pipeline(replay, pc_spark) as p:
+    with Pipeline(replay, SparkEngine(pc_spark)) as p:
         assert p.run(once=True).error_records == len(BAD)
     again = hudi_snapshot(tmp_path / "t_errors").to_pylist()
     assert sorted(e["error_id"] for e in again) == sorted(e["error_id"] for e in errors)

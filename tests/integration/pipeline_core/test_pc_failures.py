@@ -11,9 +11,10 @@ from pc_helpers import Stream, create_topic, kafka_config, table_rows, unique
 
 from hoodline.broker import EmbeddedBroker
 from hoodline.errors import RoundFailedError
-from hoodline.pipeline import test_hooks
+from hoodline.faults import FaultAction, FaultPoint, fault_env
 from hoodline.pipeline.api import Pipeline, RoundReport
-from hoodline.spark.runner import RoundRunner
+from hoodline.pipeline.driver import RoundDriver
+from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.table.instant import State
 from hoodline.table.table import HudiTable
@@ -45,11 +46,11 @@ def test_failed_rounds_are_rolled_back_and_retried(
     pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
-    monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "before_commit")
-    monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "2")
-    monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
+    for key, value in fault_env(FaultPoint.BEFORE_COMMIT, FaultAction.FAIL,
+                                tmp_path / "fail-count", times=2).items():
+        monkeypatch.setenv(key, value)
     reports: list[RoundReport] = []
-    with Pipeline(_config(table, stream), pc_spark) as p:
+    with Pipeline(_config(table, stream), SparkEngine(pc_spark)) as p:
         summary = p.run(once=True, on_round=reports.append)
     committed = [r for r in reports if r.committed]
     assert committed[0].retries == 2  # two failed attempts of round 1, then success
@@ -66,11 +67,11 @@ def test_failure_after_the_commit_landed_does_not_commit_twice(
     pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
-    monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "after_commit")
-    monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "1")
-    monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
+    for key, value in fault_env(FaultPoint.AFTER_COMMIT, FaultAction.FAIL,
+                                tmp_path / "fail-count", times=1).items():
+        monkeypatch.setenv(key, value)
     reports: list[RoundReport] = []
-    with Pipeline(_config(table, stream), pc_spark) as p:
+    with Pipeline(_config(table, stream), SparkEngine(pc_spark)) as p:
         p.run(once=True, on_round=reports.append)
     assert [r.round_id for r in reports if r.committed] == [1, 2]
     assert len(hudi_completed_commits(table)) == 2
@@ -82,10 +83,11 @@ def test_too_many_failures_stop_with_the_cause(
     pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
-    monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "before_commit")
-    monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "100")
-    monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
-    with Pipeline(_config(table, stream, **{"max-consecutive-failures": 3}), pc_spark) as p:
+    for key, value in fault_env(FaultPoint.BEFORE_COMMIT, FaultAction.FAIL,
+                                tmp_path / "fail-count", times=100).items():
+        monkeypatch.setenv(key, value)
+    cfg = _config(table, stream, **{"max-consecutive-failures": 3})
+    with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         with pytest.raises(RoundFailedError, match=r"round 1 failed 3 times.*injected failure"):
             p.run(once=True)
     assert hudi_completed_commits(table) == []
@@ -96,15 +98,16 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
     pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
-    with Pipeline(_config(table, stream), pc_spark) as p:  # round 1 and 2 commit normally
+    with Pipeline(_config(table, stream), SparkEngine(pc_spark)) as p:  # rounds 1, 2 commit
         p.run(once=True)
     stream.produce(500, 150, deletes=0.1, tombstones=0.05)
     # the "crashed" run: files of round 3 written, commit never made, nothing rolled back
-    monkeypatch.setattr(RoundRunner, "_rollback", staticmethod(lambda client, ts: None))
-    monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "before_commit")
-    monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "1")
-    monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
-    with Pipeline(_config(table, stream, **{"max-consecutive-failures": 1}), pc_spark) as p:
+    monkeypatch.setattr(RoundDriver, "_rollback", staticmethod(lambda run, ts: None))
+    for key, value in fault_env(FaultPoint.BEFORE_COMMIT, FaultAction.FAIL,
+                                tmp_path / "fail-count", times=1).items():
+        monkeypatch.setenv(key, value)
+    cfg = _config(table, stream, **{"max-consecutive-failures": 1})
+    with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         with pytest.raises(RoundFailedError):
             p.run(once=True)
     pending = [i.timestamp for i in HudiTable.open(table).timeline.pending()]
@@ -113,7 +116,7 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
     assert stray, "the crashed round left no data files; the test does not test recovery"
     monkeypatch.undo()
     reports: list[RoundReport] = []
-    with Pipeline(_config(table, stream), pc_spark) as p:
+    with Pipeline(_config(table, stream), SparkEngine(pc_spark)) as p:
         p.run(once=True, on_round=reports.append)
     assert [r.round_id for r in reports if r.committed] == [3, 4]
     assert ("commit", "INFLIGHT") not in _actions(table)
@@ -125,21 +128,21 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
 def test_broker_metadata_failure_while_planning_is_retried(
     pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hoodline.errors import KafkaBrokerUnavailableError
-    from hoodline.pipeline.sources import KafkaAdapter
+    from hoodline.connectors.kafka.plugin import KafkaPlugin
+    from hoodline.errors import FetchError
 
-    real = KafkaAdapter._latest
+    real = KafkaPlugin._latest
     calls = {"n": 0}
 
-    def flaky(self: KafkaAdapter, tps: list[object]) -> object:
+    def flaky(self: KafkaPlugin, tps: list[object]) -> object:
         calls["n"] += 1
         if calls["n"] <= 2:
-            raise KafkaBrokerUnavailableError("test: brokers unreachable while planning")
+            raise FetchError("test: brokers did not answer while planning")
         return real(self, tps)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(KafkaAdapter, "_latest", flaky)
+    monkeypatch.setattr(KafkaPlugin, "_latest", flaky)
     reports: list[RoundReport] = []
-    with Pipeline(_config(tmp_path / "t", stream), pc_spark) as p:
+    with Pipeline(_config(tmp_path / "t", stream), SparkEngine(pc_spark)) as p:
         p.run(once=True, on_round=reports.append)
     committed = [r for r in reports if r.committed]
     assert committed[0].retries == 2 and [r.round_id for r in committed] == [1, 2]

@@ -19,6 +19,7 @@ from pc_helpers import SCHEMA, region, table_rows
 from hoodline.errors import FileSourceError
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
+from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_completed_commits, hudi_snapshot
@@ -92,7 +93,7 @@ def _run_until(hs: HoodlineSpark, cfg: PipelineConfig, dropper: Dropper) -> list
         if (not dropper.is_alive() and done >= dropper.rows) or time.monotonic() > deadline:
             stop.set()
 
-    with Pipeline(cfg, hs) as p:
+    with Pipeline(cfg, SparkEngine(hs)) as p:
         summary = p.run(on_round=on_round, stop=stop)
     assert summary.stopped_because == "stopped"
     return reports
@@ -131,7 +132,7 @@ def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -
     third = Dropper(root, 1, second.ts, seed=3)
     third.model = dict(second.model)
     third.run()
-    with Pipeline(_config(root, table, 2), pc_spark) as p:
+    with Pipeline(_config(root, table, 2), SparkEngine(pc_spark)) as p:
         summary = p.run(once=True)
     assert summary.stopped_because == "drained"
     assert summary.records_read == third.rows
@@ -150,7 +151,7 @@ def test_unreadable_file_with_tolerance_none_stops_at_once(
         "schema": SCHEMA,
         "runtime": {"retry-backoff": 0.01},
     })
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         with pytest.raises(FileSourceError, match=r"bad\.jsonl"):
             p.run(once=True)
     assert hudi_completed_commits(tmp_path / "t") == []
@@ -175,7 +176,7 @@ def test_declared_types_survive_the_spark_exchange(
         "schema": {"id": "int64", "at": "timestamp[ms, UTC]", "amount": "decimal(10, 2)",
                    "tags": "list<string>", "nested": "struct<x: int64>"},
     })
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         assert p.run(once=True).records_read == 30
     table = hudi_snapshot(tmp_path / "t").sort_by("id")
     assert table.schema.field("at").type == pa.timestamp("ms", tz="UTC")

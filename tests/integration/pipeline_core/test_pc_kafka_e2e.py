@@ -14,6 +14,7 @@ from pc_helpers import Stream, create_topic, kafka_config, table_rows, unique
 from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
+from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_completed_commits, hudi_latest_extra_metadata
@@ -27,7 +28,7 @@ def _run(hs: HoodlineSpark, table: Path, broker: EmbeddedBroker, topic: str, rea
                        **{"reader-parallelism": readers,
                           "round": {"max-records": max_records, "min-interval": 0}})
     reports: list[RoundReport] = []
-    with Pipeline(cfg, hs) as p:
+    with Pipeline(cfg, SparkEngine(hs)) as p:
         summary = p.run(once=True, on_round=reports.append)
     assert summary.stopped_because == "drained"
     assert summary.commits == sum(r.committed for r in reports)

@@ -11,6 +11,7 @@ from pc_helpers import Stream, create_topic, kafka_config, table_rows, unique
 
 from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline
+from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark, SparkSettings, start_session
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -37,7 +38,7 @@ def test_pipeline_on_separate_executors(
     cfg = kafka_config(tmp_path / "t", pc_broker.bootstrap_servers, topic,
                        **{"master": "local-cluster[2,1,1024]", "reader-parallelism": 3,
                           "round": {"max-records": 500, "min-interval": 0}})
-    with Pipeline(cfg, cluster) as p:
+    with Pipeline(cfg, SparkEngine(cluster)) as p:
         summary = p.run(once=True)
     assert summary.commits == 3 and summary.records_read == 1200
     assert table_rows(tmp_path / "t") == stream.model

@@ -14,6 +14,7 @@ from pc_helpers import Stream, create_topic, kafka_config, region, table_rows, u
 from hoodline.broker import EmbeddedBroker, ExactEndProducer
 from hoodline.errors import CheckpointMismatchError
 from hoodline.pipeline.api import Pipeline
+from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -30,7 +31,7 @@ def test_bloom_index_and_delete_operation(
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2,
                                             "round": {"max-records": 400, "min-interval": 0}})
     cfg = replace(cfg, table=replace(cfg.table, index="BLOOM"))
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         assert p.run(once=True).commits == 3
     assert table_rows(table) == stream.model
 
@@ -41,7 +42,7 @@ def test_bloom_index_and_delete_operation(
             prod.produce(topic, i % 3, json.dumps({"id": i, "region": region(i), "ts": 0,
                                                    "name": "", "deleted": False}).encode())
     dcfg = replace(cfg, table=replace(cfg.table, operation="delete"))
-    with Pipeline(dcfg, pc_spark) as p:
+    with Pipeline(dcfg, SparkEngine(pc_spark)) as p:
         summary = p.run(once=True)
     assert summary.records_read == len(gone)
     for i in gone:
@@ -52,7 +53,7 @@ def test_bloom_index_and_delete_operation(
     other = create_topic(bs, unique("pc-other"), 1)
     ocfg = kafka_config(table, bs, other)
     ocfg = replace(ocfg, table=replace(ocfg.table, index="BLOOM"))
-    with Pipeline(ocfg, pc_spark) as p:
+    with Pipeline(ocfg, SparkEngine(pc_spark)) as p:
         with pytest.raises(CheckpointMismatchError, match=f"now reads 'topics:{other}'"):
             p.run(once=True)
     assert table_rows(table) == stream.model
@@ -68,6 +69,6 @@ def test_bulk_insert_of_new_keys(
     table = tmp_path / "t"
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2})
     cfg = replace(cfg, table=replace(cfg.table, operation="bulk_insert"))
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         assert p.run(once=True).records_read == 500
     assert table_rows(table) == stream.model

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,11 +19,11 @@ import pyarrow.compute as pc
 import pytest
 from pyspark import cloudpickle
 
+from hoodline.pipeline.tasks import RoundJob
 from hoodline.spark.probe import (
     PROBE_DDL,
     executor_jvm_pid,
     executor_probe,
-    task_attempt_id,
     task_identity,
 )
 from hoodline.spark.session import HoodlineSpark, SparkSettings, start_session
@@ -177,116 +178,97 @@ def test_killed_executor_tasks_are_retried_with_correct_results(
     assert victim not in after
 
 
-def test_round_through_table_layer_survives_executor_kill_after_files_written(
-    cluster: HoodlineSpark, tmp_path: Path
-) -> None:
-    """The issue's crash case on local-cluster: an executor dies while writer tasks have written
-    their files but not reported. Its shuffle outputs are lost (FetchFailed), so Spark re-runs
-    the readers (deterministic plans) and the assigners and retries the writers; the commit
-    keeps only reported files (markers reconcile the lost attempt's files). hudi-rs reads
-    exactly the model and no orphan base file remains."""
-    import json
+@dataclass(frozen=True)
+class _PausingJob(RoundJob):
+    """The product's round job; its writer tasks (first wave) wait for a ``go`` file after
+    their files are written and before they report, and every reader run leaves a marker."""
 
-    from hoodline.spark.stages import (
-        ReaderEmit,
-        RoundResult,
-        collect_table,
-        keyed_stage,
-        reader_stage,
-        writer_stage,
-    )
-    from hoodline.table.commit_metadata import WriteStat
-    from hoodline.table.properties import TableConfig
+    sync_dir: str = ""
+
+    def read(self, subtask: int):  # type: ignore[no-untyped-def]
+        Path(self.sync_dir, f"read-{subtask}-{time.monotonic_ns()}").touch()
+        return super().read(subtask)
+
+    def write(self, batches, task, attempt):  # type: ignore[no-untyped-def]
+        statuses = list(super().write(batches, task, attempt))
+        if statuses and not Path(self.sync_dir, "go").exists():
+            Path(self.sync_dir, f"started-{task}-{executor_jvm_pid()}").touch()
+            deadline = time.monotonic() + 90
+            while not Path(self.sync_dir, "go").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        yield from statuses
+
+
+def test_round_survives_an_executor_killed_after_its_files_were_written(
+    cluster: HoodlineSpark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crash case on local-cluster, through the driver and the product's round job: an
+    executor dies while writer tasks have written their files but not reported. Either Spark
+    recomputes the lost shuffle outputs and retries the writers within the job (the commit keeps
+    only reported files: markers remove the lost attempt's), or -- when the recomputed output is
+    not byte-identical (Spark 4 compares shuffle checksums) -- Spark aborts the job and the
+    driver rolls the round back and retries it. Either way hudi-rs reads exactly the model and
+    no base file outside the committed write stats remains."""
+    from hoodline.pipeline import driver as driver_module
+    from hoodline.pipeline.config import config_from_dict
+    from hoodline.pipeline.driver import RoundDriver
+    from hoodline.spark.engine import SparkEngine
     from hoodline.table.table import HudiTable
-    from hoodline.table.write.client import (
-        PreparedBatch,
-        WriteClient,
-        prepare_records,
-        tag_and_assign,
-    )
-    from hoodline.table.write.file_writer import write_file_groups
-    from hoodline.table.write.records import FILE_ID
     from hoodline.testing.hudi_oracle import hudi_snapshot
 
     before = cluster.wait_for_executors(2, timeout_s=120)
-    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("ts", pa.int64())])
-    base = tmp_path / "t"
-    sync = tmp_path / "sync"
+    root, base, sync = tmp_path / "in", tmp_path / "t", tmp_path / "sync"
+    root.mkdir()
     sync.mkdir()
-    table = HudiTable.create(base, TableConfig(
-        name="t", record_key_fields=("id",), partition_fields=("region",),
-        precombine_field="ts", index_type="BLOOM"))
-    with WriteClient(table, {"hoodie.parquet.max.file.size": 20000,
-                             "hoodie.copyonwrite.record.size.estimate": 40}).open() as client:
-        ts = client.start_instant()
-        ctx = client.context(ts, PreparedBatch("upsert", schema.empty_table(),
-                                               client.plan_schema(schema, "upsert")))
-        tagged_schema = tag_and_assign(ctx, prepare_records(ctx, schema.empty_table())).schema
-        sync_dir = str(sync)
+    for i in range(4):
+        ids = range(i * 1000, (i + 1) * 1000)
+        (root / f"part-{i}.jsonl").write_text("".join(
+            f'{{"id": {k}, "region": "{["eu", "us"][k % 2]}", "ts": 1}}\n' for k in ids))
+    cfg = config_from_dict({
+        "source": {"type": "files", "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(base), "record-key": ["id"], "partition-fields": ["region"],
+                  "precombine-field": "ts", "index": "BLOOM",
+                  "options": {"hoodie.parquet.max.file.size": 20000,
+                              "hoodie.copyonwrite.record.size.estimate": 40}},
+        "schema": {"id": "int64", "region": "string", "ts": "int64"},
+        "runtime": {"master": "local-cluster[2,1,1024]", "reader-parallelism": 4,
+                    "writer-parallelism": 4, "retry-backoff": 0.1},
+    })
+    monkeypatch.setattr(driver_module, "RoundJob",
+                        lambda *args: _PausingJob(*args, sync_dir=str(sync)))
+    result: dict[str, object] = {}
 
-        def read(i: int) -> Iterator[pa.RecordBatch | ReaderEmit]:
-            Path(sync_dir, f"read-{i}-{time.monotonic_ns()}").touch()
-            ids = list(range(i * 1000, (i + 1) * 1000))
-            yield pa.RecordBatch.from_pydict(
-                {"id": ids, "region": [["eu", "us"][k % 2] for k in ids], "ts": [1] * len(ids)},
-                schema=schema)
-            yield ReaderEmit(1, str(i).encode())
+    def run() -> None:
+        try:
+            result["summary"] = RoundDriver(cfg, SparkEngine(cluster)).run(once=True)
+        except Exception as exc:
+            result["error"] = exc
 
-        def assign(records: pa.Table, task: int) -> pa.Table:
-            return tag_and_assign(ctx, prepare_records(ctx, records), task, 2)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    pids: set[int] = set()
+    while time.monotonic() < deadline and len(pids) < 2:
+        pids = {int(p.name.rsplit("-", 1)[1]) for p in sync.glob("started-*")}
+        time.sleep(0.05)
+    assert pids == set(before), pids  # a writer with written files waits on each executor
+    reads_before_kill = len(list(sync.glob("read-*")))
+    files_before_kill = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
+    os.kill(before[0], signal.SIGKILL)
+    (sync / "go").touch()
+    thread.join(timeout=300)
+    assert not thread.is_alive() and "error" not in result, result.get("error")
 
-        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
-            parts = list(batches)
-            if not parts:
-                return
-            task, _ = task_identity()
-            # the unique attempt id: attemptNumber restarts at 0 in a resubmitted stage
-            stats = write_file_groups(ctx, pa.Table.from_batches(parts).cast(tagged_schema),
-                                      task, task_attempt_id())
-            if not Path(sync_dir, "go").exists():  # first wave: files are on disk, wait
-                Path(sync_dir, f"started-{task}-{executor_jvm_pid()}").touch()
-                deadline = time.monotonic() + 90
-                while not Path(sync_dir, "go").exists() and time.monotonic() < deadline:
-                    time.sleep(0.05)
-            for stat in stats:
-                yield json.dumps(stat.to_dict()).encode()
-
-        df = reader_stage(cluster.session, 4, read, schema)
-        df = keyed_stage(df, 2, ["id"], assign, schema, tagged_schema)
-        df = writer_stage(df, 4, FILE_ID, write)
-        result: dict[str, object] = {}
-
-        def collect() -> None:
-            try:
-                result["table"] = collect_table(df)
-            except Exception as exc:
-                result["error"] = exc
-
-        job = threading.Thread(target=collect, daemon=True)
-        job.start()
-        deadline = time.monotonic() + 120
-        pids: set[int] = set()
-        while time.monotonic() < deadline and len(pids) < 2:
-            pids = {int(p.name.rsplit("-", 1)[1]) for p in sync.glob("started-*")}
-            time.sleep(0.05)
-        assert pids == set(before), pids
-        reads_before_kill = len(list(sync.glob("read-*")))
-        os.kill(before[0], signal.SIGKILL)
-        (sync / "go").touch()
-        job.join(timeout=240)
-        assert not job.is_alive() and "error" not in result, result.get("error")
-        rr = RoundResult(result["table"], 4, 4)  # type: ignore[arg-type]
-        cluster.wait_until_idle(timeout_s=60)
-        stats = [WriteStat.from_dict(json.loads(p)) for p in rr.write_statuses]
-        on_disk_before = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
-        client.commit(ctx, stats, {"round": "1"})
-
+    hudi = HudiTable.open(base)
+    committed = set()
+    for inst in hudi.timeline.completed_commits():
+        committed |= {s.path for s in hudi.timeline.read_commit_metadata(inst).write_stats()}
     on_disk = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
-    assert on_disk == {s.path for s in stats}  # the lost attempt's files are gone
-    assert len(on_disk_before) > len(on_disk), "the killed attempt should have left files"
+    assert on_disk == committed  # the lost attempt's files are gone
+    assert files_before_kill - on_disk, "the killed attempt should have left files"
     snap = hudi_snapshot(base).column("id").to_pylist()
     assert sorted(snap) == list(range(4000))  # exactly once
-    # the lost shuffle outputs were recomputed from the readers' deterministic plans
+    # the readers' deterministic plans were read again (recomputed in the job, or a retried round)
     assert reads_before_kill == 4 and len(list(sync.glob("read-*"))) > reads_before_kill
     cluster.wait_for_executors(2, timeout_s=120)
 

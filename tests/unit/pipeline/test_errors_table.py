@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -16,6 +17,9 @@ from hoodline.pipeline.errors_table import (
 WHEN = datetime(2024, 3, 1, 12, 30, tzinfo=UTC)
 
 
+KAFKA_IDS: dict[str, Any] = {"id_prefix": "kafka", "id_columns": ("topic", "partition", "offset")}
+FILE_IDS: dict[str, Any] = {"id_prefix": "file", "id_columns": ("file", "row")}
+
 def _kafka_input() -> tuple[pa.Array, pa.Table]:
     values = pa.array([b'{"id": 1}', b"oops", None, b'{"id": "x"}', b'{"id": 5}'], pa.binary())
     positions = pa.table({
@@ -30,8 +34,8 @@ def _kafka_input() -> tuple[pa.Array, pa.Table]:
 def test_kafka_error_batch_from_decoder_output() -> None:
     values, positions = _kafka_input()
     result = JsonDecoder(pa.schema([("id", pa.int64())]), ["id"]).decode(values)
-    batch = build_error_batch(result.errors, values, positions, source="kafka", round_id=7,
-                              detected_at=WHEN)
+    batch = build_error_batch(result.errors, values, positions, source="kafka",
+                              **KAFKA_IDS, round_id=7, detected_at=WHEN)
     assert batch.schema == ERROR_SCHEMA
     rows = batch.to_pylist()
     assert [r["offset"] for r in rows] == [101, 102, 103]
@@ -50,33 +54,34 @@ def test_file_error_batch_and_empty() -> None:
     values = pa.array([b"{}", b"[]"], pa.binary())
     positions = pa.table({"file": ["/in/a.jsonl", "/in/a.jsonl"], "row": [0, 1]})
     result = JsonDecoder(pa.schema([("id", pa.int64())])).decode(values)
-    batch = build_error_batch(result.errors, values, positions, source="files", round_id=1,
-                              detected_at=WHEN)
+    batch = build_error_batch(result.errors, values, positions, source="files",
+                              **FILE_IDS, round_id=1, detected_at=WHEN)
     assert batch.to_pylist()[0]["error_id"] == "file//in/a.jsonl/1"
     assert batch.column("topic").null_count == 1
     ok = JsonDecoder(pa.schema([("id", pa.int64())])).decode(pa.array([b"{}"], pa.binary()))
     empty = build_error_batch(ok.errors, pa.array([b"{}"], pa.binary()),
-                              positions.slice(0, 1), source="files", round_id=1)
+                              positions.slice(0, 1), source="files", **FILE_IDS, round_id=1)
     assert empty.num_rows == 0 and empty.schema == ERROR_SCHEMA
-    raise_for_bad_records(empty, "/t_errors")  # nothing to raise
+    raise_for_bad_records(pa.Table.from_batches([empty]), "/t_errors")  # nothing to raise
 
 
 def test_inputs_are_checked() -> None:
     values, positions = _kafka_input()
     errors = JsonDecoder(pa.schema([("id", pa.int64())])).decode(values).errors
-    with pytest.raises(ValueError, match="lack column"):
+    with pytest.raises(ValueError, match="lack id column"):
         build_error_batch(errors, values, positions.drop_columns(["offset"]), source="kafka",
-                          round_id=1)
+                          **KAFKA_IDS, round_id=1)
     with pytest.raises(ValueError, match="rows"):
-        build_error_batch(errors, values, positions.slice(0, 2), source="kafka", round_id=1)
+        build_error_batch(errors, values, positions.slice(0, 2), source="kafka", **KAFKA_IDS,
+                          round_id=1)
 
 
 def test_tolerance_none_names_the_first_bad_record() -> None:
     values, positions = _kafka_input()
     errors = JsonDecoder(pa.schema([("id", pa.int64())]), ["id"]).decode(values).errors
-    batch = build_error_batch(errors, values, positions, source="kafka", round_id=2)
+    batch = build_error_batch(errors, values, positions, source="kafka", **KAFKA_IDS, round_id=2)
     with pytest.raises(BadRecordError) as err:
-        raise_for_bad_records(batch, "/data/t_errors")
+        raise_for_bad_records(pa.Table.from_batches([batch]), "/data/t_errors")
     msg = str(err.value)
     assert "topic 'events' partition 3 offset 101" in msg
     assert "unparseable" in msg and "2 more" in msg and "errors.tolerance = 'all'" in msg

@@ -1,4 +1,4 @@
-"""Round bounding of the Kafka adapter with fake broker metadata: record and byte budgets, lag
+"""Round bounding of the Kafka plug-in with fake broker metadata: record and byte budgets, lag
 per partition, continuing splits, and --once draining."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from hoodline.connectors.kafka import KafkaPartitionSplit, KafkaSource, TopicPartition
-from hoodline.errors import SourceError
-from hoodline.pipeline.sources import KafkaAdapter, ReadOutcome
+from hoodline.connectors.kafka.plugin import KafkaPlugin
+from hoodline.errors import PipelineError
+from hoodline.pipeline.plugin import ReadOutcome
 from hoodline.runtime.source_rounds import ReaderPlan
 
 
@@ -25,7 +26,7 @@ class FakeMetadata:
         pass
 
 
-def _adapter(ends: dict[TopicPartition, int]) -> KafkaAdapter:
+def _adapter(ends: dict[TopicPartition, int]) -> KafkaPlugin:
     fake = FakeMetadata(ends)
 
     def factory(_: Any) -> FakeMetadata:
@@ -34,7 +35,7 @@ def _adapter(ends: dict[TopicPartition, int]) -> KafkaAdapter:
     source = KafkaSource.from_options({"properties.bootstrap.servers": "127.0.0.1:1",
                                        "topic": "t"})
     source._metadata_client_factory = factory  # type: ignore[assignment]
-    return KafkaAdapter(source)
+    return KafkaPlugin(source)
 
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -48,7 +49,8 @@ def _plans() -> dict[int, ReaderPlan[KafkaPartitionSplit]]:
 def test_budget_lag_continuation_and_drain() -> None:
     adapter = _adapter({A: 110, B: 30})
     assert adapter.identity == "topics:t"
-    tasks, lag = adapter.bound(_plans(), 1, max_records=80, max_bytes=10**9)
+    planned = adapter.bound(_plans(), 1, adapter.record_budget(80, 10**9))
+    tasks, lag = planned.tasks, planned.lag
     ends = {i: [(s.starting_offset, s.stopping_offset) for s in t.splits]
             for i, t in tasks.items()}
     assert ends == {0: [(10, 60)], 1: [(0, 30)]}  # small backlog read fully, the rest shared
@@ -58,14 +60,14 @@ def test_budget_lag_continuation_and_drain() -> None:
     # the reader reached the round end: the split continues from there, unbounded again
     read = ReadOutcome(0, [KafkaPartitionSplit("t", 0, 60, 60)])
     assert adapter.continuing(_plans()[0].splits, read) == [KafkaPartitionSplit("t", 0, 60)]
-    with pytest.raises(SourceError, match="no state for split"):
+    with pytest.raises(PipelineError, match="no state for split"):
         adapter.continuing(_plans()[0].splits, ReadOutcome(0, []))
 
     # average message size 1 KB and max-bytes 20 KB: at most 20 records next round
     adapter.observe(80, 80_000)
     plans = {0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 60),)),
              1: ReaderPlan(1, (KafkaPartitionSplit("t", 1, 30),))}
-    tasks, lag = adapter.bound(plans, 2, max_records=80, max_bytes=20_000)
+    tasks = adapter.bound(plans, 2, adapter.record_budget(80, 20_000)).tasks
     assert sum(s.stopping_offset - s.starting_offset for t in tasks.values()
                for s in t.splits) == 20
     assert tasks[1].empty  # partition 1 has no new records
@@ -73,5 +75,5 @@ def test_budget_lag_continuation_and_drain() -> None:
     # --once: drained when every partition reached the ends seen at the first round
     plans = {0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 80),)),
              1: ReaderPlan(1, (KafkaPartitionSplit("t", 1, 30),))}
-    adapter.bound(plans, 3, max_records=1000, max_bytes=10**9)
+    adapter.bound(plans, 3, adapter.record_budget(1000, 10**9))
     assert adapter.drained()

@@ -9,7 +9,7 @@ import pytest
 
 from hoodline.errors import ConfigError
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
-from hoodline.spark.runner import _open_or_create
+from hoodline.pipeline.driver import open_target_table
 
 
 def _cfg(path: Path, **table: object) -> PipelineConfig:
@@ -22,12 +22,12 @@ def _cfg(path: Path, **table: object) -> PipelineConfig:
 
 
 def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
-    table = _open_or_create(_cfg(tmp_path / "t", **{"bucket-count": 8}))
+    table = open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8}))
     assert table.config.bucket_count == 8 and table.config.partition_fields == ("day",)
-    assert _open_or_create(_cfg(tmp_path / "t", **{"bucket-count": 8})).config == table.config
+    assert open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8})).config == table.config
     with pytest.raises(ConfigError, match=r"uses index BUCKET .*table.index = 'BLOOM'"):
-        _open_or_create(_cfg(tmp_path / "t", index="BLOOM"))
+        open_target_table(_cfg(tmp_path / "t", index="BLOOM"))
     with pytest.raises(ConfigError, match="bucket count 8"):
-        _open_or_create(_cfg(tmp_path / "t"))
+        open_target_table(_cfg(tmp_path / "t"))
     with pytest.raises(ConfigError, match="partition fields"):
-        _open_or_create(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))
+        open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))

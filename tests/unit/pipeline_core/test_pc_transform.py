@@ -7,15 +7,10 @@ import json
 import pyarrow as pa
 import pytest
 
+from hoodline.connectors.files.plugin import FileRecords
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
-from hoodline.pipeline.transform import (
-    SEQ,
-    RecordSpec,
-    keyed_schema,
-    prepare_files,
-    prepare_kafka,
-    resolve,
-)
+from hoodline.connectors.kafka.plugin import RAW_KAFKA_SCHEMA, KafkaRecords
+from hoodline.pipeline.transform import SEQ, Prepared, RecordSpec, keyed_schema, resolve
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.file_writer import WriteContext
 from hoodline.table.write.options import WriteOptions
@@ -30,7 +25,11 @@ def _spec(partitioned: bool = True, precombine: str | None = "ts",
     config = TableConfig("t", ("id",), ("region",) if partitioned else (), precombine)
     ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", operation,
                        DECLARED)
-    return RecordSpec(ctx, "kafka", "json", DECLARED, "deleted", 7)
+    return RecordSpec(ctx, DECLARED, "deleted", 7)
+
+
+def prepare_kafka(spec: RecordSpec, batch: pa.RecordBatch, raw: bool = False) -> Prepared:
+    return KafkaRecords(raw).prepare_batch(spec, batch)
 
 
 def _kafka(values: list[bytes | None], keys: list[bytes | None]) -> pa.RecordBatch:
@@ -61,7 +60,6 @@ def test_kafka_batch_keys_records_deletes_tombstones_and_bad_records() -> None:
     assert recs.column(IS_DELETE).to_pylist() == [False, True, True]
     assert recs.column(SEQ).to_pylist() == [100, 101, 102]
     assert recs.column("ts").to_pylist() == [1, 2, None]  # tombstones carry no ordering
-    assert out.deletes == 1
     errors = out.errors.to_pylist()
     assert [(e["offset"], e["reason"]) for e in errors] == [
         (103, "unparseable"), (104, "null_value"), (105, "missing_key"),
@@ -127,7 +125,7 @@ def test_files_rows_without_key_become_error_rows_with_file_and_row() -> None:
          {"id": None, "name": "b", "region": "r1", "ts": 2, "deleted": False}],
         schema=DECLARED,
     )
-    out = prepare_files(spec, batch, "/in/f.jsonl", 40)
+    out = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 40)
     assert out.records.column(SEQ).to_pylist() == [40]
     err = out.errors.to_pylist()
     assert [(e["file"], e["row"], e["reason"], e["error_id"]) for e in err] == [
@@ -137,13 +135,11 @@ def test_files_rows_without_key_become_error_rows_with_file_and_row() -> None:
 
 
 def test_raw_format_passes_message_columns_through() -> None:
-    from hoodline.pipeline.transform import RAW_KAFKA_SCHEMA
-
     config = TableConfig("t", ("topic", "partition", "offset"), ())
     ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
                        RAW_KAFKA_SCHEMA)
-    spec = RecordSpec(ctx, "kafka", "raw", RAW_KAFKA_SCHEMA, None, 1)
-    out = prepare_kafka(spec, _kafka([b"\x00\x01binary", None], [None, b"k"]))
+    spec = RecordSpec(ctx, RAW_KAFKA_SCHEMA, None, 1)
+    out = prepare_kafka(spec, _kafka([b"\x00\x01binary", None], [None, b"k"]), raw=True)
     assert out.errors.num_rows == 0
     assert out.records.column("value").to_pylist() == [b"\x00\x01binary", None]
     assert out.records.column(RECORD_KEY).to_pylist() == [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from hoodline.pipeline.tasks import run_writer
+from hoodline.connectors.kafka.plugin import KafkaRecords
+from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import SEQ, RecordSpec, keyed_schema
 from hoodline.pipeline.write_buffer import WriteBuffer
 from hoodline.table.commit_metadata import WriteStat
@@ -39,14 +40,15 @@ def test_spilling_writer_reduces_per_key_across_readers(tmp_path: Path) -> None:
         schema = client.plan_schema(DECLARED, "UPSERT")
         ts = client.start_instant()
         ctx = client.context(ts, PreparedBatch("UPSERT", schema.empty_table(), schema))
-        spec = RecordSpec(ctx, "kafka", "json", DECLARED, None, 1, writer_buffer_bytes=1)
+        spec = RecordSpec(ctx, DECLARED, None, 1, writer_buffer_bytes=1)
+        job = RoundJob(1, {}, spec, KafkaRecords(raw=False), writers=1)
         # two "readers" saw the same keys; the highest ts must win wherever it came from
         batches = [_batch(spec, list(range(50)), [1] * 50, 0),
                    _batch(spec, list(range(25, 75)), [2] * 50, 1000),
                    _batch(spec, list(range(0, 10)), [0] * 10, 2000)]
         assert len({b.column(FILE_ID)[0].as_py() for b in batches}) >= 1
         stats = [WriteStat.from_dict(json.loads(s))
-                 for s in run_writer(spec, iter(batches), 0, 0)]
+                 for s in job.write(iter(batches), 0, 0)]
         assert len(stats) == 2  # two buckets, each written once
         client.commit(ctx, stats)
     rows = {r["id"]: r["ts"] for r in hudi_snapshot(tmp_path / "t").to_pylist()}

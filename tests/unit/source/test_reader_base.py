@@ -13,7 +13,7 @@ from hoodline.errors import FetchError, FileSourceError, SourceError
 from hoodline.source.api import InputStatus
 from hoodline.source.base import RecordsBySplits, RecordsWithSplitIds, SplitReader, SplitsChange
 from hoodline.source.base.handover import HandoverQueue
-from hoodline.source.drive import BoundedPlanRun, poll_until_end, read_bounded_plan
+from hoodline.source.drive import BoundedRead, poll_until_end
 from hoodline.source.output import CollectingOutput
 from hoodline.testing.number_source import (
     NumberSourceReader,
@@ -159,12 +159,12 @@ class _KeepingReader(NumberSourceReader):
 
 def test_finished_splits_leave_the_state_unless_kept() -> None:
     splits = [NumberSplit("a", 0, 12), NumberSplit("b", 5, 9)]
-    plain = read_bounded_plan(
-        _reader(False, batch_size=5), splits, CollectingOutput(), checkpoint_id=1
-    )
+    plain = BoundedRead(_reader(False, batch_size=5), splits, checkpoint_id=1)
+    list(plain)
     assert plain.split_states == []
     kept_reader = _KeepingReader(RecordingReaderContext(), threaded=False, batch_size=5)
-    kept = read_bounded_plan(kept_reader, splits, CollectingOutput(), checkpoint_id=1)
+    kept = BoundedRead(kept_reader, splits, checkpoint_id=1)
+    list(kept)
     assert sorted(kept.split_states, key=lambda s: s.split_id) == [
         NumberSplit("a", 12, 12),
         NumberSplit("b", 9, 9),
@@ -185,15 +185,15 @@ def test_snapshot_between_polls_reflects_exactly_what_was_emitted() -> None:
 def test_poll_until_end_times_out_when_input_never_ends() -> None:
     reader = _reader(False, batch_size=1000)
     reader.add_splits([NumberSplit("a", 0, 10)])
-    with pytest.raises(SourceError, match=r"did not reach the end of its input within 0\.2s"):
+    with pytest.raises(FetchError, match=r"did not reach the end of its input within 0\.2s"):
         poll_until_end(reader, CollectingOutput(), timeout=0.2)
     reader.close()
 
 
-def test_read_bounded_plan_closes_the_reader_on_error() -> None:
+def test_bounded_read_closes_the_reader_on_error() -> None:
     reader = _reader(True, batch_size=10, fail_on_value=3)
     with pytest.raises(FetchError):
-        read_bounded_plan(reader, [NumberSplit("x", 0, 10)], CollectingOutput(), checkpoint_id=1)
+        list(BoundedRead(reader, [NumberSplit("x", 0, 10)], checkpoint_id=1))
     with pytest.raises(SourceError, match="closed"):
         reader.poll_next(CollectingOutput())
 
@@ -214,13 +214,15 @@ def test_records_by_splits_builder() -> None:
 
 
 @pytest.mark.parametrize("threaded", [True, False])
-def test_bounded_plan_run_yields_batches_then_states(threaded: bool) -> None:
+def test_bounded_read_yields_batches_then_states(threaded: bool) -> None:
     reader = _KeepingReader(RecordingReaderContext(), threaded=threaded, batch_size=4)
-    run = BoundedPlanRun(reader, [NumberSplit("a", 0, 10), NumberSplit("b", 3, 6)], checkpoint_id=2)
+    run = BoundedRead(reader, [NumberSplit("a", 0, 10), NumberSplit("b", 3, 6)], checkpoint_id=2)
     with pytest.raises(SourceError, match="not read to its end"):
         _ = run.split_states
-    batches = list(run)
-    assert sorted(_ids(batches)) == sorted([*range(10), 3, 4, 5])
+    pairs = list(run)
+    assert sorted(_ids([b for b, _ in pairs])) == sorted([*range(10), 3, 4, 5])
+    assert {sid for _, sid in pairs} == {"a", "b"}
+    assert run.records == 13
     assert sorted(run.split_states, key=lambda s: s.split_id) == [
         NumberSplit("a", 10, 10),
         NumberSplit("b", 6, 6),
@@ -229,9 +231,17 @@ def test_bounded_plan_run_yields_batches_then_states(threaded: bool) -> None:
         list(run)
 
 
-def test_bounded_plan_run_closes_the_reader_when_iteration_stops_early() -> None:
+def test_bounded_read_stops_at_the_record_budget_without_cutting_a_batch() -> None:
+    reader = _KeepingReader(RecordingReaderContext(), threaded=False, batch_size=4)
+    run = BoundedRead(reader, [NumberSplit("a", 0, 100)], checkpoint_id=1, max_records=10)
+    pairs = list(run)
+    assert run.records == 12 and sum(b.num_rows for b, _ in pairs) == 12  # 3 whole batches
+    assert run.split_states == [NumberSplit("a", 12, 100)]
+
+
+def test_bounded_read_closes_the_reader_when_iteration_stops_early() -> None:
     reader = _reader(True, batch_size=2)
-    run = BoundedPlanRun(reader, [NumberSplit("a", 0, 100)], checkpoint_id=1)
+    run = BoundedRead(reader, [NumberSplit("a", 0, 100)], checkpoint_id=1)
     it = iter(run)
     next(it)
     it.close()  # e.g. the consumer of a mapInArrow iterator went away

@@ -21,7 +21,7 @@ or with the builder::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hoodline.connectors.kafka.admin import ConfluentMetadataClient, KafkaMetadataClient
@@ -30,7 +30,6 @@ from hoodline.connectors.kafka.enumerator import KafkaSourceEnumerator
 from hoodline.connectors.kafka.offsets import StartingOffsets, StoppingOffsets
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.reader import KafkaSourceReader
-from hoodline.connectors.kafka.rounds import plan_round
 from hoodline.connectors.kafka.serde import (
     KafkaPartitionSplitSerializer,
     KafkaSourceEnumStateSerializer,
@@ -88,24 +87,6 @@ class KafkaSource(
     def metadata_client(self) -> KafkaMetadataClient:
         """A new broker metadata client for this source's configuration (close it after use)."""
         return self._metadata_client()
-
-    def plan_round(
-        self,
-        reader_splits: Mapping[int, Sequence[KafkaPartitionSplit]],
-        max_records: int | None = None,
-        client: KafkaMetadataClient | None = None,
-    ) -> dict[int, list[KafkaPartitionSplit]]:
-        """Bound every reader's splits to this round (see :func:`rounds.plan_round`), using the
-        partitions' current end offsets from the brokers."""
-        tps = {s.topic_partition for splits in reader_splits.values() for s in splits}
-        own = client is None
-        client = client or self._metadata_client()
-        try:
-            ends = client.latest_offsets(sorted(tps)) if tps else {}
-        finally:
-            if own:
-                client.close()
-        return plan_round(reader_splits, ends, max_records)
 
     def commit_offsets(self, splits: Iterable[KafkaPartitionSplit]) -> bool:
         """Commit the splits' positions to the consumer group after a checkpoint completed.

@@ -42,10 +42,6 @@ def data_column_names(table: pa.Table | pa.Schema) -> list[str]:
     return [n for n in names if n not in META_COLUMNS and n not in INTERNAL_COLUMNS]
 
 
-def data_schema_of(table: pa.Table) -> pa.Schema:
-    return pa.schema([table.schema.field(n) for n in data_column_names(table)])
-
-
 def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
     """Stable order grouping equal ``codes`` together, and ``(code, start, stop)`` per group."""
     if len(codes) == 0:

@@ -1,0 +1,182 @@
+"""The file source's pipeline plug-in: split pulling (driver) and record preparation (tasks).
+
+Driver side (:class:`FilesPlugin`): readers pull splits -- before every plan the driver asks the
+enumerator for every reader holding none. A task reads its splits in order until its share of the
+round's record budget is reached (a batch is never cut), so a file may span rounds; split progress
+(records emitted) is checkpointed. ``--once`` stops after two plans in a row held nothing, once
+every file present at the start had time to pass its stability scans.
+
+Task side (:class:`FileRecords`): the source already decoded the rows into the declared schema;
+rows whose key, partition or ordering field is null become error rows positioned by file and row
+(error id ``file/<path>/<row>``), with the row as JSON for the raw value. Files the source
+skipped under its own ``errors.tolerance = all`` become one error row each.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.connectors.files.events import SplitsFinishedEvent
+from hoodline.connectors.files.source import FileSource
+from hoodline.errors import ConfigError
+from hoodline.formats.json_decoder import BadRecords
+from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.errors_table import build_error_batch
+from hoodline.pipeline.plugin import (
+    ReadOutcome,
+    ReadTask,
+    RecordPreparer,
+    RoundPlan,
+    SourcePlugin,
+)
+from hoodline.pipeline.transform import (
+    Prepared,
+    RecordSpec,
+    delete_flags,
+    empty_errors,
+    key_records,
+    missing_required,
+    without_rows,
+)
+from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
+from hoodline.source.api import SourceSplit
+
+__all__ = ["UNREADABLE_FILE", "FileRecords", "FilesPlugin"]
+
+#: Reason code of a file the source skipped (tolerance all).
+UNREADABLE_FILE = "unreadable_file"
+
+
+def _file_errors(
+    spec: RecordSpec, bad: BadRecords, raw: pa.Array, file: str, rows: pa.Array
+) -> pa.RecordBatch:
+    positions = pa.table({"file": pa.array([file] * len(raw), pa.string()), "row": rows})
+    return build_error_batch(bad, raw, positions, source=FilesPlugin.name, id_prefix="file",
+                             id_columns=("file", "row"), round_id=spec.round_id)
+
+
+@dataclass(frozen=True)
+class FileRecords(RecordPreparer):
+    """Decoded file rows -> keyed records and error rows (see module docs)."""
+
+    def prepare(
+        self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
+    ) -> Iterator[Prepared]:
+        first_row = {s.split_id: s.records_to_skip for s in task.splits}
+        for batch, split_id in batches:
+            sid = split_id or ""
+            start = first_row.get(sid, 0)
+            first_row[sid] = start + batch.num_rows
+            yield self.prepare_batch(spec, batch, sid, start)
+
+    @staticmethod
+    def prepare_batch(
+        spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int
+    ) -> Prepared:
+        """Keyed records and error rows of one batch a file split emitted (rows numbered from
+        ``first_row`` within the split)."""
+        data = pa.Table.from_batches([batch])
+        n = data.num_rows
+        seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
+        bad = missing_required(spec, data)
+        errors = empty_errors()
+        if len(bad):
+            raw = pa.array(
+                [json.dumps(r, default=str).encode() for r in data.take(bad.index).to_pylist()],
+                pa.binary(),
+            )
+            errors = _file_errors(
+                spec,
+                BadRecords(pa.array(np.arange(len(bad), dtype=np.int64)), bad.reason, bad.detail),
+                raw, file, pc.take(seq, bad.index),
+            )
+        data, seq = without_rows(data, seq, bad)
+        return Prepared(key_records(spec, data, delete_flags(spec, data), seq), errors)
+
+    def rejected(self, spec: RecordSpec, outcome: ReadOutcome) -> list[pa.RecordBatch]:
+        out = []
+        for event in outcome.events:
+            if isinstance(event, SplitsFinishedEvent):
+                for rej in event.rejected:
+                    bad = BadRecords(pa.array([0], pa.int64()),
+                                     pa.array([UNREADABLE_FILE], pa.string()),
+                                     pa.array([rej.reason[:300]], pa.string()))
+                    out.append(_file_errors(spec, bad, pa.nulls(1, pa.binary()), rej.split_id,
+                                            pa.array([rej.rows_emitted], pa.int64())))
+        return out
+
+
+class FilesPlugin(SourcePlugin):
+    """Driver side of the file source (see module docs)."""
+
+    name = "files"
+    source: FileSource
+
+    def __init__(self, source: FileSource) -> None:
+        super().__init__(source)
+        self._idle_rounds = 0
+        self._started = time.monotonic()
+
+    @classmethod
+    def from_config(cls, config: PipelineConfig) -> FilesPlugin:
+        options = dict(config.source.options)
+        if "schema" in options:
+            raise ConfigError(
+                "[source.options] 'schema' is not used by pipelines: declare the record schema "
+                "in [schema]"
+            )
+        if config.errors.tolerance == "all":
+            options.setdefault("errors.tolerance", "all")
+        schema = config.schema if config.source.format == "json" else None
+        return cls(FileSource.from_options(options, schema=schema))
+
+    @property
+    def identity(self) -> str:
+        cfg = self.source.config
+        return f"{cfg.root}|{cfg.format}"
+
+    def table_schema(self, config: PipelineConfig) -> pa.Schema:
+        return config.schema
+
+    def preparer(self, config: PipelineConfig) -> FileRecords:
+        return FileRecords()
+
+    def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
+        for subtask, splits in rounds.held_splits().items():
+            if not splits:
+                rounds.coordinator.handle_split_request(subtask, None)
+
+    def bound(
+        self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int
+    ) -> RoundPlan:
+        share = max(1, max_records // max(1, len(plans)))
+        tasks = {
+            i: ReadTask(i, len(plans), round_id, self.source, tuple(p.splits), share,
+                        empty=not p.splits)
+            for i, p in plans.items()
+        }
+        busy = any(p.splits for p in plans.values())
+        self._idle_rounds = 0 if busy else self._idle_rounds + 1
+        return RoundPlan(tasks)
+
+    def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
+        finished: set[str] = set()
+        for event in outcome.events:
+            if isinstance(event, SplitsFinishedEvent):
+                finished.update(event.split_ids)
+        return [s for s in outcome.splits if s.split_id not in finished]
+
+    def drained(self) -> bool:
+        """Nothing held for two plans, and long enough running that every file present at the
+        start passed its stability scans (continuous mode scans every monitor interval)."""
+        cfg = self.source.config
+        settle = cfg.monitor_interval * (cfg.stable_scans + 1) if cfg.continuous else 0.0
+        return self._idle_rounds >= 2 and time.monotonic() - self._started >= settle

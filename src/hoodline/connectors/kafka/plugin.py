@@ -1,0 +1,301 @@
+"""The Kafka connector's pipeline plug-in: round bounding (driver) and record preparation (tasks).
+
+Driver side (:class:`KafkaPlugin`): a round reads ``[position, end)`` of every held partition;
+ends come from the brokers' end offsets and the round's record budget, spread fairly
+(:func:`hoodline.connectors.kafka.rounds.plan_round`). Deterministic: a retried task reads the
+same messages. ``--once`` stops when every partition found by the first plan reached the end
+offset it had then. After a commit, offsets go to the consumer group (monitoring only).
+
+Task side (:class:`KafkaRecords`):
+
+* ``format = json``: values are parsed in bulk into the declared schema (blocks of about
+  :data:`BLOCK_RECORDS` messages: fewer, faster vectorised calls); key, partition and ordering
+  fields must be present and non-null. A *tombstone* (null value, non-null key) deletes its key:
+  the message key is either a JSON object holding the key (and partition) fields, or -- for a
+  single-field key of an unpartitioned table -- the key value itself as UTF-8 text.
+* ``format = raw``: the message as columns (:data:`RAW_KAFKA_SCHEMA`); key fields name some of
+  these.
+
+Bad records become error rows positioned by topic, partition and offset (error id
+``kafka/<topic>/<partition>/<offset>``, day from the message timestamp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.connectors.kafka.admin import KafkaMetadataClient
+from hoodline.connectors.kafka.rounds import after_round, plan_round
+from hoodline.connectors.kafka.source import KafkaSource
+from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
+from hoodline.errors import PipelineError
+from hoodline.formats.json_decoder import BadRecords, JsonDecoder
+from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.errors_table import build_error_batch
+from hoodline.pipeline.plugin import (
+    ReadOutcome,
+    ReadTask,
+    RecordPreparer,
+    RoundPlan,
+    SourcePlugin,
+)
+from hoodline.pipeline.transform import (
+    Prepared,
+    RecordSpec,
+    concat_bad,
+    delete_flags,
+    empty_errors,
+    key_records,
+    missing_required,
+    remap_bad,
+    without_rows,
+)
+from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
+from hoodline.source.api import SourceSplit
+
+__all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugin", "KafkaRecords"]
+
+#: Messages decoded together in a task (bigger blocks: fewer, faster vectorised calls).
+BLOCK_RECORDS = 65_536
+BAD_TOMBSTONE_KEY = "bad_tombstone_key"
+
+#: The columns of a Kafka message in ``format = raw`` pipelines.
+RAW_KAFKA_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+
+_POSITIONS = ["topic", "partition", "offset", "key", "timestamp"]
+
+
+@dataclass(frozen=True)
+class KafkaRecords(RecordPreparer):
+    """Kafka messages -> keyed records and error rows (see module docs)."""
+
+    raw: bool
+
+    def prepare(
+        self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
+    ) -> Iterator[Prepared]:
+        pending: list[pa.RecordBatch] = []
+        rows = 0
+        for batch, _ in batches:
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows >= BLOCK_RECORDS:
+                yield from self._blocks(spec, pending)
+                pending, rows = [], 0
+        if pending:
+            yield from self._blocks(spec, pending)
+
+    def _blocks(self, spec: RecordSpec, batches: list[pa.RecordBatch]) -> Iterator[Prepared]:
+        for block in pa.Table.from_batches(batches).combine_chunks().to_batches():
+            yield self.prepare_batch(spec, block)
+
+    def prepare_batch(self, spec: RecordSpec, batch: pa.RecordBatch) -> Prepared:
+        """Keyed records and error rows of one batch of messages (``KAFKA_RECORD_SCHEMA``)."""
+        offsets = batch.column("offset")
+        if self.raw:
+            data = pa.Table.from_batches([batch]).select(RAW_KAFKA_SCHEMA.names)
+            bad = missing_required(spec, data)
+            data, seq = without_rows(data, offsets, bad)
+            recs = key_records(spec, data, delete_flags(spec, data), seq)
+            return Prepared(recs, _errors(spec, batch, bad))
+
+        n = batch.num_rows
+        all_rows = pa.array(np.arange(n, dtype=np.int64))
+        values = batch.column("value")
+        keys = batch.column("key")
+        tomb = pc.and_(values.is_null(), keys.is_valid())
+        has_tomb = pc.any(tomb).as_py()
+        value_rows = pc.filter(all_rows, pc.invert(tomb)) if has_tomb else all_rows
+        decoded = JsonDecoder(spec.declared, spec.required).decode(
+            pc.take(values, value_rows) if has_tomb else values
+        )
+        bad_parts = [remap_bad(decoded.errors, value_rows)]
+        good_rows = pc.take(value_rows, decoded.row_index)
+        data = decoded.records
+        tables = [key_records(spec, data, delete_flags(spec, data), pc.take(offsets, good_rows))]
+        if has_tomb:
+            tomb_rows = pc.filter(all_rows, tomb)
+            key_cols, ok_rows, bad = _tombstone_keys(spec, pc.take(keys, tomb_rows))
+            bad_parts.append(remap_bad(bad, tomb_rows))
+            rows = pc.take(tomb_rows, ok_rows)
+            if key_cols.num_rows:
+                flags = pa.array(np.ones(key_cols.num_rows, dtype=bool))
+                tables.append(key_records(spec, key_cols, flags, pc.take(offsets, rows)))
+        recs = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        return Prepared(recs, _errors(spec, batch, concat_bad(bad_parts)))
+
+
+def _tombstone_keys(spec: RecordSpec, keys: pa.Array) -> tuple[pa.Table, pa.Array, BadRecords]:
+    """Key/partition field columns decoded from message keys (+ their rows, + bad ones)."""
+    cfg = spec.ctx.config
+    names = list(dict.fromkeys((*cfg.record_key_fields, *cfg.partition_fields)))
+    schema = pa.schema([spec.declared.field(n) for n in names])
+    n = len(keys)
+    rows = pa.array(np.arange(n, dtype=np.int64))
+    starts_obj = pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary()))
+    plain = len(names) == 1 and not pc.any(starts_obj).as_py()
+    if plain:
+        try:
+            text = pc.cast(keys, pa.string())
+            values = pc.cast(text, schema.field(0).type)
+            return pa.table([values], schema=schema), rows, concat_bad([])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # some keys do not convert: fall through to per-key isolation
+        good_vals: list[object] = []
+        good_rows: list[int] = []
+        bad_rows: list[int] = []
+        for i, k in enumerate(keys.to_pylist()):  # rare path: only tombstones whose key is bad
+            try:
+                v = pc.cast(pa.array([k.decode("utf-8")]), schema.field(0).type)[0].as_py()
+                good_vals.append(v)
+                good_rows.append(i)
+            except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                bad_rows.append(i)
+        bad = BadRecords(
+            pa.array(bad_rows, pa.int64()),
+            pa.array([BAD_TOMBSTONE_KEY] * len(bad_rows), pa.string()),
+            pa.array([f"tombstone key is not a {schema.field(0).type} value"] * len(bad_rows),
+                     pa.string()),
+        )
+        return (pa.table([pa.array(good_vals, schema.field(0).type)], schema=schema),
+                pa.array(good_rows, pa.int64()), bad)
+    result = JsonDecoder(schema, names).decode(keys)
+    bad = result.errors
+    bad = BadRecords(
+        bad.index,
+        pa.array([BAD_TOMBSTONE_KEY] * len(bad), pa.string()),
+        pc.binary_join_element_wise(
+            pa.scalar("tombstone key must be a JSON object with the key/partition fields: "),
+            bad.detail, "",
+        ) if len(bad) else bad.detail,
+    )
+    return result.records, result.row_index, bad
+
+
+def _errors(spec: RecordSpec, batch: pa.RecordBatch, bad: BadRecords) -> pa.RecordBatch:
+    if not len(bad):
+        return empty_errors()
+    order = pc.sort_indices(bad.index)
+    bad = BadRecords(pc.take(bad.index, order), pc.take(bad.reason, order),
+                     pc.take(bad.detail, order))
+    positions = pa.Table.from_batches([batch]).select(_POSITIONS)
+    return build_error_batch(bad, batch.column("value"), positions, source=KafkaPlugin.name,
+                             id_prefix="kafka", id_columns=("topic", "partition", "offset"),
+                             round_id=spec.round_id)
+
+
+class KafkaPlugin(SourcePlugin):
+    """Driver side of the Kafka connector (see module docs)."""
+
+    name = "kafka"
+    source: KafkaSource
+
+    def __init__(self, source: KafkaSource, *, raw: bool = False) -> None:
+        super().__init__(source)
+        self._raw = raw
+        self._client: KafkaMetadataClient | None = None
+        self._targets: dict[TopicPartition, int] | None = None
+        self._positions: dict[TopicPartition, int] = {}
+        self._unassigned_plans = 0
+
+    @classmethod
+    def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
+        return cls(KafkaSource.from_options(dict(config.source.options)),
+                   raw=config.source.format == "raw")
+
+    @property
+    def identity(self) -> str:
+        sub = self.source.config.subscription
+        if sub.topics is not None:
+            return "topics:" + ",".join(sorted(sub.topics))
+        if sub.pattern is not None:
+            return "pattern:" + sub.pattern
+        parts = sorted(f"{tp.topic}:{tp.partition}" for tp in sub.partitions or ())
+        return "partitions:" + ",".join(parts)
+
+    def table_schema(self, config: PipelineConfig) -> pa.Schema:
+        return RAW_KAFKA_SCHEMA if self._raw else config.schema
+
+    def preparer(self, config: PipelineConfig) -> KafkaRecords:
+        return KafkaRecords(self._raw)
+
+    def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        if self._client is None:
+            self._client = self.source.metadata_client()
+        return self._client.latest_offsets(tps)
+
+    def bound(
+        self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int
+    ) -> RoundPlan:
+        held = {i: list(p.splits) for i, p in plans.items()}
+        tps = sorted({s.topic_partition for splits in held.values() for s in splits})
+        ends = self._latest(tps) if tps else {}
+        if self._targets is None:
+            if tps:
+                self._targets = dict(ends)
+            else:
+                self._unassigned_plans += 1
+        bounded = plan_round(held, ends, max_records)
+        lag: dict[str, int] = {}
+        for splits in bounded.values():
+            for s in splits:
+                end = ends.get(s.topic_partition, s.stopping_offset or 0)
+                lag[f"{s.topic}-{s.partition}"] = max(0, end - (s.stopping_offset or 0))
+                self._positions[s.topic_partition] = s.stopping_offset or s.starting_offset
+        tasks = {
+            i: ReadTask(i, len(plans), round_id, self.source, tuple(bounded[i]),
+                        empty=all(s.stopping_offset == s.starting_offset for s in bounded[i]))
+            for i in plans
+        }
+        return RoundPlan(tasks, lag)
+
+    def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
+        read = {s.split_id: s for s in outcome.splits}
+        out: list[SourceSplit] = []
+        for s in held:
+            assert isinstance(s, KafkaPartitionSplit)
+            state = read.get(s.split_id)
+            if state is None:  # the reader keeps finished splits: a missing one is a bug
+                raise PipelineError(
+                    f"reader subtask {outcome.subtask} reported no state for split "
+                    f"'{s.split_id}' of its plan; not committing"
+                )
+            cont = after_round(s, state)
+            if cont.stopping_offset is not None and cont.starting_offset >= cont.stopping_offset:
+                continue
+            out.append(cont)
+        return out
+
+    def drained(self) -> bool:
+        if self._targets is None:  # no partition found (yet): give discovery a few rounds
+            return self._unassigned_plans >= 3
+        return all(self._positions.get(tp, 0) >= end for tp, end in self._targets.items())
+
+    def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
+        splits = [s for held in rounds.held_splits().values() for s in held]
+        self.source.commit_offsets(splits)
+
+    def reset(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            finally:
+                self._client = None

@@ -1,0 +1,476 @@
+"""The round driver: runs a pipeline as checkpoint rounds on an engine (Hudi RFC-13/RFC-24 with
+FLIP-27 sources; see DESIGN.md). Engine-agnostic: the engine runs each round's tasks.
+
+**Start.** Open (or create) the table through the write client (writer lock; instants a dead
+writer left pending are rolled back), read the pipeline checkpoint from the latest completed
+commit's ``extraMetadata``, refuse a checkpoint of another source, and build the source's
+:class:`~hoodline.runtime.SourceRounds` from it (readers register with their restored splits;
+another reader parallelism rebalances).
+
+**Each round**, in four steps:
+
+1. *plan* -- the connector plug-in bounds every reader's splits to this round
+   (:meth:`~hoodline.pipeline.plugin.SourcePlugin.bound`); a round with nothing to read starts no
+   instant and keeps every split assignment.
+2. *execute* -- start an instant and run ONE job on the engine (readers -> shuffle -> writers,
+   every task reports), then wait until no task of it runs.
+3. *commit* -- bad records stop the job (tolerance ``none``) or go to the error table (``all``);
+   the splits the readers continue with are recorded, the checkpoint is taken and the instant is
+   committed with the checkpoint in its extra metadata, atomically with the data. Never twice:
+   before committing, the table's latest checkpoint must be the one this round started from.
+4. *report* -- checkpoint completion is notified (Kafka offsets committed to the group,
+   monitoring only), optional cleaning, and a :class:`~hoodline.pipeline.report.RoundReport`.
+
+**Failures.** A round that fails before its commit landed is rolled back (markers name its
+files) after the engine has no task of it running; its splits go back to the enumerator
+(``round_failed``). Errors whose class says they are not retryable
+(:func:`hoodline.errors.is_retryable`: bad records, configuration, an incompatible checkpoint,
+another writer, an unreadable file ...) stop the job at once; others are retried after an
+exponential backoff, and after ``runtime.max-consecutive-failures`` failed rounds in a row
+:class:`~hoodline.errors.RoundFailedError` stops it. When the commit's outcome is unknown
+(:class:`~hoodline.errors.CommitOutcomeUnknownError`) the timeline decides whether it landed.
+Errors after the commit landed do not undo the round: they are logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from hoodline import faults
+from hoodline.errors import (
+    CommitOutcomeUnknownError,
+    ConfigError,
+    PipelineError,
+    RoundFailedError,
+    TableError,
+    TableNotFoundError,
+    is_retryable,
+)
+from hoodline.faults import FaultPoint
+from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
+from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.engine import Engine, RoundOutput
+from hoodline.pipeline.errors_table import open_error_table, raise_for_bad_records
+from hoodline.pipeline.plugin import RecordPreparer, RoundPlan, SourcePlugin
+from hoodline.pipeline.plugins import load_plugin
+from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
+from hoodline.pipeline.tasks import RoundJob
+from hoodline.pipeline.transform import RecordSpec
+from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
+from hoodline.table.instant import COMMIT
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import PreparedBatch, WriteClient
+from hoodline.table.write.file_writer import WriteContext
+
+__all__ = ["RoundDriver", "open_target_table"]
+
+log = logging.getLogger(__name__)
+
+#: Longest the driver waits for the tasks of a failed job to end before rolling back.
+FAILED_JOB_DRAIN_S = 60.0
+
+
+def open_target_table(config: PipelineConfig) -> HudiTable:
+    """The pipeline's table, created on first use; an existing table must match the config."""
+    t = config.table
+    try:
+        table = HudiTable.open(t.path)
+    except TableNotFoundError:
+        table = HudiTable.create(
+            t.path,
+            TableConfig(
+                name=t.name,
+                record_key_fields=t.record_key,
+                partition_fields=t.partition_fields,
+                precombine_field=t.precombine_field,
+                index_type=t.index,
+                bucket_count=t.bucket_count,
+            ),
+            exist_ok=True,
+        )
+    c = table.config
+    if c.index_type != t.index or (c.index_type == "BUCKET" and c.bucket_count != t.bucket_count):
+        raise ConfigError(
+            f"table '{t.path}' uses index {c.index_type} (bucket count {c.bucket_count}), but the "
+            f"pipeline sets table.index = {str(t.index)!r}, table.bucket-count = "
+            f"{t.bucket_count}; an existing table keeps its index: set the table's values or "
+            "write to a new path"
+        )
+    if tuple(c.record_key_fields) != tuple(t.record_key) or (
+        tuple(c.partition_fields) != tuple(t.partition_fields)
+    ):
+        raise ConfigError(
+            f"table '{t.path}' has record key {list(c.record_key_fields)} and partition fields "
+            f"{list(c.partition_fields)}, but the pipeline sets table.record-key = "
+            f"{list(t.record_key)} and table.partition-fields = {list(t.partition_fields)}; "
+            "make them match the table or write to a new path"
+        )
+    return table
+
+
+def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
+    """The pipeline checkpoint of the table's latest commit that carries one."""
+    table.timeline.reload()
+    found = table.timeline.latest_extra_metadata(CHECKPOINT_KEY)
+    return None if found is None else PipelineCheckpoint.decode(found[1])
+
+
+@dataclass
+class _Run:
+    """What one run holds open: the table's writer, the source, the round counter."""
+
+    config: PipelineConfig
+    client: WriteClient
+    errors_client: WriteClient | None
+    plugin: SourcePlugin
+    preparer: RecordPreparer
+    rounds: SourceRounds[Any, Any]
+    #: the last committed round (the table's checkpoint)
+    round_id: int
+    #: the record schema the source delivers, and the schema commits get
+    record_schema: pa.Schema
+    data_schema: pa.Schema
+    operation: str
+    writers: int
+
+    @property
+    def table(self) -> HudiTable:
+        return self.client.table
+
+    def close(self) -> None:
+        try:
+            self.rounds.close()
+        finally:
+            try:
+                self.plugin.close()
+            finally:
+                if self.errors_client is not None:
+                    self.errors_client.close()
+                self.client.close()
+
+
+@dataclass
+class _Totals:
+    rounds: int = 0
+    commits: int = 0
+    records_read: int = 0
+    records_written: int = 0
+    error_records: int = 0
+    last_instant: str | None = None
+
+    def add(self, report: RoundReport) -> None:
+        self.rounds += 1
+        if report.committed:
+            self.commits += 1
+            self.records_read += report.records_read
+            self.records_written += report.records_written
+            self.error_records += report.error_records
+            self.last_instant = report.instant
+
+    def summary(self, reason: StopReason) -> RunSummary:
+        return RunSummary(self.rounds, self.commits, self.records_read, self.records_written,
+                          self.error_records, self.last_instant, reason)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A planned round: the logical readers' plans and their bounded tasks."""
+
+    round_id: int
+    plans: Mapping[int, ReaderPlan[Any]]
+    plan: RoundPlan
+
+
+class RoundDriver:
+    """Runs a pipeline's rounds on an engine (see module docs)."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        engine: Engine,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self._clock = clock
+        self._sleep = sleep
+
+    # -- start ----------------------------------------------------------------------------------
+    def _open(self) -> _Run:
+        cfg = self.config
+        client = WriteClient(open_target_table(cfg), dict(cfg.table.options)).open()
+        plugin: SourcePlugin | None = None
+        errors_client: WriteClient | None = None
+        try:
+            if client.repaired:
+                log.warning("rolled back %d pending instant(s) left by a previous run: %s",
+                            len(client.repaired), [i.timestamp for i in client.repaired])
+            restored = read_checkpoint(client.table)
+            plugin = load_plugin(cfg)
+            if restored is not None:
+                restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
+            operation = str(cfg.table.operation).upper()
+            record_schema = plugin.table_schema(cfg)
+            data_schema = client.plan_schema(record_schema, operation)
+            if cfg.errors.tolerance == "all":
+                errors_client = WriteClient(
+                    open_error_table(cfg.errors.table_path, f"{cfg.table.name}_errors")
+                ).open()
+            rounds: SourceRounds[Any, Any] = SourceRounds(
+                plugin.source, cfg.runtime.reader_parallelism,
+                restored.source if restored else None,
+            )
+        except BaseException:
+            if plugin is not None:
+                plugin.close()
+            if errors_client is not None:
+                errors_client.close()
+            client.close()
+            raise
+        writers = cfg.runtime.writer_parallelism or max(1, self.engine.default_parallelism)
+        return _Run(cfg, client, errors_client, plugin, plugin.preparer(cfg), rounds,
+                    restored.round_id if restored else 0, record_schema, data_schema, operation,
+                    writers)
+
+    # -- the loop -------------------------------------------------------------------------------
+    def run(
+        self,
+        once: bool = False,
+        on_round: Callable[[RoundReport], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> RunSummary:
+        """Run rounds until ``stop`` is set (continuous), or -- with ``once`` -- until what the
+        source held when the run started is committed (see module docs for failures)."""
+        run = self._open()
+        try:
+            return self._loop(run, once, on_round or (lambda _: None), stop)
+        finally:
+            run.close()
+
+    def _wait(self, seconds: float, stop: threading.Event | None) -> bool:
+        """Sleep (interruptible by ``stop``); True when stop was requested."""
+        if seconds <= 0:
+            return bool(stop and stop.is_set())
+        if stop is not None:
+            return stop.wait(seconds)
+        self._sleep(seconds)
+        return False
+
+    def _loop(
+        self,
+        run: _Run,
+        once: bool,
+        on_round: Callable[[RoundReport], None],
+        stop: threading.Event | None,
+    ) -> RunSummary:
+        rt = self.config.runtime
+        totals = _Totals()
+        failures = 0
+        last_start: float | None = None
+        while not (stop is not None and stop.is_set()):
+            if last_start is not None:
+                if self._wait(last_start + rt.round_min_interval_s - self._clock(), stop):
+                    break
+            last_start = self._clock()
+            try:
+                planned = self._plan(run)
+                if planned.plan.empty:
+                    report = self._empty_report(planned, last_start, failures)
+                else:
+                    report = self._round(run, planned, last_start, failures)
+            except BaseException as exc:
+                run.rounds.round_failed()
+                run.plugin.reset()
+                if not is_retryable(exc):
+                    raise
+                failures += 1
+                if failures >= rt.max_consecutive_failures:
+                    raise RoundFailedError(
+                        f"round {run.round_id + 1} failed {failures} times in a row (limit "
+                        f"runtime.max-consecutive-failures = {rt.max_consecutive_failures}); "
+                        f"last error: {type(exc).__name__}: {exc}"
+                    ) from exc
+                backoff = rt.backoff_s(failures)
+                log.warning("round %d failed (%d in a row); retrying in %.1fs: %s: %s",
+                            run.round_id + 1, failures, backoff, type(exc).__name__, exc)
+                if self._wait(backoff, stop):
+                    break
+                continue
+            failures = 0
+            totals.add(report)
+            on_round(report)
+            if report.committed:
+                if once and run.plugin.drained():
+                    return totals.summary(StopReason.DRAINED)
+                continue
+            if all(p.no_more_splits and not p.splits for p in planned.plans.values()):
+                return totals.summary(StopReason.END_OF_INPUT)
+            if once and run.plugin.drained():
+                return totals.summary(StopReason.DRAINED)
+            idle = min(rt.round_max_interval_s, max(rt.round_min_interval_s, 0.2))
+            if self._wait(idle - (self._clock() - last_start), stop):
+                break
+        return totals.summary(StopReason.STOPPED)
+
+    # -- step 1: plan ---------------------------------------------------------------------------
+    def _plan(self, run: _Run) -> _Planned:
+        rt = self.config.runtime
+        run.plugin.before_plan(run.rounds)
+        plans = run.rounds.plan_round()
+        budget = run.plugin.record_budget(rt.round_max_records, rt.round_max_bytes)
+        round_id = run.round_id + 1
+        return _Planned(round_id, plans, run.plugin.bound(plans, round_id, budget))
+
+    def _empty_report(self, planned: _Planned, started: float, retries: int) -> RoundReport:
+        return RoundReport(planned.round_id, None, False, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0,
+                           self._clock() - started, 0.0, dict(planned.plan.lag), retries)
+
+    # -- one round: execute, commit, report -----------------------------------------------------
+    def _round(self, run: _Run, planned: _Planned, started: float, retries: int) -> RoundReport:
+        ts = run.client.start_instant()
+        try:
+            ctx = run.client.context(
+                ts, PreparedBatch(run.operation, run.data_schema.empty_table(), run.data_schema)
+            )
+            output, job_s = self._execute(run, planned, ctx)
+            checkpoint, commit_s = self._commit(run, planned, output, ctx)
+        except BaseException as error:
+            if isinstance(error, Exception):  # not on Ctrl-C: the user wants out now
+                try:  # tasks of the failed job may still run: let them end first
+                    self.engine.wait_until_idle(FAILED_JOB_DRAIN_S)
+                except Exception as exc:
+                    log.warning("tasks still running while rolling back %s: %s", ts, exc)
+            self._rollback(run, ts)
+            raise
+        run.round_id = planned.round_id
+        self._after_commit(run, checkpoint)
+        return self._report(planned, ts, output, job_s, commit_s, started, retries)
+
+    def _execute(
+        self, run: _Run, planned: _Planned, ctx: WriteContext
+    ) -> tuple[RoundOutput, float]:
+        cfg = self.config
+        spec = RecordSpec(ctx, run.record_schema, cfg.table.delete_field, planned.round_id,
+                          cfg.runtime.writer_buffer_bytes)
+        job = RoundJob(planned.round_id, planned.plan.tasks, spec, run.preparer, run.writers)
+        started = self._clock()
+        output = self.engine.run_round(job)
+        self.engine.wait_until_idle()  # no zombie attempt may write after this point
+        return output, self._clock() - started
+
+    def _commit(
+        self, run: _Run, planned: _Planned, output: RoundOutput, ctx: WriteContext
+    ) -> tuple[SourceCheckpoint, float]:
+        cfg = self.config
+        bad = output.bad_records
+        if bad.num_rows and cfg.errors.tolerance != "all":
+            raise_for_bad_records(bad, cfg.errors.table_path)
+        started = self._clock()
+        outcomes = list(output.outcomes.values())
+        for o in outcomes:
+            held = planned.plans[o.subtask].splits
+            run.rounds.reads_done(o.subtask, run.plugin.continuing(held, o))
+        run.plugin.forward_events(run.rounds, outcomes)
+        run.plugin.observe(sum(o.records for o in outcomes), sum(o.nbytes for o in outcomes))
+        if bad.num_rows and run.errors_client is not None:
+            run.errors_client.upsert(bad)
+        faults.reach(FaultPoint.BEFORE_COMMIT)
+        checkpoint = run.rounds.checkpoint()
+        stored = PipelineCheckpoint(planned.round_id, run.plugin.name, run.plugin.identity,
+                                    checkpoint)
+        self._guard(run.table, planned.round_id)
+        try:
+            run.client.commit(ctx, output.write_stats, {CHECKPOINT_KEY: stored.encode()})
+        except CommitOutcomeUnknownError as exc:
+            if not self._landed(run.table, ctx.instant_ts):
+                raise
+            log.warning("round %d: the commit's outcome was unclear (%s); the timeline shows "
+                        "instant %s completed", planned.round_id, exc, ctx.instant_ts)
+        return checkpoint, self._clock() - started
+
+    def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> None:
+        """The commit landed: the checkpoint is the new restore point. Failures from here on
+        do not undo the round (they are logged)."""
+        run.rounds.checkpoint_complete(checkpoint)
+        try:
+            faults.reach(FaultPoint.AFTER_COMMIT)
+            run.plugin.after_commit(run.rounds)
+        except Exception as exc:  # monitoring only
+            log.warning("round %d committed; notifying the source failed: %s", run.round_id, exc)
+        if run.client.options.clean_automatic:
+            try:
+                run.client.clean()
+            except TableError as exc:
+                log.warning("clean after round %d failed: %s", run.round_id, exc)
+
+    def _report(
+        self,
+        planned: _Planned,
+        ts: str,
+        output: RoundOutput,
+        job_s: float,
+        commit_s: float,
+        started: float,
+        retries: int,
+    ) -> RoundReport:
+        outcomes = output.outcomes.values()
+        stats = output.write_stats
+        # one job reads and writes: reading = the slowest reader task, writing = the rest
+        read_s = min(job_s, max((o.seconds for o in outcomes), default=0.0))
+        records_read = sum(o.records for o in outcomes)
+        duration = self._clock() - started
+        return RoundReport(
+            round_id=planned.round_id,
+            instant=ts,
+            committed=True,
+            records_read=records_read,
+            records_written=sum(s.num_inserts + s.num_update_writes for s in stats),
+            records_deleted=sum(s.num_deletes for s in stats),
+            error_records=output.bad_records.num_rows,
+            files_written=len(stats),
+            read_seconds=read_s,
+            write_seconds=max(0.0, job_s - read_s),
+            commit_seconds=commit_s,
+            duration_seconds=duration,
+            records_per_second=records_read / duration if duration > 0 else 0.0,
+            lag=dict(planned.plan.lag),
+            retries=retries,
+        )
+
+    # -- safety ---------------------------------------------------------------------------------
+    @staticmethod
+    def _guard(table: HudiTable, round_id: int) -> None:
+        """Never commit a round twice: the table's checkpoint must be the previous round's."""
+        current = read_checkpoint(table)
+        have = current.round_id if current else 0
+        if have != round_id - 1:
+            raise PipelineError(
+                f"table '{table.base_path}' already holds checkpoint round {have}; this writer "
+                f"was about to commit round {round_id}. Another writer changed the table; "
+                "restart the pipeline to resume from the table's checkpoint"
+            )
+
+    @staticmethod
+    def _landed(table: HudiTable, ts: str) -> bool:
+        table.timeline.reload()
+        return table.timeline.is_completed_commit(ts)
+
+    @staticmethod
+    def _rollback(run: _Run, ts: str) -> None:
+        try:
+            run.table.timeline.reload()
+            inst = run.table.timeline.find(ts, COMMIT)
+            if inst is not None and not inst.is_completed:
+                run.client.rollback(ts)
+        except Exception as exc:  # the next open rolls it back
+            log.warning("rollback of instant %s failed (left for the next start): %s", ts, exc)

@@ -1,0 +1,250 @@
+"""The connector plug-in contract of the round driver (engine-agnostic).
+
+A connector (Kafka, files, ...) joins the pipeline with one :class:`SourcePlugin`, registered by
+source type in :mod:`hoodline.pipeline.plugins`. The driver never branches on the source type:
+
+* **Driver side** (:class:`SourcePlugin`): build the FLIP-27 source from the pipeline
+  configuration; turn every reader subtask's :class:`~hoodline.runtime.ReaderPlan` into one
+  picklable :class:`ReadTask` bounded to this round (:meth:`SourcePlugin.bound`); after the
+  round, turn what each task read back into the splits the logical reader continues with
+  (:meth:`SourcePlugin.continuing`); say when ``--once`` has drained what was there at the start;
+  side effects of a completed checkpoint (Kafka: offsets committed to the group).
+* **Task side** (:class:`RecordPreparer`, shipped to the engine's tasks): decode the batches the
+  source reader emitted into keyed records plus error rows carrying the record's source position
+  (see :mod:`hoodline.pipeline.transform` for the shared keying helpers).
+
+:class:`PlanReading` reads a task's plan with a fresh source reader (the same for every
+connector).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.errors import PipelineError
+from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
+from hoodline.source.api import Source, SourceEvent, SourceReaderContext, SourceSplit
+from hoodline.source.drive import BoundedRead
+
+if TYPE_CHECKING:
+    from hoodline.pipeline.config import PipelineConfig
+    from hoodline.pipeline.transform import Prepared, RecordSpec
+
+#: Longest a reader task may take to read its bounded plan.
+READ_TIMEOUT_S = 300.0
+
+
+class TaskReaderContext(SourceReaderContext):
+    """Reader context inside a task: events for the enumerator are kept and returned to the
+    driver with the task's outcome; split requests are answered by the driver between rounds."""
+
+    def __init__(self, subtask_id: int, parallelism: int) -> None:
+        self._subtask_id = subtask_id
+        self._parallelism = parallelism
+        self.events: list[SourceEvent] = []
+
+    @property
+    def subtask_id(self) -> int:
+        return self._subtask_id
+
+    @property
+    def parallelism(self) -> int:
+        return self._parallelism
+
+    def send_event_to_enumerator(self, event: SourceEvent) -> None:
+        self.events.append(event)
+
+    def send_split_request(self) -> None:
+        pass  # the driver requests splits for readers that hold none (SourcePlugin.before_plan)
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One reader subtask's work for one round (picklable)."""
+
+    subtask: int
+    parallelism: int
+    round_id: int
+    source: Any  # Source; Any keeps this picklable without generic noise
+    splits: tuple[Any, ...]
+    #: Stop after this many records (whole batches); None = read the splits to their ends.
+    max_records: int | None = None
+    #: Nothing to read this round (the task reports its splits unchanged without a reader).
+    empty: bool = False
+
+
+@dataclass
+class ReadOutcome:
+    """What a reader task reports back: its split states, events for the enumerator, counts."""
+
+    subtask: int
+    splits: list[Any]
+    events: list[SourceEvent] = field(default_factory=list)
+    records: int = 0
+    nbytes: int = 0
+    #: Seconds the task spent reading (and keying) its plan.
+    seconds: float = 0.0
+
+    def to_bytes(self) -> bytes:
+        return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> ReadOutcome:
+        out = pickle.loads(data)
+        if not isinstance(out, ReadOutcome):
+            raise PipelineError(f"reader state payload holds {type(out).__name__}")
+        return out
+
+
+def _value_bytes(batch: pa.RecordBatch) -> int:
+    if "value" in batch.schema.names:
+        lengths = pc.binary_length(batch.column("value"))
+        return int(pc.sum(lengths).as_py() or 0)
+    return int(batch.nbytes)
+
+
+class PlanReading:
+    """Read a task's plan with a fresh source reader: iterate (batch, split id) pairs; at the
+    end :attr:`outcome` holds the split states, the events for the enumerator and counts."""
+
+    def __init__(self, task: ReadTask) -> None:
+        self.task = task
+        self.outcome: ReadOutcome | None = None
+
+    def __iter__(self) -> Iterator[tuple[pa.RecordBatch, str | None]]:
+        task = self.task
+        if task.empty:
+            self.outcome = ReadOutcome(task.subtask, list(task.splits))
+            return
+        started = time.monotonic()
+        ctx = TaskReaderContext(task.subtask, task.parallelism)
+        source: Source[Any, Any] = task.source
+        run = BoundedRead(
+            source.create_reader(ctx),
+            task.splits,
+            checkpoint_id=task.round_id,
+            timeout=READ_TIMEOUT_S,
+            max_records=task.max_records,
+        )
+        nbytes = 0
+        for batch, split_id in run:
+            nbytes += _value_bytes(batch)
+            yield batch, split_id
+        self.outcome = ReadOutcome(task.subtask, list(run.split_states), list(ctx.events),
+                                   run.records, nbytes, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """Every reader subtask's bounded task for one round, and the lag after it."""
+
+    tasks: dict[int, ReadTask]
+    #: "topic-partition" -> records behind the end after this round ({} if unknown).
+    lag: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return all(t.empty for t in self.tasks.values())
+
+
+class RecordPreparer(ABC):
+    """Task side of a connector: emitted batches -> keyed records + error rows (picklable)."""
+
+    @abstractmethod
+    def prepare(
+        self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
+    ) -> Iterator[Prepared]:
+        """Keyed records and error rows of ``batches`` (in source order)."""
+
+    def rejected(self, spec: RecordSpec, outcome: ReadOutcome) -> list[pa.RecordBatch]:
+        """Error rows for input the source itself skipped (e.g. unreadable files)."""
+        return []
+
+
+class SourcePlugin(ABC):
+    """Driver side of a connector (see module docs). One instance per pipeline run."""
+
+    #: The ``source.type`` it serves (stored with checkpoints and error rows).
+    name: ClassVar[str]
+
+    def __init__(self, source: Source[Any, Any]) -> None:
+        self.source = source
+        self._avg_bytes: float | None = None
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: PipelineConfig) -> SourcePlugin:
+        """Build the connector's source from the pipeline configuration (ConfigError if bad)."""
+
+    @property
+    @abstractmethod
+    def identity(self) -> str:
+        """What must not change between runs for stored positions to mean the same records
+        (Kafka: the subscription; files: the root directory and format). No secrets."""
+
+    @abstractmethod
+    def table_schema(self, config: PipelineConfig) -> pa.Schema:
+        """The record schema the table gets (the declared one, or the connector's raw one)."""
+
+    @abstractmethod
+    def preparer(self, config: PipelineConfig) -> RecordPreparer:
+        """The task-side record preparer."""
+
+    @abstractmethod
+    def bound(
+        self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int
+    ) -> RoundPlan:
+        """Every subtask's task for this round, bounded to ``max_records`` over all readers."""
+
+    @abstractmethod
+    def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
+        """The splits a logical reader holds after the round (finished ones dropped)."""
+
+    def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
+        """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
+        return None
+
+    def drained(self) -> bool:
+        """``--once``: everything that was available at the first round has been read."""
+        return False
+
+    def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
+        """Side effects of a completed checkpoint (monitoring only; failures are logged)."""
+        return None
+
+    def reset(self) -> None:
+        """After a failed round: drop connections that may be broken."""
+        return None
+
+    def close(self) -> None:
+        """Release what the plug-in holds (clients); the source itself has no resources."""
+        return None
+
+    def observe(self, records: int, nbytes: int) -> None:
+        """Bytes per record seen in a round (turns ``round.max-bytes`` into a record budget)."""
+        if records > 0:
+            avg = nbytes / records
+            self._avg_bytes = avg if self._avg_bytes is None else 0.5 * (self._avg_bytes + avg)
+
+    def record_budget(self, max_records: int, max_bytes: int) -> int:
+        """The round's record budget: ``max_records``, lowered by ``max_bytes`` once the
+        average record size is known."""
+        if self._avg_bytes:
+            return max(1, min(max_records, int(max_bytes / max(self._avg_bytes, 1.0))))
+        return max_records
+
+    def forward_events(
+        self, rounds: SourceRounds[Any, Any], outcomes: Sequence[ReadOutcome]
+    ) -> None:
+        """Deliver the events reader tasks sent to the enumerator (before the checkpoint)."""
+        for o in outcomes:
+            for event in o.events:
+                rounds.coordinator.handle_source_event(o.subtask, event)

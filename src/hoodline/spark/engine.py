@@ -1,0 +1,67 @@
+"""The Spark engine: runs the round driver's jobs on a SparkSession (see :mod:`.job`)."""
+
+from __future__ import annotations
+
+import re
+
+from hoodline.errors import EngineJobError, HoodlineError
+from hoodline.pipeline.config import RuntimeSection
+from hoodline.pipeline.engine import Engine, RoundOutput, RoundOutputBuilder
+from hoodline.pipeline.tasks import RoundJob
+from hoodline.spark.job import decode, round_dataframe
+from hoodline.spark.session import HoodlineSpark, settings_from_runtime, start_session
+
+__all__ = ["SparkEngine"]
+
+_ABORTED = re.compile(r"Job aborted due to stage failure: ([^\n]*)")
+#: The last line of a Python traceback inside a Spark error ("SomeError: message").
+_ERROR_LINE = re.compile(r"^(?:Caused by: )?([\w.$]+(?:Error|Exception)\b: [^\n]*)$", re.MULTILINE)
+
+
+def _summary(exc: BaseException) -> str:
+    """A short description of a failed Spark job (its root error), for the round's log line.
+    Only for people: whether a round is retried never depends on this text."""
+    text = str(exc)
+    aborted = _ABORTED.search(text)
+    if aborted:
+        return aborted.group(1)[:500]
+    found = _ERROR_LINE.findall(text)
+    line = found[-1] if found else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return line[:500]
+
+
+class SparkEngine(Engine):
+    """Runs rounds on ``spark`` (a session hoodline started; stopped by :meth:`close` when
+    ``owns_session``)."""
+
+    def __init__(self, spark: HoodlineSpark, *, owns_session: bool = False) -> None:
+        self.spark = spark
+        self._owns = owns_session
+
+    @classmethod
+    def start(cls, runtime: RuntimeSection, app_name: str) -> SparkEngine:
+        """Start a session for a pipeline's ``[runtime]`` section (closed with the engine)."""
+        return cls(start_session(settings_from_runtime(runtime, app_name=app_name)),
+                   owns_session=True)
+
+    @property
+    def default_parallelism(self) -> int:
+        return int(self.spark.context.defaultParallelism)
+
+    def run_round(self, job: RoundJob) -> RoundOutput:
+        df = round_dataframe(self.spark.session, job)
+        try:
+            results = df.toArrow()
+        except HoodlineError:
+            raise
+        except Exception as exc:  # a failed Spark job: retryable (lost executor, I/O, ...)
+            raise EngineJobError(f"the round's Spark job failed: {_summary(exc)}") from exc
+        return decode(results, RoundOutputBuilder(job.readers, job.writers)).build()
+
+    def wait_until_idle(self, timeout_s: float = 60.0) -> None:
+        self.spark.wait_until_idle(timeout_s)
+
+    def close(self) -> None:
+        if self._owns:
+            self._owns = False
+            self.spark.stop()

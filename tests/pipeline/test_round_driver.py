@@ -1,0 +1,319 @@
+"""The round driver's policy without Spark or a broker: the file source, a real table and the
+in-process engine. Each test names the rule it covers and fails when that rule is removed:
+restore, retry with backoff, the failure limit, non-retryable errors stopping at once, the
+double-commit guard, a retried round checkpointing again (issue 9 bug 1), commits whose outcome
+is unknown, and errors after the commit."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hoodline import faults
+from hoodline.errors import (
+    BadRecordError,
+    CommitOutcomeUnknownError,
+    EngineJobError,
+    FileSourceError,
+    PipelineError,
+    RoundFailedError,
+)
+from hoodline.faults import FaultAction, FaultPoint
+from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
+from hoodline.pipeline.config import PipelineConfig, config_from_dict
+from hoodline.pipeline.driver import RoundDriver, read_checkpoint
+from hoodline.pipeline.report import RoundReport, StopReason
+from hoodline.pipeline.tasks import RoundJob
+from hoodline.table.commit_metadata import CommitMetadata
+from hoodline.table.instant import COMMIT
+from hoodline.table.read import read_snapshot
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+from hoodline.testing.engine import InProcessEngine
+
+
+def _write_file(root: Path, name: str, rows: list[dict[str, Any]]) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _rows(ids: range, version: int = 1) -> list[dict[str, Any]]:
+    return [{"id": i, "v": f"v{version}-{i}", "ts": version} for i in ids]
+
+
+def _config(root: Path, table: Path, continuous: bool = False, **runtime: object
+            ) -> PipelineConfig:
+    options: dict[str, object] = {"path": str(root), "format": "jsonl"}
+    if continuous:  # a restart lists the directory again
+        options.update({"source.mode": "continuous", "source.monitor-interval": 0.02,
+                        "source.stable-scans": 1})
+    return config_from_dict({
+        "source": {"type": "files", "format": "json", "options": options},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "runtime": {"reader-parallelism": 2, "retry-backoff": 0.5, "retry-backoff-max": 10,
+                    "round": {"max-records": 100, "min-interval": 0}, **runtime},
+    })
+
+
+class _Sleeps:
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+        time.sleep(0.005)
+
+
+def _driver(cfg: PipelineConfig, engine: InProcessEngine) -> tuple[RoundDriver, _Sleeps]:
+    sleeps = _Sleeps()
+    return RoundDriver(cfg, engine, sleep=sleeps), sleeps
+
+
+def _table_rows(path: Path) -> dict[int, str]:
+    snap = read_snapshot(HudiTable.open(path))
+    return dict(zip(snap.column("id").to_pylist(), snap.column("v").to_pylist(), strict=True))
+
+
+def _actions(path: Path) -> list[tuple[str, str]]:
+    return [(i.action, i.state.name) for i in HudiTable.open(path).timeline.instants()]
+
+
+def _failing_jobs(n: int) -> Any:
+    left = {"n": n}
+
+    def before(job: RoundJob) -> None:
+        if left["n"] > 0:
+            left["n"] -= 1
+            raise EngineJobError("test: executor lost")
+
+    return before
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "in"
+    _write_file(root, "a.jsonl", _rows(range(0, 150)))
+    _write_file(root, "b.jsonl", _rows(range(100, 200), version=2))
+    return root
+
+
+def test_once_reads_everything_in_rounds_and_restores_from_the_commit(
+    src: Path, tmp_path: Path
+) -> None:
+    table = tmp_path / "t"
+    reports: list[RoundReport] = []
+    summary = _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(
+        once=True, on_round=reports.append)
+    assert summary.stopped_because is StopReason.DRAINED
+    assert summary.records_read == 250
+    committed = [r.round_id for r in reports if r.committed]
+    assert committed == list(range(1, len(committed) + 1)) and len(committed) >= 2
+    expected = {i: f"v1-{i}" for i in range(100)} | {i: f"v2-{i}" for i in range(100, 200)}
+    assert _table_rows(table) == expected
+    # a restart resumes from the table's checkpoint: only the new file is read
+    _write_file(src, "c.jsonl", _rows(range(190, 210), version=3))
+    reports.clear()
+    summary = _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(
+        once=True, on_round=reports.append)
+    assert summary.records_read == 20
+    assert next(r.round_id for r in reports if r.committed) == committed[-1] + 1
+    assert _table_rows(table) == expected | {i: f"v3-{i}" for i in range(190, 210)}
+
+
+def test_failed_rounds_are_rolled_back_and_retried_with_exponential_backoff(
+    src: Path, tmp_path: Path
+) -> None:
+    table = tmp_path / "t"
+    driver, sleeps = _driver(_config(src, table), InProcessEngine(before_job=_failing_jobs(3)))
+    reports: list[RoundReport] = []
+    driver.run(once=True, on_round=reports.append)
+    first = next(r for r in reports if r.committed)
+    assert first.round_id == 1 and first.retries == 3
+    assert sleeps.calls[:3] == [0.5, 1.0, 2.0]
+    assert _actions(table).count(("rollback", "COMPLETED")) == 3
+    assert len(_table_rows(table)) == 200
+
+
+def test_too_many_failures_in_a_row_stop_with_the_cause(src: Path, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    cfg = _config(src, table, **{"max-consecutive-failures": 3})
+    driver, sleeps = _driver(cfg, InProcessEngine(before_job=_failing_jobs(100)))
+    with pytest.raises(RoundFailedError, match=r"round 1 failed 3 times.*executor lost"):
+        driver.run(once=True)
+    assert len(sleeps.calls) == 2
+    assert all(a == ("rollback", "COMPLETED") for a in _actions(table))
+
+
+def test_a_non_retryable_task_error_stops_at_once_without_retrying(
+    src: Path, tmp_path: Path
+) -> None:
+    (src / "c.jsonl").write_text('{"id": 5, "v": "x", "ts": 1}\nthis is not json\n')
+    table = tmp_path / "t"
+    engine = InProcessEngine()
+    driver, sleeps = _driver(_config(src, table), engine)
+    with pytest.raises(FileSourceError, match=r"c\.jsonl"):
+        driver.run(once=True)
+    assert sleeps.calls == []  # no backoff: retrying cannot help
+    assert ("commit", "INFLIGHT") not in _actions(table)  # its instant was rolled back
+
+
+def test_bad_records_with_tolerance_none_stop_at_once_naming_the_record(
+    src: Path, tmp_path: Path
+) -> None:
+    _write_file(src, "c.jsonl", [{"v": "no id", "ts": 1}])
+    table = tmp_path / "t"
+    driver, sleeps = _driver(_config(src, table), InProcessEngine())
+    with pytest.raises(BadRecordError, match=r"c\.jsonl' row 0.*\[schema\]"):
+        driver.run(once=True)
+    assert sleeps.calls == []
+
+
+def test_a_round_failing_after_its_checkpoint_was_taken_is_retried_and_commits(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9 bug 1: the retry must checkpoint again (old runner: 'checkpoint id N is not
+    greater than the last one' on every retry until the job stopped)."""
+    table = tmp_path / "t"
+    fails = 0
+    real = RoundDriver._guard
+
+    def guard_fails_twice(t: HudiTable, round_id: int) -> None:  # runs after checkpoint()
+        nonlocal fails
+        if fails < 2:
+            fails += 1
+            raise EngineJobError("test: commit failed after the checkpoint was taken")
+        real(t, round_id)
+
+    monkeypatch.setattr(RoundDriver, "_guard", staticmethod(guard_fails_twice))
+    reports: list[RoundReport] = []
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True, on_round=reports.append)
+    first = next(r for r in reports if r.committed)
+    assert (first.round_id, first.retries) == (1, 2)
+    assert len(_table_rows(table)) == 200
+
+
+def test_injected_failure_before_commit_is_retried(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "t"
+    for k, v in faults.fault_env(FaultPoint.BEFORE_COMMIT, FaultAction.FAIL,
+                                 tmp_path / "count", times=2).items():
+        monkeypatch.setenv(k, v)
+    reports: list[RoundReport] = []
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True, on_round=reports.append)
+    assert next(r for r in reports if r.committed).retries == 2
+    assert len(_table_rows(table)) == 200
+
+
+def test_an_error_after_the_commit_landed_never_commits_twice(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "t"
+    for k, v in faults.fault_env(FaultPoint.AFTER_COMMIT, FaultAction.FAIL,
+                                 tmp_path / "count").items():
+        monkeypatch.setenv(k, v)
+    reports: list[RoundReport] = []
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True, on_round=reports.append)
+    ids = [r.round_id for r in reports if r.committed]
+    assert ids == list(range(1, len(ids) + 1))
+    assert all(r.retries == 0 for r in reports)
+    assert ("rollback", "COMPLETED") not in _actions(table)
+    assert len(_table_rows(table)) == 200
+
+
+def _landing_then_unknown(landed: bool) -> Any:
+    real = WriteClient.commit
+    calls = {"n": 0}
+
+    def commit(self: WriteClient, ctx: Any, stats: Any, extra: Any = None) -> str:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            if landed:
+                real(self, ctx, stats, extra)
+            raise CommitOutcomeUnknownError("test: connection reset", ctx.instant_ts)
+        return real(self, ctx, stats, extra)
+
+    return commit
+
+
+def test_commit_outcome_unknown_but_landed_counts_as_committed(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "t"
+    monkeypatch.setattr(WriteClient, "commit", _landing_then_unknown(landed=True))
+    reports: list[RoundReport] = []
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True, on_round=reports.append)
+    first = next(r for r in reports if r.committed)
+    assert (first.round_id, first.retries) == (1, 0)
+    assert ("rollback", "COMPLETED") not in _actions(table)
+    assert len(_table_rows(table)) == 200
+
+
+def test_commit_outcome_unknown_and_not_landed_is_rolled_back_and_retried(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "t"
+    monkeypatch.setattr(WriteClient, "commit", _landing_then_unknown(landed=False))
+    reports: list[RoundReport] = []
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True, on_round=reports.append)
+    first = next(r for r in reports if r.committed)
+    assert (first.round_id, first.retries) == (1, 1)
+    assert _actions(table).count(("rollback", "COMPLETED")) == 1
+    assert len(_table_rows(table)) == 200
+
+
+def test_the_guard_refuses_to_commit_when_another_writer_moved_the_checkpoint(
+    src: Path, tmp_path: Path
+) -> None:
+    table = tmp_path / "t"
+    cfg = _config(src, table, continuous=True)
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    before = read_checkpoint(HudiTable.open(table))
+    assert before is not None
+    _write_file(src, "c.jsonl", _rows(range(300, 310)))
+
+    def other_writer_commits(job: RoundJob) -> None:
+        """Another writer (no lock: e.g. after a lock take-over) commits round N+1 first."""
+        hudi = HudiTable.open(table)
+        last = hudi.timeline.last_completed_commit()
+        assert last is not None
+        schema = hudi.timeline.read_commit_metadata(last).extra_metadata["schema"]
+        ts = hudi.new_instant_time()
+        inst = hudi.timeline.transition_to_inflight(hudi.timeline.create_requested(COMMIT, ts))
+        stolen = PipelineCheckpoint(before.round_id + 1, before.source_type,
+                                    before.source_identity, before.source)
+        hudi.timeline.complete(inst, CommitMetadata({}, "UPSERT", {"schema": schema}),
+                               {CHECKPOINT_KEY: stolen.encode()})
+
+    driver, sleeps = _driver(cfg, InProcessEngine(before_job=other_writer_commits))
+    expected = rf"already holds checkpoint round {before.round_id + 1}"
+    with pytest.raises(PipelineError, match=expected):
+        driver.run(once=True)
+    assert sleeps.calls == []  # another writer: stop, do not retry
+    assert 300 not in _table_rows(table)
+
+
+def test_the_stored_checkpoint_names_the_source_and_refuses_another_one(
+    src: Path, tmp_path: Path
+) -> None:
+    table = tmp_path / "t"
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True)
+    commit = HudiTable.open(table).timeline.last_completed_commit()
+    assert commit is not None
+    meta = HudiTable.open(table).timeline.read_commit_metadata(commit)
+    stored = PipelineCheckpoint.decode(meta.extra_metadata[CHECKPOINT_KEY])
+    assert stored.source_type == "files" and str(src) in stored.source_identity
+    assert base64.b64decode(meta.extra_metadata[CHECKPOINT_KEY])[:4] == b"HLPC"
+    other = tmp_path / "other"
+    _write_file(other, "x.jsonl", _rows(range(3)))
+    from hoodline.errors import CheckpointMismatchError
+
+    with pytest.raises(CheckpointMismatchError, match="positions would not mean the same"):
+        _driver(_config(other, table), InProcessEngine())[0].run(once=True)
+

@@ -1,0 +1,89 @@
+"""What an engine hands the driver: every reader and every writer must have reported, a task's
+non-retryable error comes back as the typed error, bad records come back in source order."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import EngineJobError, FileSourceError, PipelineError
+from hoodline.pipeline.engine import RoundOutputBuilder
+from hoodline.pipeline.errors_table import ERROR_SCHEMA
+from hoodline.pipeline.plugin import ReadOutcome
+from hoodline.pipeline.tasks import TaskFailure
+
+STAT = json.dumps({"fileId": "f1", "path": "p/f1_0-1-0_1.parquet", "partitionPath": "p",
+                   "numWrites": 3}).encode()
+
+
+def _complete(readers: int = 2, writers: int = 3) -> RoundOutputBuilder:
+    b = RoundOutputBuilder(readers, writers)
+    for i in range(readers):
+        b.reader_outcome(i, ReadOutcome(i, [], records=i))
+    b.write_status(1, STAT)
+    for t in range(writers):
+        b.writer_done(t)
+    return b
+
+
+def test_a_complete_round_gives_outcomes_in_subtask_order_and_the_write_stats() -> None:
+    out = _complete().build()
+    assert list(out.outcomes) == [0, 1]
+    assert [s.file_id for s in out.write_stats] == ["f1"]
+    assert out.bad_records.num_rows == 0 and out.bad_records.schema == ERROR_SCHEMA
+
+
+def test_a_missing_reader_or_writer_report_refuses_the_round() -> None:
+    b = RoundOutputBuilder(2, 3)
+    b.reader_outcome(0, ReadOutcome(0, []))
+    for t in range(3):
+        b.writer_done(t)
+    with pytest.raises(EngineJobError, match=r"reader subtasks \[0\], expected 0\.\.1"):
+        b.build()
+    b = RoundOutputBuilder(1, 3)
+    b.reader_outcome(0, ReadOutcome(0, []))
+    b.writer_done(0)
+    b.write_status(2, STAT)  # a writer that wrote counts as reported
+    with pytest.raises(EngineJobError, match=r"tasks \[0, 2\], expected 0\.\.2"):
+        b.build()
+    assert EngineJobError("x").retryable
+
+
+def test_a_reader_reporting_twice_or_for_another_subtask_is_refused() -> None:
+    b = RoundOutputBuilder(2, 1)
+    b.reader_outcome(0, ReadOutcome(0, []))
+    with pytest.raises(EngineJobError, match="twice"):
+        b.reader_outcome(0, ReadOutcome(0, []))
+    with pytest.raises(EngineJobError, match="state of subtask 0"):
+        b.reader_outcome(1, ReadOutcome(0, []))
+
+
+def test_a_task_failure_is_raised_as_its_own_type_before_completeness() -> None:
+    b = _complete()
+    b.failure(TaskFailure.of(FileSourceError("cannot parse '/in/x.jsonl' line 3")))
+    with pytest.raises(FileSourceError, match=r"x\.jsonl' line 3"):
+        b.build()
+
+
+def test_a_failure_that_cannot_be_rebuilt_still_stops_with_its_text() -> None:
+    class Local(PipelineError):
+        def __init__(self, a: str, b: str) -> None:  # a local class: pickle cannot carry it
+            super().__init__(f"{a} {b}")
+
+    failure = TaskFailure.of(Local("first", "second"))
+    err = TaskFailure.from_bytes(failure.to_bytes()).error()
+    assert isinstance(err, PipelineError) and "first second" in str(err)
+
+
+def test_bad_records_come_back_sorted_by_position() -> None:
+    b = _complete()
+    rows = [{"error_id": f"kafka/t/{p}/{o}", "day": "2024-01-01", "source": "kafka",
+             "topic": "t", "partition": p, "offset": o, "reason": "r", "detail": "d",
+             "round_id": 1, "detected_at": 0} for p, o in [(1, 5), (0, 9), (0, 2)]]
+    b.bad_records(pa.RecordBatch.from_pylist(rows[:1], schema=ERROR_SCHEMA))
+    b.bad_records(pa.RecordBatch.from_pylist(rows[1:], schema=ERROR_SCHEMA))
+    bad = b.build().bad_records
+    assert list(zip(bad.column("partition").to_pylist(), bad.column("offset").to_pylist(),
+                    strict=True)) == [(0, 2), (0, 9), (1, 5)]
