@@ -7,6 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from hoodline.docs import render_options_markdown, render_pipeline_options_markdown
 from hoodline.errors import ConfigError
 from hoodline.pipeline.config import (
     ALL_OPTIONS,
@@ -16,8 +17,6 @@ from hoodline.pipeline.config import (
     config_from_dict,
     load_config,
     parse_config,
-    render_options_markdown,
-    render_pipeline_options_markdown,
 )
 
 FULL = """
