@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from hoodline.config import ConfigEnum, ConfigOption
+from hoodline.config.masking import SECRET_MARKERS
+from hoodline.config.units import ByteSize, Duration
 from hoodline.connectors.files import options as file_options
 from hoodline.connectors.kafka import options as kafka_options
-from hoodline.pipeline.config import PASSTHROUGH, SECTIONS, ByteSize, Duration
+from hoodline.pipeline.config import PASSTHROUGH, SECTIONS
 from hoodline.table import clean, lock
 from hoodline.table.write import options as write_options
 
@@ -83,9 +85,10 @@ def render_pipeline_options_markdown() -> str:
         "Arrow integer/float widths, `binary`).\n"
     )
     rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
+    markers = "/".join(SECRET_MARKERS)
     parts.append(
         "### Pass-through tables\n\nNested keys are flattened to dotted names; values whose key "
-        "contains password/secret/token/jaas/key.pem are masked in logs and output.\n\n"
+        f"contains {markers} are masked in logs and output.\n\n"
         f"| Table | Passed to |\n|---|---|\n{rows}\n"
     )
     return "\n".join(parts)

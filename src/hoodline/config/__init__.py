@@ -2,6 +2,7 @@
 
 * :mod:`~hoodline.config.options` - :func:`option`, :class:`ConfigOption`, :class:`Options`
 * :mod:`~hoodline.config.enums` - enum-typed option values (:class:`ConfigEnum`)
+* :mod:`~hoodline.config.units` - sizes and durations with units (``64MiB``, ``2min``)
 * :mod:`~hoodline.config.masking` - which keys are secret, and masking them for display
 """
 

@@ -48,51 +48,11 @@ from typing import Any
 import pyarrow as pa
 
 from hoodline.config import ConfigOption, Options, option
+from hoodline.config.masking import MaskedDict, mask_secrets
+from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
 from hoodline.pipeline.schema_types import format_type, parse_schema
-
-# -- value types with units ----------------------------------------------------------------------
-_SIZE_UNITS = {
-    "": 1, "b": 1,
-    "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-    "k": 1024, "m": 1024**2, "g": 1024**3,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-}
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
-_NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-
-
-class ByteSize(int):
-    """A number of bytes: an integer or a string like ``"64MiB"``, ``"10MB"``, ``"512k"``."""
-
-    def __new__(cls, raw: object) -> ByteSize:
-        if isinstance(raw, bool):
-            raise ValueError("expected a size like 64MiB")
-        if isinstance(raw, int):
-            return super().__new__(cls, raw)
-        if isinstance(raw, str):
-            m = _NUM_UNIT.match(raw)
-            if m and m.group(2).lower() in _SIZE_UNITS:
-                unit = _SIZE_UNITS[m.group(2).lower()]
-                return super().__new__(cls, int(float(m.group(1)) * unit))
-        raise ValueError("expected bytes as an integer or a size like 64MiB, 10MB, 512k")
-
-
-class Duration(float):
-    """Seconds: a number or a string like ``"500ms"``, ``"10s"``, ``"2min"``, ``"1h"``."""
-
-    def __new__(cls, raw: object) -> Duration:
-        if isinstance(raw, bool):
-            raise ValueError("expected a duration like 10s")
-        if isinstance(raw, (int, float)):
-            return super().__new__(cls, float(raw))
-        if isinstance(raw, str):
-            m = _NUM_UNIT.match(raw)
-            if m and m.group(2).lower() in _DURATION_UNITS:
-                return super().__new__(cls, float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
-        raise ValueError("expected seconds as a number or a duration like 500ms, 10s, 2min")
-
 
 # -- options ------------------------------------------------------------------------------------
 SOURCE_TYPE = option(
@@ -257,37 +217,13 @@ PASSTHROUGH = {
 }
 _TOP_LEVEL = ("source", "table", "schema", "runtime", "errors")
 
-_SECRET_MARKERS = ("password", "secret", "jaas", "key.pem", "token", "credential", "keypassword")
-MASK = "***"
-
-
-def is_secret_key(key: str) -> bool:
-    """True for keys whose values must never be shown (SASL/SSL passwords, keys, tokens)."""
-    low = key.lower()
-    return any(marker in low for marker in _SECRET_MARKERS)
-
-
-def mask_secrets(values: Mapping[str, object]) -> dict[str, object]:
-    """A copy safe to log: values of secret keys replaced by ``***``."""
-    return {k: (MASK if is_secret_key(k) else v) for k, v in values.items()}
-
-
-class _Masked(dict[str, object]):
-    """A plain dict whose repr/str mask secret values (the real values stay readable)."""
-
-    def __repr__(self) -> str:
-        return repr(mask_secrets(self))
-
-    __str__ = __repr__
-
-
 # -- sections -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SourceSection:
     type: str
     format: str
     #: The connector's options, flat; secret values are masked in repr.
-    options: Mapping[str, object] = field(default_factory=_Masked)
+    options: Mapping[str, object] = field(default_factory=MaskedDict)
 
 
 @dataclass(frozen=True)
@@ -301,7 +237,7 @@ class TableSection:
     bucket_count: int
     operation: str
     delete_field: str | None
-    options: Mapping[str, object] = field(default_factory=_Masked)
+    options: Mapping[str, object] = field(default_factory=MaskedDict)
 
 
 @dataclass(frozen=True)
@@ -315,7 +251,7 @@ class RuntimeSection:
     max_consecutive_failures: int
     retry_backoff_s: float
     retry_backoff_max_s: float
-    spark_conf: Mapping[str, object] = field(default_factory=_Masked)
+    spark_conf: Mapping[str, object] = field(default_factory=MaskedDict)
     writer_buffer_bytes: int = 256 * 1024**2
     writer_parallelism: int = 0
 
@@ -422,14 +358,14 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
             raise ConfigError(f"'{name}' must be a table ([{name}]), not {kind}")
 
     flat: dict[str, dict[str, object]] = {}
-    passthrough: dict[tuple[str, str], _Masked] = {}
+    passthrough: dict[tuple[str, str], MaskedDict] = {}
     for section in SECTIONS:
         values: dict[str, object] = {}
         for key, value in dict(doc.get(section, {})).items():
             if (section, key) in PASSTHROUGH:
                 if not isinstance(value, Mapping):
                     raise ConfigError(f"'{section}.{key}' must be a table ([{section}.{key}])")
-                passthrough[(section, key)] = _Masked(_flatten(value, f"{section}.{key}"))
+                passthrough[(section, key)] = MaskedDict(_flatten(value, f"{section}.{key}"))
                 continue
             if isinstance(value, Mapping):
                 # dotted option keys written as TOML sub-tables (round.max-records = ...)
@@ -444,7 +380,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
     source = SourceSection(
         type=src.get(SOURCE_TYPE),
         format=src.get(SOURCE_FORMAT),
-        options=passthrough.get(("source", "options"), _Masked()),
+        options=passthrough.get(("source", "options"), MaskedDict()),
     )
     for required in (TABLE_PATH, RECORD_KEY):
         if not tbl.contains(required):
@@ -461,7 +397,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         bucket_count=tbl.get(BUCKET_COUNT),
         operation=tbl.get(OPERATION),
         delete_field=tbl.get(DELETE_FIELD) or None,
-        options=passthrough.get(("table", "options"), _Masked()),
+        options=passthrough.get(("table", "options"), MaskedDict()),
     )
     runtime = RuntimeSection(
         master=run.get(RUNTIME_MASTER),
@@ -473,7 +409,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         max_consecutive_failures=run.get(MAX_CONSECUTIVE_FAILURES),
         retry_backoff_s=float(run.get(RETRY_BACKOFF)),
         retry_backoff_max_s=float(run.get(RETRY_BACKOFF_MAX)),
-        spark_conf=passthrough.get(("runtime", "spark-conf"), _Masked()),
+        spark_conf=passthrough.get(("runtime", "spark-conf"), MaskedDict()),
         writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
         writer_parallelism=run.get(WRITER_PARALLELISM),
     )

@@ -7,12 +7,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from hoodline.config.units import ByteSize, Duration
 from hoodline.docs import render_options_markdown, render_pipeline_options_markdown
 from hoodline.errors import ConfigError
 from hoodline.pipeline.config import (
     ALL_OPTIONS,
-    ByteSize,
-    Duration,
     PipelineConfig,
     config_from_dict,
     load_config,

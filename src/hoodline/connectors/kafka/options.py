@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hoodline.config import ConfigOption, Options, option
-from hoodline.connectors.kafka.admin import mask_client_properties
+from hoodline.config.masking import mask_secrets
 from hoodline.connectors.kafka.assigners import ASSIGNER_NAMES, HASH
 from hoodline.connectors.kafka.offsets import (
     BoundedMode,
@@ -264,7 +264,7 @@ class KafkaSourceConfig:
         return str(self.client_properties["bootstrap.servers"])
 
     def masked_client_properties(self) -> dict[str, object]:
-        return mask_client_properties(self.client_properties)
+        return mask_secrets(self.client_properties)
 
     def __repr__(self) -> str:
         return (
