@@ -48,6 +48,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from bench import common
+from hoodline.config.arrow_types import format_type
 
 PARTITIONS = 8
 TOPIC = "bench-ingest"
@@ -223,7 +224,7 @@ def hoodline_config(bootstrap: str, out: Path, operation: str, index: str = "BUC
     """Pipeline TOML for ``hoodline run --once``: the topic into a non-partitioned table keyed by
     ``id`` (BUCKET index with 8 buckets, or BLOOM), the message schema, 2 readers on
     ``local[2]``, default round size (500k records / 256 MiB), no minimum round interval."""
-    fields = "\n".join(f'{f.name} = "{_type_name(f.type)}"' for f in SCHEMA)
+    fields = "\n".join(f'{f.name} = "{format_type(f.type)}"' for f in SCHEMA)
     return f"""
 [source]
 type = "kafka"
@@ -246,14 +247,6 @@ master = "local[2]"
 reader-parallelism = 2
 round.min-interval = 0
 """
-
-
-def _type_name(t: pa.DataType) -> str:
-    if pa.types.is_timestamp(t):
-        return f"timestamp[{t.unit}, {t.tz}]" if t.tz else f"timestamp[{t.unit}]"
-    return {"bool": "bool", "double": "float64", "int32": "int32", "int64": "int64"}.get(
-        str(t), "string"
-    )
 
 
 def run_hoodline(

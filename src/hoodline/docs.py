@@ -82,7 +82,8 @@ def render_pipeline_options_markdown() -> str:
         "### [schema]\n\nOne entry per field: `name = \"type\"`, in column order. Types: "
         "`string`, `int64`, `int32`, `double`, `bool`, `timestamp[ms]`, `timestamp[us, UTC]`, "
         "`date32`, `decimal(p, s)`, `list<type>`, `struct<name: type, ...>` (and the other "
-        "Arrow integer/float widths, `binary`).\n"
+        "Arrow integer/float widths, `binary`, other Arrow type names such as `time64[us]`). "
+        "The file source's `schema` option writes types the same way.\n"
     )
     rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
     markers = "/".join(SECRET_MARKERS)

@@ -4,6 +4,7 @@
 * :mod:`~hoodline.config.enums` - enum-typed option values (:class:`ConfigEnum`)
 * :mod:`~hoodline.config.units` - sizes and durations with units (``64MiB``, ``2min``)
 * :mod:`~hoodline.config.masking` - which keys are secret, and masking them for display
+* :mod:`~hoodline.config.arrow_types` - the type syntax of every schema option
 """
 
 from hoodline.config.enums import ConfigEnum, ErrorTolerance

@@ -16,7 +16,7 @@ Example::
     partition-fields = ["day"]
     precombine-field = "ts"
 
-    [schema]                        # declared Arrow types (see hoodline.pipeline.schema_types)
+    [schema]                        # declared Arrow types (see hoodline.config.arrow_types)
     id = "int64"
     day = "string"
     ts = "timestamp[ms]"
@@ -48,11 +48,11 @@ from typing import Any
 import pyarrow as pa
 
 from hoodline.config import ConfigOption, Options, option
+from hoodline.config.arrow_types import format_type, schema_from_mapping
 from hoodline.config.masking import MaskedDict, mask_secrets
 from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
-from hoodline.pipeline.schema_types import format_type, parse_schema
 
 # -- options ------------------------------------------------------------------------------------
 SOURCE_TYPE = option(
@@ -419,7 +419,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
     )
     schema_doc = dict(doc.get("schema", {}))
     if source.format == "json":
-        schema = parse_schema(schema_doc)
+        schema = schema_from_mapping(schema_doc)
     elif schema_doc:
         raise ConfigError(
             f"[schema] is only used with {SOURCE_FORMAT.key} = 'json' (it is 'raw'); remove it"

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from hoodline.config import Options
+from hoodline.config.arrow_types import parse_schema
 from hoodline.connectors.files import options as o
-from hoodline.connectors.files.schema_text import parse_schema
 from hoodline.errors import ConfigError
 
 

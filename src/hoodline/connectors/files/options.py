@@ -90,11 +90,13 @@ SCHEMA = option(
     "schema",
     str,
     "",
-    "Declared Arrow schema of the records, as 'name type, name type not null, ...' with Arrow "
-    "type names (int64, double, bool, string, binary, date32, timestamp[us], timestamp[ms, UTC], "
-    "decimal128(10, 2), ...). Every batch is emitted with exactly this schema: missing columns "
-    "fail the file, extra fields are dropped. Optional for Parquet (the file schema is used); "
-    "recommended for JSON lines and CSV, where types are otherwise inferred per file.",
+    "Declared Arrow schema of the records, as 'name type, name type not null, ...'; types are "
+    "written as in a pipeline's [schema] (int64, double, bool, string, binary, date32, "
+    "timestamp[us], timestamp[ms, UTC], decimal(10, 2), list<string>, struct<a: int64>, and "
+    "other Arrow type names such as decimal128(10, 2) or time64[us]). Every batch is emitted "
+    "with exactly this schema: missing columns fail the file, extra fields are dropped. "
+    "Optional for Parquet (the file schema is used); recommended for JSON lines and CSV, where "
+    "types are otherwise inferred per file.",
 )
 
 SPLIT_TARGET_SIZE = option(
