@@ -44,7 +44,8 @@ from hoodline.table.markers import Markers
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write import hooks
-from hoodline.table.write.options import DEFAULT_PAYLOAD, WriteOptions
+from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
     FILE_ID,
@@ -66,8 +67,11 @@ class WriteContext:
     config: TableConfig
     options: WriteOptions
     instant_ts: str
-    operation: str
+    operation: WriteOperation
     data_schema: pa.Schema
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operation", WriteOperation.parse(self.operation))
 
     def table(self) -> HudiTable:
         return HudiTable(self.base_path, self.config)
@@ -187,7 +191,7 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
 def write_parquet(
     path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
-    compression = None if options.compression == "none" else options.compression
+    compression = None if options.compression is Compression.NONE else options.compression.value
     writer = pq.ParquetWriter(path, table.schema, compression=compression)
     try:
         if hooks.should_pause("file-partial") and table.num_rows > 1:
@@ -240,7 +244,7 @@ def write_file_group(
         old = pq.read_table(base_path).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
-        if ctx.options.payload_class == DEFAULT_PAYLOAD and upserts.num_rows:
+        if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
             replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced)
             new_keys = upserts.column(RECORD_KEY).combine_chunks()
         deleted = pc.is_in(old_keys, value_set=delete_keys)
