@@ -14,6 +14,7 @@ from hoodline.connectors.files.discovery import (
     StabilityTracker,
     glob_to_regex,
 )
+from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit, FileSplitState, SplitKind
 from hoodline.errors import ConfigError, FileSourceError
 
@@ -72,8 +73,15 @@ def test_config_from_options_validates() -> None:
     assert c.schema is not None and not c.schema.field("id").nullable
     with pytest.raises(ConfigError, match="unknown option 'formt'"):
         FileSourceConfig.from_options({"path": "/x", "formt": "csv"})
-    with pytest.raises(ConfigError, match="'format'"):
+    with pytest.raises(ConfigError) as err:
         FileSourceConfig.from_options({"path": "/x", "format": "avro"})
+    assert "option 'format' has invalid value 'avro'" in str(err.value)
+    assert "'parquet', 'jsonl', 'csv'" in str(err.value)
+    with pytest.raises(ConfigError, match=r"'source\.mode' has invalid value 'forever'.*'bounded'"):
+        FileSourceConfig.from_options({"path": "/x", "source.mode": "forever"})
+    with pytest.raises(ConfigError, match=r"'errors\.tolerance' has invalid value 'some'.*'all'"):
+        FileSourceConfig.from_options({"path": "/x", "errors.tolerance": "some"})
+    assert FileSourceConfig("/x", "CSV").format is FileFormat.CSV  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'path'"):
         FileSourceConfig.from_options({"format": "csv"})
     with pytest.raises(ConfigError, match=r"csv\.header"):
