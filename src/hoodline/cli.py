@@ -99,7 +99,7 @@ def run(
 
     err_console.print(
         f"hoodline: {cfg.source.type} -> {cfg.table.path} "
-        f"({cfg.table.operation}, {cfg.runtime.reader_parallelism} readers, "
+        f"({cfg.table.operation.config_text}, {cfg.runtime.reader_parallelism} readers, "
         f"{cfg.runtime.master}){' --once' if once else ''}",
         highlight=False,
     )

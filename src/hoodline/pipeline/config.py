@@ -47,24 +47,42 @@ from typing import Any
 
 import pyarrow as pa
 
-from hoodline.config import ConfigOption, Options, option
+from hoodline.config import ConfigEnum, ConfigOption, ErrorTolerance, Options, option
 from hoodline.config.arrow_types import format_type, schema_from_mapping
 from hoodline.config.masking import MaskedDict, mask_secrets
 from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
+
+
+class SourceType(ConfigEnum):
+    """Where records come from (``source.type``)."""
+
+    KAFKA = "kafka"
+    FILES = "files"
+
+
+class SourceFormat(ConfigEnum):
+    """How message values are decoded (``source.format``)."""
+
+    #: each value is one JSON object, parsed into the declared [schema]
+    JSON = "json"
+    #: the bytes pass through as a binary ``value`` column
+    RAW = "raw"
+
 
 # -- options ------------------------------------------------------------------------------------
 SOURCE_TYPE = option(
-    "source.type", str, "kafka", "Where records come from.", choices=("kafka", "files")
+    "source.type", SourceType, SourceType.KAFKA, "Where records come from."
 )
 SOURCE_FORMAT = option(
     "source.format",
-    str,
-    "json",
+    SourceFormat,
+    SourceFormat.JSON,
     "How message values are decoded: `json` parses each value (one JSON object) into the "
     "declared [schema]; `raw` passes the bytes through as a binary `value` column.",
-    choices=("json", "raw"),
 )
 
 TABLE_PATH = option(
@@ -95,11 +113,10 @@ PRECOMBINE_FIELD = option(
 )
 INDEX = option(
     "table.index",
-    str,
-    "BUCKET",
+    IndexType,
+    IndexType.BUCKET,
     "Index locating existing records: BUCKET (file group = hash(key) % bucket-count, no lookup, "
     "fastest upserts) or BLOOM (bloom filters in base files; upserts tables written by others).",
-    choices=("BUCKET", "BLOOM"),
 )
 BUCKET_COUNT = option(
     "table.bucket-count", int, 4, "Buckets (file groups) per partition with index BUCKET.",
@@ -107,11 +124,10 @@ BUCKET_COUNT = option(
 )
 OPERATION = option(
     "table.operation",
-    str,
-    "upsert",
+    WriteOperation,
+    WriteOperation.UPSERT,
     "Write operation: upsert (update or insert by key), insert (no lookup; duplicates possible), "
     "bulk_insert (insert without small-file handling), delete (every record deletes its key).",
-    choices=("upsert", "insert", "bulk_insert", "delete"),
 )
 DELETE_FIELD = option(
     "table.delete-field",
@@ -181,12 +197,11 @@ RETRY_BACKOFF_MAX = option(
 
 ERRORS_TOLERANCE = option(
     "errors.tolerance",
-    str,
-    "none",
+    ErrorTolerance,
+    ErrorTolerance.NONE,
     "Bad records (unparseable, wrong type, missing key): `none` stops the job with an error "
     "naming the record's position; `all` writes them to the error table and goes on. Never "
     "silently dropped.",
-    choices=("none", "all"),
 )
 ERRORS_TABLE_PATH = option(
     "errors.table-path", str, "",
@@ -220,8 +235,8 @@ _TOP_LEVEL = ("source", "table", "schema", "runtime", "errors")
 # -- sections -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SourceSection:
-    type: str
-    format: str
+    type: SourceType
+    format: SourceFormat
     #: The connector's options, flat; secret values are masked in repr.
     options: Mapping[str, object] = field(default_factory=MaskedDict)
 
@@ -233,9 +248,9 @@ class TableSection:
     record_key: tuple[str, ...]
     partition_fields: tuple[str, ...]
     precombine_field: str | None
-    index: str
+    index: IndexType
     bucket_count: int
-    operation: str
+    operation: WriteOperation
     delete_field: str | None
     options: Mapping[str, object] = field(default_factory=MaskedDict)
 
@@ -265,7 +280,7 @@ class RuntimeSection:
 
 @dataclass(frozen=True)
 class ErrorsSection:
-    tolerance: str
+    tolerance: ErrorTolerance
     table_path: str
 
 
@@ -284,16 +299,16 @@ class PipelineConfig:
     def describe(self) -> dict[str, object]:
         """Flat ``section.key -> value`` view for logs/CLI, secrets masked."""
         out: dict[str, object] = {
-            SOURCE_TYPE.key: self.source.type,
-            SOURCE_FORMAT.key: self.source.format,
+            SOURCE_TYPE.key: self.source.type.config_text,
+            SOURCE_FORMAT.key: self.source.format.config_text,
         }
         out.update({f"source.options.{k}": v for k, v in mask_secrets(self.source.options).items()})
         t = self.table
         out.update({
             TABLE_PATH.key: t.path, TABLE_NAME.key: t.name, RECORD_KEY.key: list(t.record_key),
             PARTITION_FIELDS.key: list(t.partition_fields),
-            PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index,
-            BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation,
+            PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index.config_text,
+            BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation.config_text,
             DELETE_FIELD.key: t.delete_field or "",
         })
         out.update({f"table.options.{k}": v for k, v in mask_secrets(t.options).items()})
@@ -310,7 +325,7 @@ class PipelineConfig:
             RETRY_BACKOFF.key: r.retry_backoff_s, RETRY_BACKOFF_MAX.key: r.retry_backoff_max_s,
         })
         out.update({f"runtime.spark-conf.{k}": v for k, v in mask_secrets(r.spark_conf).items()})
-        out.update({ERRORS_TOLERANCE.key: self.errors.tolerance,
+        out.update({ERRORS_TOLERANCE.key: self.errors.tolerance.config_text,
                     ERRORS_TABLE_PATH.key: self.errors.table_path})
         return out
 
@@ -418,11 +433,12 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         table_path=err.get(ERRORS_TABLE_PATH) or (path.rstrip("/") + "_errors"),
     )
     schema_doc = dict(doc.get("schema", {}))
-    if source.format == "json":
+    if source.format is SourceFormat.JSON:
         schema = schema_from_mapping(schema_doc)
     elif schema_doc:
         raise ConfigError(
-            f"[schema] is only used with {SOURCE_FORMAT.key} = 'json' (it is 'raw'); remove it"
+            f"[schema] is only used with {SOURCE_FORMAT.key} = '{SourceFormat.JSON}' (it is "
+            f"'{source.format}'); remove it"
         )
     else:
         schema = pa.schema([("value", pa.binary())])
@@ -490,7 +506,7 @@ def _check_cross(
             f"option '{ERRORS_TABLE_PATH.key}' must differ from '{TABLE_PATH.key}' "
             f"({table.path!r})"
         )
-    if source.format != "json":
+    if source.format is not SourceFormat.JSON:
         return
     declared = {f.name: f for f in schema}
     checks: list[tuple[ConfigOption[Any], tuple[str, ...]]] = [
