@@ -48,6 +48,9 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from bench import common
+from hoodline.config.arrow_types import format_type
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
 
 PARTITIONS = 8
 TOPIC = "bench-ingest"
@@ -219,11 +222,13 @@ def run_delta(bootstrap: str, total: int, batch_records: int, out: Path) -> dict
     return {"files": commits}
 
 
-def hoodline_config(bootstrap: str, out: Path, operation: str, index: str = "BUCKET") -> str:
+def hoodline_config(
+    bootstrap: str, out: Path, operation: WriteOperation, index: IndexType = IndexType.BUCKET
+) -> str:
     """Pipeline TOML for ``hoodline run --once``: the topic into a non-partitioned table keyed by
     ``id`` (BUCKET index with 8 buckets, or BLOOM), the message schema, 2 readers on
     ``local[2]``, default round size (500k records / 256 MiB), no minimum round interval."""
-    fields = "\n".join(f'{f.name} = "{_type_name(f.type)}"' for f in SCHEMA)
+    fields = "\n".join(f'{f.name} = "{format_type(f.type)}"' for f in SCHEMA)
     return f"""
 [source]
 type = "kafka"
@@ -236,9 +241,9 @@ properties.bootstrap.servers = "{bootstrap}"
 path = "{out}"
 record-key = ["id"]
 precombine-field = "ts"
-index = "{index}"
+index = "{index.config_text}"
 bucket-count = 8
-operation = "{operation}"
+operation = "{operation.config_text}"
 [schema]
 {fields}
 [runtime]
@@ -248,16 +253,13 @@ round.min-interval = 0
 """
 
 
-def _type_name(t: pa.DataType) -> str:
-    if pa.types.is_timestamp(t):
-        return f"timestamp[{t.unit}, {t.tz}]" if t.tz else f"timestamp[{t.unit}]"
-    return {"bool": "bool", "double": "float64", "int32": "int32", "int64": "int64"}.get(
-        str(t), "string"
-    )
-
-
 def run_hoodline(
-    bootstrap: str, total: int, batch_records: int, out: Path, operation: str, index: str = "BUCKET"
+    bootstrap: str,
+    total: int,
+    batch_records: int,
+    out: Path,
+    operation: WriteOperation,
+    index: IndexType = IndexType.BUCKET,
 ) -> dict[str, Any]:
     """hoodline ``run --once`` (the pipeline API the CLI calls) of the topic into a table."""
     from hoodline.pipeline.api import Pipeline
@@ -300,22 +302,22 @@ def run_hoodline(
 
 
 def run_hoodline_insert(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
-    return run_hoodline(bootstrap, total, batch, out, "insert")
+    return run_hoodline(bootstrap, total, batch, out, WriteOperation.INSERT)
 
 
 def run_hoodline_upsert(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
-    return run_hoodline(bootstrap, total, batch, out, "upsert")
+    return run_hoodline(bootstrap, total, batch, out, WriteOperation.UPSERT)
 
 
 def run_hoodline_bulk_insert(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
-    return run_hoodline(bootstrap, total, batch, out, "bulk_insert")
+    return run_hoodline(bootstrap, total, batch, out, WriteOperation.BULK_INSERT)
 
 
 def run_hoodline_bulk_insert_bloom(
     bootstrap: str, total: int, batch: int, out: Path
 ) -> dict[str, Any]:
     """bulk_insert with the BLOOM index: new file groups per round, no rewrite (append-only)."""
-    return run_hoodline(bootstrap, total, batch, out, "bulk_insert", "BLOOM")
+    return run_hoodline(bootstrap, total, batch, out, WriteOperation.BULK_INSERT, IndexType.BLOOM)
 
 
 SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {

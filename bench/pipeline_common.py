@@ -22,6 +22,9 @@ from typing import Any
 import numpy as np
 import psutil
 
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
+
 ROLES = ("driver_py", "jvm", "workers", "driver", "total")
 
 
@@ -125,8 +128,8 @@ def pipeline_toml(
     topic: str,
     out: Path,
     schema: dict[str, str],
-    operation: str,
-    index: str = "BUCKET",
+    operation: WriteOperation,
+    index: IndexType = IndexType.BUCKET,
     bucket_count: int = 8,
     max_records: int = 500_000,
     max_bytes: str = "256MiB",
@@ -149,9 +152,9 @@ properties.bootstrap.servers = "{bootstrap}"
 [table]
 path = "{out}"
 record-key = ["id"]
-index = "{index}"
+index = "{index.config_text}"
 bucket-count = {bucket_count}
-operation = "{operation}"
+operation = "{operation.config_text}"
 [schema]
 {fields}
 [runtime]

@@ -37,6 +37,7 @@ from typing import Any
 
 from bench import common, ingest
 from bench.pipeline_common import RoleRss, parse, pipeline_toml
+from hoodline.table.write.operation import WriteOperation
 
 HOODLINE = ("hoodline-insert", "hoodline-upsert")
 DEFAULT_SYSTEMS = ("hoodline-insert", "hoodline-upsert", "limit", "delta")
@@ -59,7 +60,7 @@ def hoodline_child(
 ) -> dict[str, Any]:
     from hoodline.pipeline.api import Pipeline
 
-    operation = system.split("-", 1)[1]
+    operation = WriteOperation.parse(system.split("-", 1)[1])
     cfg = parse(
         pipeline_toml(
             bootstrap=bootstrap,

@@ -19,6 +19,7 @@ from pyinstrument import Profiler
 
 from bench.upsert_data import make_base, make_batch
 from bench.upsert_systems import Hoodline
+from hoodline.table.properties import IndexType
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--batch", type=int, default=1_000_000)
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--index", default="BUCKET", choices=("BUCKET", "BLOOM"))
+    ap.add_argument("--index", type=IndexType.parse, default=IndexType.BUCKET,
+                    choices=list(IndexType))
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--html", type=Path, default=None)
     args = ap.parse_args(argv)

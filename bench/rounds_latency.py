@@ -54,6 +54,8 @@ import pyarrow.compute as pc
 
 from bench import common
 from bench.pipeline_common import RoleRss, create_topic, parse, percentiles, pipeline_toml
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
 
 PARTITIONS = 8
 TOPIC = "bench-rounds"
@@ -140,8 +142,8 @@ def driver(
     seconds: float,
     empty_rounds: int,
     tiny_rounds: int,
-    operation: str,
-    index: str,
+    operation: WriteOperation,
+    index: IndexType,
     max_records: int,
     min_interval: float,
     drain_timeout: float,
@@ -168,8 +170,8 @@ def driver(
     stop = threading.Event()
     failure: list[BaseException] = []
     result: dict[str, Any] = {
-        "operation": operation,
-        "index": index,
+        "operation": operation.config_text,
+        "index": index.config_text,
         "max_records": max_records,
     }
     with RoleRss() as mem, Pipeline(cfg) as pipeline:
@@ -347,8 +349,8 @@ def run(
     seconds: float = 120,
     empty_rounds: int = 100,
     tiny_rounds: int = 20,
-    operation: str = "upsert",
-    index: str = "BUCKET",
+    operation: WriteOperation = WriteOperation.UPSERT,
+    index: IndexType = IndexType.BUCKET,
     max_records: int = 500_000,
     min_interval: float = 0.0,
     drain_timeout: float = 900,
@@ -379,9 +381,9 @@ def run(
                 "--tiny-rounds",
                 str(tiny_rounds),
                 "--operation",
-                operation,
+                operation.config_text,
                 "--index",
-                index,
+                index.config_text,
                 "--max-records",
                 str(max_records),
                 "--min-interval",
@@ -457,8 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--empty-rounds", type=int, default=100)
     ap.add_argument("--tiny-rounds", type=int, default=20)
-    ap.add_argument("--operation", default="upsert")
-    ap.add_argument("--index", default="BUCKET", choices=("BUCKET", "BLOOM"))
+    ap.add_argument("--operation", type=WriteOperation.parse, default=WriteOperation.UPSERT,
+                    choices=list(WriteOperation))
+    ap.add_argument("--index", type=IndexType.parse, default=IndexType.BUCKET,
+                    choices=list(IndexType))
     ap.add_argument("--max-records", type=int, default=500_000)
     ap.add_argument("--min-interval", type=float, default=0.0)
     ap.add_argument("--drain-timeout", type=float, default=900)

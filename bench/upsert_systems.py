@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bench.upsert_data import KEY, ORDERING, PARTITION
+from hoodline.table.properties import IndexType
 
 
 class System(Protocol):
@@ -25,7 +26,7 @@ class System(Protocol):
 class Hoodline:
     """hoodline's table layer (``WriteClient``): bulk_insert the base, upsert the batch."""
 
-    def __init__(self, path: Path, index: str, buckets: int) -> None:
+    def __init__(self, path: Path, index: IndexType, buckets: int) -> None:
         from hoodline.table.properties import TableConfig
         from hoodline.table.table import HudiTable
 
@@ -190,9 +191,9 @@ SYSTEMS = ("hoodline-bucket", "hoodline-bloom", "delta", "iceberg")
 
 def make_system(name: str, path: Path, buckets: int) -> System:
     if name == "hoodline-bucket":
-        return Hoodline(path, "BUCKET", buckets)
+        return Hoodline(path, IndexType.BUCKET, buckets)
     if name == "hoodline-bloom":
-        return Hoodline(path, "BLOOM", buckets)
+        return Hoodline(path, IndexType.BLOOM, buckets)
     if name == "delta":
         return Delta(path)
     if name == "iceberg":

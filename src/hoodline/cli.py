@@ -99,7 +99,7 @@ def run(
 
     err_console.print(
         f"hoodline: {cfg.source.type} -> {cfg.table.path} "
-        f"({cfg.table.operation}, {cfg.runtime.reader_parallelism} readers, "
+        f"({cfg.table.operation.config_text}, {cfg.runtime.reader_parallelism} readers, "
         f"{cfg.runtime.master}){' --once' if once else ''}",
         highlight=False,
     )
@@ -183,6 +183,7 @@ TablePath = Annotated[Path, typer.Argument(help="Base path of the Hudi table.")]
 @_friendly_errors
 def table_show(path: TablePath) -> None:
     """Show the table's configuration and a summary of its current state."""
+    from hoodline.table.properties import IndexType
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
@@ -200,7 +201,7 @@ def table_show(path: TablePath) -> None:
     grid.add_row("partition fields", ", ".join(cfg.partition_fields) or "(none)")
     grid.add_row("precombine field", cfg.precombine_field or "(none)")
     grid.add_row("index", f"{cfg.index_type}" + (
-        f" ({cfg.bucket_count} buckets)" if cfg.index_type == "BUCKET" else ""))
+        f" ({cfg.bucket_count} buckets)" if cfg.index_type == IndexType.BUCKET else ""))
     grid.add_row("completed commits", str(len(table.timeline.completed_commits())))
     grid.add_row("pending instants", ", ".join(str(i) for i in table.timeline.pending()) or "none")
     grid.add_row("last commit", _fmt_ts(last.timestamp) if last else "(none)")

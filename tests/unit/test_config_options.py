@@ -1,6 +1,8 @@
+from typing import Any
+
 import pytest
 
-from hoodline.config import Options, option
+from hoodline.config import ConfigEnum, ConfigOption, Options, option
 from hoodline.errors import ConfigError
 
 SIZE = option("max.size", int, 10, "max size", minimum=1)
@@ -45,3 +47,58 @@ def test_secret_value_is_masked_in_errors() -> None:
         Options({"sasl.password": "abc"}, known=[PASSWORD]).get(PASSWORD)
     assert "abc" not in str(err.value)
     assert "***" in str(err.value)
+
+
+class Colour(ConfigEnum):
+    RED = "red"
+    DARK_BLUE = "dark-blue"
+
+
+class Op(ConfigEnum):
+    UPSERT = "UPSERT"
+
+    @property
+    def config_text(self) -> str:
+        return self.value.lower()
+
+
+COLOUR = option("colour", Colour, Colour.RED, "a colour")
+WARM = option("warm", Colour, Colour.RED, "a warm colour", choices=[Colour.RED])
+OP = option("op", Op, Op.UPSERT, "an operation")
+
+
+def test_enum_option_parses_text_case_insensitively_to_members() -> None:
+    opts = Options({"colour": "Dark-Blue", "op": "upsert"}, known=[COLOUR, OP])
+    assert opts.get(COLOUR) is Colour.DARK_BLUE
+    assert opts.get(OP) is Op.UPSERT
+    assert Options({"op": "UPSERT"}, known=[OP]).get(OP) is Op.UPSERT  # the value parses too
+    assert Options({}, known=[COLOUR]).get(COLOUR) is Colour.RED
+    assert COLOUR.convert(Colour.DARK_BLUE) is Colour.DARK_BLUE
+    assert Colour.RED == "red"  # StrEnum: plain-string comparisons keep working
+
+
+@pytest.mark.parametrize(
+    ("opt", "raw", "allowed"),
+    [
+        (COLOUR, "green", "allowed: 'red', 'dark-blue'"),
+        (COLOUR, 3, "allowed: 'red', 'dark-blue'"),
+        (OP, "merge", "allowed: 'upsert'"),
+        (WARM, "dark-blue", "allowed: 'red'"),
+    ],
+)
+def test_enum_option_rejects_bad_values_naming_option_and_allowed_values(
+    opt: ConfigOption[Any], raw: object, allowed: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        opt.convert(raw)
+    msg = str(err.value)
+    assert f"option '{opt.key}' has invalid value {raw!r}" in msg
+    assert allowed in msg
+
+
+def test_allowed_values_are_written_as_in_configuration() -> None:
+    assert COLOUR.allowed_values() == ("red", "dark-blue")
+    assert OP.allowed_values() == ("upsert",)
+    assert WARM.allowed_values() == ("red",)
+    assert MODE.allowed_values() == ("hash", "round-robin")
+    assert SIZE.allowed_values() is None

@@ -7,6 +7,9 @@ An option is declared once, with its key, type, default and description::
 
 and read from an :class:`Options` mapping (parsed from TOML, CLI or a dict). Reading validates the
 value and raises :class:`~hoodline.errors.ConfigError` naming the option and the bad value.
+
+An option whose type is a :class:`~hoodline.config.enums.ConfigEnum` takes one of the enum's
+members, written as its text (``"BLOOM"``); an invalid value is refused with the allowed ones.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
+from hoodline.config.enums import ConfigEnum
+from hoodline.config.masking import MASK
 from hoodline.errors import ConfigError
 
 T = TypeVar("T")
@@ -41,7 +46,7 @@ class ConfigOption(Generic[T]):
         """Convert ``raw`` (from TOML, CLI strings or Python) to this option's type and check it."""
         value = self._coerce(raw)
         if self.choices is not None and value not in self.choices:
-            allowed = ", ".join(repr(c) for c in self.choices)
+            allowed = ", ".join(repr(c) for c in self.allowed_values() or ())
             raise ConfigError(
                 f"option '{self.key}' has invalid value {self._show(raw)}; allowed: {allowed}"
             )
@@ -63,12 +68,23 @@ class ConfigOption(Generic[T]):
                 )
         return value
 
+    def allowed_values(self) -> tuple[str, ...] | None:
+        """The values this option accepts as written in configuration (None: not a fixed set)."""
+        if issubclass(self.type, ConfigEnum):
+            members = self.choices if self.choices is not None else tuple(self.type)
+            return tuple(m.config_text for m in cast(tuple[ConfigEnum, ...], members))
+        if self.choices is not None:
+            return tuple(str(c) for c in self.choices)
+        return None
+
     def _show(self, raw: object) -> str:
-        return "'***'" if self.secret else repr(raw)
+        return f"'{MASK}'" if self.secret else repr(raw)
 
     def _coerce(self, raw: object) -> T:
         t = self.type
         try:
+            if issubclass(t, ConfigEnum):
+                return cast(T, t.parse(raw))
             if t is bool:
                 if isinstance(raw, bool):
                     return cast(T, raw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hoodline.config import ErrorTolerance
 from hoodline.demo.events import (
     DELETE_FIELD,
     EVENT_SCHEMA,
@@ -11,6 +12,8 @@ from hoodline.demo.events import (
     PRECOMBINE_FIELD,
     RECORD_KEY,
 )
+from hoodline.pipeline.config import SourceFormat, SourceType
+from hoodline.table.write.operation import WriteOperation
 
 
 def event_pipeline_toml(
@@ -18,29 +21,29 @@ def event_pipeline_toml(
     bootstrap: str,
     topic: str,
     table_path: Path | str,
-    operation: str = "upsert",
+    operation: WriteOperation = WriteOperation.UPSERT,
     master: str = "local[2]",
     readers: int = 2,
     bucket_count: int = 2,
     max_records: int = 2000,
     min_interval: str = "500ms",
     max_interval: str = "2s",
-    tolerance: str = "all",
+    tolerance: ErrorTolerance = ErrorTolerance.ALL,
     spark_conf: dict[str, str] | None = None,
 ) -> str:
     """TOML for the event stream of :mod:`hoodline.demo.events` read from ``topic``.
 
     Upserts keyed by ``id``, partitioned by ``region``, newest ``seq`` wins, ``_deleted`` records
-    (and tombstones) delete; with ``operation = "insert"`` every record is appended.
+    (and tombstones) delete; with ``WriteOperation.INSERT`` every record is appended.
     """
     schema = "\n".join(f'{name} = "{typ}"' for name, typ in EVENT_SCHEMA.items())
-    delete = f'delete-field = "{DELETE_FIELD}"' if operation == "upsert" else ""
+    delete = f'delete-field = "{DELETE_FIELD}"' if operation is WriteOperation.UPSERT else ""
     conf = {"spark.ui.enabled": "false", **(spark_conf or {})}
     conf_lines = "\n".join(f'"{k}" = "{v}"' for k, v in conf.items())
     return f"""# hoodline event demo pipeline
 [source]
-type = "kafka"
-format = "json"
+type = "{SourceType.KAFKA.config_text}"
+format = "{SourceFormat.JSON.config_text}"
 
 [source.options]
 topic = "{topic}"
@@ -52,7 +55,7 @@ path = "{table_path}"
 record-key = ["{RECORD_KEY}"]
 partition-fields = ["{PARTITION_FIELD}"]
 precombine-field = "{PRECOMBINE_FIELD}"
-operation = "{operation}"
+operation = "{operation.config_text}"
 bucket-count = {bucket_count}
 {delete}
 
@@ -73,5 +76,5 @@ retry-backoff-max = "2s"
 {conf_lines}
 
 [errors]
-tolerance = "{tolerance}"
+tolerance = "{tolerance.config_text}"
 """

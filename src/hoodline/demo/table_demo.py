@@ -19,10 +19,11 @@ import pyarrow.compute as pc
 from rich.console import Console
 from rich.table import Table
 
-from hoodline.table.properties import TableConfig
+from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.read import read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
+from hoodline.table.write.operation import WriteOperation
 
 REGIONS = np.array(["americas", "asia", "europe"])
 
@@ -40,11 +41,11 @@ def _trips(ids: np.ndarray, version: int, rng: np.random.Generator) -> pa.Table:
     )
 
 
-def _expected(ops: list[tuple[str, pa.Table]]) -> dict[int, tuple[float, int]]:
+def _expected(ops: list[tuple[WriteOperation, pa.Table]]) -> dict[int, tuple[float, int]]:
     model: dict[int, tuple[float, int]] = {}
     for kind, batch in ops:
         ids = batch["trip_id"].to_pylist()
-        if kind == "delete":
+        if kind is WriteOperation.DELETE:
             for i in ids:
                 model.pop(i, None)
         else:
@@ -81,7 +82,7 @@ def run_table_demo(path: str | None, console: Console) -> int:
         record_key_fields=("trip_id",),
         partition_fields=("region",),
         precombine_field="version",
-        index_type="BLOOM",
+        index_type=IndexType.BLOOM,
     )
     table = HudiTable.create(base, config)
     console.print(f"[bold]hoodline table demo[/bold] — Hudi copy-on-write table at {base}")
@@ -96,12 +97,12 @@ def run_table_demo(path: str | None, console: Console) -> int:
     for col in ("instant", "operation", "records in", "files written", "seconds", "hudi-rs"):
         summary.add_column(col, no_wrap=True)
     ok = True
-    done: list[tuple[str, pa.Table]] = []
+    done: list[tuple[WriteOperation, pa.Table]] = []
     with WriteClient(table) as client:
-        steps: list[tuple[str, pa.Table, Callable[..., str]]] = [
-            ("insert", inserts, client.insert),
-            ("upsert", upserts, client.upsert),
-            ("delete", deletes, client.delete),
+        steps: list[tuple[WriteOperation, pa.Table, Callable[..., str]]] = [
+            (WriteOperation.INSERT, inserts, client.insert),
+            (WriteOperation.UPSERT, upserts, client.upsert),
+            (WriteOperation.DELETE, deletes, client.delete),
         ]
         for kind, batch, fn in steps:
             started = time.perf_counter()

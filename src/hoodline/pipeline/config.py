@@ -16,7 +16,7 @@ Example::
     partition-fields = ["day"]
     precombine-field = "ts"
 
-    [schema]                        # declared Arrow types (see hoodline.pipeline.schema_types)
+    [schema]                        # declared Arrow types (see hoodline.config.arrow_types)
     id = "int64"
     day = "string"
     ts = "timestamp[ms]"
@@ -47,64 +47,42 @@ from typing import Any
 
 import pyarrow as pa
 
-from hoodline.config import ConfigOption, Options, option
+from hoodline.config import ConfigEnum, ConfigOption, ErrorTolerance, Options, option
+from hoodline.config.arrow_types import format_type, schema_from_mapping
+from hoodline.config.masking import MaskedDict, mask_secrets
+from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
-from hoodline.pipeline.schema_types import format_type, parse_schema
-
-# -- value types with units ----------------------------------------------------------------------
-_SIZE_UNITS = {
-    "": 1, "b": 1,
-    "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-    "k": 1024, "m": 1024**2, "g": 1024**3,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-}
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
-_NUM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
 
 
-class ByteSize(int):
-    """A number of bytes: an integer or a string like ``"64MiB"``, ``"10MB"``, ``"512k"``."""
+class SourceType(ConfigEnum):
+    """Where records come from (``source.type``)."""
 
-    def __new__(cls, raw: object) -> ByteSize:
-        if isinstance(raw, bool):
-            raise ValueError("expected a size like 64MiB")
-        if isinstance(raw, int):
-            return super().__new__(cls, raw)
-        if isinstance(raw, str):
-            m = _NUM_UNIT.match(raw)
-            if m and m.group(2).lower() in _SIZE_UNITS:
-                unit = _SIZE_UNITS[m.group(2).lower()]
-                return super().__new__(cls, int(float(m.group(1)) * unit))
-        raise ValueError("expected bytes as an integer or a size like 64MiB, 10MB, 512k")
+    KAFKA = "kafka"
+    FILES = "files"
 
 
-class Duration(float):
-    """Seconds: a number or a string like ``"500ms"``, ``"10s"``, ``"2min"``, ``"1h"``."""
+class SourceFormat(ConfigEnum):
+    """How message values are decoded (``source.format``)."""
 
-    def __new__(cls, raw: object) -> Duration:
-        if isinstance(raw, bool):
-            raise ValueError("expected a duration like 10s")
-        if isinstance(raw, (int, float)):
-            return super().__new__(cls, float(raw))
-        if isinstance(raw, str):
-            m = _NUM_UNIT.match(raw)
-            if m and m.group(2).lower() in _DURATION_UNITS:
-                return super().__new__(cls, float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
-        raise ValueError("expected seconds as a number or a duration like 500ms, 10s, 2min")
+    #: each value is one JSON object, parsed into the declared [schema]
+    JSON = "json"
+    #: the bytes pass through as a binary ``value`` column
+    RAW = "raw"
 
 
 # -- options ------------------------------------------------------------------------------------
 SOURCE_TYPE = option(
-    "source.type", str, "kafka", "Where records come from.", choices=("kafka", "files")
+    "source.type", SourceType, SourceType.KAFKA, "Where records come from."
 )
 SOURCE_FORMAT = option(
     "source.format",
-    str,
-    "json",
+    SourceFormat,
+    SourceFormat.JSON,
     "How message values are decoded: `json` parses each value (one JSON object) into the "
     "declared [schema]; `raw` passes the bytes through as a binary `value` column.",
-    choices=("json", "raw"),
 )
 
 TABLE_PATH = option(
@@ -135,11 +113,10 @@ PRECOMBINE_FIELD = option(
 )
 INDEX = option(
     "table.index",
-    str,
-    "BUCKET",
+    IndexType,
+    IndexType.BUCKET,
     "Index locating existing records: BUCKET (file group = hash(key) % bucket-count, no lookup, "
     "fastest upserts) or BLOOM (bloom filters in base files; upserts tables written by others).",
-    choices=("BUCKET", "BLOOM"),
 )
 BUCKET_COUNT = option(
     "table.bucket-count", int, 4, "Buckets (file groups) per partition with index BUCKET.",
@@ -147,11 +124,10 @@ BUCKET_COUNT = option(
 )
 OPERATION = option(
     "table.operation",
-    str,
-    "upsert",
+    WriteOperation,
+    WriteOperation.UPSERT,
     "Write operation: upsert (update or insert by key), insert (no lookup; duplicates possible), "
     "bulk_insert (insert without small-file handling), delete (every record deletes its key).",
-    choices=("upsert", "insert", "bulk_insert", "delete"),
 )
 DELETE_FIELD = option(
     "table.delete-field",
@@ -221,12 +197,11 @@ RETRY_BACKOFF_MAX = option(
 
 ERRORS_TOLERANCE = option(
     "errors.tolerance",
-    str,
-    "none",
+    ErrorTolerance,
+    ErrorTolerance.NONE,
     "Bad records (unparseable, wrong type, missing key): `none` stops the job with an error "
     "naming the record's position; `all` writes them to the error table and goes on. Never "
     "silently dropped.",
-    choices=("none", "all"),
 )
 ERRORS_TABLE_PATH = option(
     "errors.table-path", str, "",
@@ -257,37 +232,13 @@ PASSTHROUGH = {
 }
 _TOP_LEVEL = ("source", "table", "schema", "runtime", "errors")
 
-_SECRET_MARKERS = ("password", "secret", "jaas", "key.pem", "token", "credential", "keypassword")
-MASK = "***"
-
-
-def is_secret_key(key: str) -> bool:
-    """True for keys whose values must never be shown (SASL/SSL passwords, keys, tokens)."""
-    low = key.lower()
-    return any(marker in low for marker in _SECRET_MARKERS)
-
-
-def mask_secrets(values: Mapping[str, object]) -> dict[str, object]:
-    """A copy safe to log: values of secret keys replaced by ``***``."""
-    return {k: (MASK if is_secret_key(k) else v) for k, v in values.items()}
-
-
-class _Masked(dict[str, object]):
-    """A plain dict whose repr/str mask secret values (the real values stay readable)."""
-
-    def __repr__(self) -> str:
-        return repr(mask_secrets(self))
-
-    __str__ = __repr__
-
-
 # -- sections -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SourceSection:
-    type: str
-    format: str
+    type: SourceType
+    format: SourceFormat
     #: The connector's options, flat; secret values are masked in repr.
-    options: Mapping[str, object] = field(default_factory=_Masked)
+    options: Mapping[str, object] = field(default_factory=MaskedDict)
 
 
 @dataclass(frozen=True)
@@ -297,11 +248,11 @@ class TableSection:
     record_key: tuple[str, ...]
     partition_fields: tuple[str, ...]
     precombine_field: str | None
-    index: str
+    index: IndexType
     bucket_count: int
-    operation: str
+    operation: WriteOperation
     delete_field: str | None
-    options: Mapping[str, object] = field(default_factory=_Masked)
+    options: Mapping[str, object] = field(default_factory=MaskedDict)
 
 
 @dataclass(frozen=True)
@@ -315,7 +266,7 @@ class RuntimeSection:
     max_consecutive_failures: int
     retry_backoff_s: float
     retry_backoff_max_s: float
-    spark_conf: Mapping[str, object] = field(default_factory=_Masked)
+    spark_conf: Mapping[str, object] = field(default_factory=MaskedDict)
     writer_buffer_bytes: int = 256 * 1024**2
     writer_parallelism: int = 0
 
@@ -329,7 +280,7 @@ class RuntimeSection:
 
 @dataclass(frozen=True)
 class ErrorsSection:
-    tolerance: str
+    tolerance: ErrorTolerance
     table_path: str
 
 
@@ -348,16 +299,16 @@ class PipelineConfig:
     def describe(self) -> dict[str, object]:
         """Flat ``section.key -> value`` view for logs/CLI, secrets masked."""
         out: dict[str, object] = {
-            SOURCE_TYPE.key: self.source.type,
-            SOURCE_FORMAT.key: self.source.format,
+            SOURCE_TYPE.key: self.source.type.config_text,
+            SOURCE_FORMAT.key: self.source.format.config_text,
         }
         out.update({f"source.options.{k}": v for k, v in mask_secrets(self.source.options).items()})
         t = self.table
         out.update({
             TABLE_PATH.key: t.path, TABLE_NAME.key: t.name, RECORD_KEY.key: list(t.record_key),
             PARTITION_FIELDS.key: list(t.partition_fields),
-            PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index,
-            BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation,
+            PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index.config_text,
+            BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation.config_text,
             DELETE_FIELD.key: t.delete_field or "",
         })
         out.update({f"table.options.{k}": v for k, v in mask_secrets(t.options).items()})
@@ -374,7 +325,7 @@ class PipelineConfig:
             RETRY_BACKOFF.key: r.retry_backoff_s, RETRY_BACKOFF_MAX.key: r.retry_backoff_max_s,
         })
         out.update({f"runtime.spark-conf.{k}": v for k, v in mask_secrets(r.spark_conf).items()})
-        out.update({ERRORS_TOLERANCE.key: self.errors.tolerance,
+        out.update({ERRORS_TOLERANCE.key: self.errors.tolerance.config_text,
                     ERRORS_TABLE_PATH.key: self.errors.table_path})
         return out
 
@@ -422,14 +373,14 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
             raise ConfigError(f"'{name}' must be a table ([{name}]), not {kind}")
 
     flat: dict[str, dict[str, object]] = {}
-    passthrough: dict[tuple[str, str], _Masked] = {}
+    passthrough: dict[tuple[str, str], MaskedDict] = {}
     for section in SECTIONS:
         values: dict[str, object] = {}
         for key, value in dict(doc.get(section, {})).items():
             if (section, key) in PASSTHROUGH:
                 if not isinstance(value, Mapping):
                     raise ConfigError(f"'{section}.{key}' must be a table ([{section}.{key}])")
-                passthrough[(section, key)] = _Masked(_flatten(value, f"{section}.{key}"))
+                passthrough[(section, key)] = MaskedDict(_flatten(value, f"{section}.{key}"))
                 continue
             if isinstance(value, Mapping):
                 # dotted option keys written as TOML sub-tables (round.max-records = ...)
@@ -444,7 +395,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
     source = SourceSection(
         type=src.get(SOURCE_TYPE),
         format=src.get(SOURCE_FORMAT),
-        options=passthrough.get(("source", "options"), _Masked()),
+        options=passthrough.get(("source", "options"), MaskedDict()),
     )
     for required in (TABLE_PATH, RECORD_KEY):
         if not tbl.contains(required):
@@ -461,7 +412,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         bucket_count=tbl.get(BUCKET_COUNT),
         operation=tbl.get(OPERATION),
         delete_field=tbl.get(DELETE_FIELD) or None,
-        options=passthrough.get(("table", "options"), _Masked()),
+        options=passthrough.get(("table", "options"), MaskedDict()),
     )
     runtime = RuntimeSection(
         master=run.get(RUNTIME_MASTER),
@@ -473,7 +424,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         max_consecutive_failures=run.get(MAX_CONSECUTIVE_FAILURES),
         retry_backoff_s=float(run.get(RETRY_BACKOFF)),
         retry_backoff_max_s=float(run.get(RETRY_BACKOFF_MAX)),
-        spark_conf=passthrough.get(("runtime", "spark-conf"), _Masked()),
+        spark_conf=passthrough.get(("runtime", "spark-conf"), MaskedDict()),
         writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
         writer_parallelism=run.get(WRITER_PARALLELISM),
     )
@@ -482,11 +433,12 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         table_path=err.get(ERRORS_TABLE_PATH) or (path.rstrip("/") + "_errors"),
     )
     schema_doc = dict(doc.get("schema", {}))
-    if source.format == "json":
-        schema = parse_schema(schema_doc)
+    if source.format is SourceFormat.JSON:
+        schema = schema_from_mapping(schema_doc)
     elif schema_doc:
         raise ConfigError(
-            f"[schema] is only used with {SOURCE_FORMAT.key} = 'json' (it is 'raw'); remove it"
+            f"[schema] is only used with {SOURCE_FORMAT.key} = '{SourceFormat.JSON}' (it is "
+            f"'{source.format}'); remove it"
         )
     else:
         schema = pa.schema([("value", pa.binary())])
@@ -554,7 +506,7 @@ def _check_cross(
             f"option '{ERRORS_TABLE_PATH.key}' must differ from '{TABLE_PATH.key}' "
             f"({table.path!r})"
         )
-    if source.format != "json":
+    if source.format is not SourceFormat.JSON:
         return
     declared = {f.name: f for f in schema}
     checks: list[tuple[ConfigOption[Any], tuple[str, ...]]] = [
@@ -583,68 +535,3 @@ def _check_cross(
             f"option '{DELETE_FIELD.key}': field {table.delete_field!r} must be declared as bool "
             f"in [schema], not {format_type(declared[table.delete_field].type)}"
         )
-
-
-# -- documentation ------------------------------------------------------------------------------
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _default_text(opt: ConfigOption[Any]) -> str:
-    if opt.secret:
-        return "(secret)"
-    d = opt.default
-    if isinstance(d, tuple):
-        return "`[" + ", ".join(repr(x) for x in d) + "]`" if d else "`[]`"
-    if isinstance(d, bool):
-        return f"`{str(d).lower()}`"
-    if isinstance(d, str):
-        return f'`"{d}"`' if d else "(empty)"
-    return f"`{d}`"
-
-
-def _type_text(opt: ConfigOption[Any]) -> str:
-    names = {str: "string", int: "integer", float: "number", bool: "boolean",
-             tuple: "list of strings", ByteSize: "size (bytes or e.g. 64MiB)",
-             Duration: "duration (seconds or e.g. 500ms, 2min)"}
-    return names.get(opt.type, opt.type.__name__)
-
-
-def render_options_markdown(options: Iterable[ConfigOption[Any]]) -> str:
-    """A Markdown table (key, type, default, description) of ``options``."""
-    lines = ["| Option | Type | Default | Description |", "|---|---|---|---|"]
-    for opt in options:
-        desc = opt.description
-        if opt.choices:
-            desc += " One of: " + ", ".join(f"`{c}`" for c in opt.choices) + "."
-        bounds = []
-        if opt.minimum is not None:
-            bounds.append(f">= {opt.minimum:g}")
-        if opt.maximum is not None:
-            bounds.append(f"<= {opt.maximum:g}")
-        if bounds:
-            desc += " Must be " + " and ".join(bounds) + "."
-        lines.append(
-            f"| `{opt.key}` | {_type_text(opt)} | {_md(_default_text(opt))} | {_md(desc)} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def render_pipeline_options_markdown() -> str:
-    """Every pipeline option, one table per section, plus the pass-through sub-tables."""
-    parts = []
-    for section, opts in SECTIONS.items():
-        parts.append(f"### [{section}]\n\n{render_options_markdown(opts)}")
-    parts.append(
-        "### [schema]\n\nOne entry per field: `name = \"type\"`, in column order. Types: "
-        "`string`, `int64`, `int32`, `double`, `bool`, `timestamp[ms]`, `timestamp[us, UTC]`, "
-        "`date32`, `decimal(p, s)`, `list<type>`, `struct<name: type, ...>` (and the other "
-        "Arrow integer/float widths, `binary`).\n"
-    )
-    rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
-    parts.append(
-        "### Pass-through tables\n\nNested keys are flattened to dotted names; values whose key "
-        "contains password/secret/token/jaas/key.pem are masked in logs and output.\n\n"
-        f"| Table | Passed to |\n|---|---|\n{rows}\n"
-    )
-    return "\n".join(parts)

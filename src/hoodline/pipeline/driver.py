@@ -44,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodline import faults
+from hoodline.config.enums import ErrorTolerance
 from hoodline.errors import (
     CommitOutcomeUnknownError,
     ConfigError,
@@ -65,10 +66,11 @@ from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.table.instant import COMMIT
-from hoodline.table.properties import TableConfig
+from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient
 from hoodline.table.write.file_writer import WriteContext
+from hoodline.table.write.operation import WriteOperation
 
 __all__ = ["RoundDriver", "open_target_table"]
 
@@ -97,7 +99,9 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
             exist_ok=True,
         )
     c = table.config
-    if c.index_type != t.index or (c.index_type == "BUCKET" and c.bucket_count != t.bucket_count):
+    if c.index_type != t.index or (
+        c.index_type is IndexType.BUCKET and c.bucket_count != t.bucket_count
+    ):
         raise ConfigError(
             f"table '{t.path}' uses index {c.index_type} (bucket count {c.bucket_count}), but the "
             f"pipeline sets table.index = {str(t.index)!r}, table.bucket-count = "
@@ -138,7 +142,7 @@ class _Run:
     #: the record schema the source delivers, and the schema commits get
     record_schema: pa.Schema
     data_schema: pa.Schema
-    operation: str
+    operation: WriteOperation
     writers: int
 
     @property
@@ -219,10 +223,10 @@ class RoundDriver:
             plugin = load_plugin(cfg)
             if restored is not None:
                 restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
-            operation = str(cfg.table.operation).upper()
+            operation = cfg.table.operation
             record_schema = plugin.table_schema(cfg)
             data_schema = client.plan_schema(record_schema, operation)
-            if cfg.errors.tolerance == "all":
+            if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(
                     open_error_table(cfg.errors.table_path, f"{cfg.table.name}_errors")
                 ).open()
@@ -373,7 +377,7 @@ class RoundDriver:
     ) -> tuple[SourceCheckpoint, float]:
         cfg = self.config
         bad = output.bad_records
-        if bad.num_rows and cfg.errors.tolerance != "all":
+        if bad.num_rows and cfg.errors.tolerance is not ErrorTolerance.ALL:
             raise_for_bad_records(bad, cfg.errors.table_path)
         started = self._clock()
         outcomes = list(output.outcomes.values())

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from hoodline.errors import BadRecordError, TableNotFoundError
 from hoodline.formats.json_decoder import BadRecords
-from hoodline.table.properties import TableConfig
+from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 
 ERROR_RECORD_KEY = "error_id"
@@ -178,7 +178,7 @@ def open_error_table(path: str, name: str) -> HudiTable:
                 name=name,
                 record_key_fields=(ERROR_RECORD_KEY,),
                 partition_fields=(ERROR_PARTITION_FIELD,),
-                index_type="BUCKET",
+                index_type=IndexType.BUCKET,
                 bucket_count=1,
             ),
             exist_ok=True,

@@ -35,7 +35,7 @@ from hoodline.source.api import Source, SourceEvent, SourceReaderContext, Source
 from hoodline.source.drive import BoundedRead
 
 if TYPE_CHECKING:
-    from hoodline.pipeline.config import PipelineConfig
+    from hoodline.pipeline.config import PipelineConfig, SourceType
     from hoodline.pipeline.transform import Prepared, RecordSpec
 
 #: Longest a reader task may take to read its bounded plan.
@@ -173,7 +173,7 @@ class SourcePlugin(ABC):
     """Driver side of a connector (see module docs). One instance per pipeline run."""
 
     #: The ``source.type`` it serves (stored with checkpoints and error rows).
-    name: ClassVar[str]
+    name: ClassVar[SourceType]
 
     def __init__(self, source: Source[Any, Any]) -> None:
         self.source = source

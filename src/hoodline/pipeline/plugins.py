@@ -11,20 +11,20 @@ from __future__ import annotations
 import importlib
 
 from hoodline.errors import ConfigError
-from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.config import PipelineConfig, SourceType
 from hoodline.pipeline.plugin import SourcePlugin
 
 #: source.type -> "module:class" of its plug-in.
-PLUGINS: dict[str, str] = {
-    "kafka": "hoodline.connectors.kafka.plugin:KafkaPlugin",
-    "files": "hoodline.connectors.files.plugin:FilesPlugin",
+PLUGINS: dict[SourceType, str] = {
+    SourceType.KAFKA: "hoodline.connectors.kafka.plugin:KafkaPlugin",
+    SourceType.FILES: "hoodline.connectors.files.plugin:FilesPlugin",
 }
 
 
-def plugin_class(source_type: str) -> type[SourcePlugin]:
+def plugin_class(source_type: SourceType) -> type[SourcePlugin]:
     """The plug-in class registered for ``source_type``."""
     try:
-        target = PLUGINS[str(source_type)]
+        target = PLUGINS[source_type]
     except KeyError:
         raise ConfigError(
             f"source.type {str(source_type)!r} has no connector; use one of "

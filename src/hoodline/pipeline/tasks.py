@@ -38,6 +38,7 @@ from hoodline.faults import FaultPoint
 from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
 from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
 from hoodline.pipeline.write_buffer import WriteBuffer
+from hoodline.table.properties import IndexType
 from hoodline.table.write.client import tag_and_assign
 from hoodline.table.write.file_writer import write_file_group
 from hoodline.table.write.records import (
@@ -137,7 +138,7 @@ class RoundJob:
     @property
     def key_shuffle(self) -> bool:
         """Records go through a shuffle by (partition, key) to assigner tasks first (BLOOM)."""
-        return self.spec.ctx.config.index_type == "BLOOM"
+        return self.spec.ctx.config.index_type is IndexType.BLOOM
 
     @property
     def record_schema(self) -> pa.Schema:

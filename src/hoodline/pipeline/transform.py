@@ -24,6 +24,7 @@ from hoodline.formats.json_decoder import MISSING_KEY, BadRecords
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
 from hoodline.table.keygen import KeyGenerator
 from hoodline.table.write.file_writer import WriteContext
+from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import FILE_ID, IS_DELETE, PARTITION_PATH, RECORD_KEY
 
@@ -70,7 +71,7 @@ class RecordSpec:
 
     @property
     def all_deletes(self) -> bool:
-        return self.ctx.operation == "DELETE"
+        return self.ctx.operation is WriteOperation.DELETE
 
     @property
     def record_schema(self) -> pa.Schema:

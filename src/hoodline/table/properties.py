@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hoodline.config.enums import ConfigEnum
 from hoodline.errors import (
     TableError,
     TableNotFoundError,
@@ -26,8 +27,21 @@ META_FOLDER = ".hoodie"
 
 SUPPORTED_TABLE_VERSION = 6
 SUPPORTED_TIMELINE_LAYOUT_VERSION = 1
-SUPPORTED_TABLE_TYPES = ("COPY_ON_WRITE",)
-INDEX_TYPES = ("BUCKET", "BLOOM")
+
+
+class TableType(ConfigEnum):
+    """``hoodie.table.type``: hoodline reads and writes copy-on-write tables only."""
+
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+
+
+class IndexType(ConfigEnum):
+    """``hoodie.index.type``: how the writer finds the file group holding a record key."""
+
+    #: file group = hash(key) % buckets of the partition: computed, no lookup.
+    BUCKET = "BUCKET"
+    #: bloom filters (and key ranges) in the base files' footers: looked up.
+    BLOOM = "BLOOM"
 
 # keys (Hudi spelling)
 K_NAME = "hoodie.table.name"
@@ -90,8 +104,10 @@ class TableConfig:
     partition_fields: tuple[str, ...] = ()
     precombine_field: str | None = None
     hive_style_partitioning: bool = True
-    table_type: str = "COPY_ON_WRITE"
-    index_type: str = "BUCKET"
+    #: (a string naming a type is accepted and converted)
+    table_type: TableType = TableType.COPY_ON_WRITE
+    #: (a string naming an index type is accepted and converted)
+    index_type: IndexType = IndexType.BUCKET
     bucket_count: int = 4
     url_encode_partitions: bool = False
     table_version: int = SUPPORTED_TABLE_VERSION
@@ -102,6 +118,15 @@ class TableConfig:
         object.__setattr__(self, "record_key_fields", tuple(self.record_key_fields))
         object.__setattr__(self, "partition_fields", tuple(self.partition_fields))
         object.__setattr__(self, "extra", dict(self.extra))
+        for attr, kind in (("table_type", TableType), ("index_type", IndexType)):
+            value = getattr(self, attr)
+            try:
+                object.__setattr__(self, attr, kind.parse(value))
+            except ValueError as exc:
+                raise TableError(
+                    f"table '{self.name}': {attr.replace('_', ' ')} '{value}' is not supported; "
+                    f"{exc}"
+                ) from None
         self.validate()
 
     def validate(self) -> None:
@@ -120,11 +145,6 @@ class TableConfig:
             raise TableError(
                 f"table '{self.name}': partition fields {list(self.partition_fields)} "
                 "repeat a field"
-            )
-        if self.index_type not in INDEX_TYPES:
-            raise TableError(
-                f"table '{self.name}': index type '{self.index_type}' is not supported; "
-                f"use one of {', '.join(INDEX_TYPES)}"
             )
         if self.bucket_count < 1:
             raise TableError(
@@ -181,10 +201,10 @@ class TableConfig:
         if not name:
             raise UnsupportedTableError(f"'{source}' has no '{K_NAME}'; it is not a valid table")
         ttype = props.get(K_TYPE, "")
-        if ttype not in SUPPORTED_TABLE_TYPES:
+        if ttype not in tuple(TableType):
             raise UnsupportedTableError(
                 f"table '{name}' at '{source}' has {K_TYPE}='{ttype}'; hoodline supports "
-                f"{', '.join(SUPPORTED_TABLE_TYPES)} only"
+                f"{', '.join(TableType)} only"
             )
         version = props.get(K_VERSION, "")
         if version.strip() != str(SUPPORTED_TABLE_VERSION):
@@ -212,14 +232,19 @@ class TableConfig:
             ) from None
         precombine = props.get(K_PRECOMBINE) or props.get("hoodie.table.ordering.fields") or None
         try:
+            table_type = TableType.parse(ttype)
+            index_type = IndexType.parse(props.get(K_INDEX_TYPE) or IndexType.BLOOM)
+        except ValueError as exc:
+            raise UnsupportedTableError(f"table '{name}' at '{source}': {exc}") from None
+        try:
             return cls(
                 name=name,
                 record_key_fields=_split(props.get(K_RECORD_KEYS)),
                 partition_fields=_split(props.get(K_PARTITION_FIELDS)),
                 precombine_field=precombine,
                 hive_style_partitioning=_bool(props.get(K_HIVE_STYLE), False),
-                table_type=ttype,
-                index_type=(props.get(K_INDEX_TYPE) or "BLOOM").strip().upper(),
+                table_type=table_type,
+                index_type=index_type,
                 bucket_count=buckets,
                 url_encode_partitions=_bool(props.get(K_URL_ENCODE), False),
                 extra={k: v for k, v in props.items() if k not in _OWN_KEYS},

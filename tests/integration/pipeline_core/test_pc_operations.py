@@ -16,6 +16,8 @@ from hoodline.errors import CheckpointMismatchError
 from hoodline.pipeline.api import Pipeline
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -30,7 +32,7 @@ def test_bloom_index_and_delete_operation(
     table = tmp_path / "t"
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2,
                                             "round": {"max-records": 400, "min-interval": 0}})
-    cfg = replace(cfg, table=replace(cfg.table, index="BLOOM"))
+    cfg = replace(cfg, table=replace(cfg.table, index=IndexType.BLOOM))
     with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         assert p.run(once=True).commits == 3
     assert table_rows(table) == stream.model
@@ -41,7 +43,7 @@ def test_bloom_index_and_delete_operation(
         for i in gone:
             prod.produce(topic, i % 3, json.dumps({"id": i, "region": region(i), "ts": 0,
                                                    "name": "", "deleted": False}).encode())
-    dcfg = replace(cfg, table=replace(cfg.table, operation="delete"))
+    dcfg = replace(cfg, table=replace(cfg.table, operation=WriteOperation.DELETE))
     with Pipeline(dcfg, SparkEngine(pc_spark)) as p:
         summary = p.run(once=True)
     assert summary.records_read == len(gone)
@@ -52,7 +54,7 @@ def test_bloom_index_and_delete_operation(
     # another topic cannot resume this table's checkpoint
     other = create_topic(bs, unique("pc-other"), 1)
     ocfg = kafka_config(table, bs, other)
-    ocfg = replace(ocfg, table=replace(ocfg.table, index="BLOOM"))
+    ocfg = replace(ocfg, table=replace(ocfg.table, index=IndexType.BLOOM))
     with Pipeline(ocfg, SparkEngine(pc_spark)) as p:
         with pytest.raises(CheckpointMismatchError, match=f"now reads 'topics:{other}'"):
             p.run(once=True)
@@ -68,7 +70,7 @@ def test_bulk_insert_of_new_keys(
     stream.produce(500, 100_000, deletes=0.0)  # (almost) every key new
     table = tmp_path / "t"
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2})
-    cfg = replace(cfg, table=replace(cfg.table, operation="bulk_insert"))
+    cfg = replace(cfg, table=replace(cfg.table, operation=WriteOperation.BULK_INSERT))
     with Pipeline(cfg, SparkEngine(pc_spark)) as p:
         assert p.run(once=True).records_read == 500
     assert table_rows(table) == stream.model

@@ -40,6 +40,7 @@ from hoodline.demo.events import EventStream, StreamKind
 from hoodline.demo.feed import WaveFeeder, create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.table.table import HudiTable
+from hoodline.table.write.operation import WriteOperation
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka]
 
@@ -59,9 +60,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 class Scenario:
     """A topic, a table, a stream feeding the topic and pipeline runs against them."""
 
-    def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: StreamKind, operation: str,
-                 master: str = "local[2]", wave: int = 20, malformed: int = 1,
-                 tombstones: bool = False, spark_conf: dict[str, str] | None = None) -> None:
+    def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: StreamKind,
+                 operation: WriteOperation, master: str = "local[2]", wave: int = 20,
+                 malformed: int = 1, tombstones: bool = False,
+                 spark_conf: dict[str, str] | None = None) -> None:
         self.topic = f"po-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, self.topic, PARTITIONS)
         self.tmp = tmp
@@ -132,7 +134,7 @@ def scenarios(broker: EmbeddedBroker) -> Iterator[list[Scenario]]:
 def test_po_kill9_at_each_round_point_insert_table_no_loss_no_duplicate(
     broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
 ) -> None:
-    sc = Scenario(broker, tmp_path, kind="unique", operation="insert")
+    sc = Scenario(broker, tmp_path, kind="unique", operation=WriteOperation.INSERT)
     scenarios.append(sc)
     sc.feeder.start()
     committed_before_drain = 0
@@ -162,7 +164,7 @@ def test_po_kill9_at_each_round_point_insert_table_no_loss_no_duplicate(
 def test_po_kill9_at_random_times_upsert_table_with_deletes_and_bad_records(
     broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
 ) -> None:
-    sc = Scenario(broker, tmp_path, kind="upsert", operation="upsert", malformed=1,
+    sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT, malformed=1,
                   tombstones=True)
     scenarios.append(sc)
     rng = random.Random()
@@ -183,7 +185,7 @@ def test_po_executor_killed_mid_round_local_cluster(
     broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
 ) -> None:
     ui_port = free_port()
-    sc = Scenario(broker, tmp_path, kind="upsert", operation="upsert",
+    sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT,
                   master="local-cluster[2,1,1024]", tombstones=True,
                   spark_conf={"spark.ui.enabled": "true", "spark.ui.port": str(ui_port)})
     scenarios.append(sc)

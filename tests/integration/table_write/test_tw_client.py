@@ -26,7 +26,7 @@ from hoodline.table.index.bucket import bucket_ids, bucket_of_file_id
 from hoodline.table.read import latest_base_files, read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
-from hoodline.table.write.options import DEFAULT_PAYLOAD
+from hoodline.table.write.options import PayloadClass
 from hoodline.testing.hudi_oracle import (
     assert_hudi_matches_hoodline,
     assert_rows_equal,
@@ -390,7 +390,7 @@ def test_default_payload_keeps_newer_stored_rows(
     new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
 ) -> None:
     table = new_table(index_type)
-    opts = {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD}
+    opts = {"hoodie.datasource.write.payload.class": PayloadClass.DEFAULT.value}
     client = client_for(table, opts)
     client.insert(rows([1, 2, 3], ts=5, v="first"))
     # 1: older event (ignored), 2: same ordering value (incoming wins), 3: newer, 4: new key

@@ -14,7 +14,7 @@ from hoodline.connectors.files.discovery import (
     StabilityTracker,
     glob_to_regex,
 )
-from hoodline.connectors.files.schema_text import parse_schema
+from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit, FileSplitState, SplitKind
 from hoodline.errors import ConfigError, FileSourceError
 
@@ -73,23 +73,32 @@ def test_config_from_options_validates() -> None:
     assert c.schema is not None and not c.schema.field("id").nullable
     with pytest.raises(ConfigError, match="unknown option 'formt'"):
         FileSourceConfig.from_options({"path": "/x", "formt": "csv"})
-    with pytest.raises(ConfigError, match="'format'"):
+    with pytest.raises(ConfigError) as err:
         FileSourceConfig.from_options({"path": "/x", "format": "avro"})
+    assert "option 'format' has invalid value 'avro'" in str(err.value)
+    assert "'parquet', 'jsonl', 'csv'" in str(err.value)
+    with pytest.raises(ConfigError, match=r"'source\.mode' has invalid value 'forever'.*'bounded'"):
+        FileSourceConfig.from_options({"path": "/x", "source.mode": "forever"})
+    with pytest.raises(ConfigError, match=r"'errors\.tolerance' has invalid value 'some'.*'all'"):
+        FileSourceConfig.from_options({"path": "/x", "errors.tolerance": "some"})
+    assert FileSourceConfig("/x", "CSV").format is FileFormat.CSV  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'path'"):
         FileSourceConfig.from_options({"format": "csv"})
     with pytest.raises(ConfigError, match=r"csv\.header"):
         FileSourceConfig.from_options({"path": "/x", "format": "csv", "csv.header": "false"})
 
 
-def test_parse_schema() -> None:
-    s = parse_schema("a int64, b string not null, c decimal128(10, 2), d timestamp[us], e bool")
-    assert s == pa.schema([("a", pa.int64()), pa.field("b", pa.string(), False),
-                           ("c", pa.decimal128(10, 2)), ("d", pa.timestamp("us")),
-                           ("e", pa.bool_())])
-    with pytest.raises(ConfigError, match="unknown Arrow type 'int65'"):
-        parse_schema("a int65")
-    with pytest.raises(ConfigError, match="declared twice"):
-        parse_schema("a int64, a string")
+def test_schema_option_uses_the_pipeline_schema_type_syntax() -> None:
+    c = FileSourceConfig.from_options({
+        "path": "/x", "format": "jsonl",
+        "schema": "id int64, tags list<string>, amount decimal(12, 2), p struct<a: int32>",
+    })
+    assert c.schema is not None
+    assert c.schema.field("tags").type == pa.list_(pa.string())
+    assert c.schema.field("amount").type == pa.decimal128(12, 2)
+    assert c.schema.field("p").type == pa.struct([("a", pa.int32())])
+    with pytest.raises(ConfigError, match="option 'schema', column 'x': invalid type 'int65'"):
+        FileSourceConfig.from_options({"path": "/x", "schema": "x int65"})
 
 
 def test_split_ids_and_state() -> None:

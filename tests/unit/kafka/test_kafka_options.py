@@ -6,9 +6,11 @@ import logging
 
 import pytest
 
+from hoodline.connectors.kafka.assigners import AssignerKind
 from hoodline.connectors.kafka.offsets import (
     BoundedMode,
     OffsetReset,
+    OffsetsOutOfRange,
     StartingOffsets,
     StartupMode,
 )
@@ -18,6 +20,7 @@ from hoodline.connectors.kafka.split import TopicPartition
 from hoodline.errors import ConfigError
 
 BASE = {"properties.bootstrap.servers": "127.0.0.1:9092"}
+BASE_PROPS = {"bootstrap.servers": "127.0.0.1:9092"}
 
 
 def cfg(**kw: object) -> KafkaSourceConfig:
@@ -71,6 +74,36 @@ def test_defaults() -> None:
 def test_invalid_values_fail_fast_naming_the_option(options: dict[str, object], named: str) -> None:
     with pytest.raises(ConfigError, match=named.replace(".", r"\.").replace("(", r"\(")):
         KafkaSourceConfig.from_options({**BASE, **options})
+
+
+@pytest.mark.parametrize(
+    ("key", "allowed"),
+    [
+        ("scan.startup.mode",
+         "'earliest-offset', 'latest-offset', 'group-offsets', 'specific-offsets', 'timestamp'"),
+        ("scan.startup.offset-reset", "'earliest', 'latest', 'none'"),
+        ("scan.bounded.mode", "'unbounded', 'latest-offset', 'specific-offsets'"),
+        ("scan.split-assigner", "'hash', 'round-robin'"),
+        ("offsets.out-of-range", "'fail', 'earliest'"),
+    ],
+)
+def test_enum_options_name_the_allowed_values(key: str, allowed: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        KafkaSourceConfig.from_options({**BASE, "topic": "a", key: "bogus"})
+    assert f"option '{key}' has invalid value 'bogus'" in str(err.value)
+    assert f"allowed: {allowed}" in str(err.value)
+
+
+def test_enum_options_parse_to_members() -> None:
+    c = cfg(topic="a", **{"scan.split-assigner": "ROUND-ROBIN", "offsets.out-of-range": "earliest",
+                          "scan.bounded.mode": "latest-offset",
+                          "scan.startup.mode": "latest-offset"})
+    assert c.split_assigner is AssignerKind.ROUND_ROBIN
+    assert c.offsets_out_of_range is OffsetsOutOfRange.EARLIEST
+    assert c.stopping_offsets.mode is BoundedMode.LATEST
+    assert c.starting_offsets.mode is StartupMode.LATEST
+    built = KafkaSourceConfig(BASE_PROPS, c.subscription, split_assigner="round-robin")  # type: ignore[arg-type]
+    assert built.split_assigner is AssignerKind.ROUND_ROBIN
 
 
 def test_bootstrap_servers_required() -> None:

@@ -7,18 +7,21 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from hoodline.config import ErrorTolerance
+from hoodline.config.units import ByteSize, Duration
+from hoodline.docs import render_options_markdown, render_pipeline_options_markdown
 from hoodline.errors import ConfigError
 from hoodline.pipeline.config import (
     ALL_OPTIONS,
-    ByteSize,
-    Duration,
     PipelineConfig,
+    SourceFormat,
+    SourceType,
     config_from_dict,
     load_config,
     parse_config,
-    render_options_markdown,
-    render_pipeline_options_markdown,
 )
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
 
 FULL = """
 [source]
@@ -92,7 +95,7 @@ def test_full_config_is_parsed_typed_and_flattened() -> None:
         "/data/events/", "events", ("id",), ("day",)
     )
     assert (t.precombine_field, t.index, t.operation, t.delete_field) == (
-        "ts", "BLOOM", "upsert", "_deleted"
+        "ts", IndexType.BLOOM, WriteOperation.UPSERT, "_deleted"
     )
     assert t.options == {"hoodie.parquet.max.file.size": 1048576}
     assert cfg.schema == pa.schema([
@@ -116,7 +119,9 @@ def test_defaults() -> None:
     assert cfg.source.type == "kafka" and cfg.source.format == "json"
     assert cfg.table.record_key == ("id",) and cfg.table.partition_fields == ()
     assert cfg.table.precombine_field is None and cfg.table.delete_field is None
-    assert (cfg.table.index, cfg.table.bucket_count, cfg.table.operation) == ("BUCKET", 4, "upsert")
+    assert (cfg.table.index, cfg.table.bucket_count, cfg.table.operation) == (
+        IndexType.BUCKET, 4, WriteOperation.UPSERT
+    )
     assert cfg.runtime.master == "local[2]" and cfg.runtime.reader_parallelism == 2
     assert cfg.errors.tolerance == "none" and cfg.errors.table_path == "/tmp/t_errors"
 
@@ -228,5 +233,64 @@ def test_every_option_is_documented_and_rendered() -> None:
     one = render_options_markdown([ALL_OPTIONS[0]])
     lines = one.strip().splitlines()
     assert lines[0] == "| Option | Type | Default | Description |"
-    assert lines[2].startswith("| `source.type` | string | `\"kafka\"` |")
+    assert lines[2].startswith("| `source.type` | enum | `\"kafka\"` |")
     assert "One of: `kafka`, `files`." in lines[2]
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "text", "expected"),
+    [
+        ("source", "type", "files", SourceType.FILES),
+        ("source", "format", "RAW", SourceFormat.RAW),
+        ("table", "index", "bloom", IndexType.BLOOM),
+        ("table", "operation", "bulk_insert", WriteOperation.BULK_INSERT),
+        ("table", "operation", "DELETE", WriteOperation.DELETE),
+        ("errors", "tolerance", "all", ErrorTolerance.ALL),
+    ],
+)
+def test_enum_options_parse_to_members(
+    section: str, key: str, text: str, expected: object
+) -> None:
+    import tomllib
+
+    doc = tomllib.loads(MINIMAL)
+    doc.setdefault(section, {})[key] = text
+    if expected is SourceFormat.RAW:
+        del doc["schema"]
+        doc["table"]["record-key"] = ["value"]
+    cfg = config_from_dict(doc)
+    value = {"source": cfg.source, "table": cfg.table, "errors": cfg.errors}[section]
+    got = getattr(value, key)
+    assert got is expected
+    assert cfg.describe()[f"{section}.{key}"] == expected.config_text  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "allowed"),
+    [
+        ("source", "type", "'kafka', 'files'"),
+        ("source", "format", "'json', 'raw'"),
+        ("table", "index", "'BUCKET', 'BLOOM'"),
+        ("table", "operation", "'upsert', 'insert', 'bulk_insert', 'delete'"),
+        ("errors", "tolerance", "'none', 'all'"),
+    ],
+)
+def test_enum_options_reject_bad_values_listing_the_allowed_ones(
+    section: str, key: str, allowed: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(MINIMAL.replace("[table]", f"[table]\n{key} = \"bogus\"")
+                     if section == "table" else MINIMAL + f"[{section}]\n{key} = \"bogus\"\n")
+    msg = str(err.value)
+    assert f"option '{section}.{key}' has invalid value 'bogus'" in msg
+    assert allowed in msg
+
+
+def test_operation_maps_config_spelling_to_hudi_operation_type() -> None:
+    assert [op.config_text for op in WriteOperation] == [
+        "upsert", "insert", "bulk_insert", "delete"
+    ]
+    for op in WriteOperation:
+        assert WriteOperation.parse(op.config_text) is op
+        assert WriteOperation.parse(op.value) is op
+    assert WriteOperation.UPSERT == "UPSERT"  # the commit metadata's operationType

@@ -6,7 +6,9 @@ import pytest
 
 from hoodline.errors import TableError, TableNotFoundError, UnsupportedTableError
 from hoodline.table.properties import (
+    IndexType,
     TableConfig,
+    TableType,
     dumps_properties,
     loads_properties,
     properties_path,
@@ -110,8 +112,10 @@ def test_unsupported_tables_name_key_and_value(tmp_path: Path, key: str, value: 
 def test_invalid_configs_raise() -> None:
     with pytest.raises(TableError, match="record key"):
         _cfg(record_key_fields=())
-    with pytest.raises(TableError, match="'HASH'"):
+    with pytest.raises(TableError, match="index type 'HASH' is not supported; allowed: 'BUCKET'"):
         _cfg(index_type="HASH")
+    assert _cfg(index_type="bloom").index_type is IndexType.BLOOM  # strings become the enum
+    assert _cfg().table_type is TableType.COPY_ON_WRITE
     with pytest.raises(TableError, match="bucket count 0"):
         _cfg(bucket_count=0)
     with pytest.raises(TableError, match="repeat"):

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from hoodline.config import Options
+from hoodline.config import ErrorTolerance, Options
+from hoodline.config.arrow_types import parse_schema
 from hoodline.connectors.files import options as o
-from hoodline.connectors.files.schema_text import parse_schema
+from hoodline.connectors.files.options import FileFormat, ScanMode
 from hoodline.errors import ConfigError
 
 
@@ -19,7 +20,8 @@ class FileSourceConfig:
     """Everything the enumerator and the readers need to know; see :mod:`.options` for meanings."""
 
     root: str
-    format: str
+    #: a :class:`FileFormat` (a string naming one is converted)
+    format: FileFormat
     continuous: bool = False
     monitor_interval: float = 10.0
     stable_scans: int = 2
@@ -37,10 +39,7 @@ class FileSourceConfig:
     splits_per_request: int = 1
 
     def __post_init__(self) -> None:
-        if self.format not in o.FORMATS:
-            raise ConfigError(
-                f"option 'format' has invalid value {self.format!r}; allowed: {o.FORMATS}"
-            )
+        object.__setattr__(self, "format", o.FORMAT.convert(self.format))
         if not self.root:
             raise ConfigError("option 'path' is missing; set it to the directory to read")
         object.__setattr__(self, "root", os.path.abspath(self.root))
@@ -49,7 +48,7 @@ class FileSourceConfig:
         object.__setattr__(
             self, "extensions", tuple(e.lower() for e in self.extensions)
         )
-        if self.format == "csv" and not self.csv_header and self.schema is None:
+        if self.format is FileFormat.CSV and not self.csv_header and self.schema is None:
             raise ConfigError(
                 "option 'csv.header' is false but no 'schema' is declared; the schema gives the "
                 "column names of header-less CSV files"
@@ -68,7 +67,7 @@ class FileSourceConfig:
         return cls(
             root=opts.get(o.PATH) if opts.contains(o.PATH) else "",
             format=opts.get(o.FORMAT),
-            continuous=opts.get(o.MODE) == "continuous",
+            continuous=opts.get(o.MODE) is ScanMode.CONTINUOUS,
             monitor_interval=opts.get(o.MONITOR_INTERVAL),
             stable_scans=opts.get(o.STABLE_SCANS),
             glob=opts.get(o.GLOB),
@@ -81,6 +80,6 @@ class FileSourceConfig:
             use_threads=opts.get(o.USE_THREADS),
             csv_delimiter=opts.get(o.CSV_DELIMITER),
             csv_header=opts.get(o.CSV_HEADER),
-            tolerate_errors=opts.get(o.ERRORS_TOLERANCE) == "all",
+            tolerate_errors=opts.get(o.ERRORS_TOLERANCE) is ErrorTolerance.ALL,
             splits_per_request=opts.get(o.SPLITS_PER_REQUEST),
         )

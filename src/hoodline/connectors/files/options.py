@@ -16,9 +16,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from hoodline.config import ConfigOption, option
+from hoodline.config import ConfigEnum, ConfigOption, ErrorTolerance, option
 
-FORMATS = ("parquet", "jsonl", "csv")
+
+class FileFormat(ConfigEnum):
+    """How the files are encoded (``format``)."""
+
+    PARQUET = "parquet"
+    #: one JSON object per line
+    JSONL = "jsonl"
+    CSV = "csv"
+
+
+class ScanMode(ConfigEnum):
+    """Whether the source finishes after the files present at start (``source.mode``)."""
+
+    BOUNDED = "bounded"
+    CONTINUOUS = "continuous"
+
 
 PATH = option(
     "path",
@@ -32,21 +47,19 @@ PATH = option(
 
 FORMAT = option(
     "format",
-    str,
-    "parquet",
+    FileFormat,
+    FileFormat.PARQUET,
     "File format: 'parquet', 'jsonl' (one JSON object per line) or 'csv'.",
-    choices=FORMATS,
 )
 
 MODE = option(
     "source.mode",
-    str,
-    "bounded",
+    ScanMode,
+    ScanMode.BOUNDED,
     "'bounded': read the files present when the source starts (taken as they are at that "
     "listing: do not point it at files still being written), then finish. 'continuous': "
     "monitor the directory every 'source.monitor-interval' seconds and read new, complete "
     "files (see 'source.stable-scans') as they appear, forever.",
-    choices=("bounded", "continuous"),
 )
 
 MONITOR_INTERVAL = option(
@@ -90,11 +103,13 @@ SCHEMA = option(
     "schema",
     str,
     "",
-    "Declared Arrow schema of the records, as 'name type, name type not null, ...' with Arrow "
-    "type names (int64, double, bool, string, binary, date32, timestamp[us], timestamp[ms, UTC], "
-    "decimal128(10, 2), ...). Every batch is emitted with exactly this schema: missing columns "
-    "fail the file, extra fields are dropped. Optional for Parquet (the file schema is used); "
-    "recommended for JSON lines and CSV, where types are otherwise inferred per file.",
+    "Declared Arrow schema of the records, as 'name type, name type not null, ...'; types are "
+    "written as in a pipeline's [schema] (int64, double, bool, string, binary, date32, "
+    "timestamp[us], timestamp[ms, UTC], decimal(10, 2), list<string>, struct<a: int64>, and "
+    "other Arrow type names such as decimal128(10, 2) or time64[us]). Every batch is emitted "
+    "with exactly this schema: missing columns fail the file, extra fields are dropped. "
+    "Optional for Parquet (the file schema is used); recommended for JSON lines and CSV, where "
+    "types are otherwise inferred per file.",
 )
 
 SPLIT_TARGET_SIZE = option(
@@ -159,14 +174,13 @@ CSV_HEADER = option(
 
 ERRORS_TOLERANCE = option(
     "errors.tolerance",
-    str,
-    "none",
+    ErrorTolerance,
+    ErrorTolerance.NONE,
     "'none': a file that cannot be read or parsed fails the source with a FileSourceError naming "
     "the file (and line / row group when known). 'all': such a file is logged, recorded as "
     "rejected (FileSource/enumerator/reader 'rejected_files', kept in the checkpointed "
     "enumerator state) and skipped; rows of it emitted before the error are not taken back and "
     "the rejection says how many there were.",
-    choices=("none", "all"),
 )
 
 SPLITS_PER_REQUEST = option(
@@ -197,8 +211,8 @@ ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (
     SPLITS_PER_REQUEST,
 )
 
-DEFAULT_EXTENSIONS: dict[str, tuple[str, ...]] = {
-    "parquet": (".parquet", ".parq"),
-    "jsonl": (".jsonl", ".json", ".ndjson"),
-    "csv": (".csv",),
+DEFAULT_EXTENSIONS: dict[FileFormat, tuple[str, ...]] = {
+    FileFormat.PARQUET: (".parquet", ".parq"),
+    FileFormat.JSONL: (".jsonl", ".json", ".ndjson"),
+    FileFormat.CSV: (".csv",),
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.discovery import FileEntry
 from hoodline.connectors.files.formats import plan_row_group_ranges
+from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 
 
@@ -19,7 +20,7 @@ def plan_file(entry: FileEntry, config: FileSourceConfig) -> list[FileSourceSpli
     """The splits of one file version; raises FileSourceError if a Parquet footer is unreadable."""
     target = config.split_target_size
     if entry.size > target:
-        if config.format == "parquet":
+        if config.format is FileFormat.PARQUET:
             ranges = plan_row_group_ranges(entry.path, target)
             if len(ranges) > 1:
                 return [
@@ -28,7 +29,7 @@ def plan_file(entry: FileEntry, config: FileSourceConfig) -> list[FileSourceSpli
                     )
                     for a, b in ranges
                 ]
-        elif config.format == "jsonl" and config.jsonl_byte_ranges:
+        elif config.format is FileFormat.JSONL and config.jsonl_byte_ranges:
             return [
                 FileSourceSplit(
                     entry.path,

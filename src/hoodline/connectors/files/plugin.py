@@ -24,11 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodline.config.enums import ErrorTolerance
 from hoodline.connectors.files.events import SplitsFinishedEvent
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError
 from hoodline.formats.json_decoder import BadRecords
-from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.config import PipelineConfig, SourceFormat, SourceType
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
     ReadOutcome,
@@ -117,7 +118,7 @@ class FileRecords(RecordPreparer):
 class FilesPlugin(SourcePlugin):
     """Driver side of the file source (see module docs)."""
 
-    name = "files"
+    name = SourceType.FILES
     source: FileSource
 
     def __init__(self, source: FileSource) -> None:
@@ -133,9 +134,9 @@ class FilesPlugin(SourcePlugin):
                 "[source.options] 'schema' is not used by pipelines: declare the record schema "
                 "in [schema]"
             )
-        if config.errors.tolerance == "all":
-            options.setdefault("errors.tolerance", "all")
-        schema = config.schema if config.source.format == "json" else None
+        if config.errors.tolerance is ErrorTolerance.ALL:
+            options.setdefault("errors.tolerance", ErrorTolerance.ALL.value)
+        schema = config.schema if config.source.format is SourceFormat.JSON else None
         return cls(FileSource.from_options(options, schema=schema))
 
     @property

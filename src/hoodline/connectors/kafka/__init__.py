@@ -4,11 +4,13 @@ Start with :class:`KafkaSource` (``KafkaSource.from_options({...})`` or ``KafkaS
 the options are declared in :mod:`hoodline.connectors.kafka.options`.
 """
 
+from hoodline.connectors.kafka.assigners import AssignerKind
 from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
 from hoodline.connectors.kafka.enumerator import KafkaSourceEnumerator
 from hoodline.connectors.kafka.offsets import (
     BoundedMode,
     OffsetReset,
+    OffsetsOutOfRange,
     StartingOffsets,
     StartupMode,
     StoppingOffsets,
@@ -31,6 +33,7 @@ from hoodline.connectors.kafka.subscription import Subscription
 __all__ = [
     "ALL_OPTIONS",
     "KAFKA_RECORD_SCHEMA",
+    "AssignerKind",
     "BoundedMode",
     "KafkaPartitionSplit",
     "KafkaPartitionSplitSerializer",
@@ -43,6 +46,7 @@ __all__ = [
     "KafkaSourceEnumerator",
     "KafkaSourceReader",
     "OffsetReset",
+    "OffsetsOutOfRange",
     "StartingOffsets",
     "StartupMode",
     "StoppingOffsets",

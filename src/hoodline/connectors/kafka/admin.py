@@ -47,19 +47,6 @@ class KafkaMetadataClient(Protocol):
     def close(self) -> None: ...
 
 
-def mask_client_properties(props: Mapping[str, object]) -> dict[str, object]:
-    """A copy of client properties safe to log: secrets (passwords, keys, JAAS) replaced by ***."""
-    return {k: ("***" if is_secret_property(k) else v) for k, v in props.items()}
-
-
-_SECRET_MARKERS = ("password", "secret", "jaas", "ssl.key.pem", "token", "credential")
-
-
-def is_secret_property(key: str) -> bool:
-    k = key.lower()
-    return any(marker in k for marker in _SECRET_MARKERS)
-
-
 class ConfluentMetadataClient:
     """:class:`KafkaMetadataClient` on confluent-kafka (librdkafka)."""
 

@@ -18,11 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from hoodline.config import ConfigEnum
 from hoodline.connectors.kafka.split import TopicPartition
 
-HASH = "hash"
-ROUND_ROBIN = "round-robin"
-ASSIGNER_NAMES = (HASH, ROUND_ROBIN)
+
+class AssignerKind(ConfigEnum):
+    """The split assigners (``scan.split-assigner``), see the module docs."""
+
+    HASH = "hash"
+    ROUND_ROBIN = "round-robin"
 
 
 def java_string_hash(s: str) -> int:
@@ -47,7 +51,7 @@ def _check_parallelism(parallelism: int) -> None:
 class SplitAssigner(Protocol):
     """Chooses the owner reader of partition splits."""
 
-    name: str
+    name: AssignerKind
 
     def owner(self, tp: TopicPartition, parallelism: int, loads: Sequence[int]) -> int:
         """Owner of a newly known split; ``loads[i]`` = splits reader ``i`` owns right now."""
@@ -63,7 +67,7 @@ class SplitAssigner(Protocol):
 class HashSplitAssigner:
     """``hash``: even distribution of each topic's partitions (see module docs)."""
 
-    name = HASH
+    name = AssignerKind.HASH
 
     def owner(self, tp: TopicPartition, parallelism: int, loads: Sequence[int]) -> int:
         _check_parallelism(parallelism)
@@ -79,7 +83,7 @@ class HashSplitAssigner:
 class RoundRobinSplitAssigner:
     """``round-robin``: even number of splits per reader across all topics (see module docs)."""
 
-    name = ROUND_ROBIN
+    name = AssignerKind.ROUND_ROBIN
 
     def owner(self, tp: TopicPartition, parallelism: int, loads: Sequence[int]) -> int:
         _check_parallelism(parallelism)
@@ -95,9 +99,11 @@ class RoundRobinSplitAssigner:
 
 
 def create_assigner(name: str) -> SplitAssigner:
-    """The assigner called ``name`` (``hash`` or ``round-robin``)."""
-    if name == HASH:
+    """The assigner called ``name`` (an :class:`AssignerKind` or its text)."""
+    try:
+        kind = AssignerKind.parse(name)
+    except ValueError as exc:
+        raise ValueError(f"unknown split assigner {name!r}; {exc}") from None
+    if kind is AssignerKind.HASH:
         return HashSplitAssigner()
-    if name == ROUND_ROBIN:
-        return RoundRobinSplitAssigner()
-    raise ValueError(f"unknown split assigner {name!r}; allowed: {', '.join(ASSIGNER_NAMES)}")
+    return RoundRobinSplitAssigner()

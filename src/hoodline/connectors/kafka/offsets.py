@@ -6,16 +6,18 @@ reported by a reader, added back) keeps its own offset and is never re-initializ
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+from hoodline.config import ConfigEnum
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.split import TopicPartition
 from hoodline.errors import KafkaSourceError
 
 
-class StartupMode(enum.Enum):
+class StartupMode(ConfigEnum):
+    """Where partitions found by the first discovery start (``scan.startup.mode``)."""
+
     EARLIEST = "earliest-offset"
     LATEST = "latest-offset"
     COMMITTED = "group-offsets"
@@ -23,12 +25,21 @@ class StartupMode(enum.Enum):
     TIMESTAMP = "timestamp"
 
 
-class OffsetReset(enum.Enum):
+class OffsetReset(ConfigEnum):
     """What to start from when a committed / specific offset is missing for a partition."""
 
     EARLIEST = "earliest"
     LATEST = "latest"
     NONE = "none"  # fail naming the partition
+
+
+class OffsetsOutOfRange(ConfigEnum):
+    """What a reader does when a split's next offset no longer exists (``offsets.out-of-range``)."""
+
+    #: fail naming topic, partition and offset
+    FAIL = "fail"
+    #: skip to the earliest available offset (the skipped records are lost)
+    EARLIEST = "earliest"
 
 
 @dataclass(frozen=True)
@@ -136,7 +147,9 @@ def _req(v: int | None) -> int:
     return v
 
 
-class BoundedMode(enum.Enum):
+class BoundedMode(ConfigEnum):
+    """Where reading stops (``scan.bounded.mode``)."""
+
     UNBOUNDED = "unbounded"
     LATEST = "latest-offset"
     SPECIFIC = "specific-offsets"

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hoodline.config import ConfigOption, Options, option
-from hoodline.connectors.kafka.admin import mask_client_properties
-from hoodline.connectors.kafka.assigners import ASSIGNER_NAMES, HASH
+from hoodline.config.masking import mask_secrets
+from hoodline.connectors.kafka.assigners import AssignerKind
 from hoodline.connectors.kafka.offsets import (
     BoundedMode,
     OffsetReset,
+    OffsetsOutOfRange,
     StartingOffsets,
     StartupMode,
     StoppingOffsets,
@@ -60,15 +61,14 @@ PARTITIONS = option(
 )
 STARTUP_MODE = option(
     "scan.startup.mode",
-    str,
-    StartupMode.EARLIEST.value,
+    StartupMode,
+    StartupMode.EARLIEST,
     "Where partitions found by the first discovery start: 'earliest-offset', 'latest-offset', "
     "'group-offsets' (committed offsets of 'properties.group.id', see "
     "'scan.startup.offset-reset'), "
     "'specific-offsets' (see 'scan.startup.specific-offsets') or 'timestamp' (see "
     "'scan.startup.timestamp-millis'). Partitions discovered later always start at their earliest "
     "offset; restored splits continue where they stopped.",
-    choices=[m.value for m in StartupMode],
 )
 STARTUP_SPECIFIC_OFFSETS = option(
     "scan.startup.specific-offsets",
@@ -85,20 +85,18 @@ STARTUP_TIMESTAMP = option(
 )
 STARTUP_OFFSET_RESET = option(
     "scan.startup.offset-reset",
-    str,
-    OffsetReset.EARLIEST.value,
+    OffsetReset,
+    OffsetReset.EARLIEST,
     "Used when 'group-offsets' finds no committed offset or 'specific-offsets' names none (or one "
     "outside the available range) for a partition: 'earliest', 'latest' or 'none' (fail).",
-    choices=[r.value for r in OffsetReset],
 )
 BOUNDED_MODE = option(
     "scan.bounded.mode",
-    str,
-    BoundedMode.UNBOUNDED.value,
+    BoundedMode,
+    BoundedMode.UNBOUNDED,
     "'unbounded' (default, reads forever), 'latest-offset' (stop at the end offsets found when "
     "the source starts) or 'specific-offsets' (see 'scan.bounded.specific-offsets'). A bounded "
     "source does not discover partitions after its first discovery.",
-    choices=[m.value for m in BoundedMode],
 )
 BOUNDED_SPECIFIC_OFFSETS = option(
     "scan.bounded.specific-offsets",
@@ -117,8 +115,8 @@ DISCOVERY_INTERVAL = option(
 )
 SPLIT_ASSIGNER = option(
     "scan.split-assigner",
-    str,
-    HASH,
+    AssignerKind,
+    AssignerKind.HASH,
     "The strategy for assigning splits to source readers. 'hash' distributes splits by topic "
     "hash, so the splits of each topic are evenly assigned across readers; the overall "
     "distribution may be imbalanced when topics have different partition counts. 'round-robin' "
@@ -127,7 +125,6 @@ SPLIT_ASSIGNER = option(
     "throughput varies a lot between topics the load can be imbalanced even though the number "
     "of splits is balanced. A split keeps its reader across failovers and restarts until the "
     "parallelism changes; then a completely new assignment is made.",
-    choices=ASSIGNER_NAMES,
 )
 GROUP_ID = option(
     "properties.group.id",
@@ -145,12 +142,11 @@ COMMIT_ON_CHECKPOINT = option(
 )
 OFFSETS_OUT_OF_RANGE = option(
     "offsets.out-of-range",
-    str,
-    "fail",
+    OffsetsOutOfRange,
+    OffsetsOutOfRange.FAIL,
     "What a reader does when a split's next offset no longer exists (retention deleted it): "
     "'fail' (default, error naming topic, partition and offset) or 'earliest' (skip to the "
     "earliest available offset and log a warning: the skipped records are lost).",
-    choices=("fail", "earliest"),
 )
 FETCH_MAX_RECORDS = option(
     "scan.fetch.max-records",
@@ -234,9 +230,11 @@ class KafkaSourceConfig:
     starting_offsets: StartingOffsets = field(default_factory=StartingOffsets)
     stopping_offsets: StoppingOffsets = field(default_factory=StoppingOffsets)
     discovery_interval_s: float = DISCOVERY_INTERVAL.default
-    split_assigner: str = HASH
+    #: an :class:`AssignerKind` (a string naming one is converted)
+    split_assigner: AssignerKind = AssignerKind.HASH
     commit_offsets_on_checkpoint: bool = True
-    offsets_out_of_range: str = "fail"
+    #: an :class:`OffsetsOutOfRange` (a string naming one is converted)
+    offsets_out_of_range: OffsetsOutOfRange = OffsetsOutOfRange.FAIL
     fetch_max_records: int = FETCH_MAX_RECORDS.default
     fetch_timeout_s: float = FETCH_TIMEOUT.default
     broker_unavailable_timeout_s: float = BROKER_TIMEOUT.default
@@ -246,8 +244,10 @@ class KafkaSourceConfig:
             raise ConfigError(
                 f"option '{BOOTSTRAP_SERVERS.key}' is required: give the Kafka brokers' host:port"
             )
-        SPLIT_ASSIGNER.convert(self.split_assigner)
-        OFFSETS_OUT_OF_RANGE.convert(self.offsets_out_of_range)
+        object.__setattr__(self, "split_assigner", SPLIT_ASSIGNER.convert(self.split_assigner))
+        object.__setattr__(
+            self, "offsets_out_of_range", OFFSETS_OUT_OF_RANGE.convert(self.offsets_out_of_range)
+        )
         DISCOVERY_INTERVAL.convert(self.discovery_interval_s)
 
     @property
@@ -264,14 +264,14 @@ class KafkaSourceConfig:
         return str(self.client_properties["bootstrap.servers"])
 
     def masked_client_properties(self) -> dict[str, object]:
-        return mask_client_properties(self.client_properties)
+        return mask_secrets(self.client_properties)
 
     def __repr__(self) -> str:
         return (
             f"KafkaSourceConfig(client_properties={self.masked_client_properties()}, "
             f"subscription={self.subscription.describe()}, "
-            f"starting={self.starting_offsets.mode.value}, "
-            f"bounded={self.stopping_offsets.mode.value}, assigner={self.split_assigner}, "
+            f"starting={self.starting_offsets.mode}, "
+            f"bounded={self.stopping_offsets.mode}, assigner={self.split_assigner}, "
             f"discovery_interval_s={self.discovery_interval_s})"
         )
 
@@ -311,8 +311,8 @@ class KafkaSourceConfig:
         except KafkaSourceError as exc:
             raise ConfigError(str(exc)) from None
 
-        mode = StartupMode(opts.get(STARTUP_MODE))
-        reset = OffsetReset(opts.get(STARTUP_OFFSET_RESET))
+        mode = opts.get(STARTUP_MODE)
+        reset = opts.get(STARTUP_OFFSET_RESET)
         if mode is StartupMode.SPECIFIC:
             if not opts.contains(STARTUP_SPECIFIC_OFFSETS):
                 raise ConfigError(
@@ -340,7 +340,7 @@ class KafkaSourceConfig:
         else:
             starting = StartingOffsets(mode, reset=reset)
 
-        bmode = BoundedMode(opts.get(BOUNDED_MODE))
+        bmode = opts.get(BOUNDED_MODE)
         if bmode is BoundedMode.SPECIFIC:
             if not opts.contains(BOUNDED_SPECIFIC_OFFSETS):
                 raise ConfigError(

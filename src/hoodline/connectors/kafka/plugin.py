@@ -36,7 +36,7 @@ from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import PipelineError
 from hoodline.formats.json_decoder import BadRecords, JsonDecoder
-from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.config import PipelineConfig, SourceFormat, SourceType
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
     ReadOutcome,
@@ -202,7 +202,7 @@ def _errors(spec: RecordSpec, batch: pa.RecordBatch, bad: BadRecords) -> pa.Reco
 class KafkaPlugin(SourcePlugin):
     """Driver side of the Kafka connector (see module docs)."""
 
-    name = "kafka"
+    name = SourceType.KAFKA
     source: KafkaSource
 
     def __init__(self, source: KafkaSource, *, raw: bool = False) -> None:
@@ -216,7 +216,7 @@ class KafkaPlugin(SourcePlugin):
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
         return cls(KafkaSource.from_options(dict(config.source.options)),
-                   raw=config.source.format == "raw")
+                   raw=config.source.format is SourceFormat.RAW)
 
     @property
     def identity(self) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
 from hoodline.errors import (
@@ -216,7 +217,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             self._consumer.incremental_assign(to_assign)
 
     def _out_of_range(self, topic: str, partition: int, offset: int, earliest: int | None) -> int:
-        if self._config.offsets_out_of_range == "earliest" and earliest is not None:
+        if self._config.offsets_out_of_range is OffsetsOutOfRange.EARLIEST and earliest is not None:
             self._skipped_out_of_range += max(0, earliest - offset)
             log.warning(
                 "offset %d of %s-%d is no longer available (retention deleted it); skipping to "

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index.bloom_index import BloomIndex
 from hoodline.table.index.bucket import BucketIndex
-from hoodline.table.properties import TableConfig
+from hoodline.table.properties import IndexType, TableConfig
 
 
 class Index(Protocol):
@@ -20,7 +20,7 @@ class Index(Protocol):
 
 
 def make_index(base_path: str | Path, config: TableConfig) -> Index:
-    if config.index_type == "BUCKET":
+    if config.index_type == IndexType.BUCKET:
         return BucketIndex(config)
     return BloomIndex(base_path)
 

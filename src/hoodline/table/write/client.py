@@ -53,7 +53,7 @@ from hoodline.table.index import make_index
 from hoodline.table.instant import COMMIT, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
-from hoodline.table.properties import TableConfig
+from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
     arrow_to_avro_schema_json,
@@ -67,6 +67,7 @@ from hoodline.table.write.file_writer import (
     stats_by_partition,
     write_file_groups,
 )
+from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.prepare import (
     check_required_columns,
@@ -86,18 +87,13 @@ from hoodline.table.write.records import (
     as_table,
 )
 
-UPSERT = "UPSERT"
-INSERT = "INSERT"
-DELETE = "DELETE"
-BULK_INSERT = "BULK_INSERT"
-OPERATIONS = (UPSERT, INSERT, DELETE, BULK_INSERT)
-
 
 @dataclass(frozen=True)
 class PreparedBatch:
     """A validated, keyed, de-duplicated batch and the schema its commit will have."""
 
-    operation: str
+    #: a :class:`WriteOperation` or a string naming one (``"UPSERT"``, ``"upsert"``)
+    operation: WriteOperation
     records: pa.Table
     data_schema: pa.Schema
 
@@ -131,14 +127,14 @@ def tag_and_assign(
     if view is None:
         view = table.fs_view()
     config = ctx.config
-    if ctx.operation == BULK_INSERT and config.index_type == "BLOOM":
+    if ctx.operation is WriteOperation.BULK_INSERT and config.index_type == IndexType.BLOOM:
         tagged = records.append_column(FILE_ID, pa.nulls(records.num_rows, pa.string()))
         use_small = False
     else:
         tagged = make_index(table.base_path, config).tag(records, view)
         use_small = True
-    if config.index_type == "BLOOM":
-        if ctx.operation == DELETE:
+    if config.index_type == IndexType.BLOOM:
+        if ctx.operation is WriteOperation.DELETE:
             return tagged.filter(pc.is_valid(tagged.column(FILE_ID)))
         profile = WriteProfile(view, ctx.options)
         assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small)
@@ -146,23 +142,23 @@ def tag_and_assign(
     return tagged
 
 
-def _operation(operation: str) -> str:
-    op = operation.upper()
-    if op not in OPERATIONS:
-        raise TableError(f"unknown write operation '{operation}'; use one of {OPERATIONS}")
-    return op
+def _operation(operation: str) -> WriteOperation:
+    try:
+        return WriteOperation.parse(operation)
+    except ValueError as exc:
+        raise TableError(f"unknown write operation '{operation}'; {exc}") from None
 
 
 def prepare_for_schema(
-    config: TableConfig, operation: str, batch: Batch, data_schema: pa.Schema
+    config: TableConfig, operation: WriteOperation, batch: Batch, data_schema: pa.Schema
 ) -> pa.Table:
     """Validate, key and de-duplicate records for a commit of ``data_schema``."""
-    if operation == DELETE:
+    if operation is WriteOperation.DELETE:
         return prepare_deletes(batch, config)
     table = as_table(batch)
     check_required_columns(table, config)
     table = conform_types(table, data_schema)
-    return prepare_upserts(table, config, data_schema, operation.lower())
+    return prepare_upserts(table, config, data_schema, operation)
 
 
 def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
@@ -170,12 +166,12 @@ def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
     (an empty share gives an empty table, not an error)."""
     table = as_table(batch)
     if table.num_rows == 0:
-        fields = [] if ctx.operation == DELETE else list(ctx.data_schema)
+        fields = [] if ctx.operation is WriteOperation.DELETE else list(ctx.data_schema)
         fields += [
             pa.field(RECORD_KEY, pa.string(), nullable=False),
             pa.field(PARTITION_PATH, pa.string(), nullable=False),
         ]
-        if ctx.operation == DELETE:
+        if ctx.operation is WriteOperation.DELETE:
             fields.append(pa.field(IS_DELETE, pa.bool_()))
         return pa.schema(fields).empty_table()
     return prepare_for_schema(ctx.config, ctx.operation, table, ctx.data_schema)
@@ -236,16 +232,16 @@ class WriteClient:
 
     # -- operations -----------------------------------------------------------------------------
     def upsert(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
-        return self.write(batch, UPSERT, extra_metadata)
+        return self.write(batch, WriteOperation.UPSERT, extra_metadata)
 
     def insert(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
-        return self.write(batch, INSERT, extra_metadata)
+        return self.write(batch, WriteOperation.INSERT, extra_metadata)
 
     def delete(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
-        return self.write(batch, DELETE, extra_metadata)
+        return self.write(batch, WriteOperation.DELETE, extra_metadata)
 
     def bulk_insert(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
-        return self.write(batch, BULK_INSERT, extra_metadata)
+        return self.write(batch, WriteOperation.BULK_INSERT, extra_metadata)
 
     def write(
         self, batch: Batch, operation: str, extra_metadata: Mapping[str, str] | None = None
@@ -278,8 +274,8 @@ class WriteClient:
         besides reading the timeline; raises InvalidRecordsError / SchemaEvolutionError."""
         op = _operation(operation)
         table = as_table(batch)
-        require_rows(table, op.lower())
-        if op != DELETE:
+        require_rows(table, op)
+        if op is not WriteOperation.DELETE:
             check_required_columns(table, self.table.config)
             table = conform_types(table, table_data_schema(self.table))
         schema = self.plan_schema(incoming_schema(table), op)
@@ -291,7 +287,7 @@ class WriteClient:
         op = _operation(operation)
         config = self.table.config
         old = table_data_schema(self.table)
-        if op == DELETE:
+        if op is WriteOperation.DELETE:
             if old is not None:
                 return old
             keys = [
@@ -325,7 +321,7 @@ class WriteClient:
             config=self.table.config,
             options=self.options,
             instant_ts=instant_ts,
-            operation=prepared.operation,
+            operation=_operation(prepared.operation),
             data_schema=prepared.data_schema,
         )
 

@@ -45,7 +45,8 @@ from hoodline.table.fs_view import (
 from hoodline.table.markers import Markers
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
-from hoodline.table.write.options import DEFAULT_PAYLOAD, WriteOptions
+from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
     FILE_ID,
@@ -67,8 +68,11 @@ class WriteContext:
     config: TableConfig
     options: WriteOptions
     instant_ts: str
-    operation: str
+    operation: WriteOperation
     data_schema: pa.Schema
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operation", WriteOperation.parse(self.operation))
 
     def table(self) -> HudiTable:
         return HudiTable(self.base_path, self.config)
@@ -188,7 +192,7 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
 def write_parquet(
     path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
-    compression = None if options.compression == "none" else options.compression
+    compression = None if options.compression is Compression.NONE else options.compression.value
     writer = pq.ParquetWriter(path, table.schema, compression=compression)
     try:
         if faults.armed(FaultPoint.FILE_PARTIAL) and table.num_rows > 1:
@@ -241,7 +245,7 @@ def write_file_group(
         old = pq.read_table(base_path).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
-        if ctx.options.payload_class == DEFAULT_PAYLOAD and upserts.num_rows:
+        if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
             replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced)
             new_keys = upserts.column(RECORD_KEY).combine_chunks()
         deleted = pc.is_in(old_keys, value_set=delete_keys)

@@ -7,10 +7,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from hoodline.config import options as cfg
+from hoodline.config.enums import ConfigEnum
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED
 from hoodline.table.lock import LOCK_EXPIRY_SECONDS, LOCK_HEARTBEAT_SECONDS
 
 MB = 1024 * 1024
+
+
+class Compression(ConfigEnum):
+    """Parquet compression codec of base files."""
+
+    SNAPPY = "snappy"
+    GZIP = "gzip"
+    ZSTD = "zstd"
+    NONE = "none"
+
+
+class PayloadClass(ConfigEnum):
+    """How an incoming record merges with the stored one of the same key (Hudi payload classes)."""
+
+    #: the incoming record always replaces the stored one
+    OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+    #: the stored record stays when its ordering (precombine) value is greater
+    DEFAULT = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
 
 MAX_FILE_SIZE = cfg.option(
     "hoodie.parquet.max.file.size",
@@ -69,10 +89,9 @@ BLOOM_MIN_ENTRIES = cfg.option(
 )
 PARQUET_COMPRESSION = cfg.option(
     "hoodie.parquet.compression.codec",
-    str,
-    "snappy",
+    Compression,
+    Compression.SNAPPY,
     "Compression codec of base files.",
-    choices=("snappy", "gzip", "zstd", "none"),
 )
 PARQUET_ROW_GROUP_ROWS = cfg.option(
     "hoodline.parquet.row.group.rows",
@@ -90,18 +109,15 @@ CLEAN_AUTOMATIC = cfg.option(
 )
 #: declared by the clean module (table-meta); the writer reads it when cleaning automatically
 CLEAN_COMMITS_RETAINED = CLEANER_COMMITS_RETAINED
-OVERWRITE_WITH_LATEST = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 PAYLOAD_CLASS = cfg.option(
     "hoodie.datasource.write.payload.class",
-    str,
-    OVERWRITE_WITH_LATEST,
+    PayloadClass,
+    PayloadClass.OVERWRITE_WITH_LATEST,
     "How an incoming record merges with the stored one of the same key (Hudi payload class "
     "names). OverwriteWithLatestAvroPayload: the incoming record always replaces the stored one. "
     "DefaultHoodieRecordPayload: the stored record is kept when its ordering (precombine) value "
     "is greater than the incoming one's (late, out-of-order events do not overwrite newer data). "
     "Within one batch the highest ordering value always wins.",
-    choices=(OVERWRITE_WITH_LATEST, DEFAULT_PAYLOAD),
 )
 LOCK_OWNER = cfg.option(
     "hoodline.write.lock.owner",
@@ -140,11 +156,11 @@ class WriteOptions:
     record_size_lookback: int = RECORD_SIZE_LOOKBACK.default
     bloom_fpp: float = BLOOM_FPP.default
     bloom_min_entries: int = BLOOM_MIN_ENTRIES.default
-    compression: str = PARQUET_COMPRESSION.default
+    compression: Compression = PARQUET_COMPRESSION.default
     row_group_rows: int = PARQUET_ROW_GROUP_ROWS.default
     clean_automatic: bool = CLEAN_AUTOMATIC.default
     clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
-    payload_class: str = PAYLOAD_CLASS.default
+    payload_class: PayloadClass = PAYLOAD_CLASS.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
     lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default

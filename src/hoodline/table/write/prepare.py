@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen import KeyGenerator, require_no_nulls
 from hoodline.table.properties import TableConfig
+from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.records import (
     INTERNAL_COLUMNS,
     IS_DELETE,
@@ -33,11 +34,11 @@ from hoodline.table.write.records import (
 _POS = "__hoodline_pos"
 
 
-def require_rows(table: pa.Table, operation: str) -> None:
+def require_rows(table: pa.Table, operation: WriteOperation) -> None:
     if table.num_rows == 0:
         raise InvalidRecordsError(
-            f"{operation} got an empty batch (0 records); nothing to write — skip the call "
-            "instead of committing an empty instant"
+            f"{operation.config_text} got an empty batch (0 records); nothing to write — skip "
+            "the call instead of committing an empty instant"
         )
 
 
@@ -104,7 +105,7 @@ def prepare_upserts(
     batch: Batch,
     config: TableConfig,
     data_schema: pa.Schema,
-    operation: str = "upsert",
+    operation: WriteOperation = WriteOperation.UPSERT,
 ) -> pa.Table:
     """Data columns aligned to ``data_schema`` + ``_hoodie_record_key`` + partition path, deduped.
 
@@ -131,7 +132,7 @@ def prepare_deletes(batch: Batch, config: TableConfig) -> pa.Table:
 
     Only the record key and partition fields are needed; other columns are ignored."""
     table = as_table(batch)
-    require_rows(table, "delete")
+    require_rows(table, WriteOperation.DELETE)
     _check_duplicate_names(table)
     keygen = KeyGenerator(config)
     keys = keygen.record_keys(table)

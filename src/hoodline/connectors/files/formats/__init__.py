@@ -16,6 +16,7 @@ from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.formats.csv import read_csv
 from hoodline.connectors.files.formats.jsonl import read_jsonl
 from hoodline.connectors.files.formats.parquet import plan_row_group_ranges, read_parquet
+from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
 
@@ -43,9 +44,9 @@ def check_unchanged(split: FileSourceSplit) -> None:
 def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.RecordBatch]:
     """Record batches of ``split`` (in file order), skipping ``split.records_to_skip`` records."""
     check_unchanged(split)
-    if config.format == "parquet":
+    if config.format is FileFormat.PARQUET:
         return read_parquet(split, config.schema, config.batch_size, config.use_threads)
-    if config.format == "jsonl":
+    if config.format is FileFormat.JSONL:
         return read_jsonl(split, config.schema, config.block_size, config.use_threads)
     return read_csv(
         split,

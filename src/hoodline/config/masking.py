@@ -1,0 +1,36 @@
+"""Secret masking: the one list of key markers that makes a configuration value secret.
+
+Every place that shows configuration (the pipeline config's ``repr``/``describe``, the Kafka
+source's client properties, option error messages) masks through this module, so a key is either
+secret everywhere or nowhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: A key is secret when it contains one of these (case-insensitive): SASL/SSL passwords, private
+#: keys, JAAS configs, OAuth client secrets, tokens, credentials.
+SECRET_MARKERS: tuple[str, ...] = ("password", "secret", "jaas", "key.pem", "token", "credential")
+#: What a secret value is shown as.
+MASK = "***"
+
+
+def is_secret_key(key: str) -> bool:
+    """True for keys whose values must never be shown (see :data:`SECRET_MARKERS`)."""
+    low = key.lower()
+    return any(marker in low for marker in SECRET_MARKERS)
+
+
+def mask_secrets(values: Mapping[str, object]) -> dict[str, object]:
+    """A copy safe to log: values of secret keys replaced by :data:`MASK`."""
+    return {k: (MASK if is_secret_key(k) else v) for k, v in values.items()}
+
+
+class MaskedDict(dict[str, object]):
+    """A plain dict whose ``repr``/``str`` mask secret values (the real values stay readable)."""
+
+    def __repr__(self) -> str:
+        return repr(mask_secrets(self))
+
+    __str__ = __repr__
