@@ -11,7 +11,7 @@ from hoodline.connectors.kafka.assigners import topic_start_index
 from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
 from hoodline.connectors.kafka.serde import KafkaSourceEnumStateSerializer
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import KafkaSourceError, SourceError
+from hoodline.errors import KafkaSourceError, KafkaTopicNotFoundError, SourceError
 from hoodline.runtime.coordinator import SourceCoordinator
 from hoodline.runtime.reader_events import AddSplitsEvent, NoMoreSplitsEvent, ReaderEvent
 from hoodline.source.serialization import read_versioned, write_versioned
@@ -433,3 +433,52 @@ def test_bounded_split_no_reader_reported_is_finished() -> None:
     assert _assigned(events[0]) == [KafkaPartitionSplit("t", 0, 6, 10)]
     assert _assigned(events[1]) == []
     assert any(isinstance(e, NoMoreSplitsEvent) for e in events[1])
+
+
+# --- first contact: a failed first discovery never looks like an empty source (issue 15) --------
+def _started_coordinator(
+    meta: FakeMetadata, **options: str
+) -> SourceCoordinator[KafkaPartitionSplit, KafkaSourceEnumState]:
+    coordinator: SourceCoordinator[KafkaPartitionSplit, KafkaSourceEnumState] = (
+        SourceCoordinator(make_source(meta, **options), 1, clock=lambda: 0.0)
+    )
+    coordinator.start()
+    coordinator.register_reader(0)
+    return coordinator
+
+
+def test_missing_topic_fails_every_plan_until_it_exists() -> None:
+    meta = FakeMetadata()
+    meta.add_topic("payments", 1, records=3)
+    coordinator = _started_coordinator(meta, topic="orders")
+    for _ in range(2):  # a runtime that retries the round sees the same error, not an empty topic
+        with pytest.raises(KafkaTopicNotFoundError, match=r"'orders' of option 'topic'") as info:
+            coordinator.run_async_calls()
+        assert info.value.retryable is False
+        assert "existing topics: payments" in str(info.value)
+        assert "127.0.0.1:1" in str(info.value)  # the brokers it looked at
+    meta.add_topic("orders", 2, records=3)
+    coordinator.run_async_calls()
+    events = coordinator.take_reader_events(0)
+    assert sorted(s.partition for s in _assigned(events)) == [0, 1]
+
+
+def test_failed_first_discovery_is_tried_again_by_the_next_plan() -> None:
+    meta = FakeMetadata()
+    meta.add_topic("orders", 1, records=3)
+    meta.fail_next = 2
+    coordinator = _started_coordinator(meta, topic="orders")
+    for _ in range(2):
+        with pytest.raises(KafkaSourceError, match="first partition discovery"):
+            coordinator.run_async_calls()
+    coordinator.run_async_calls()
+    assert _assigned(coordinator.take_reader_events(0)) == [KafkaPartitionSplit("orders", 0, 0)]
+
+
+def test_topic_pattern_matching_nothing_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    meta = FakeMetadata()
+    meta.add_topic("payments", 1, records=3)
+    coordinator = _started_coordinator(meta, **{"topic-pattern": "orders-.*"})
+    coordinator.run_async_calls()
+    assert "topic-pattern 'orders-.*' matches no topic on brokers 127.0.0.1:1" in caplog.text
+    assert coordinator.take_reader_events(0) == []

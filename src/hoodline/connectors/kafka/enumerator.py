@@ -47,7 +47,7 @@ from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
 from hoodline.connectors.kafka.offsets import StartingOffsets
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import KafkaSourceError
+from hoodline.errors import KafkaBrokerUnavailableError, KafkaSourceError
 from hoodline.source.api import SplitEnumerator, SplitEnumeratorContext, SplitsAssignment
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,18 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         client = self._metadata()
         initial = not self._initial_discovery_finished
         counts = client.topic_partition_counts()
-        subscribed = self._subscription.select(counts, strict=initial)
+        subscribed = self._subscription.select(
+            counts, strict=initial, brokers=self._config.bootstrap_servers
+        )
+        if initial and not subscribed and self._subscription.pattern is not None:
+            log.warning(
+                "topic-pattern %r matches no topic on brokers %s yet; topics created later are "
+                "read once partition discovery finds them (every %gs, option "
+                "'scan.topic-partition-discovery.interval')",
+                self._subscription.pattern,
+                self._config.bootstrap_servers,
+                self._config.discovery_interval_s,
+            )
         known = self._known_snapshot
         new = sorted(tp for tp in subscribed if tp not in known)
         if not new:
@@ -202,9 +213,16 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         if error is not None or result is None:
             self._discovery_failures += 1
             if not self._initial_discovery_finished:
+                # Until a first discovery succeeds every plan tries again (a runtime that retries
+                # the round must not see an empty source), and fails the same way.
+                self._context.call_async(self._discover, self._on_discovery)
+                if error is not None and getattr(error, "retryable", True) is False:
+                    raise error  # its message names the servers/topics and what to do
                 raise KafkaSourceError(
                     f"first partition discovery of {self._subscription.describe()} failed: {error}"
                 ) from error
+            if isinstance(error, KafkaBrokerUnavailableError):
+                raise error  # the client already retried for 'scan.broker-unavailable.timeout'
             log.warning(
                 "Kafka partition discovery failed (%d in a row): %s",
                 self._discovery_failures,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from hoodline.connectors.kafka.client_log import with_client_logging
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
 from hoodline.errors import (
@@ -168,14 +169,13 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
                 "enable.partition.eof": True,
                 "auto.offset.reset": "error",
                 "error_cb": self._outage.on_error,
-                "logger": logging.getLogger("hoodline.connectors.kafka.librdkafka"),
             }
         )
         if consumer_factory is None:
             from confluent_kafka import Consumer
 
             consumer_factory = Consumer
-        self._consumer: Any = consumer_factory(props)
+        self._consumer: Any = consumer_factory(with_client_logging(props))
         #: split id -> (split, next offset expected)
         self._splits: dict[str, KafkaPartitionSplit] = {}
         self._next: dict[str, int] = {}
