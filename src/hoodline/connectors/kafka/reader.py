@@ -243,8 +243,11 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._finished_now = []
         if not self._splits:
             return result
+        # consume() waits for its whole timeout unless num_messages arrive: never ask for more
+        # than the ranges still hold, so a read that reaches its planned ends returns at once.
         messages = self._consumer.consume(
-            num_messages=self._config.fetch_max_records, timeout=self._config.fetch_timeout_s
+            num_messages=min(self._config.fetch_max_records, self._left_in_ranges()),
+            timeout=self._config.fetch_timeout_s,
         )
         if not messages:
             self._check_outage()
@@ -272,6 +275,15 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
                 result.add(sid, KafkaFetch(_empty_batch(), stop))
                 self._finish(sid, result)
         return result
+
+    def _left_in_ranges(self) -> int:
+        """Most records the assigned splits can still yield (unbounded splits: no limit)."""
+        left = 0
+        for sid, split in self._splits.items():
+            if split.stopping_offset is None:
+                return self._config.fetch_max_records
+            left += max(1, split.stopping_offset - self._next[sid])
+        return max(1, left)
 
     def _emit_range(self, sid: str, msgs: list[Any], result: RecordsBySplits[KafkaFetch]) -> None:
         split = self._splits[sid]
