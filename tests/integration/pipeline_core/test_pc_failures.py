@@ -125,9 +125,7 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
 def test_broker_metadata_failure_while_planning_is_retried(
     pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a transient error (KafkaBrokerUnavailableError is not one: it is raised only after the
-    # client retried for 'scan.broker-unavailable.timeout', and stops the job)
-    from hoodline.errors import KafkaSourceError
+    from hoodline.errors import KafkaBrokerUnavailableError
     from hoodline.pipeline.sources import KafkaAdapter
 
     real = KafkaAdapter._latest
@@ -136,7 +134,7 @@ def test_broker_metadata_failure_while_planning_is_retried(
     def flaky(self: KafkaAdapter, tps: list[object]) -> object:
         calls["n"] += 1
         if calls["n"] <= 2:
-            raise KafkaSourceError("test: listing offsets failed while planning")
+            raise KafkaBrokerUnavailableError("test: brokers unreachable while planning")
         return real(self, tps)  # type: ignore[arg-type]
 
     monkeypatch.setattr(KafkaAdapter, "_latest", flaky)
