@@ -41,6 +41,16 @@ def is_unreachable(exc: BaseException) -> bool:
     return callable(name) and name() in UNREACHABLE_CODES
 
 
+def describe_kafka_error(err: object) -> str:
+    """``Connection refused ... (_TRANSPORT)`` for a confluent-kafka ``KafkaError`` (or the
+    ``KafkaException`` holding one); ``str(err)`` for anything else."""
+    inner = err.args[0] if isinstance(err, Exception) and err.args else err
+    text, name = getattr(inner, "str", None), getattr(inner, "name", None)
+    if callable(text) and callable(name):
+        return f"{text()} ({name()})"
+    return str(err)
+
+
 @dataclass
 class BrokerRetry:
     """Retries a broker call while the brokers are unreachable, then gives up (see module).
@@ -84,7 +94,9 @@ class BrokerRetry:
                 reported = after_failure()
                 now = self.clock()
                 elapsed = now - started
-                detail = f"{exc}" + (f"; the client reported: {reported}" if reported else "")
+                detail = describe_kafka_error(exc) + (
+                    f"; the client reported: {reported}" if reported else ""
+                )
                 if elapsed >= self.budget_s:
                     raise KafkaBrokerUnavailableError(
                         f"Kafka brokers {self.servers} (option 'properties.bootstrap.servers') "
@@ -98,13 +110,13 @@ class BrokerRetry:
                 wait = min(max(0.0, attempt_start + backoff - now), self.budget_s - elapsed)
                 log.warning(
                     "Kafka brokers %s unreachable: %s failed (attempt %d, %.1fs so far): %s; "
-                    "retrying in %.1fs, giving up after 'scan.broker-unavailable.timeout' = %gs",
+                    "retrying %s, giving up after 'scan.broker-unavailable.timeout' = %gs",
                     self.servers,
                     what,
                     attempts,
                     elapsed,
                     detail,
-                    wait,
+                    f"in {wait:.1f}s" if wait >= 0.05 else "now",
                     self.budget_s,
                 )
                 if wait > 0:
@@ -194,7 +206,7 @@ class ConfluentMetadataClient:
         return self._admin_client
 
     def _on_error(self, err: Any) -> None:
-        self._errors.append(str(err))
+        self._errors.append(describe_kafka_error(err))
         del self._errors[:-3]
         log.debug("Kafka admin client error: %s", err)
 
@@ -209,7 +221,8 @@ class ConfluentMetadataClient:
         reported = self._admin_reported()
         recent = f"; the client reported: {reported}" if reported else ""
         return KafkaSourceError(
-            f"{what} failed against bootstrap.servers={servers}: {exc}{recent}. "
+            f"{what} failed against bootstrap.servers={servers}: "
+            f"{describe_kafka_error(exc)}{recent}. "
             f"Check that the brokers are reachable and the client properties are right."
         )
 
