@@ -67,3 +67,42 @@ def test_every_hoodline_client_configuration_gets_the_shared_logger() -> None:
     props = with_client_logging({"bootstrap.servers": "127.0.0.1:1"})
     assert props["logger"] is client_log()
     assert props["bootstrap.servers"] == "127.0.0.1:1"
+
+
+def test_the_offset_commit_consumer_logs_through_python_logging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import confluent_kafka
+
+    from hoodline.connectors.kafka.source import KafkaSource
+    from hoodline.connectors.kafka.split import KafkaPartitionSplit
+
+    created: list[dict[str, object]] = []
+
+    class RecordingConsumer:
+        def __init__(self, props: dict[str, object]) -> None:
+            created.append(props)
+
+        def commit(self, offsets: object, asynchronous: bool) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", RecordingConsumer)
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": "127.0.0.1:1", "topic": "t", "properties.group.id": "g",
+    })
+    assert source.commit_offsets([KafkaPartitionSplit("t", 0, 5)]) is True
+    assert [props["logger"] for props in created] == [client_log()]
+
+
+def test_librdkafka_suppression_counts_do_not_make_a_new_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = ClientLog(logging.getLogger("test.kafka.client"), window_s=10.0, clock=Clock())
+    caplog.set_level(logging.DEBUG, logger="test.kafka.client")
+    base = "127.0.0.1:1/bootstrap: Connect failed: Connection refused (after 0ms in state CONNECT"
+    for suffix in (")", ", 1 identical error(s) suppressed)", ", 7 identical error(s) suppressed)"):
+        log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#consumer-1", base + suffix)
+    assert len(_records(caplog)) == 1

@@ -31,15 +31,16 @@ __all__ = ["REPEAT_WINDOW_S", "ClientLog", "client_log", "with_client_logging"]
 REPEAT_WINDOW_S = 30.0
 
 _THREAD_PREFIX = re.compile(r"^\[thrd:[^\]]*\]:\s*")
-_DURATION = re.compile(r"\b\d+ms\b")
+#: Parts of librdkafka messages that change between repeats of the same message.
+_VARYING = re.compile(r"\b\d+ms\b|, \d+ identical error\(s\) suppressed")
 
 
 class ClientLog:
     """The ``logger`` object handed to confluent-kafka clients (it calls :meth:`log`).
 
     ``confluent-kafka`` calls ``log(level, "%s [%s] %s", facility, client_name, message)``.
-    Messages that differ only in durations (``after 0ms`` / ``after 3ms``) or in the client
-    instance count as the same message for rate limiting.
+    Messages that differ only in durations (``after 0ms`` / ``after 3ms``), in librdkafka's own
+    suppression count or in the client instance count as the same message for rate limiting.
     """
 
     def __init__(
@@ -59,7 +60,7 @@ class ClientLog:
         if not self._logger.isEnabledFor(level):
             return
         facility, client, text = _parts(msg, args)
-        key = (level, facility, _DURATION.sub("Nms", text))
+        key = (level, facility, _VARYING.sub("", text))
         now = self._clock()
         with self._lock:
             last = self._seen.get(key)
