@@ -278,9 +278,11 @@ class ExactEndProducer:
     def __init__(self, bootstrap_servers: str, **config: Any) -> None:
         from confluent_kafka import Producer
 
+        from hoodline.connectors.kafka.client_log import with_client_logging
+
         props: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "linger.ms": 5}
         props.update(config)
-        self._producer = Producer(props)
+        self._producer = Producer(with_client_logging(props))
         self._held: dict[tuple[str, int], tuple[bytes | None, bytes | None, Any]] = {}
         self._count = 0
 

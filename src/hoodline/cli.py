@@ -13,14 +13,18 @@ from collections.abc import Callable
 from datetime import datetime
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from hoodline import __version__
-from hoodline.errors import HoodlineError
+from hoodline.errors import ConfigError, HoodlineError
+
+if TYPE_CHECKING:
+    from hoodline.pipeline.config import PipelineConfig
 
 app = typer.Typer(
     name="hoodline",
@@ -49,7 +53,9 @@ def _friendly_errors(fn: F) -> F:
         except HoodlineError as exc:
             if _DEBUG["on"]:
                 raise
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            # the message is not markup: '[schema]' or a value from the data must print as is
+            message = Text.assemble(("error:", "bold red"), " ", str(exc))
+            err_console.print(message, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -67,6 +73,20 @@ def _root(
 def version() -> None:
     """Print the hoodline version."""
     typer.echo(__version__)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 reader``, ``2 readers``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def run_banner(cfg: PipelineConfig, once: bool) -> str:
+    """The first line ``hoodline run`` prints: what it connects to what."""
+    return (
+        f"hoodline: {cfg.source.type} -> {cfg.table.path} ({cfg.table.operation.config_text}, "
+        f"{_count(cfg.runtime.reader_parallelism, 'reader')}, {cfg.runtime.master})"
+        f"{' --once' if once else ''}"
+    )
 
 
 @app.command()
@@ -97,12 +117,7 @@ def run(
         err_console.print("stopping after the current round (Ctrl-C again to abort)")
         stop.set()
 
-    err_console.print(
-        f"hoodline: {cfg.source.type} -> {cfg.table.path} "
-        f"({cfg.table.operation.config_text}, {cfg.runtime.reader_parallelism} readers, "
-        f"{cfg.runtime.master}){' --once' if once else ''}",
-        highlight=False,
-    )
+    err_console.print(run_banner(cfg, once), highlight=False, markup=False)
     with Pipeline(cfg) as pipeline:
         pipeline.engine  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own
         previous = signal.signal(signal.SIGINT, _interrupt)
@@ -113,10 +128,12 @@ def run(
             finish()
             signal.signal(signal.SIGINT, previous)
     console.print(
-        f"{summary.stopped_because}: {summary.rounds} rounds, {summary.commits} commits, "
-        f"{summary.records_read} records read, {summary.records_written} written, "
-        f"{summary.error_records} error records, last instant {summary.last_instant or '-'}",
+        f"{summary.stopped_because}: {_count(summary.rounds, 'round')}, "
+        f"{_count(summary.commits, 'commit')}, {_count(summary.records_read, 'record')} read, "
+        f"{summary.records_written} written, {_count(summary.error_records, 'error record')}, "
+        f"last instant {summary.last_instant or '-'}",
         highlight=False,
+        markup=False,
     )
 
 
@@ -176,6 +193,11 @@ def _human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def _add_row(table: RichTable, *cells: str) -> None:
+    """A row of literal text: table names, partition paths and file names are data, not markup."""
+    table.add_row(*(Text(c) for c in cells))
+
+
 TablePath = Annotated[Path, typer.Argument(help="Base path of the Hudi table.")]
 
 
@@ -194,20 +216,21 @@ def table_show(path: TablePath) -> None:
     grid = RichTable(show_header=False, box=None)
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("path", str(table.base_path))
-    grid.add_row("name", cfg.name)
-    grid.add_row("type", cfg.table_type)
-    grid.add_row("record key", ", ".join(cfg.record_key_fields))
-    grid.add_row("partition fields", ", ".join(cfg.partition_fields) or "(none)")
-    grid.add_row("precombine field", cfg.precombine_field or "(none)")
-    grid.add_row("index", f"{cfg.index_type}" + (
-        f" ({cfg.bucket_count} buckets)" if cfg.index_type == IndexType.BUCKET else ""))
-    grid.add_row("completed commits", str(len(table.timeline.completed_commits())))
-    grid.add_row("pending instants", ", ".join(str(i) for i in table.timeline.pending()) or "none")
-    grid.add_row("last commit", _fmt_ts(last.timestamp) if last else "(none)")
-    grid.add_row("partitions", str(len(view.partitions())))
-    grid.add_row("file groups", str(len(slices)))
-    grid.add_row("size", _human_bytes(sum(s.file_size for s in slices)))
+    _add_row(grid, "path", str(table.base_path))
+    _add_row(grid, "name", cfg.name)
+    _add_row(grid, "type", cfg.table_type)
+    _add_row(grid, "record key", ", ".join(cfg.record_key_fields))
+    _add_row(grid, "partition fields", ", ".join(cfg.partition_fields) or "(none)")
+    _add_row(grid, "precombine field", cfg.precombine_field or "(none)")
+    _add_row(grid, "index", f"{cfg.index_type}" + (
+        f" ({cfg.bucket_count} buckets)" if cfg.index_type is IndexType.BUCKET else ""))
+    _add_row(grid, "completed commits", str(len(table.timeline.completed_commits())))
+    pending = ", ".join(str(i) for i in table.timeline.pending())
+    _add_row(grid, "pending instants", pending or "none")
+    _add_row(grid, "last commit", _fmt_ts(last.timestamp) if last else "(none)")
+    _add_row(grid, "partitions", str(len(view.partitions())))
+    _add_row(grid, "file groups", str(len(slices)))
+    _add_row(grid, "size", _human_bytes(sum(s.file_size for s in slices)))
     console.print(grid)
 
 
@@ -215,7 +238,9 @@ def table_show(path: TablePath) -> None:
 @_friendly_errors
 def table_commits(
     path: TablePath,
-    limit: Annotated[int, typer.Option(help="Show at most this many newest instants.")] = 20,
+    limit: Annotated[
+        int, typer.Option(help="Show at most this many newest instants (0: all).", min=0)
+    ] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List the timeline: every instant with its state, and write statistics of commits."""
@@ -248,13 +273,14 @@ def table_commits(
         for row in rows:
             typer.echo(json.dumps(row))
         return
-    out = RichTable(title=f"timeline of {table.config.name}")
+    out = RichTable(title=Text(f"timeline of {table.config.name}"))
     for col in ("instant", "action", "state", "operation", "files", "records",
                 "inserts", "updates", "deletes", "written"):
         out.add_column(col, justify="right" if col in (
             "files", "records", "inserts", "updates", "deletes", "written") else "left")
     for row in rows:
-        out.add_row(
+        _add_row(
+            out,
             row["instant"], row["action"], row["state"],
             str(row.get("operation", "")), str(row.get("files", "")), str(row.get("records", "")),
             str(row.get("inserts", "")), str(row.get("updates", "")), str(row.get("deletes", "")),
@@ -276,7 +302,22 @@ def table_files(
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
+    commits = table.timeline.completed_commits()
+    if as_of is not None and not (len(as_of) == 17 and as_of.isdigit()):
+        example = commits[-1].timestamp if commits else "20261122151834238"
+        raise ConfigError(
+            f"--as-of {as_of!r} is not an instant time: give its 17 digits yyyyMMddHHmmssSSS, "
+            f"e.g. {example}; `hoodline table commits {path}` lists the table's instants"
+        )
     slices = table.fs_view(as_of=as_of).latest_file_slices()
+    if as_of is not None and not any(c.timestamp <= as_of for c in commits):
+        first = f"its first commit is {commits[0].timestamp}" if commits else "it has no commit"
+        err_console.print(
+            f"note: nothing was committed at or before {as_of} ({first}); "
+            f"`hoodline table commits {path}` lists the table's instants",
+            markup=False,
+            highlight=False,
+        )
     if as_json:
         for s in slices:
             typer.echo(json.dumps({
@@ -285,14 +326,17 @@ def table_files(
             }))
         return
     title = f"file slices of {table.config.name}" + (f" as of {as_of}" if as_of else "")
-    out = RichTable(title=title)
+    out = RichTable(title=Text(title))
     for col in ("partition", "file id", "base instant", "file", "size"):
         out.add_column(col, justify="right" if col == "size" else "left")
     for s in slices:
-        out.add_row(s.partition_path or "(root)", s.file_id, s.base_instant, s.base_file,
-                    _human_bytes(s.file_size))
+        _add_row(out, s.partition_path or "(root)", s.file_id, s.base_instant, s.base_file,
+                 _human_bytes(s.file_size))
     console.print(out)
-    console.print(f"{len(slices)} file slices, {_human_bytes(sum(s.file_size for s in slices))}")
+    console.print(
+        f"{_count(len(slices), 'file slice')}, {_human_bytes(sum(s.file_size for s in slices))}",
+        markup=False,
+    )
 
 
 @table_app.command("rollback")
@@ -327,7 +371,7 @@ def table_rollback(
     if not done:
         console.print("nothing to roll back: no pending instants")
     for inst in done:
-        console.print(f"completed {inst.action} {inst.timestamp}")
+        console.print(f"completed {inst.action} {inst.timestamp}", markup=False)
 
 
 def main() -> None:

@@ -105,7 +105,19 @@ class KafkaOffsetOutOfRangeError(KafkaSourceError):
 
 
 class KafkaBrokerUnavailableError(KafkaSourceError):
-    """The Kafka brokers stayed unreachable longer than the configured timeout."""
+    """The Kafka brokers stayed unreachable longer than ``scan.broker-unavailable.timeout``
+    (hoodline retried with backoff all that time). Names the bootstrap servers."""
+
+    #: Retrying at once cannot help: the brokers were already retried for the whole timeout.
+    retryable: bool = False
+
+
+class KafkaTopicNotFoundError(KafkaSourceError):
+    """A topic of option 'topic' (or a partition of option 'partitions') does not exist on the
+    brokers. hoodline never creates topics; the message names the missing ones."""
+
+    #: The topic will not appear by retrying the round; create it or fix the option.
+    retryable: bool = False
 
 
 class EmbeddedBrokerError(HoodlineError):

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from hoodline.broker import ExactEndProducer
+from hoodline.connectors.kafka.client_log import with_client_logging
 from hoodline.demo.events import EventStream, Message
 from hoodline.errors import EmbeddedBrokerError
 
@@ -23,15 +24,20 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int,
     """Create ``topic`` with ``partitions`` partitions (replication 1)."""
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+    admin = AdminClient(
+        with_client_logging({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+    )
     futures = admin.create_topics([NewTopic(topic, partitions, 1)])
-    for future in futures.values():
-        try:
-            future.result(timeout=timeout_s)
-        except Exception as exc:
-            raise EmbeddedBrokerError(
-                f"could not create topic {topic!r} on {bootstrap_servers}: {exc}"
-            ) from exc
+    try:
+        for future in futures.values():
+            try:
+                future.result(timeout=timeout_s)
+            except Exception as exc:
+                raise EmbeddedBrokerError(
+                    f"could not create topic {topic!r} on {bootstrap_servers}: {exc}"
+                ) from exc
+    finally:
+        admin.poll(0)  # hand its queued log lines to Python logging
 
 
 def produce(producer: ExactEndProducer, topic: str, messages: Sequence[Message]) -> None:

@@ -177,7 +177,7 @@ def run_stream_demo(
     base = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-"))
     if base.exists() and any(base.iterdir()) and not own_dir:
         result.problems.append(f"'{base}' is not empty; choose a new folder for the demo")
-        console.print(f"[red]{result.problems[-1]}[/red]")
+        console.print(f"[red]{escape(result.problems[-1])}[/red]", highlight=False)
         return result
     base.mkdir(parents=True, exist_ok=True)
     table_path = base / "events"
@@ -191,8 +191,8 @@ def run_stream_demo(
     progress = RoundProgress(console, title="hoodline demo", live=live)
     interrupted = False
     try:
-        console.print(f"[bold]hoodline demo[/bold]: Kafka topic -> Spark ({master}) -> Hudi table "
-                      f"at {table_path}")
+        console.print(f"[bold]hoodline demo[/bold]: Kafka topic -> Spark ({escape(master)}) -> "
+                      f"Hudi table at {escape(str(table_path))}")
         broker.start()
         console.print(f"broker: Tansu pid {broker.pid} on {broker.bootstrap_servers}")
         create_topic(broker.bootstrap_servers, TOPIC, PARTITIONS)
@@ -259,7 +259,8 @@ def run_stream_demo(
     if own_dir and not keep:
         shutil.rmtree(base, ignore_errors=True)
     elif result.table_path is not None:
-        console.print(f"output kept in {base} (table, error table, pipeline.toml, broker log)")
+        console.print(f"output kept in {base} (table, error table, pipeline.toml, broker log)",
+                      markup=False, highlight=False)
     return result
 
 
@@ -318,7 +319,7 @@ def _print_summary(console: Console, stream: EventStream, result: DemoResult) ->
     grid.add_row("time", f"{result.seconds:.1f} s")
     console.print(grid)
     for problem in result.problems:
-        console.print(f"[red]problem:[/red] {problem}", highlight=False)
+        console.print(f"[red]problem:[/red] {escape(problem)}", highlight=False)
     if result.ok:
         console.print("[green bold]OK[/green bold]: every produced record is in the table exactly "
                       "as the model says")

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hoodline.table.properties import IndexType, TableConfig
@@ -74,7 +75,8 @@ def run_table_demo(path: str | None, console: Console) -> int:
     """Run the demo in ``path`` (a new temporary folder if None); 0 when hudi-rs agrees."""
     base = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-")) / "trips"
     if base.exists() and any(base.iterdir()):
-        console.print(f"[red]'{base}' is not empty; choose a new folder for the demo table[/red]")
+        console.print(f"[red]'{escape(str(base))}' is not empty; choose a new folder for the demo "
+                      f"table[/red]")
         return 2
     rng = np.random.default_rng(7)
     config = TableConfig(
@@ -85,7 +87,8 @@ def run_table_demo(path: str | None, console: Console) -> int:
         index_type=IndexType.BLOOM,
     )
     table = HudiTable.create(base, config)
-    console.print(f"[bold]hoodline table demo[/bold] — Hudi copy-on-write table at {base}")
+    console.print(f"[bold]hoodline table demo[/bold] — Hudi copy-on-write table at "
+                  f"{escape(str(base))}")
 
     inserts = _trips(np.arange(20_000), 1, rng)
     upserts = _trips(np.arange(17_500, 22_500), 2, rng)
@@ -118,7 +121,7 @@ def run_table_demo(path: str | None, console: Console) -> int:
                 f"{batch.num_rows:,}",
                 str(len(md.write_stats())),
                 f"{elapsed:.2f}",
-                "[green]agrees[/green]" if agree else f"[red]DISAGREES[/red] {note}",
+                "[green]agrees[/green]" if agree else f"[red]DISAGREES[/red] {escape(note)}",
             )
     console.print(summary)
 

@@ -337,7 +337,16 @@ def load_config(path: str | Path) -> PipelineConfig:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read pipeline config {str(p)!r}: {exc.strerror}") from None
+        raise ConfigError(
+            f"cannot read pipeline config {str(p)!r}: {exc.strerror}; give the path of a "
+            f"pipeline TOML file (the examples/ folder of hoodline has some, e.g. "
+            f"examples/kafka-orders.toml)"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"pipeline config {str(p)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            f"give the path of a pipeline TOML file"
+        ) from None
     return parse_config(text, origin=str(p))
 
 

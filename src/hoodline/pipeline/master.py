@@ -10,6 +10,8 @@ from typing import Literal
 from hoodline.errors import ConfigError
 
 _LOCAL = re.compile(r"local(?:\[(\*|[1-9]\d*)(?:,\s*([1-9]\d*))?\])?")
+#: Master URLs Spark accepts besides local ones (and ``yarn``).
+_REMOTE_PREFIXES = ("spark://", "k8s://", "mesos://")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*\]")
 
 
@@ -61,6 +63,12 @@ def parse_master(url: str) -> Master:
         raise ConfigError(
             f"Spark master {url!r} is malformed; use local, local[N], local[*], local[N,F] "
             "or local-cluster[EXECUTORS,CORES_PER_EXECUTOR,MEMORY_MB]"
+        )
+    if not (url == "yarn" or url.startswith(_REMOTE_PREFIXES)):
+        raise ConfigError(
+            f"Spark master {url!r} is not a Spark master URL; use local[N], local[*], "
+            f"local[N,F], local-cluster[EXECUTORS,CORES_PER_EXECUTOR,MEMORY_MB], "
+            f"spark://HOST:PORT, yarn or k8s://API_SERVER_URL"
         )
     return Master(url, "remote", 0, 0)
 

@@ -162,7 +162,8 @@ class RoundProgress:
         if self._live_mode:
             self._refresh()
         else:
-            self.console.print(format_round_line(report), highlight=False, soft_wrap=True)
+            self.console.print(format_round_line(report), highlight=False, soft_wrap=True,
+                               markup=False)
 
     def set_status(self, text: str) -> None:
         """Show ``text`` under the title (live mode) or print it as a line (plain mode)."""
@@ -171,7 +172,7 @@ class RoundProgress:
         if self._live_mode:
             self._refresh()
         elif text:
-            self.console.print(text, highlight=False, soft_wrap=True)
+            self.console.print(text, highlight=False, soft_wrap=True, markup=False)
 
     def finish(self) -> None:
         """Stop the live display, leaving its last state on screen. Idempotent."""
@@ -243,10 +244,10 @@ def _rounds_table(recent: list[RoundLike], width: int) -> Table:
         table.add_column(name, justify="left" if name == "instant" else "right", no_wrap=True)
     for r in recent:
         if r.committed and r.instant:
-            instant = _short_instant(r.instant) if narrow else r.instant
+            instant = Text(_short_instant(r.instant) if narrow else r.instant)
         else:
-            instant = "[dim]no commit[/dim]"
-        cells = [
+            instant = Text("no commit", style="dim")
+        cells: list[str | Text] = [
             str(r.round_id), instant,
             f"{r.records_read:,}", f"{r.records_written:,}", f"{r.records_deleted:,}",
             f"[yellow]{r.error_records:,}[/yellow]" if r.error_records else "0",
@@ -268,7 +269,7 @@ def _lag_table(lag: Mapping[str, int]) -> Table:
     table.add_column("records behind", justify="right")
     ordered = sorted(lag.items(), key=lambda kv: (-kv[1], kv[0]))
     for tp, behind in ordered[:MAX_LAG_ROWS]:
-        table.add_row(tp, f"{behind:,}")
+        table.add_row(Text(tp), f"{behind:,}")
     rest = ordered[MAX_LAG_ROWS:]
     if rest:
         table.add_row(f"+{len(rest)} more", f"{sum(v for _, v in rest):,}")

@@ -283,7 +283,19 @@ class SourceCoordinator(Generic[SplitT, CheckpointT]):
     # -- checkpoints ----------------------------------------------------------------------------
 
     def checkpoint(self, checkpoint_id: int) -> bytes:
-        """Snapshot the enumerator for ``checkpoint_id`` (strictly increasing) as bytes."""
+        """Snapshot the enumerator for ``checkpoint_id`` (strictly increasing) as bytes.
+
+        Every reader subtask must be registered: until all registered, the enumerator has not seen
+        every reported split (FLIP-537), so its state would be incomplete. Flink never triggers a
+        checkpoint then (only once all tasks are running); neither does this coordinator.
+        """
+        missing = sorted(set(range(self._parallelism)) - set(self._context.registered_readers()))
+        if missing:
+            raise SourceError(
+                f"cannot take checkpoint {checkpoint_id}: reader subtask(s) {missing} of "
+                f"{self._parallelism} are not registered (a failed reader must register again "
+                f"first); the enumerator has not seen every reader's reported splits yet"
+            )
         if self._last_triggered is not None and checkpoint_id <= self._last_triggered:
             raise SourceError(
                 f"checkpoint id {checkpoint_id} is not greater than the last one "

@@ -8,7 +8,7 @@ from kafka_helpers import KafkaTestCluster, unique_topic
 from hoodline.connectors.kafka.admin import ConfluentMetadataClient
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import KafkaSourceError
+from hoodline.errors import KafkaBrokerUnavailableError
 from hoodline.testing.lifecycle import SourceLifecycleDriver
 
 pytestmark = pytest.mark.kafka
@@ -28,10 +28,20 @@ def test_metadata_client_lists_topics_and_offsets(kafka: KafkaTestCluster) -> No
         client.close()
 
 
-def test_metadata_client_fails_clearly_when_broker_unreachable() -> None:
-    client = ConfluentMetadataClient({"bootstrap.servers": "127.0.0.1:1"}, timeout_s=1.0)
-    with pytest.raises(KafkaSourceError, match=r"bootstrap\.servers=127\.0\.0\.1:1"):
+def test_metadata_client_fails_clearly_when_broker_unreachable(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    client = ConfluentMetadataClient(
+        {"bootstrap.servers": "127.0.0.1:1"}, timeout_s=1.0, broker_unavailable_timeout_s=2.0
+    )
+    with pytest.raises(KafkaBrokerUnavailableError, match=r"Kafka brokers 127\.0\.0\.1:1 "):
         client.topic_partition_counts()
+    client.close()
+    # librdkafka's own lines went through Python logging (rate-limited), not raw to stderr
+    assert "%3|" not in capfd.readouterr().err
+    routed = [r for r in caplog.records if r.name == "hoodline.kafka.client"]
+    assert routed and "Connection refused" in routed[0].getMessage()
+    assert routed[0].levelname == "ERROR"
 
 
 def test_offsets_committed_on_checkpoint_and_used_by_group_offsets_startup(

@@ -8,7 +8,13 @@ import pytest
 from kafka_sim import FakeMetadata, SimJob, make_source
 
 from hoodline.connectors.kafka.assigners import topic_start_index
+from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
+from hoodline.connectors.kafka.serde import KafkaSourceEnumStateSerializer
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
+from hoodline.errors import KafkaSourceError, KafkaTopicNotFoundError, SourceError
+from hoodline.runtime.coordinator import SourceCoordinator
+from hoodline.runtime.reader_events import AddSplitsEvent, NoMoreSplitsEvent, ReaderEvent
+from hoodline.source.serialization import read_versioned, write_versioned
 
 
 def tps(topic: str, n: int) -> list[TopicPartition]:
@@ -105,10 +111,17 @@ def test_split_loss_scenario_reported_splits_checkpointed_before_assignment_are_
     assert {
         s.topic_partition for ss in job.enumerator.pending_splits().values() for s in ss
     } == set(tps("t", 2))
-    # 3. a checkpoint completes: reader 2's state is empty now
+    # the enumerator's own state holds them (reader 2's state will not: it reported them)
+    held = job.enumerator.snapshot_state(0).pending_splits
+    assert {s.topic_partition for s in held} == set(tps("t", 2))
+    # 3. no checkpoint is taken before every reader registered (Flink's contract, seed step 5)
+    with pytest.raises(SourceError, match=r"reader subtask\(s\) \[0, 1\]"):
+        job.checkpoint()
+    job.register(0)
+    job.register(1)
     cp2 = job.checkpoint()
     assert cp2.reader_states[2] == []
-    # 4. the whole job restarts from that checkpoint: nothing is reported, nothing is lost
+    # 4. the whole job restarts from that checkpoint: nothing is lost
     job = job.restart()
     assert sorted(job.holdings()[0] | job.holdings()[1]) == tps("t", 2)
     job.check_invariants()
@@ -151,16 +164,18 @@ def test_failover_before_first_checkpoint_after_restart_assigns_no_split_twice()
 # --- single reader failover after the first checkpoint ------------------------------------------
 def test_failover_after_first_checkpoint_returns_split_to_same_reader() -> None:
     meta = FakeMetadata()
-    meta.add_topic("t", 2, records=10)
+    meta.add_topic("t", 1, records=10)
     source = make_source(meta, topic="t", **{"scan.split-assigner": "round-robin"})
     job = SimJob(source, 2, meta)
-    job.start(register=[0])
+    job.start()
     job.discover()
-    # split 1 -> reader 0; split 2 waits for reader 1
-    assert job.holdings() == {0: {TopicPartition("t", 0)}}
+    # split 1 -> reader 0
+    assert job.holdings() == {0: {TopicPartition("t", 0)}, 1: set()}
     job.read(0, max_records=2)
     job.checkpoint()  # first checkpoint done
-    job.register(1)  # split 2 -> reader 1
+    meta.topics["t"] = 2  # a new partition: split 2 -> reader 1
+    meta.end[TopicPartition("t", 1)] = 10
+    job.discover()
     assert job.holdings()[1] == {TopicPartition("t", 1)}
     job.read(1, max_records=5)
     # reader 1 restarts before the second checkpoint; its split goes back to pending for reader 1
@@ -335,3 +350,135 @@ def test_periodic_discovery_failures_are_logged_then_fail_after_three(
     job.discover()
     with pytest.raises(KafkaSourceError, match="failed 3 times in a row"):
         job.discover()
+
+
+# --- the owner's own report wins (hoodline issue 9) ----------------------------------------------
+def _restored_coordinator(
+    source_options: dict[str, str] | None = None,
+) -> tuple[SourceCoordinator[KafkaPartitionSplit, KafkaSourceEnumState], FakeMetadata]:
+    """A coordinator restored from a state whose global assignment is {t-0: 0, t-1: 1}."""
+    meta = FakeMetadata()
+    meta.add_topic("t", 2, records=10)
+    source = make_source(meta, topic="t", **(source_options or {}))
+    state = KafkaSourceEnumState(
+        global_assignment={TopicPartition("t", 0): 0, TopicPartition("t", 1): 1},
+        initial_discovery_finished=True,
+        parallelism=2,
+    )
+    coordinator: SourceCoordinator[KafkaPartitionSplit, KafkaSourceEnumState] = (
+        SourceCoordinator(source, 2, clock=lambda: 0.0)
+    )
+    coordinator.start(write_versioned(source.enumerator_checkpoint_serializer(), state), 1)
+    return coordinator, meta
+
+
+def _assigned(events: list[ReaderEvent]) -> list[KafkaPartitionSplit]:
+    return [s for e in events if isinstance(e, AddSplitsEvent) for s in e.splits]
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_owner_report_replaces_a_non_owner_copy_whatever_the_registration_order(
+    order: tuple[int, int],
+) -> None:
+    coordinator, _ = _restored_coordinator()
+    reports = {
+        0: [KafkaPartitionSplit("t", 0, 6), KafkaPartitionSplit("t", 1, 2)],  # t-1@2 is stale
+        1: [KafkaPartitionSplit("t", 1, 6)],
+    }
+    for reader in order:
+        coordinator.register_reader(reader, reported_splits=reports[reader])
+    events = coordinator.take_all_reader_events()
+    assert _assigned(events[0]) == [KafkaPartitionSplit("t", 0, 6)]
+    # the owner's own position, not the non-owner's stale one (offsets 2-5 would be read twice)
+    assert _assigned(events[1]) == [KafkaPartitionSplit("t", 1, 6)]
+
+
+def test_non_owner_copy_is_kept_when_the_owner_reports_nothing() -> None:
+    coordinator, _ = _restored_coordinator()
+    coordinator.register_reader(0, reported_splits=[KafkaPartitionSplit("t", 0, 6),
+                                                    KafkaPartitionSplit("t", 1, 4)])
+    coordinator.register_reader(1, reported_splits=[])
+    events = coordinator.take_all_reader_events()
+    assert _assigned(events[1]) == [KafkaPartitionSplit("t", 1, 4)]
+
+
+def test_no_checkpoint_while_a_reader_subtask_is_unregistered() -> None:
+    coordinator, _ = _restored_coordinator()
+    coordinator.register_reader(0, reported_splits=[KafkaPartitionSplit("t", 0, 6),
+                                                    KafkaPartitionSplit("t", 1, 2)])
+    with pytest.raises(SourceError, match=r"reader subtask\(s\) \[1\] .*not registered"):
+        coordinator.checkpoint(2)
+    coordinator.register_reader(1, reported_splits=[KafkaPartitionSplit("t", 1, 6)])
+    restored = KafkaSourceEnumStateSerializer()
+    state = read_versioned(restored, coordinator.checkpoint(2))
+    assert state.pending == {}  # everything went to its owner before the checkpoint
+
+
+# --- no silent loss of unbounded splits (hoodline issue 9) ---------------------------------------
+def test_unbounded_split_no_reader_reported_fails_naming_it() -> None:
+    coordinator, _ = _restored_coordinator()
+    coordinator.register_reader(0, reported_splits=[KafkaPartitionSplit("t", 0, 6)])
+    with pytest.raises(KafkaSourceError, match=r"\bt-1\b.*no reader reported") as info:
+        coordinator.register_reader(1, reported_splits=[])
+    assert "t-0" not in str(info.value)
+    assert "restore from a checkpoint" in str(info.value)
+
+
+def test_bounded_split_no_reader_reported_is_finished() -> None:
+    coordinator, _ = _restored_coordinator({"scan.bounded.mode": "latest-offset"})
+    coordinator.register_reader(0, reported_splits=[KafkaPartitionSplit("t", 0, 6, 10)])
+    coordinator.register_reader(1, reported_splits=[])  # t-1 finished: it left reader state
+    coordinator.run_async_calls()  # discovery finds nothing new: t-1 stays known
+    events = coordinator.take_all_reader_events()
+    assert _assigned(events[0]) == [KafkaPartitionSplit("t", 0, 6, 10)]
+    assert _assigned(events[1]) == []
+    assert any(isinstance(e, NoMoreSplitsEvent) for e in events[1])
+
+
+# --- first contact: a failed first discovery never looks like an empty source (issue 15) --------
+def _started_coordinator(
+    meta: FakeMetadata, **options: str
+) -> SourceCoordinator[KafkaPartitionSplit, KafkaSourceEnumState]:
+    coordinator: SourceCoordinator[KafkaPartitionSplit, KafkaSourceEnumState] = (
+        SourceCoordinator(make_source(meta, **options), 1, clock=lambda: 0.0)
+    )
+    coordinator.start()
+    coordinator.register_reader(0)
+    return coordinator
+
+
+def test_missing_topic_fails_every_plan_until_it_exists() -> None:
+    meta = FakeMetadata()
+    meta.add_topic("payments", 1, records=3)
+    coordinator = _started_coordinator(meta, topic="orders")
+    for _ in range(2):  # a runtime that retries the round sees the same error, not an empty topic
+        with pytest.raises(KafkaTopicNotFoundError, match=r"'orders' of option 'topic'") as info:
+            coordinator.run_async_calls()
+        assert info.value.retryable is False
+        assert "existing topics: payments" in str(info.value)
+        assert "127.0.0.1:1" in str(info.value)  # the brokers it looked at
+    meta.add_topic("orders", 2, records=3)
+    coordinator.run_async_calls()
+    events = coordinator.take_reader_events(0)
+    assert sorted(s.partition for s in _assigned(events)) == [0, 1]
+
+
+def test_failed_first_discovery_is_tried_again_by_the_next_plan() -> None:
+    meta = FakeMetadata()
+    meta.add_topic("orders", 1, records=3)
+    meta.fail_next = 2
+    coordinator = _started_coordinator(meta, topic="orders")
+    for _ in range(2):
+        with pytest.raises(KafkaSourceError, match="first partition discovery"):
+            coordinator.run_async_calls()
+    coordinator.run_async_calls()
+    assert _assigned(coordinator.take_reader_events(0)) == [KafkaPartitionSplit("orders", 0, 0)]
+
+
+def test_topic_pattern_matching_nothing_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    meta = FakeMetadata()
+    meta.add_topic("payments", 1, records=3)
+    coordinator = _started_coordinator(meta, **{"topic-pattern": "orders-.*"})
+    coordinator.run_async_calls()
+    assert "topic-pattern 'orders-.*' matches no topic on brokers 127.0.0.1:1" in caplog.text
+    assert coordinator.take_reader_events(0) == []

@@ -181,6 +181,58 @@ def test_empty_range_finishes_without_assigning() -> None:
     assert reader.fetch().finished_splits() == {"t-0"}
 
 
+class BlockingConsumer(FakeConsumer):
+    """consume() as librdkafka's: it returns early only once ``num_messages`` arrived, otherwise
+    it waits out its whole timeout (recorded, not slept)."""
+
+    def __init__(self, logs: dict[tuple[str, int], list[int]]) -> None:
+        super().__init__(logs, {})
+        self.calls: list[tuple[int, bool]] = []  # (num_messages, waited for the timeout)
+
+    def consume(self, num_messages: int, timeout: float) -> list[FakeMsg]:
+        positions, eof_sent = dict(self.positions), set(self.eof_sent)
+        available = len(FakeConsumer.consume(self, 1_000_000, timeout))
+        self.positions, self.eof_sent = positions, eof_sent
+        self.calls.append((num_messages, available < num_messages))
+        return FakeConsumer.consume(self, num_messages, timeout)
+
+
+@pytest.mark.parametrize(
+    "ranges",
+    [[(3, 4)], [(0, 2), (5, 8)], [(9, 10)]],
+    ids=["one-record", "two-ranges", "last-record"],
+)
+def test_read_reaching_its_planned_ends_returns_without_waiting_for_the_timeout(
+    ranges: list[tuple[int, int]],
+) -> None:
+    logs = {("t", p): list(range(10)) for p in range(len(ranges))}
+    fake = BlockingConsumer(logs)
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    splits = [KafkaPartitionSplit("t", p, a, b) for p, (a, b) in enumerate(ranges)]
+    reader.handle_splits_changes(SplitsAddition(splits))
+    offsets, nexts, finished = drain(reader)
+    assert sorted(offsets) == sorted(o for a, b in ranges for o in range(a, b))
+    assert finished == {s.split_id for s in splits}
+    assert nexts == {s.split_id: s.stopping_offset for s in splits}
+    assert fake.calls, "the reader never consumed"
+    assert not any(waited for _, waited in fake.calls), fake.calls
+    # records past one range's end may use up a call's count (read again by the next call);
+    # once every range reached its end there is no further consume
+    assert len(fake.calls) <= len(ranges)
+
+
+def test_unbounded_split_still_fetches_up_to_max_records() -> None:
+    fake = BlockingConsumer({("t", 0): list(range(10))})
+    reader = KafkaPartitionSplitReader(
+        config(**{"scan.fetch.max-records": 500}), consumer_factory=fake
+    )
+    reader.handle_splits_changes(
+        SplitsAddition([KafkaPartitionSplit("t", 0, 0), KafkaPartitionSplit("t", 1, 0, 3)])
+    )
+    reader.fetch()
+    assert fake.calls[0][0] == 500  # no planned end: a full batch may come, waiting is right
+
+
 def test_out_of_range_fails_by_default_naming_topic_partition_offset() -> None:
     fake = FakeConsumer({("t", 3): list(range(100, 120))}, {("t", 3): 100})
     reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)

@@ -22,7 +22,8 @@ def test_parse_master() -> None:
     assert parse_master("local[2,4]").max_task_failures == 4
     assert parse_master("local[*]").total_cores >= 1
     assert parse_master("spark://h:7077").kind == "remote"
-    for bad in ("local[0]", "local[x]", "local-cluster[2,1]", "localhost", ""):
+    assert parse_master("yarn").kind == parse_master("k8s://https://h:6443").kind == "remote"
+    for bad in ("local[0]", "local[x]", "local-cluster[2,1]", "localhost", "", "lokal", "spark:/h"):
         with pytest.raises(ConfigError):
             parse_master(bad)
 

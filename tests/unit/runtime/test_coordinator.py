@@ -209,7 +209,7 @@ def test_reader_failure_gives_back_exactly_what_was_assigned_after_the_last_comp
 
 
 def test_failure_before_any_checkpoint_returns_everything_assigned() -> None:
-    c, _ = _coordinator()
+    c, _ = _coordinator(parallelism=1)
     c.register_reader(0)
     _assign(c, 0, "a", "b")
     c.checkpoint(1)  # taken but never completed
@@ -226,7 +226,7 @@ def test_undelivered_events_of_a_failed_reader_are_dropped() -> None:
 
 
 def test_reader_failure_aborts_checkpoints_in_flight() -> None:
-    c, enum = _coordinator()
+    c, enum = _coordinator(parallelism=1)
     c.register_reader(0)
     c.checkpoint(1)
     c.reader_failed(0)
@@ -238,8 +238,29 @@ def test_reader_failure_aborts_checkpoints_in_flight() -> None:
     assert enum.calls.completed == [2]
 
 
+@pytest.mark.parametrize("reassign", [False, True])
+def test_no_checkpoint_until_every_reader_subtask_is_registered(reassign: bool) -> None:
+    c, enum = _coordinator(parallelism=3, reassign=reassign)
+    with pytest.raises(SourceError, match=r"checkpoint 1: reader subtask\(s\) \[0, 1, 2\] of 3"):
+        c.checkpoint(1)
+    c.register_reader(0)
+    c.register_reader(2)
+    with pytest.raises(SourceError, match=r"reader subtask\(s\) \[1\] of 3 are not registered"):
+        c.checkpoint(1)
+    c.register_reader(1)
+    c.checkpoint(1)
+    c.reader_failed(2)  # a failed reader: no checkpoint until it registered again
+    with pytest.raises(SourceError, match=r"reader subtask\(s\) \[2\]"):
+        c.checkpoint(2)
+    c.register_reader(2)
+    c.checkpoint(2)
+    c.notify_checkpoint_complete(2)
+    assert enum.calls.completed == [2]
+
+
 def test_checkpoint_ids_must_increase_also_after_restore() -> None:
-    c, _ = _coordinator()
+    c, _ = _coordinator(parallelism=1)
+    c.register_reader(0)
     c.checkpoint(3)
     with pytest.raises(SourceError, match="checkpoint id 3 is not greater than the last one"):
         c.checkpoint(3)
@@ -248,6 +269,8 @@ def test_checkpoint_ids_must_increase_also_after_restore() -> None:
     source = _ScriptedSource()
     restored: SourceCoordinator[NumberSplit, list[str]] = SourceCoordinator(source, 3)  # type: ignore[arg-type]
     restored.start(data, restored_checkpoint_id=5)
+    for subtask in range(3):
+        restored.register_reader(subtask)
     assert source.enumerators[0].state == ["cp5"]
     assert restored.last_completed_checkpoint_id == 5
     with pytest.raises(SourceError, match="checkpoint id 4"):
@@ -257,14 +280,15 @@ def test_checkpoint_ids_must_increase_also_after_restore() -> None:
 
 
 def test_checkpoint_bytes_are_versioned_enumerator_state() -> None:
-    c, enum = _coordinator()
+    c, enum = _coordinator(parallelism=1)
+    c.register_reader(0)
     enum.state = ["x"]
     data = c.checkpoint(1)
     assert read_versioned(_StateSerializer(), data) == ["x", "cp1"]
 
 
 def test_completion_prunes_history_and_notifies_the_enumerator_once() -> None:
-    c, enum = _coordinator()
+    c, enum = _coordinator(parallelism=1)
     c.register_reader(0)
     for cid in (1, 2, 3):
         _assign(c, 0, f"s{cid}")

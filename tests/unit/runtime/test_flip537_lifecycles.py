@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from hoodline.errors import SourceError
 from hoodline.runtime import AddSplitsEvent, NoMoreSplitsEvent, SourceCoordinator
 from hoodline.source.api import Boundedness
 from hoodline.source.serialization import read_versioned, write_versioned
@@ -162,14 +163,18 @@ def test_single_reader_failover_after_the_first_checkpoint_keeps_the_balance() -
 
 def test_reported_but_unassigned_splits_survive_a_checkpoint_and_restart() -> None:
     """Seed 001, case 2: a split reported at registration but not yet assigned must be in the
-    enumerator's checkpointed state, or a restart from that checkpoint loses it."""
+    enumerator's checkpointed state, or a restart from that checkpoint loses it. (The coordinator
+    also refuses a checkpoint before every reader registered, as Flink does.)"""
     a, b = NumberSplit("a", 3, None), NumberSplit("b", 4, None)
     c = _restored_coordinator(ReferenceEnumState(2, {"a": 0, "b": 1}), parallelism=2)
     c.register_reader(0, reported_splits=[a, b])  # reader 0 held both (e.g. after a rescale)
     assert _events_split_ids(c, 0) == ["a"]
-    data = c.checkpoint(11)  # reader 1 has not registered yet
-    c.notify_checkpoint_complete(11)
+    with pytest.raises(SourceError, match=r"reader subtask\(s\) \[1\] of 2 are not registered"):
+        c.checkpoint(11)  # reader 1 has not registered yet
     src = ReassigningNumberSource([], boundedness=Boundedness.CONTINUOUS_UNBOUNDED)
+    data = write_versioned(
+        src.enumerator_checkpoint_serializer(), c.enumerator.snapshot_state(11)
+    )
     state = read_versioned(src.enumerator_checkpoint_serializer(), data)
     assert state.pending == {1: {"b": b}}
     # restart from checkpoint 11: reader 0 only reports "a" now, "b" still reaches reader 1

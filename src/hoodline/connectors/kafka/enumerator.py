@@ -18,9 +18,15 @@ Reader registration (``add_reader``) handles the reader's reported splits:
 2. a split whose owner in the global assignment is this reader goes to this reader (deduplicated
    with a copy that was added back);
 3. a split owned by another reader is ignored when that owner already holds it (pending or
-   assigned); it is moved to its owner only when nobody holds it yet (awaiting report, e.g. after
-   the parallelism changed and state was redistributed);
+   assigned). When nobody holds it yet (awaiting report, e.g. after the parallelism changed and
+   state was redistributed) its copy goes to pending for the owner, *provisionally* while the
+   owner has not registered: the owner's own report replaces it (a non-owner's copy may be stale),
+   and it becomes definitive when the owner registers without reporting the split;
 4. then all pending splits of the reader are assigned to it.
+
+Once every reader registered, a known split that no reader reported is finished when the source is
+bounded (finished bounded splits leave reader state). An unbounded split never finishes, so then
+its checkpointed position is lost and the enumerator fails naming it rather than dropping it.
 
 ``add_splits_back`` returns splits to pending for their previous reader. With the same parallelism
 a restart keeps every owner; with a changed parallelism a completely new global assignment is made
@@ -41,7 +47,7 @@ from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
 from hoodline.connectors.kafka.offsets import StartingOffsets
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import KafkaSourceError
+from hoodline.errors import KafkaBrokerUnavailableError, KafkaSourceError
 from hoodline.source.api import SplitEnumerator, SplitEnumeratorContext, SplitsAssignment
 
 log = logging.getLogger(__name__)
@@ -88,6 +94,9 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         pending_tps = {tp for bucket in self._pending.values() for tp in bucket}
         self._assigned: set[TopicPartition] = set()
         self._awaiting: set[TopicPartition] = set(self._owner) - pending_tps
+        #: Pending splits that came from a non-owner's report while their owner had not registered
+        #: yet: the owner's own report replaces them.
+        self._provisional: set[TopicPartition] = set()
         #: Known splits held nowhere: not reported by any reader after all registered (finished
         #: bounded splits leave reader state). Kept known so they are never read again.
         self._finished: set[TopicPartition] = set()
@@ -169,7 +178,18 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         client = self._metadata()
         initial = not self._initial_discovery_finished
         counts = client.topic_partition_counts()
-        subscribed = self._subscription.select(counts, strict=initial)
+        subscribed = self._subscription.select(
+            counts, strict=initial, brokers=self._config.bootstrap_servers
+        )
+        if initial and not subscribed and self._subscription.pattern is not None:
+            log.warning(
+                "topic-pattern %r matches no topic on brokers %s yet; topics created later are "
+                "read once partition discovery finds them (every %gs, option "
+                "'scan.topic-partition-discovery.interval')",
+                self._subscription.pattern,
+                self._config.bootstrap_servers,
+                self._config.discovery_interval_s,
+            )
         known = self._known_snapshot
         new = sorted(tp for tp in subscribed if tp not in known)
         if not new:
@@ -193,9 +213,16 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         if error is not None or result is None:
             self._discovery_failures += 1
             if not self._initial_discovery_finished:
+                # Until a first discovery succeeds every plan tries again (a runtime that retries
+                # the round must not see an empty source), and fails the same way.
+                self._context.call_async(self._discover, self._on_discovery)
+                if error is not None and getattr(error, "retryable", True) is False:
+                    raise error  # its message names the servers/topics and what to do
                 raise KafkaSourceError(
                     f"first partition discovery of {self._subscription.describe()} failed: {error}"
                 ) from error
+            if isinstance(error, KafkaBrokerUnavailableError):
+                raise error  # the client already retried for 'scan.broker-unavailable.timeout'
             log.warning(
                 "Kafka partition discovery failed (%d in a row): %s",
                 self._discovery_failures,
@@ -246,18 +273,32 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
                 )
                 self._put_pending(split)
                 kept += 1
-            elif tp in self._awaiting:
-                self._awaiting.discard(tp)
-                self._put_pending(split)
-                kept += 1
             elif owner == subtask_id:
+                self._awaiting.discard(tp)
                 self._assigned.discard(tp)
                 self._finished.discard(tp)
                 bucket = self._pending.setdefault(subtask_id, {})
-                if tp not in bucket:
+                if tp in self._provisional:
+                    self._provisional.discard(tp)
+                    if bucket.get(tp) != split:
+                        log.info(
+                            "reader %d (owner) reported %s; it replaces %s reported by a "
+                            "non-owner reader",
+                            subtask_id,
+                            split,
+                            bucket.get(tp),
+                        )
+                    bucket[tp] = split
+                elif tp not in bucket:
                     bucket[tp] = split
                 elif bucket[tp] != split:
                     log.debug("reader %d re-reported %s; keeping %s", subtask_id, split, bucket[tp])
+                kept += 1
+            elif tp in self._awaiting:
+                self._awaiting.discard(tp)
+                self._put_pending(split)
+                if owner not in self._context.registered_readers():
+                    self._provisional.add(tp)
                 kept += 1
             else:
                 ignored += 1
@@ -269,6 +310,8 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
                 kept,
                 ignored,
             )
+        # the owner has registered: copies of its splits that it did not report are definitive
+        self._provisional = {tp for tp in self._provisional if self._owner.get(tp) != subtask_id}
         self._known_snapshot = frozenset(self._owner)
         self._settle_awaiting()
         self._assign_pending()
@@ -282,6 +325,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
             self._assigned.discard(tp)
             self._awaiting.discard(tp)
             self._finished.discard(tp)
+            self._provisional.discard(tp)
             self._remove_pending(tp)
             owner = subtask_id if 0 <= subtask_id < self._context.parallelism else None
             if owner is None:
@@ -325,6 +369,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
             self._assigned.discard(tp)
             self._awaiting.discard(tp)
             self._finished.discard(tp)
+            self._provisional.discard(tp)
             self._unassigned_initial.discard(tp)
         if dropped:
             log.info(
@@ -335,11 +380,24 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
             )
 
     def _settle_awaiting(self) -> None:
-        """Once every reader registered, unreported splits are held nowhere (finished)."""
+        """Once every reader registered, unreported splits are held nowhere: finished when the
+        source is bounded; lost (an error naming them) when it is unbounded."""
         if not self._awaiting:
             return
         if not set(range(self._context.parallelism)) <= self._registered_since_start:
             return
+        if not self._config.bounded:
+            lost = ", ".join(
+                f"{tp} (owner reader {self._owner.get(tp)})" for tp in sorted(self._awaiting)
+            )
+            raise KafkaSourceError(
+                f"Kafka split(s) {lost} are in the checkpointed global assignment but no reader "
+                f"reported them after all {self._context.parallelism} readers registered, so "
+                f"their read positions are lost (an unbounded split never finishes). Not guessing "
+                f"a position, which would skip or re-read records: restore from a checkpoint "
+                f"whose reader states hold these splits, or remove the partitions from the "
+                f"subscription to drop them on purpose."
+            )
         log.info(
             "no reader reported %d known splits after all readers registered; they are finished "
             "(bounded) and stay known so they are not read again: %s",

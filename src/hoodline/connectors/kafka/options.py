@@ -159,15 +159,17 @@ FETCH_TIMEOUT = option(
     "scan.fetch.timeout",
     float,
     0.5,
-    "Seconds a reader waits for records in one fetch before reporting that nothing is available.",
+    "Seconds a reader waits for records in one fetch before reporting that nothing is available "
+    "(a read that reaches the end of its round returns at once).",
     minimum=0.0,
 )
 BROKER_TIMEOUT = option(
     "scan.broker-unavailable.timeout",
     float,
     60.0,
-    "Seconds a reader keeps retrying while all brokers are unreachable before it fails with an "
-    "error.",
+    "Seconds hoodline keeps retrying while all brokers are unreachable (readers, partition "
+    "discovery and planning, with backoff and a warning per step) before it fails with an error "
+    "naming the bootstrap servers.",
     minimum=0.0,
 )
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from hoodline.connectors.kafka.client_log import with_client_logging
 from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
@@ -169,14 +170,13 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
                 "enable.partition.eof": True,
                 "auto.offset.reset": "error",
                 "error_cb": self._outage.on_error,
-                "logger": logging.getLogger("hoodline.connectors.kafka.librdkafka"),
             }
         )
         if consumer_factory is None:
             from confluent_kafka import Consumer
 
             consumer_factory = Consumer
-        self._consumer: Any = consumer_factory(props)
+        self._consumer: Any = consumer_factory(with_client_logging(props))
         #: split id -> (split, next offset expected)
         self._splits: dict[str, KafkaPartitionSplit] = {}
         self._next: dict[str, int] = {}
@@ -244,8 +244,11 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._finished_now = []
         if not self._splits:
             return result
+        # consume() waits for its whole timeout unless num_messages arrive: never ask for more
+        # than the ranges still hold, so a read that reaches its planned ends returns at once.
         messages = self._consumer.consume(
-            num_messages=self._config.fetch_max_records, timeout=self._config.fetch_timeout_s
+            num_messages=min(self._config.fetch_max_records, self._left_in_ranges()),
+            timeout=self._config.fetch_timeout_s,
         )
         if not messages:
             self._check_outage()
@@ -273,6 +276,15 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
                 result.add(sid, KafkaFetch(_empty_batch(), stop))
                 self._finish(sid, result)
         return result
+
+    def _left_in_ranges(self) -> int:
+        """Most records the assigned splits can still yield (unbounded splits: no limit)."""
+        left = 0
+        for sid, split in self._splits.items():
+            if split.stopping_offset is None:
+                return self._config.fetch_max_records
+            left += max(1, split.stopping_offset - self._next[sid])
+        return max(1, left)
 
     def _emit_range(self, sid: str, msgs: list[Any], result: RecordsBySplits[KafkaFetch]) -> None:
         split = self._splits[sid]

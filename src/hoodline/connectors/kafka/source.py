@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hoodline.connectors.kafka.admin import ConfluentMetadataClient, KafkaMetadataClient
+from hoodline.connectors.kafka.client_log import with_client_logging
 from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
 from hoodline.connectors.kafka.enumerator import KafkaSourceEnumerator
 from hoodline.connectors.kafka.offsets import StartingOffsets, StoppingOffsets
@@ -82,7 +83,10 @@ class KafkaSource(
     def _metadata_client(self) -> KafkaMetadataClient:
         if self._metadata_client_factory is not None:
             return self._metadata_client_factory(self.config)
-        return ConfluentMetadataClient(self.config.client_properties)
+        return ConfluentMetadataClient(
+            self.config.client_properties,
+            broker_unavailable_timeout_s=self.config.broker_unavailable_timeout_s,
+        )
 
     def metadata_client(self) -> KafkaMetadataClient:
         """A new broker metadata client for this source's configuration (close it after use)."""
@@ -107,7 +111,7 @@ class KafkaSource(
 
             props = dict(self.config.client_properties)
             props["enable.auto.commit"] = False
-            consumer = Consumer(props)
+            consumer = Consumer(with_client_logging(props))
             try:
                 consumer.commit(
                     offsets=[CTP(t, p, o) for (t, p), o in sorted(offsets.items())],

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hoodline.connectors.kafka.split import TopicPartition
-from hoodline.errors import KafkaSourceError
+from hoodline.errors import KafkaSourceError, KafkaTopicNotFoundError
 
 
 @dataclass(frozen=True)
@@ -61,25 +61,32 @@ class Subscription:
             return tp in self.partitions
         return self.matches_topic(tp.topic)
 
-    def select(self, partition_counts: Mapping[str, int], strict: bool) -> set[TopicPartition]:
-        """The subscribed partitions that exist; ``strict`` fails on named ones that do not."""
+    def select(
+        self, partition_counts: Mapping[str, int], strict: bool, brokers: str = ""
+    ) -> set[TopicPartition]:
+        """The subscribed partitions that exist; ``strict`` fails with
+        :class:`KafkaTopicNotFoundError` on named topics/partitions that do not (``brokers``
+        names where they were looked up, for the message)."""
+        where = f" on brokers {brokers}" if brokers else ""
         if self.partitions is not None:
             found = {
                 tp for tp in self.partitions if tp.partition < partition_counts.get(tp.topic, 0)
             }
             missing = sorted(self.partitions - found)
             if strict and missing:
-                raise KafkaSourceError(
+                raise KafkaTopicNotFoundError(
                     f"partition(s) {', '.join(map(str, missing))} of option 'partitions' do not "
-                    f"exist; create them or fix the option"
+                    f"exist{where} ({_existing(partition_counts)}); create them or fix the option"
                 )
             return found
         if self.topics is not None:
             absent = [t for t in self.topics if t not in partition_counts]
             if strict and absent:
-                raise KafkaSourceError(
-                    f"topic(s) {', '.join(absent)} of option 'topic' do not exist; create them "
-                    f"or fix the option"
+                raise KafkaTopicNotFoundError(
+                    f"topic(s) {', '.join(repr(t) for t in absent)} of option 'topic' do not "
+                    f"exist{where} ({_existing(partition_counts)}). hoodline does not create "
+                    f"topics: create them (e.g. kafka-topics.sh --create --topic "
+                    f"{absent[0]} ...) or fix option 'topic'"
                 )
         return {
             TopicPartition(topic, p)
@@ -95,3 +102,12 @@ class Subscription:
             return f"topic pattern {self.pattern!r}"
         assert self.partitions is not None
         return f"partitions {sorted(map(str, self.partitions))}"
+
+
+def _existing(partition_counts: Mapping[str, int], limit: int = 10) -> str:
+    """A short list of the topics that do exist, for error messages."""
+    if not partition_counts:
+        return "the brokers have no topics"
+    names = sorted(partition_counts)
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return "existing topics: " + ", ".join(names[:limit]) + more

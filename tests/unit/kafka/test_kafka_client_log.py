@@ -1,0 +1,108 @@
+"""librdkafka log lines through Python logging: level kept, thread prefix dropped, rate-limited."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from hoodline.connectors.kafka.client_log import ClientLog, client_log, with_client_logging
+
+FAIL = (
+    "[thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: "
+    "Connection refused (after {ms}ms in state CONNECT)"
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "test.kafka.client"]
+
+
+def test_repeats_within_the_window_are_counted_not_shown(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    log = ClientLog(logging.getLogger("test.kafka.client"), window_s=10.0, clock=clock)
+    caplog.set_level(logging.DEBUG, logger="test.kafka.client")
+    # confluent-kafka's call shape: log(level, "%s [%s] %s", facility, client name, message)
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-1", FAIL.format(ms=0))
+    for i in range(5):
+        clock.now += 1.0
+        log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-1", FAIL.format(ms=i))
+    assert len(_records(caplog)) == 1
+    first = _records(caplog)[0]
+    assert first.levelno == logging.ERROR
+    assert first.getMessage() == (
+        "Kafka client rdkafka#producer-1 FAIL: 127.0.0.1:1/bootstrap: Connect to "
+        "ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"
+    )
+    clock.now += 10.0
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-1", FAIL.format(ms=1))
+    assert len(_records(caplog)) == 2
+    assert "(5 repeat(s) in the last 10s not shown)" in _records(caplog)[1].getMessage()
+
+
+def test_levels_are_kept_and_different_messages_are_not_merged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = ClientLog(logging.getLogger("test.kafka.client"), window_s=10.0, clock=Clock())
+    caplog.set_level(logging.DEBUG, logger="test.kafka.client")
+    log.log(logging.INFO, "%s [%s] %s", "FAIL", "rdkafka#consumer-2", "Disconnected")
+    log.log(logging.WARNING, "%s [%s] %s", "FAIL", "rdkafka#consumer-2", "Disconnected")
+    log.log(logging.WARNING, "%s [%s] %s", "REQTMOUT", "rdkafka#consumer-2", "Timed out")
+    assert [(r.levelno, r.getMessage().split(": ", 1)[1]) for r in _records(caplog)] == [
+        (logging.INFO, "Disconnected"),
+        (logging.WARNING, "Disconnected"),
+        (logging.WARNING, "Timed out"),
+    ]
+
+
+def test_every_hoodline_client_configuration_gets_the_shared_logger() -> None:
+    props = with_client_logging({"bootstrap.servers": "127.0.0.1:1"})
+    assert props["logger"] is client_log()
+    assert props["bootstrap.servers"] == "127.0.0.1:1"
+
+
+def test_the_offset_commit_consumer_logs_through_python_logging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import confluent_kafka
+
+    from hoodline.connectors.kafka.source import KafkaSource
+    from hoodline.connectors.kafka.split import KafkaPartitionSplit
+
+    created: list[dict[str, object]] = []
+
+    class RecordingConsumer:
+        def __init__(self, props: dict[str, object]) -> None:
+            created.append(props)
+
+        def commit(self, offsets: object, asynchronous: bool) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(confluent_kafka, "Consumer", RecordingConsumer)
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": "127.0.0.1:1", "topic": "t", "properties.group.id": "g",
+    })
+    assert source.commit_offsets([KafkaPartitionSplit("t", 0, 5)]) is True
+    assert [props["logger"] for props in created] == [client_log()]
+
+
+def test_librdkafka_suppression_counts_do_not_make_a_new_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = ClientLog(logging.getLogger("test.kafka.client"), window_s=10.0, clock=Clock())
+    caplog.set_level(logging.DEBUG, logger="test.kafka.client")
+    base = "127.0.0.1:1/bootstrap: Connect failed: Connection refused (after 0ms in state CONNECT"
+    for suffix in (")", ", 1 identical error(s) suppressed)", ", 7 identical error(s) suppressed)"):
+        log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#consumer-1", base + suffix)
+    assert len(_records(caplog)) == 1
