@@ -24,9 +24,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 SECRET = "hunter2-do-not-print"
 
 
-def test_cli_run_once(pc_broker: EmbeddedBroker, tmp_path: Path) -> None:
-    topic = create_topic(pc_broker.bootstrap_servers, unique("pc-cli"), 2)
-    stream = Stream(pc_broker.bootstrap_servers, topic, 2, seed=5)
+def test_cli_run_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    topic = create_topic(broker.bootstrap_servers, unique("pc-cli"), 2)
+    stream = Stream(broker.bootstrap_servers, topic, 2, seed=5)
     stream.produce(900, 200, deletes=0.1, tombstones=0.05)
     table = tmp_path / "t"
     cfg = tmp_path / "pipeline.toml"
@@ -36,7 +36,7 @@ type = "kafka"
 format = "json"
 [source.options]
 topic = "{topic}"
-properties.bootstrap.servers = "{pc_broker.bootstrap_servers}"
+properties.bootstrap.servers = "{broker.bootstrap_servers}"
 properties.sasl.password = "{SECRET}"
 [table]
 path = "{table}"

@@ -23,25 +23,25 @@ BAD = [b"not json at all", b'{"id": "abc", "name": "x", "region": "r1", "ts": 1}
 
 
 def test_bad_records_both_tolerances(
-    pc_spark: HoodlineSpark, pc_broker: EmbeddedBroker, tmp_path: Path
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    topic = create_topic(pc_broker.bootstrap_servers, unique("pc-bad"), 2)
-    stream = Stream(pc_broker.bootstrap_servers, topic, 2, seed=11)
+    topic = create_topic(broker.bootstrap_servers, unique("pc-bad"), 2)
+    stream = Stream(broker.bootstrap_servers, topic, 2, seed=11)
     stream.produce(300, 100, deletes=0.1, bad=BAD)
     table = tmp_path / "t"
 
-    strict = kafka_config(table, pc_broker.bootstrap_servers, topic,
+    strict = kafka_config(table, broker.bootstrap_servers, topic,
                           **{"reader-parallelism": 2})
-    with Pipeline(strict, pc_spark) as p:
+    with Pipeline(strict, spark) as p:
         first = min(stream.bad_positions)
         expected = rf"bad record at topic '{topic}' partition 0 offset {first[1]}: unparseable"
         with pytest.raises(BadRecordError, match=expected):
             p.run(once=True)
     assert hudi_completed_commits(table) == []
 
-    tolerant = kafka_config(table, pc_broker.bootstrap_servers, topic, errors="all",
+    tolerant = kafka_config(table, broker.bootstrap_servers, topic, errors="all",
                             **{"reader-parallelism": 2})
-    with Pipeline(tolerant, pc_spark) as p:
+    with Pipeline(tolerant, spark) as p:
         summary = p.run(once=True)
     assert summary.error_records == len(BAD)
     assert summary.records_read == 300 + len(BAD)
@@ -57,10 +57,10 @@ def test_bad_records_both_tolerances(
 
     # a replay of the same positions (a new target, the same error table) does not duplicate
     # error rows: they are keyed by source position and upserted
-    replay = kafka_config(tmp_path / "t2", pc_broker.bootstrap_servers, topic, errors="all",
+    replay = kafka_config(tmp_path / "t2", broker.bootstrap_servers, topic, errors="all",
                           **{"reader-parallelism": 1})
     replay = replace(replay, errors=replace(replay.errors, table_path=str(tmp_path / "t_errors")))
-    with Pipeline(replay, pc_spark) as p:
+    with Pipeline(replay, spark) as p:
         assert p.run(once=True).error_records == len(BAD)
     again = hudi_snapshot(tmp_path / "t_errors").to_pylist()
     assert sorted(e["error_id"] for e in again) == sorted(e["error_id"] for e in errors)

@@ -50,12 +50,6 @@ DRAIN_TIMEOUT_S = 300.0
 RANDOM_KILLS = int(os.environ.get("HOODLINE_PO_RANDOM_KILLS", "2"))
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker(log_dir=tmp_path_factory.mktemp("po-broker")) as b:
-        yield b
-
-
 class Scenario:
     """A topic, a table, a stream feeding the topic and pipeline runs against them."""
 

@@ -23,9 +23,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 
 @pytest.fixture
-def stream(pc_broker: EmbeddedBroker) -> Stream:
-    topic = create_topic(pc_broker.bootstrap_servers, unique("pc-fail"), 2)
-    s = Stream(pc_broker.bootstrap_servers, topic, 2, seed=3)
+def stream(broker: EmbeddedBroker) -> Stream:
+    topic = create_topic(broker.bootstrap_servers, unique("pc-fail"), 2)
+    s = Stream(broker.bootstrap_servers, topic, 2, seed=3)
     s.produce(600, 150, deletes=0.1, tombstones=0.05)
     return s
 
@@ -42,14 +42,14 @@ def _actions(table: Path) -> list[tuple[str, str]]:
 
 
 def test_failed_rounds_are_rolled_back_and_retried(
-    pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
     monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "before_commit")
     monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "2")
     monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
     reports: list[RoundReport] = []
-    with Pipeline(_config(table, stream), pc_spark) as p:
+    with Pipeline(_config(table, stream), spark) as p:
         summary = p.run(once=True, on_round=reports.append)
     committed = [r for r in reports if r.committed]
     assert committed[0].retries == 2  # two failed attempts of round 1, then success
@@ -63,14 +63,14 @@ def test_failed_rounds_are_rolled_back_and_retried(
 
 
 def test_failure_after_the_commit_landed_does_not_commit_twice(
-    pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
     monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "after_commit")
     monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "1")
     monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
     reports: list[RoundReport] = []
-    with Pipeline(_config(table, stream), pc_spark) as p:
+    with Pipeline(_config(table, stream), spark) as p:
         p.run(once=True, on_round=reports.append)
     assert [r.round_id for r in reports if r.committed] == [1, 2]
     assert len(hudi_completed_commits(table)) == 2
@@ -79,13 +79,13 @@ def test_failure_after_the_commit_landed_does_not_commit_twice(
 
 
 def test_too_many_failures_stop_with_the_cause(
-    pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
     monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "before_commit")
     monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "100")
     monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
-    with Pipeline(_config(table, stream, **{"max-consecutive-failures": 3}), pc_spark) as p:
+    with Pipeline(_config(table, stream, **{"max-consecutive-failures": 3}), spark) as p:
         with pytest.raises(RoundFailedError, match=r"round 1 failed 3 times.*injected failure"):
             p.run(once=True)
     assert hudi_completed_commits(table) == []
@@ -93,10 +93,10 @@ def test_too_many_failures_stop_with_the_cause(
 
 
 def test_restart_after_a_crash_mid_round_recovers_exactly(
-    pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = tmp_path / "t"
-    with Pipeline(_config(table, stream), pc_spark) as p:  # round 1 and 2 commit normally
+    with Pipeline(_config(table, stream), spark) as p:  # round 1 and 2 commit normally
         p.run(once=True)
     stream.produce(500, 150, deletes=0.1, tombstones=0.05)
     # the "crashed" run: files of round 3 written, commit never made, nothing rolled back
@@ -104,7 +104,7 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
     monkeypatch.setenv(test_hooks.FAIL_AT_ENV, "before_commit")
     monkeypatch.setenv(test_hooks.FAIL_TIMES_ENV, "1")
     monkeypatch.setenv(test_hooks.FAIL_FILE_ENV, str(tmp_path / "fail-count"))
-    with Pipeline(_config(table, stream, **{"max-consecutive-failures": 1}), pc_spark) as p:
+    with Pipeline(_config(table, stream, **{"max-consecutive-failures": 1}), spark) as p:
         with pytest.raises(RoundFailedError):
             p.run(once=True)
     pending = [i.timestamp for i in HudiTable.open(table).timeline.pending()]
@@ -113,7 +113,7 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
     assert stray, "the crashed round left no data files; the test does not test recovery"
     monkeypatch.undo()
     reports: list[RoundReport] = []
-    with Pipeline(_config(table, stream), pc_spark) as p:
+    with Pipeline(_config(table, stream), spark) as p:
         p.run(once=True, on_round=reports.append)
     assert [r.round_id for r in reports if r.committed] == [3, 4]
     assert ("commit", "INFLIGHT") not in _actions(table)
@@ -123,7 +123,7 @@ def test_restart_after_a_crash_mid_round_recovers_exactly(
 
 
 def test_broker_metadata_failure_while_planning_is_retried(
-    pc_spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hoodline.errors import KafkaBrokerUnavailableError
     from hoodline.pipeline.sources import KafkaAdapter
@@ -139,7 +139,7 @@ def test_broker_metadata_failure_while_planning_is_retried(
 
     monkeypatch.setattr(KafkaAdapter, "_latest", flaky)
     reports: list[RoundReport] = []
-    with Pipeline(_config(tmp_path / "t", stream), pc_spark) as p:
+    with Pipeline(_config(tmp_path / "t", stream), spark) as p:
         p.run(once=True, on_round=reports.append)
     committed = [r for r in reports if r.committed]
     assert committed[0].retries == 2 and [r.round_id for r in committed] == [1, 2]

@@ -98,12 +98,12 @@ def _run_until(hs: HoodlineSpark, cfg: PipelineConfig, dropper: Dropper) -> list
     return reports
 
 
-def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -> None:
+def test_files_arriving_while_running(spark: HoodlineSpark, tmp_path: Path) -> None:
     root = tmp_path / "landing"
     root.mkdir()
     table = tmp_path / "t"
     first = Dropper(root, 8, 0, seed=1)
-    reports = _run_until(pc_spark, _config(root, table, 2), first)
+    reports = _run_until(spark, _config(root, table, 2), first)
     first.join()
     assert first.error is None
     assert sum(r.records_read for r in reports) == first.rows
@@ -120,7 +120,7 @@ def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -
     second = Dropper(root, 5, first.ts, seed=2)
     second.model = dict(first.model)
     commits = len(hudi_completed_commits(table))
-    reports = _run_until(pc_spark, _config(root, table, 3), second)
+    reports = _run_until(spark, _config(root, table, 3), second)
     second.join()
     assert second.error is None
     assert sum(r.records_read for r in reports) == second.rows
@@ -131,7 +131,7 @@ def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -
     third = Dropper(root, 1, second.ts, seed=3)
     third.model = dict(second.model)
     third.run()
-    with Pipeline(_config(root, table, 2), pc_spark) as p:
+    with Pipeline(_config(root, table, 2), spark) as p:
         summary = p.run(once=True)
     assert summary.stopped_because == "drained"
     assert summary.records_read == third.rows
@@ -139,7 +139,7 @@ def test_files_arriving_while_running(pc_spark: HoodlineSpark, tmp_path: Path) -
 
 
 def test_unreadable_file_with_tolerance_none_stops_at_once(
-    pc_spark: HoodlineSpark, tmp_path: Path
+    spark: HoodlineSpark, tmp_path: Path
 ) -> None:
     root = tmp_path / "landing"
     root.mkdir()
@@ -150,7 +150,7 @@ def test_unreadable_file_with_tolerance_none_stops_at_once(
         "schema": SCHEMA,
         "runtime": {"retry-backoff": 0.01},
     })
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, spark) as p:
         with pytest.raises(FileSourceError, match=r"bad\.jsonl"):
             p.run(once=True)
     assert hudi_completed_commits(tmp_path / "t") == []
@@ -160,7 +160,7 @@ def test_unreadable_file_with_tolerance_none_stops_at_once(
 
 
 def test_declared_types_survive_the_spark_exchange(
-    pc_spark: HoodlineSpark, tmp_path: Path
+    spark: HoodlineSpark, tmp_path: Path
 ) -> None:
     """timestamp[ms] (Spark exchanges microseconds only), decimal, list and struct columns
     arrive in the table with exactly the declared types and values."""
@@ -175,7 +175,7 @@ def test_declared_types_survive_the_spark_exchange(
         "schema": {"id": "int64", "at": "timestamp[ms, UTC]", "amount": "decimal(10, 2)",
                    "tags": "list<string>", "nested": "struct<x: int64>"},
     })
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, spark) as p:
         assert p.run(once=True).records_read == 30
     table = hudi_snapshot(tmp_path / "t").sort_by("id")
     assert table.schema.field("at").type == pa.timestamp("ms", tz="UTC")

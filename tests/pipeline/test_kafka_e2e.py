@@ -35,34 +35,34 @@ def _run(hs: HoodlineSpark, table: Path, broker: EmbeddedBroker, topic: str, rea
 
 
 def test_restarts_with_rescaling_equal_the_model(
-    pc_spark: HoodlineSpark, pc_broker: EmbeddedBroker, tmp_path: Path
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    topic = create_topic(pc_broker.bootstrap_servers, unique("pc-e2e"), 4)
-    stream = Stream(pc_broker.bootstrap_servers, topic, 4)
+    topic = create_topic(broker.bootstrap_servers, unique("pc-e2e"), 4)
+    stream = Stream(broker.bootstrap_servers, topic, 4)
     table = tmp_path / "events"
 
     stream.produce(1500, 250, deletes=0.1)
-    reports = _run(pc_spark, table, pc_broker, topic, readers=2, max_records=600)
+    reports = _run(spark, table, broker, topic, readers=2, max_records=600)
     committed = [r for r in reports if r.committed]
     assert [r.records_read for r in committed] == [600, 600, 300]
     assert table_rows(table) == stream.model
 
     # restart with 3 readers: new data incl. tombstones, budget spread over the partitions
     stream.produce(1200, 250, deletes=0.1, tombstones=0.1)
-    reports = _run(pc_spark, table, pc_broker, topic, readers=3, max_records=500)
+    reports = _run(spark, table, broker, topic, readers=3, max_records=500)
     assert sum(r.records_read for r in reports) == 1200
     assert sum(r.records_deleted for r in reports) > 0
     assert table_rows(table) == stream.model
 
     # a restart with nothing new: one empty round, no empty commit
     before = hudi_completed_commits(table)
-    reports = _run(pc_spark, table, pc_broker, topic, readers=3, max_records=500)
+    reports = _run(spark, table, broker, topic, readers=3, max_records=500)
     assert [r.committed for r in reports] == [False]
     assert hudi_completed_commits(table) == before
 
     # restart with 1 reader holding every partition
     stream.produce(800, 400, deletes=0.05, tombstones=0.05)
-    reports = _run(pc_spark, table, pc_broker, topic, readers=1, max_records=10_000)
+    reports = _run(spark, table, broker, topic, readers=1, max_records=10_000)
     assert [r.records_read for r in reports if r.committed] == [800]
     assert table_rows(table) == stream.model
 
@@ -82,7 +82,7 @@ def test_restarts_with_rescaling_equal_the_model(
     assert checkpoint.source_type == "kafka" and checkpoint.source.parallelism == 1
 
     # offsets were committed back to the consumer group (monitoring)
-    consumer = Consumer({"bootstrap.servers": pc_broker.bootstrap_servers,
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
                          "group.id": "pc-test"})
     try:
         offsets = consumer.committed([CTP(topic, p) for p in range(4)], timeout=10)

@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 
 def test_bloom_index_and_delete_operation(
-    pc_spark: HoodlineSpark, pc_broker: EmbeddedBroker, tmp_path: Path
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    bs = pc_broker.bootstrap_servers
+    bs = broker.bootstrap_servers
     topic = create_topic(bs, unique("pc-bloom"), 3)
     stream = Stream(bs, topic, 3, seed=21)
     stream.produce(900, 200, deletes=0.1, tombstones=0.05)
@@ -37,7 +37,7 @@ def test_bloom_index_and_delete_operation(
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2,
                                             "round": {"max-records": 400, "min-interval": 0}})
     cfg = replace(cfg, table=replace(cfg.table, index="BLOOM"))
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, spark) as p:
         assert p.run(once=True).commits == 3
     assert table_rows(table) == stream.model
 
@@ -48,7 +48,7 @@ def test_bloom_index_and_delete_operation(
             prod.produce(topic, i % 3, json.dumps({"id": i, "region": region(i), "ts": 0,
                                                    "name": "", "deleted": False}).encode())
     dcfg = replace(cfg, table=replace(cfg.table, operation="delete"))
-    with Pipeline(dcfg, pc_spark) as p:
+    with Pipeline(dcfg, spark) as p:
         summary = p.run(once=True)
     assert summary.records_read == len(gone)
     for i in gone:
@@ -59,22 +59,22 @@ def test_bloom_index_and_delete_operation(
     other = create_topic(bs, unique("pc-other"), 1)
     ocfg = kafka_config(table, bs, other)
     ocfg = replace(ocfg, table=replace(ocfg.table, index="BLOOM"))
-    with Pipeline(ocfg, pc_spark) as p:
+    with Pipeline(ocfg, spark) as p:
         with pytest.raises(CheckpointMismatchError, match=f"now reads 'topics:{other}'"):
             p.run(once=True)
     assert table_rows(table) == stream.model
 
 
 def test_bulk_insert_of_new_keys(
-    pc_spark: HoodlineSpark, pc_broker: EmbeddedBroker, tmp_path: Path
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
-    bs = pc_broker.bootstrap_servers
+    bs = broker.bootstrap_servers
     topic = create_topic(bs, unique("pc-bulk"), 2)
     stream = Stream(bs, topic, 2, seed=8)
     stream.produce(500, 100_000, deletes=0.0)  # (almost) every key new
     table = tmp_path / "t"
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2})
     cfg = replace(cfg, table=replace(cfg.table, operation="bulk_insert"))
-    with Pipeline(cfg, pc_spark) as p:
+    with Pipeline(cfg, spark) as p:
         assert p.run(once=True).records_read == 500
     assert table_rows(table) == stream.model

@@ -1,6 +1,7 @@
 """hoodline on a real ``local-cluster[2,1,1024]``: separate executor JVMs, shipped package, retries.
 
-One session for the whole module (starting executors costs ~10 s on 2 shared cores).
+One session (``spark_cluster``, shared with the other local-cluster tests) for the whole module
+(starting executors costs ~10 s on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from hoodline.spark.probe import (
     task_attempt_id,
     task_identity,
 )
-from hoodline.spark.session import HoodlineSpark, SparkSettings, start_session
+from hoodline.spark.session import HoodlineSpark
 
 pytestmark = pytest.mark.spark
 
@@ -33,18 +34,6 @@ pytestmark = pytest.mark.spark
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 OUT_DDL = "id long, name string, doubled long, partition_id int, attempt int, executor_pid long"
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[HoodlineSpark]:
-    hs = start_session(
-        SparkSettings(master="local-cluster[2,1,1024]", app_name="hoodline-test-local-cluster")
-    )
-    try:
-        hs.wait_for_executors(2, timeout_s=120)
-        yield hs
-    finally:
-        hs.stop()
 
 
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
@@ -97,13 +86,17 @@ def _check_rows(rows: list[dict[str, object]], n: int) -> None:
         assert r["name"] == f"n{r['id']}"
 
 
-def test_executors_import_shipped_hoodline_in_separate_processes(cluster: HoodlineSpark) -> None:
-    executors = cluster.executor_pids()
+def test_executors_import_shipped_hoodline_in_separate_processes(
+    spark_cluster: HoodlineSpark,
+) -> None:
+    executors = spark_cluster.executor_pids()
     assert len(executors) == 2
-    driver_jvm = int(cluster.context._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    driver_jvm = int(spark_cluster.context._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
     assert driver_jvm not in executors
 
-    probes = cluster.session.range(0, 40, numPartitions=4).mapInArrow(executor_probe, PROBE_DDL)
+    probes = spark_cluster.session.range(0, 40, numPartitions=4).mapInArrow(
+        executor_probe, PROBE_DDL
+    )
     found = [r.asDict() for r in probes.collect()]
     assert sorted(r["partition_id"] for r in found) == [0, 1, 2, 3]
     assert sum(r["rows"] for r in found) == 40
@@ -115,7 +108,7 @@ def test_executors_import_shipped_hoodline_in_separate_processes(cluster: Hoodli
         assert ".zip" in r["hoodline_file"] and "hoodline-" in r["hoodline_file"], r
     assert {r["pyarrow_version"] for r in found} == {pa.__version__}
 
-    df = cluster.session.range(0, 1000, numPartitions=4).mapInArrow(
+    df = spark_cluster.session.range(0, 1000, numPartitions=4).mapInArrow(
         _decode_on_executor(None), OUT_DDL
     )
     rows = [r.asDict() for r in df.collect()]
@@ -124,11 +117,11 @@ def test_executors_import_shipped_hoodline_in_separate_processes(cluster: Hoodli
 
 
 def test_killed_executor_tasks_are_retried_with_correct_results(
-    cluster: HoodlineSpark, tmp_path: Path
+    spark_cluster: HoodlineSpark, tmp_path: Path
 ) -> None:
-    before = cluster.executor_pids()
+    before = spark_cluster.executor_pids()
     assert len(before) == 2
-    df = cluster.session.range(0, 2000, numPartitions=4).mapInArrow(
+    df = spark_cluster.session.range(0, 2000, numPartitions=4).mapInArrow(
         _decode_on_executor(str(tmp_path)), OUT_DDL
     )
     result: dict[str, object] = {}
@@ -173,12 +166,12 @@ def test_killed_executor_tasks_are_retried_with_correct_results(
         if r["partition_id"] in killed_partitions:
             assert r["executor_pid"] != victim
     # The standalone master replaces the lost executor.
-    after = cluster.wait_for_executors(2, timeout_s=120)
+    after = spark_cluster.wait_for_executors(2, timeout_s=120)
     assert victim not in after
 
 
 def test_round_through_table_layer_survives_executor_kill_after_files_written(
-    cluster: HoodlineSpark, tmp_path: Path
+    spark_cluster: HoodlineSpark, tmp_path: Path
 ) -> None:
     """The issue's crash case on local-cluster: an executor dies while writer tasks have written
     their files but not reported. Its shuffle outputs are lost (FetchFailed), so Spark re-runs
@@ -208,7 +201,7 @@ def test_round_through_table_layer_survives_executor_kill_after_files_written(
     from hoodline.table.write.records import FILE_ID
     from hoodline.testing.hudi_oracle import hudi_snapshot
 
-    before = cluster.wait_for_executors(2, timeout_s=120)
+    before = spark_cluster.wait_for_executors(2, timeout_s=120)
     schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("ts", pa.int64())])
     base = tmp_path / "t"
     sync = tmp_path / "sync"
@@ -251,7 +244,7 @@ def test_round_through_table_layer_survives_executor_kill_after_files_written(
             for stat in stats:
                 yield json.dumps(stat.to_dict()).encode()
 
-        df = reader_stage(cluster.session, 4, read, schema)
+        df = reader_stage(spark_cluster.session, 4, read, schema)
         df = keyed_stage(df, 2, ["id"], assign, schema, tagged_schema)
         df = writer_stage(df, 4, FILE_ID, write)
         result: dict[str, object] = {}
@@ -276,7 +269,7 @@ def test_round_through_table_layer_survives_executor_kill_after_files_written(
         job.join(timeout=240)
         assert not job.is_alive() and "error" not in result, result.get("error")
         rr = RoundResult(result["table"], 4, 4)  # type: ignore[arg-type]
-        cluster.wait_until_idle(timeout_s=60)
+        spark_cluster.wait_until_idle(timeout_s=60)
         stats = [WriteStat.from_dict(json.loads(p)) for p in rr.write_statuses]
         on_disk_before = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
         client.commit(ctx, stats, {"round": "1"})
@@ -288,19 +281,19 @@ def test_round_through_table_layer_survives_executor_kill_after_files_written(
     assert sorted(snap) == list(range(4000))  # exactly once
     # the lost shuffle outputs were recomputed from the readers' deterministic plans
     assert reads_before_kill == 4 and len(list(sync.glob("read-*"))) > reads_before_kill
-    cluster.wait_for_executors(2, timeout_s=120)
+    spark_cluster.wait_for_executors(2, timeout_s=120)
 
 
-def test_stop_ends_executor_processes_and_removes_work_dirs(cluster: HoodlineSpark) -> None:
+def test_stop_ends_executor_processes_and_removes_work_dirs(spark_cluster: HoodlineSpark) -> None:
     from pyspark.find_spark_home import _find_spark_home
 
-    pids = cluster.executor_pids()
-    app_id = cluster.context.applicationId
+    pids = spark_cluster.executor_pids()
+    app_id = spark_cluster.context.applicationId
     work_dir = Path(_find_spark_home()) / "work" / app_id
     assert pids and work_dir.is_dir()
-    cluster.stop()
+    spark_cluster.stop()
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert not work_dir.exists()
-    cluster.stop()  # idempotent
+    spark_cluster.stop()  # idempotent

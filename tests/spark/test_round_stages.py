@@ -38,16 +38,7 @@ STATUS_SCHEMA = pa.schema([("file_group", pa.string()), ("path", pa.string()),
                            ("rows", pa.int64())])
 
 
-@pytest.fixture(scope="module")
-def local() -> Iterator[HoodlineSpark]:
-    hs = start_session(SparkSettings(master="local[2]", app_name="hoodline-test-stages"))
-    try:
-        yield hs
-    finally:
-        hs.stop()
-
-
-def test_task_i_is_subtask_i(local: HoodlineSpark) -> None:
+def test_task_i_is_subtask_i(spark: HoodlineSpark) -> None:
     def fn(i: int) -> Iterator[pa.RecordBatch]:
         partition, attempt = task_identity()
         yield pa.RecordBatch.from_pylist(
@@ -56,12 +47,12 @@ def test_task_i_is_subtask_i(local: HoodlineSpark) -> None:
                               ("attempt", pa.int32())]),
         )
 
-    table = collect_table(per_subtask(local.session, 5, fn, "subtask int, partition int, "
+    table = collect_table(per_subtask(spark.session, 5, fn, "subtask int, partition int, "
                                                             "attempt int"))
     assert sorted(table.column("subtask").to_pylist()) == [0, 1, 2, 3, 4]
     assert table.column("subtask").to_pylist() == table.column("partition").to_pylist()
     with pytest.raises(SparkRuntimeError):
-        per_subtask(local.session, 0, fn, "subtask int")
+        per_subtask(spark.session, 0, fn, "subtask int")
 
 
 def _reader(i: int) -> Iterator[pa.RecordBatch]:
@@ -106,10 +97,10 @@ def _empty_status() -> pa.RecordBatch:
 
 
 def test_round_skeleton_shuffle_by_file_group_every_writer_reports(
-    local: HoodlineSpark, tmp_path: Path
+    spark: HoodlineSpark, tmp_path: Path
 ) -> None:
     readers, writers = 3, 6
-    records = per_subtask(local.session, readers, _reader, spark_ddl(RECORD_SCHEMA))
+    records = per_subtask(spark.session, readers, _reader, spark_ddl(RECORD_SCHEMA))
     shuffled = to_writers(records, writers, "file_group")
     status_ddl = spark_ddl(STATUS_SCHEMA) + f", {TASK_COLUMN} int"
     statuses = collect_table(
@@ -136,12 +127,12 @@ def test_missing_writer_report_is_detected() -> None:
         check_every_task_reported(partial, 3)
 
 
-def test_second_session_is_refused_while_one_runs(local: HoodlineSpark) -> None:
+def test_second_session_is_refused_while_one_runs(spark: HoodlineSpark) -> None:
     with pytest.raises(SparkRuntimeError, match="already running"):
         start_session(SparkSettings(master="local[1]"))
 
 
-def test_python_workers_are_reused_across_jobs(local: HoodlineSpark) -> None:
+def test_python_workers_are_reused_across_jobs(spark: HoodlineSpark) -> None:
     """Worker reuse lets per-process caches (e.g. a Kafka consumer) live across rounds."""
     import os
 
@@ -149,16 +140,16 @@ def test_python_workers_are_reused_across_jobs(local: HoodlineSpark) -> None:
         yield pa.RecordBatch.from_pylist([{"pid": os.getpid()}],
                                          schema=pa.schema([("pid", pa.int64())]))
 
-    first = set(collect_table(per_subtask(local.session, 4, fn, "pid long")).column("pid")
+    first = set(collect_table(per_subtask(spark.session, 4, fn, "pid long")).column("pid")
                 .to_pylist())
-    second = set(collect_table(per_subtask(local.session, 4, fn, "pid long")).column("pid")
+    second = set(collect_table(per_subtask(spark.session, 4, fn, "pid long")).column("pid")
                  .to_pylist())
     assert len(first) <= 2  # local[2]: at most two concurrent workers, reused by the 4 tasks
     assert second <= first
 
 
 def test_one_job_round_carries_states_bad_records_and_statuses(
-    local: HoodlineSpark, tmp_path: Path
+    spark: HoodlineSpark, tmp_path: Path
 ) -> None:
     from hoodline.formats.json_decoder import JsonDecoder
     from hoodline.pipeline.errors_table import build_error_batch
@@ -205,7 +196,7 @@ def test_one_job_round_carries_states_bad_records_and_statuses(
             yield json.dumps({"file_group": fg, "path": path, "rows": part.num_rows}).encode()
 
     readers, writers = 3, 4
-    df = writer_stage(reader_stage(local.session, readers, read, data_schema), writers,
+    df = writer_stage(reader_stage(spark.session, readers, read, data_schema), writers,
                       "file_group", write)
     table = collect_table(df)
     result = RoundResult(table, readers, writers)
@@ -229,7 +220,7 @@ def test_one_job_round_carries_states_bad_records_and_statuses(
 
 @pytest.mark.parametrize("index", ["BUCKET", "BLOOM"])
 def test_rounds_through_the_table_layer_read_back_by_hudi_rs(
-    local: HoodlineSpark, tmp_path: Path, index: str
+    spark: HoodlineSpark, tmp_path: Path, index: str
 ) -> None:
     """Two rounds, each one Spark job: 3 readers (JSON decode) -> shuffle by key to 2 assign
     tasks (prepare + index tag + bucket assignment) -> shuffle by file group to 3 writers ->
@@ -293,7 +284,7 @@ def test_rounds_through_the_table_layer_read_back_by_hudi_rs(
                 for stat in write_file_groups(ctx, data, task, attempt):
                     yield json.dumps(stat.to_dict()).encode()
 
-            df = reader_stage(local.session, readers, read, schema)
+            df = reader_stage(spark.session, readers, read, schema)
             df = keyed_stage(df, assigners, ["id"], assign, schema, tagged_schema)
             df = writer_stage(df, writers, FILE_ID, write)
             result = RoundResult(collect_table(df), readers, writers)
@@ -312,7 +303,7 @@ def test_rounds_through_the_table_layer_read_back_by_hudi_rs(
     assert {int(k): json.loads(v)["next"] for k, v in saved.items()} == {0: 110, 1: 210, 2: 310}
 
 
-def test_wait_until_idle_sees_running_tasks(local: HoodlineSpark, tmp_path: Path) -> None:
+def test_wait_until_idle_sees_running_tasks(spark: HoodlineSpark, tmp_path: Path) -> None:
     import threading
     import time
 
@@ -322,16 +313,16 @@ def test_wait_until_idle_sees_running_tasks(local: HoodlineSpark, tmp_path: Path
         yield pa.RecordBatch.from_pylist([{"i": i}], schema=pa.schema([("i", pa.int32())]))
 
     job = threading.Thread(
-        target=lambda: per_subtask(local.session, 2, slow, "i int").collect(), daemon=True
+        target=lambda: per_subtask(spark.session, 2, slow, "i int").collect(), daemon=True
     )
     job.start()
     deadline = time.monotonic() + 60
-    while local.running_tasks() == 0 and time.monotonic() < deadline:
+    while spark.running_tasks() == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert local.running_tasks() > 0
+    assert spark.running_tasks() > 0
     with pytest.raises(SparkRuntimeError, match="still running"):
-        local.wait_until_idle(timeout_s=0.3)
+        spark.wait_until_idle(timeout_s=0.3)
     (tmp_path / "release").touch()
-    local.wait_until_idle(timeout_s=60)
-    assert local.running_tasks() == 0
+    spark.wait_until_idle(timeout_s=60)
+    assert spark.running_tasks() == 0
     job.join(timeout=60)

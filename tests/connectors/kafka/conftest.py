@@ -1,4 +1,4 @@
-"""Fixtures: one embedded Tansu broker per test session (stopped by PID at the end)."""
+"""Fixtures of the Kafka connector tests: a client helper on the session's broker."""
 
 from __future__ import annotations
 
@@ -10,14 +10,8 @@ from hoodline.broker import EmbeddedBroker
 from tests.connectors.kafka.helpers import KafkaTestCluster
 
 
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker() as broker:
-        yield broker
-
-
 @pytest.fixture
-def kafka(kafka_broker: EmbeddedBroker) -> Iterator[KafkaTestCluster]:
-    cluster = KafkaTestCluster(kafka_broker.bootstrap_servers)
+def kafka(broker: EmbeddedBroker) -> Iterator[KafkaTestCluster]:
+    cluster = KafkaTestCluster(broker.bootstrap_servers)
     yield cluster
     cluster.close()
