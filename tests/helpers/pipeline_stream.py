@@ -1,4 +1,4 @@
-"""Helpers of the pipeline-core tests: a known event stream, its model, hudi-rs comparison."""
+"""Helpers of the pipeline, CLI and local-cluster tests: event stream, its model, hudi-rs reads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fixtures for the file-source unit tests."""
+"""Fixtures for the file-source tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Data helpers for the file-source unit tests: small files with known rows."""
+"""Data helpers for the file-source tests: small files with known rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fixtures of the table-write integration tests."""
+"""Fixtures of the table-write tests."""
 
 from __future__ import annotations
 

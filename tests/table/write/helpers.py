@@ -1,4 +1,4 @@
-"""Helpers of the table-write integration tests (imported by tests and the conftest)."""
+"""Helpers of the table-write tests (imported by tests and the conftest)."""
 
 from __future__ import annotations
 
