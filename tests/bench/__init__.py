@@ -1,0 +1,1 @@
+"""Smoke versions of the benchmarks in ``bench/`` (tiny scale; consistency, never timings)."""

@@ -1,0 +1,97 @@
+"""Session-wide fixtures: one embedded broker and one Spark session for the whole run.
+
+A process can hold only one SparkContext. :class:`SparkProvider` keeps the running session and
+hands it out for as long as the same master is asked for; asking for another master (the
+``local-cluster`` tests) stops it and starts that one. Collection moves the modules that use the
+``local-cluster`` session to the end, so the shared ``local[2]`` session starts once. Both the
+broker and Spark are stopped at the end of the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from hoodline.broker import EmbeddedBroker
+
+if TYPE_CHECKING:  # importing pyspark costs a second; tests without Spark never pay it
+    from hoodline.spark.session import HoodlineSpark
+
+LOCAL = "local[2]"
+LOCAL_CLUSTER = "local-cluster[2,1,1024]"
+
+
+class SparkProvider:
+    """The process's one Spark session, restarted only when a different master is asked for."""
+
+    def __init__(self) -> None:
+        self._current: HoodlineSpark | None = None
+
+    def get(self, master: str) -> HoodlineSpark:
+        from pyspark import SparkContext
+
+        from hoodline.pipeline.master import parse_master
+        from hoodline.spark.session import SparkSettings, start_session
+
+        wanted = parse_master(master)
+        current = self._current
+        # a test may stop the session it was given (e.g. to check stop() itself)
+        if current is not None and SparkContext._active_spark_context is not current.context:
+            self._current = current = None
+        if current is None or current.master.url != wanted.url:
+            self.release()
+            current = start_session(SparkSettings(master=master, app_name="hoodline-tests"))
+            self._current = current
+        if wanted.kind == "local-cluster":
+            current.wait_for_executors(wanted.executors, timeout_s=120)
+        return current
+
+    def release(self) -> None:
+        """Stop the running session (if any)."""
+        current, self._current = self._current, None
+        if current is not None:
+            current.stop()
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[EmbeddedBroker]:
+    """The bundled Kafka-protocol broker (Tansu), one per test session."""
+    with EmbeddedBroker() as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
+def spark_provider() -> Iterator[SparkProvider]:
+    provider = SparkProvider()
+    try:
+        yield provider
+    finally:
+        provider.release()
+
+
+@pytest.fixture
+def spark(spark_provider: SparkProvider) -> HoodlineSpark:
+    """The shared ``local[2]`` session."""
+    return spark_provider.get(LOCAL)
+
+
+@pytest.fixture
+def spark_cluster(spark_provider: SparkProvider) -> HoodlineSpark:
+    """A ``local-cluster[2,1,1024]`` session with both executors registered."""
+    return spark_provider.get(LOCAL_CLUSTER)
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order tests so each Spark session starts once; a module's tests stay together."""
+    uses: dict[str, set[str]] = {}
+    for item in items:
+        uses.setdefault(_module(item), set()).update(getattr(item, "fixturenames", ()))
+
+    items.sort(key=lambda item: "spark_cluster" in uses[_module(item)])

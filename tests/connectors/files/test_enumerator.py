@@ -1,0 +1,312 @@
+"""The file enumerator with the harness context: discovery, bookkeeping, FLIP-537 recovery."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hoodline.connectors.files import (
+    FileEnumeratorState,
+    FileEnumeratorStateSerializer,
+    FileSourceConfig,
+    FileSourceSplit,
+    FileSplitEnumerator,
+    RejectedFile,
+    SplitKind,
+    SplitsFinishedEvent,
+)
+from hoodline.connectors.files.enumerator import UNCLAIMED
+from hoodline.errors import FileSourceError
+from hoodline.source.serialization import read_versioned, write_versioned
+from hoodline.testing.enumerator_context import MockSplitEnumeratorContext
+from tests.connectors.files.data import set_mtime, write_jsonl, write_parquet
+
+Ctx = MockSplitEnumeratorContext[FileSourceSplit]
+
+
+def make(root: Path, parallelism: int = 2, state: FileEnumeratorState | None = None,
+         **overrides: object) -> tuple[Ctx, FileSplitEnumerator]:
+    settings: dict[str, object] = {"root": str(root), "format": "jsonl"}
+    settings.update(overrides)
+    config = FileSourceConfig(**settings)  # type: ignore[arg-type]
+    ctx: Ctx = MockSplitEnumeratorContext(parallelism)
+    enum = FileSplitEnumerator(ctx, config, state)
+    enum.start()
+    return ctx, enum
+
+
+def register(ctx: Ctx, enum: FileSplitEnumerator, subtask: int,
+             reported: list[FileSourceSplit] | None = None) -> None:
+    ctx.register_reader(subtask, "host", reported or [])
+    enum.add_reader(subtask)
+
+
+def names(splits: list[FileSourceSplit]) -> list[str]:
+    return [os.path.basename(s.path) for s in splits]
+
+
+def restore(enum: FileSplitEnumerator, checkpoint_id: int) -> FileEnumeratorState:
+    """Snapshot and round-trip through the versioned serializer (as a real restart would)."""
+    ser = FileEnumeratorStateSerializer()
+    return read_versioned(ser, write_versioned(ser, enum.snapshot_state(checkpoint_id)))
+
+
+def test_bounded_lists_once_assigns_on_request_then_no_more_splits(data_dir: Path) -> None:
+    for i, name in enumerate(["c.jsonl", "a.jsonl", "b.jsonl"]):
+        set_mtime(write_jsonl(data_dir / name, 0, 3), 1000 + i)  # discovery order = mtime order
+    ctx, enum = make(data_dir)
+    assert ctx.one_shot_count == 1 and ctx.periodic_count == 0
+    register(ctx, enum, 0)
+    register(ctx, enum, 1)
+    enum.handle_split_request(0, "host")  # before the listing: has to wait
+    assert ctx.assignments == []
+    ctx.run_next_one_shot()
+    assert names(ctx.assigned_splits()[0]) == ["c.jsonl"]
+    enum.handle_split_request(1, "host")
+    enum.handle_split_request(0, "host")
+    assert names(ctx.assigned_splits()[1]) == ["a.jsonl"]
+    assert names(ctx.assigned_splits()[0]) == ["c.jsonl", "b.jsonl"]
+    assert ctx.no_more_splits == set()
+    enum.handle_split_request(1, "host")
+    assert ctx.no_more_splits == {1}
+    assert set(enum.processed_files) == {str(data_dir / n) for n in ["a.jsonl", "b.jsonl",
+                                                                    "c.jsonl"]}
+
+
+def test_continuous_needs_stable_files_and_picks_up_new_ones(data_dir: Path) -> None:
+    ctx, enum = make(data_dir, **{"continuous": True, "stable_scans": 2})
+    assert ctx.periodic_count == 1
+    register(ctx, enum, 0)
+    enum.handle_split_request(0, "host")
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    write_jsonl(data_dir / ".in-progress.jsonl", 0, 3)
+    ctx.run_periodic()
+    assert ctx.assignments == []  # seen once only
+    with open(data_dir / "a.jsonl", "a") as f:  # still being written
+        f.write('{"id": 3, "name": "n3"}\n')
+    ctx.run_periodic()
+    assert ctx.assignments == []
+    ctx.run_periodic()
+    assert names(ctx.assigned_splits()[0]) == ["a.jsonl"]
+    os.rename(data_dir / ".in-progress.jsonl", data_dir / "b.jsonl")
+    ctx.run_periodic()
+    ctx.run_periodic()
+    assert enum.pending_splits and names(enum.pending_splits) == ["b.jsonl"]
+    ctx.run_periodic()  # no duplicates from later scans
+    assert names(enum.pending_splits) == ["b.jsonl"]
+    enum.handle_split_request(0, "host")
+    assert names(ctx.assigned_splits()[0]) == ["a.jsonl", "b.jsonl"]
+    assert ctx.no_more_splits == set()  # continuous never ends
+
+
+def test_restart_neither_skips_nor_rereads(data_dir: Path) -> None:
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    write_jsonl(data_dir / "b.jsonl", 0, 3)
+    ctx, enum = make(data_dir, **{"continuous": True, "stable_scans": 1})
+    register(ctx, enum, 0)
+    ctx.run_periodic()
+    enum.handle_split_request(0, "host")  # a assigned, b pending
+    state = restore(enum, 1)
+    assert names(state.pending) == ["b.jsonl"] and set(state.assignment.values()) == {0}
+    write_jsonl(data_dir / "c.jsonl", 0, 3)
+    ctx2, enum2 = make(data_dir, state=state, **{"continuous": True, "stable_scans": 1})
+    assert enum2.assignment == {str(data_dir / "a.jsonl"): UNCLAIMED}
+    ctx2.run_periodic()
+    assert names(enum2.pending_splits) == ["b.jsonl", "c.jsonl"]  # a not read again
+
+
+def test_large_files_become_several_splits(data_dir: Path) -> None:
+    p = write_parquet(data_dir / "big.parquet", 0, 2000, row_group_size=100)
+    write_parquet(data_dir / "small.parquet", 0, 10)
+    ctx, enum = make(data_dir, format="parquet", split_target_size=os.stat(p).st_size // 4)
+    ctx.run_next_one_shot()
+    splits = [s for s in enum.pending_splits if s.path == str(p)]
+    assert len(splits) >= 3 and all(s.kind is SplitKind.ROW_GROUPS for s in splits)
+    assert splits[0].start == 0 and splits[-1].end == 20
+    j = write_jsonl(data_dir / "big.jsonl", 0, 500)
+    ctx, enum = make(data_dir, format="jsonl", split_target_size=1024)
+    ctx.run_next_one_shot()
+    ranges = [(s.start, s.end) for s in enum.pending_splits]
+    assert ranges[0][0] == 0 and ranges[-1][1] == os.stat(j).st_size
+    assert all(s.kind is SplitKind.BYTES for s in enum.pending_splits)
+
+
+def test_unreadable_parquet_footer_fails_or_is_recorded(data_dir: Path) -> None:
+    write_parquet(data_dir / "good.parquet", 0, 10)
+    bad = data_dir / "bad.parquet"
+    bad.write_bytes(b"x" * 5000)
+    ctx, enum = make(data_dir, format="parquet", split_target_size=1024)
+    with pytest.raises(FileSourceError, match=r"bad\.parquet"):
+        ctx.run_next_one_shot()
+    ctx, enum = make(data_dir, format="parquet", split_target_size=1024, tolerate_errors=True)
+    ctx.run_next_one_shot()
+    assert names(enum.pending_splits) == ["good.parquet"]
+    assert [r.path for r in enum.rejected_files] == [str(bad)]
+    assert "Parquet" in enum.rejected_files[0].reason
+    assert restore(enum, 1).rejected == enum.rejected_files
+
+
+def test_modified_processed_file_is_reported_not_reread(data_dir: Path) -> None:
+    p = write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir, **{"continuous": True, "stable_scans": 1})
+    ctx.run_periodic()
+    assert len(enum.pending_splits) == 1
+    with open(p, "a") as f:
+        f.write('{"id": 9, "name": "x"}\n')
+    ctx.run_periodic()
+    ctx.run_periodic()
+    assert len(enum.pending_splits) == 1
+    assert len(enum.rejected_files) == 1 and "modified after it was discovered" in (
+        enum.rejected_files[0].reason)
+
+
+def test_splits_added_back_are_assigned_again(data_dir: Path) -> None:
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir)
+    register(ctx, enum, 0)
+    register(ctx, enum, 1)
+    ctx.run_next_one_shot()
+    enum.handle_split_request(0, "host")
+    (split,) = ctx.assigned_splits()[0]
+    ctx.unregister_reader(0)
+    enum.add_splits_back([split], 0)
+    assert enum.pending_splits == [split] and enum.assignment == {}
+    enum.handle_split_request(1, "host")
+    assert ctx.assigned_splits()[1] == [split]
+    assert enum.assignment == {split.split_id: 1}
+
+
+def test_global_restart_reported_splits_are_claimed_once(data_dir: Path) -> None:
+    """FLIP-537 case 3: after a restart a reader re-reports a split that moved on: ignored."""
+    for n in "ab":
+        write_jsonl(data_dir / f"{n}.jsonl", 0, 3)
+    ctx, enum = make(data_dir)
+    register(ctx, enum, 0)
+    ctx.run_next_one_shot()
+    enum.handle_split_request(0, "host")
+    enum.handle_split_request(0, "host")
+    a, b = ctx.assigned_splits()[0]
+    state = restore(enum, 5)
+    # restart with parallelism 2: reader 1 got reader 0's state (redistributed)
+    ctx2, enum2 = make(data_dir, state=state)
+    register(ctx2, enum2, 1, [a.with_progress(2), b])
+    assert ctx2.assigned_splits()[1] == [a.with_progress(2), b]  # claimed, sticky
+    # reader 1 gives b back (failure) and b goes to reader 0
+    ctx2.unregister_reader(1)
+    enum2.add_splits_back([b], 1)
+    register(ctx2, enum2, 0)
+    enum2.handle_split_request(0, "host")
+    assert ctx2.assigned_splits()[0] == [b]
+    # reader 1 comes back re-reporting both: a is its own (taken back), b moved on (ignored)
+    register(ctx2, enum2, 1, [a.with_progress(2), b])
+    assert ctx2.assigned_splits()[1][-1:] == [a.with_progress(2)]
+    assert enum2.assignment == {a.split_id: 1, b.split_id: 0}
+
+
+def test_finished_splits_leave_the_assignment_after_a_checkpoint(data_dir: Path) -> None:
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir)
+    register(ctx, enum, 0)
+    ctx.run_next_one_shot()
+    enum.handle_split_request(0, "host")
+    (a,) = ctx.assigned_splits()[0]
+    enum.handle_source_event(0, SplitsFinishedEvent((a.split_id,)))
+    assert enum.assignment == {}
+    # before a checkpoint covers the finish, the reader may fail and re-report a from its
+    # older checkpoint: it must be taken back (its rows after that checkpoint were lost)
+    ctx.unregister_reader(0)
+    register(ctx, enum, 0, [a.with_progress(1)])
+    assert ctx.assigned_splits()[0][-1] == a.with_progress(1)
+    enum.handle_source_event(0, SplitsFinishedEvent((a.split_id,)))
+    assert enum.snapshot_state(7).assignment == {}
+    enum.notify_checkpoint_complete(7)
+    ctx.unregister_reader(0)
+    register(ctx, enum, 0, [a])  # a stale report after the checkpoint: unknown split
+    # (cannot happen with a correct runtime; the enumerator prefers re-reading over losing)
+    assert ctx.assigned_splits()[0][-1] == a
+
+
+def test_unclaimed_entries_are_dropped_after_first_checkpoint(data_dir: Path) -> None:
+    state = FileEnumeratorState(assignment={"/x/done.jsonl": 0}, discovery_done=True)
+    ctx, enum = make(data_dir, state=state)
+    register(ctx, enum, 0)
+    assert enum.assignment == {"/x/done.jsonl": UNCLAIMED}
+    enum.snapshot_state(3)
+    enum.notify_checkpoint_complete(3)
+    assert enum.assignment == {}
+
+
+def test_reader_rejections_are_kept_in_state(data_dir: Path) -> None:
+    ctx, enum = make(data_dir)
+    register(ctx, enum, 0)
+    rej = RejectedFile("/d/bad.jsonl", "/d/bad.jsonl", "line 3 broken", 2)
+    enum.handle_source_event(0, SplitsFinishedEvent(("/d/bad.jsonl",), (rej,)))
+    enum.handle_source_event(0, SplitsFinishedEvent(("/d/bad.jsonl",), (rej,)))  # replay
+    assert restore(enum, 1).rejected == [rej]
+
+
+def test_missing_directory_fails_the_scan(tmp_path: Path) -> None:
+    ctx, _ = make(tmp_path / "nope")
+    with pytest.raises(FileSourceError, match="does not exist"):
+        ctx.run_next_one_shot()
+
+
+def test_request_sent_before_registration_is_served_on_registration(data_dir: Path) -> None:
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir)
+    ctx.run_next_one_shot()
+    enum.handle_split_request(0, "host")  # reader.start() runs before its registration lands
+    assert ctx.assignments == []
+    register(ctx, enum, 0)
+    assert names(ctx.assigned_splits()[0]) == ["a.jsonl"]
+
+
+def test_file_deleted_before_planning_is_not_taken(data_dir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from hoodline.connectors.files import enumerator as enumerator_module
+
+    big = write_parquet(data_dir / "big.parquet", 0, 500, row_group_size=50)
+    real_plan = enumerator_module.plan_file
+
+    def delete_then_plan(entry, config):  # type: ignore[no-untyped-def]
+        os.unlink(entry.path)
+        return real_plan(entry, config)
+
+    monkeypatch.setattr(enumerator_module, "plan_file", delete_then_plan)
+    ctx, enum = make(data_dir, format="parquet", split_target_size=1024)
+    ctx.run_next_one_shot()  # no error: the file was never taken
+    assert enum.pending_splits == [] and enum.rejected_files == []
+    assert str(big) not in enum.processed_files
+
+
+def test_directory_is_scanned_every_monitor_interval(data_dir: Path) -> None:
+    from hoodline.connectors.files import FileSource
+    from hoodline.runtime.coordinator import SourceCoordinator
+    from hoodline.runtime.reader_events import AddSplitsEvent
+
+    now = [100.0]
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", continuous=True,
+                              monitor_interval=10, stable_scans=1)
+    coordinator: SourceCoordinator[FileSourceSplit, FileEnumeratorState] = SourceCoordinator(
+        FileSource(config), 1, clock=lambda: now[0])
+    coordinator.start()
+    coordinator.register_reader(0)
+    coordinator.handle_split_request(0)
+
+    def assigned() -> list[str]:
+        return [os.path.basename(s.path) for e in coordinator.take_reader_events(0)
+                if isinstance(e, AddSplitsEvent) for s in e.splits]
+
+    write_jsonl(data_dir / "a.jsonl", 0, 3)
+    assert coordinator.run_async_calls() == 1  # first scan right away
+    assert assigned() == ["a.jsonl"]
+    coordinator.handle_split_request(0)
+    write_jsonl(data_dir / "b.jsonl", 0, 3)
+    now[0] += 9.5
+    assert coordinator.run_async_calls() == 0 and assigned() == []  # not due yet
+    now[0] += 0.5
+    assert coordinator.run_async_calls() == 1
+    assert assigned() == ["b.jsonl"]
+    coordinator.close()

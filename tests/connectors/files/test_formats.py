@@ -1,0 +1,165 @@
+"""Format readers: batches, skipping checkpointed records, byte/row-group ranges, clear errors."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hoodline.connectors.files.config import FileSourceConfig
+from hoodline.connectors.files.formats import plan_row_group_ranges, read_split
+from hoodline.connectors.files.formats.byte_range import align_range
+from hoodline.connectors.files.split import FileSourceSplit, SplitKind
+from hoodline.errors import FileSourceError
+from tests.connectors.files.data import WRITERS, write_jsonl, write_parquet
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def split_of(path: Path, kind: SplitKind = SplitKind.FILE, start: int = 0, end: int = -1,
+             skip: int = 0) -> FileSourceSplit:
+    st = os.stat(path)
+    return FileSourceSplit(str(path), st.st_size, st.st_mtime_ns, kind, start, end, skip)
+
+
+def ids(split: FileSourceSplit, config: FileSourceConfig) -> list[int]:
+    out: list[int] = []
+    for batch in read_split(split, config):
+        assert isinstance(batch, pa.RecordBatch)
+        out.extend(batch.column("id").to_pylist())
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+@pytest.mark.parametrize("declared", [False, True])
+def test_reads_every_row_and_skips_checkpointed_ones(data_dir: Path, fmt: str,
+                                                     declared: bool) -> None:
+    path = WRITERS[fmt](data_dir / f"a.{fmt}", 100, 500)
+    config = FileSourceConfig(root=str(data_dir), format=fmt, schema=SCHEMA if declared else None,
+                              batch_size=64, block_size=2048)
+    assert ids(split_of(path), config) == list(range(100, 600))
+    assert ids(split_of(path, skip=137), config) == list(range(237, 600))
+    assert ids(split_of(path, skip=500), config) == []
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+def test_declared_schema_gives_exact_schema(data_dir: Path, fmt: str) -> None:
+    path = WRITERS[fmt](data_dir / f"a.{fmt}", 0, 10)
+    declared = pa.schema([pa.field("name", pa.string()), pa.field("id", pa.int32(), False)])
+    config = FileSourceConfig(root=str(data_dir), format=fmt, schema=declared)
+    batches = list(read_split(split_of(path), config))
+    assert batches and all(b.schema.equals(declared) for b in batches)
+
+
+def test_parquet_row_group_ranges_cover_every_row_once(data_dir: Path) -> None:
+    path = write_parquet(data_dir / "big.parquet", 0, 1000, row_group_size=100)
+    ranges = plan_row_group_ranges(str(path), target_size=1)  # one group per range
+    assert ranges == [(g, g + 1) for g in range(10)]
+    ranges = plan_row_group_ranges(str(path), target_size=os.stat(path).st_size // 3)
+    assert ranges[0][0] == 0 and ranges[-1][1] == 10 and len(ranges) >= 2
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    config = FileSourceConfig(root=str(data_dir), format="parquet", batch_size=30)
+    seen: list[int] = []
+    for start, end in ranges:
+        seen += ids(split_of(path, SplitKind.ROW_GROUPS, start, end), config)
+    assert seen == list(range(1000))
+    # progress inside a range: skip whole groups and part of the next one
+    assert ids(split_of(path, SplitKind.ROW_GROUPS, 2, 5, skip=150), config) == list(
+        range(350, 500))
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_jsonl_byte_ranges_partition_lines_wherever_cut(data_dir: Path, declared: bool) -> None:
+    path = write_jsonl(data_dir / "big.jsonl", 0, 300)
+    size = os.stat(path).st_size
+    config = FileSourceConfig(root=str(data_dir), format="jsonl",
+                              schema=SCHEMA if declared else None, block_size=1024)
+    for step in (1, 7, 29, 30, 31, 500, size):
+        seen: list[int] = []
+        for start in range(0, size, step):
+            seen += ids(split_of(path, SplitKind.BYTES, start, min(size, start + step)), config)
+        assert seen == list(range(300)), step
+    # progress inside a range
+    cut = size // 2
+    first = ids(split_of(path, SplitKind.BYTES, 0, cut), config)
+    assert ids(split_of(path, SplitKind.BYTES, 0, cut, skip=5), config) == first[5:]
+
+
+def test_align_range_boundaries(tmp_path: Path) -> None:
+    p = tmp_path / "x"
+    p.write_bytes(b"ab\ncd\n\nef")  # lines start at 0, 3, 6, 7
+    with open(p, "rb") as f:
+        assert align_range(f, 0, 3, 9) == (0, 3)
+        assert align_range(f, 1, 4, 9) == (3, 6)
+        assert align_range(f, 3, 4, 9) == (3, 6)
+        assert align_range(f, 4, 6, 9) == (6, 6)
+        assert align_range(f, 6, 9, 9) == (6, 9)
+        assert align_range(f, 8, 9, 9) == (9, 9)
+
+
+def test_blank_lines_and_empty_files(data_dir: Path) -> None:
+    p = data_dir / "e.jsonl"
+    p.write_text('\n{"id": 1, "name": "a"}\n\n\n{"id": 2, "name": "b"}')
+    config = FileSourceConfig(root=str(data_dir), format="jsonl")
+    assert ids(split_of(p), config) == [1, 2]
+    for fmt in ("jsonl", "csv"):
+        empty = data_dir / f"empty.{fmt}"
+        empty.write_text("")
+        assert list(read_split(split_of(empty), FileSourceConfig(str(data_dir), fmt))) == []
+
+
+def test_bad_json_line_is_named(data_dir: Path) -> None:
+    p = data_dir / "bad.jsonl"
+    p.write_text('{"id": 1, "name": "a"}\n{"id": 2, "name": "b"}\n{"id": oops}\n')
+    for declared in (None, SCHEMA):
+        config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=declared)
+        with pytest.raises(FileSourceError, match=r"bad\.jsonl' line 3"):
+            list(read_split(split_of(p), config))
+
+
+def test_bad_csv_row_is_named(data_dir: Path) -> None:
+    p = data_dir / "bad.csv"
+    p.write_text("id,name\n1,a\n2\n3,c\n")
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=SCHEMA)
+    with pytest.raises(FileSourceError, match=r"bad\.csv' line 3"):
+        list(read_split(split_of(p), config))
+
+
+def test_csv_type_error_names_file_and_column(data_dir: Path) -> None:
+    p = data_dir / "types.csv"
+    p.write_text("id,name\n1,a\nnot-a-number,b\n")
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=SCHEMA)
+    with pytest.raises(FileSourceError, match=r"types\.csv"):
+        list(read_split(split_of(p), config))
+
+
+def test_corrupt_parquet_is_named(data_dir: Path) -> None:
+    p = data_dir / "corrupt.parquet"
+    p.write_bytes(b"PAR1 this is not parquet at all")
+    config = FileSourceConfig(root=str(data_dir), format="parquet")
+    with pytest.raises(FileSourceError, match=r"corrupt\.parquet"):
+        list(read_split(split_of(p), config))
+
+
+def test_missing_declared_column_is_named(data_dir: Path) -> None:
+    p = write_parquet(data_dir / "a.parquet", 0, 5)
+    declared = pa.schema([("id", pa.int64()), ("price", pa.float64())])
+    config = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared)
+    with pytest.raises(FileSourceError, match=r"a\.parquet.*column 'price'"):
+        list(read_split(split_of(p), config))
+
+
+def test_changed_or_deleted_file_is_refused(data_dir: Path) -> None:
+    p = write_jsonl(data_dir / "a.jsonl", 0, 5)
+    split = split_of(p)
+    config = FileSourceConfig(root=str(data_dir), format="jsonl")
+    with open(p, "a") as f:
+        f.write('{"id": 99, "name": "late"}\n')
+    with pytest.raises(FileSourceError, match="changed after it was discovered"):
+        list(read_split(split, config))
+    p.unlink()
+    with pytest.raises(FileSourceError, match="deleted"):
+        list(read_split(split, config))

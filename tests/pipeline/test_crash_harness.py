@@ -1,0 +1,62 @@
+"""The crash harness itself: pause points are reached and reported, SIGKILL cleanup reaches every
+process a run started (also ones that left the process group, as pyspark's daemon does)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.helpers.crash_harness import PipelineProcess, marked_pids
+
+_TREE = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    # a grandchild in its own process group (like pyspark's daemon) ...
+    subprocess.Popen([sys.executable, "-c",
+                      "import os, time; os.setpgid(0, 0); time.sleep(600)"])
+    # ... and a child whose parent dies first (re-parented to init)
+    subprocess.Popen([sys.executable, "-c",
+                      "import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
+                      "'import time; time.sleep(600)'])"])
+    from hoodline.faults import FaultPoint, reach
+    reach(FaultPoint.WRITE)
+    """
+)
+
+
+def test_pause_point_is_reported_and_sigkill_reaches_every_process(tmp_path: Path) -> None:
+    run = PipelineProcess(tmp_path / "unused.toml", tmp_path, pause_at="write",
+                          command=[sys.executable, "-c", _TREE])
+    run.start()
+    try:
+        text = run.wait_paused(60)
+        assert text.split() == [str(run.pid), "write"]
+        # runner, own-group child, orphaned grandchild; the orphan's parent exits right after
+        # spawning it, so wait for exactly three rather than stopping at a transient fourth
+        for _ in range(100):
+            if len(marked_pids(run.marker)) == 3:
+                break
+            time.sleep(0.1)
+        assert len(marked_pids(run.marker)) == 3, marked_pids(run.marker)
+        run.kill9()
+        assert run.proc is not None and run.proc.returncode == -9
+        assert marked_pids(run.marker) == []
+    finally:
+        run.cleanup()
+
+
+def test_a_run_that_exits_before_its_pause_point_fails_with_its_output(tmp_path: Path) -> None:
+    run = PipelineProcess(tmp_path / "unused.toml", tmp_path, pause_at="read",
+                          command=[sys.executable, "-c", "print('boom'); raise SystemExit(3)"])
+    run.start()
+    try:
+        try:
+            run.wait_paused(30)
+        except AssertionError as exc:
+            assert "exited with 3" in str(exc) and "boom" in str(exc)
+        else:
+            raise AssertionError("wait_paused did not notice the exit")
+    finally:
+        run.cleanup()

@@ -1,0 +1,83 @@
+"""Index and operation variants on the real broker: BLOOM index upserts equal the model, the
+`delete` operation removes the keys it reads, bulk_insert of new keys, and a restart against a
+table written from another source is refused."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hoodline.broker import EmbeddedBroker, ExactEndProducer
+from hoodline.errors import CheckpointMismatchError
+from hoodline.pipeline.api import Pipeline
+from hoodline.spark.engine import SparkEngine
+from hoodline.spark.session import HoodlineSpark
+from hoodline.table.properties import IndexType
+from hoodline.table.write.operation import WriteOperation
+from tests.helpers.pipeline_stream import (
+    Stream,
+    create_topic,
+    kafka_config,
+    region,
+    table_rows,
+    unique,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def test_bloom_index_and_delete_operation(
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    bs = broker.bootstrap_servers
+    topic = create_topic(bs, unique("pc-bloom"), 3)
+    stream = Stream(bs, topic, 3, seed=21)
+    stream.produce(900, 200, deletes=0.1, tombstones=0.05)
+    table = tmp_path / "t"
+    cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2,
+                                            "round": {"max-records": 400, "min-interval": 0}})
+    cfg = replace(cfg, table=replace(cfg.table, index=IndexType.BLOOM))
+    with Pipeline(cfg, SparkEngine(spark)) as p:
+        assert p.run(once=True).commits == 3
+    assert table_rows(table) == stream.model
+
+    # the same source, now with operation `delete`: every record read deletes its key
+    gone = sorted(stream.model)[::3]
+    with ExactEndProducer(bs) as prod:
+        for i in gone:
+            prod.produce(topic, i % 3, json.dumps({"id": i, "region": region(i), "ts": 0,
+                                                   "name": "", "deleted": False}).encode())
+    dcfg = replace(cfg, table=replace(cfg.table, operation=WriteOperation.DELETE))
+    with Pipeline(dcfg, SparkEngine(spark)) as p:
+        summary = p.run(once=True)
+    assert summary.records_read == len(gone)
+    for i in gone:
+        del stream.model[i]
+    assert table_rows(table) == stream.model
+
+    # another topic cannot resume this table's checkpoint
+    other = create_topic(bs, unique("pc-other"), 1)
+    ocfg = kafka_config(table, bs, other)
+    ocfg = replace(ocfg, table=replace(ocfg.table, index=IndexType.BLOOM))
+    with Pipeline(ocfg, SparkEngine(spark)) as p:
+        with pytest.raises(CheckpointMismatchError, match=f"now reads 'topics:{other}'"):
+            p.run(once=True)
+    assert table_rows(table) == stream.model
+
+
+def test_bulk_insert_of_new_keys(
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    bs = broker.bootstrap_servers
+    topic = create_topic(bs, unique("pc-bulk"), 2)
+    stream = Stream(bs, topic, 2, seed=8)
+    stream.produce(500, 100_000, deletes=0.0)  # (almost) every key new
+    table = tmp_path / "t"
+    cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2})
+    cfg = replace(cfg, table=replace(cfg.table, operation=WriteOperation.BULK_INSERT))
+    with Pipeline(cfg, SparkEngine(spark)) as p:
+        assert p.run(once=True).records_read == 500
+    assert table_rows(table) == stream.model

@@ -1,0 +1,281 @@
+"""hoodline on a real ``local-cluster[2,1,1024]``: separate executor JVMs, shipped package, retries.
+
+One session (``spark_cluster``, shared with the other local-cluster tests) for the whole module
+(starting executors costs ~10 s on 2 shared cores).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from pyspark import cloudpickle
+
+from hoodline.pipeline.tasks import RoundJob
+from hoodline.spark.probe import (
+    PROBE_DDL,
+    executor_jvm_pid,
+    executor_probe,
+    task_identity,
+)
+from hoodline.spark.session import HoodlineSpark
+
+pytestmark = pytest.mark.spark
+
+# Functions defined in this module run on executors, where the test module is not importable.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+OUT_DDL = "id long, name string, doubled long, partition_id int, attempt int, executor_pid long"
+
+
+ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def _decode_on_executor(sync_dir: str | None) -> ArrowFn:
+    """mapInArrow function: builds JSON values from ids and decodes them with hoodline's decoder.
+
+    With ``sync_dir``, a task's first attempt announces itself there and waits for a ``go`` file,
+    so the test can kill an executor while tasks are running.
+    """
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from hoodline.formats.json_decoder import JsonDecoder
+
+        partition, attempt = task_identity()
+        jvm = executor_jvm_pid()
+        if sync_dir is not None and attempt == 0:
+            Path(sync_dir, f"started-{partition}-{jvm}").touch()
+            deadline = time.monotonic() + 90
+            while not Path(sync_dir, "go").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        decoder = JsonDecoder(pa.schema([("id", pa.int64()), ("name", pa.string())]), ["id"])
+        for batch in batches:
+            ids = batch.column("id").to_pylist()
+            values = pa.array([f'{{"id": {i}, "name": "n{i}"}}'.encode() for i in ids], pa.binary())
+            decoded = decoder.decode(values)
+            assert len(decoded.errors) == 0
+            recs = decoded.records
+            n = recs.num_rows
+            yield pa.RecordBatch.from_arrays(
+                [
+                    recs.column("id").combine_chunks(),
+                    recs.column("name").combine_chunks(),
+                    pc.multiply(recs.column("id"), 2).combine_chunks(),
+                    pa.array([partition] * n, pa.int32()),
+                    pa.array([attempt] * n, pa.int32()),
+                    pa.array([jvm] * n, pa.int64()),
+                ],
+                names=["id", "name", "doubled", "partition_id", "attempt", "executor_pid"],
+            )
+
+    return run
+
+
+def _check_rows(rows: list[dict[str, object]], n: int) -> None:
+    assert sorted(r["id"] for r in rows) == list(range(n))  # each id exactly once
+    for r in rows:
+        assert r["doubled"] == 2 * r["id"]  # type: ignore[operator]
+        assert r["name"] == f"n{r['id']}"
+
+
+def test_executors_import_shipped_hoodline_in_separate_processes(
+    spark_cluster: HoodlineSpark,
+) -> None:
+    executors = spark_cluster.executor_pids()
+    assert len(executors) == 2
+    driver_jvm = int(spark_cluster.context._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    assert driver_jvm not in executors
+
+    probes = spark_cluster.session.range(0, 40, numPartitions=4).mapInArrow(
+        executor_probe, PROBE_DDL
+    )
+    found = [r.asDict() for r in probes.collect()]
+    assert sorted(r["partition_id"] for r in found) == [0, 1, 2, 3]
+    assert sum(r["rows"] for r in found) == 40
+    # Tasks ran in both executor JVMs, never in the driver JVM.
+    assert {r["executor_pid"] for r in found} == set(executors)
+    assert all(r["python_pid"] != os.getpid() for r in found)
+    # hoodline came from the shipped archive, not from the driver's source tree.
+    for r in found:
+        assert ".zip" in r["hoodline_file"] and "hoodline-" in r["hoodline_file"], r
+    assert {r["pyarrow_version"] for r in found} == {pa.__version__}
+
+    df = spark_cluster.session.range(0, 1000, numPartitions=4).mapInArrow(
+        _decode_on_executor(None), OUT_DDL
+    )
+    rows = [r.asDict() for r in df.collect()]
+    _check_rows(rows, 1000)
+    assert {r["executor_pid"] for r in rows} <= set(executors)
+
+
+def test_killed_executor_tasks_are_retried_with_correct_results(
+    spark_cluster: HoodlineSpark, tmp_path: Path
+) -> None:
+    before = spark_cluster.executor_pids()
+    assert len(before) == 2
+    df = spark_cluster.session.range(0, 2000, numPartitions=4).mapInArrow(
+        _decode_on_executor(str(tmp_path)), OUT_DDL
+    )
+    result: dict[str, object] = {}
+
+    def collect() -> None:
+        try:
+            result["rows"] = [r.asDict() for r in df.collect()]
+        except Exception as exc:  # surfaced below
+            result["error"] = exc
+
+    job = threading.Thread(target=collect, daemon=True)
+    job.start()
+    deadline = time.monotonic() + 90
+    started: list[Path] = []
+    while time.monotonic() < deadline:
+        started = sorted(tmp_path.glob("started-*"))
+        if len({p.name.rsplit("-", 1)[1] for p in started}) == 2:
+            break
+        time.sleep(0.05)
+    running_on = {int(p.name.rsplit("-", 1)[1]) for p in started}
+    assert running_on == set(before), f"tasks did not start on both executors: {started}"
+
+    victim = before[0]
+    os.kill(victim, signal.SIGKILL)
+    (tmp_path / "go").touch()
+    job.join(timeout=180)
+    assert not job.is_alive(), "job did not finish after an executor was killed"
+    assert "error" not in result, result.get("error")
+    rows = result["rows"]
+    assert isinstance(rows, list)
+    _check_rows(rows, 2000)
+
+    # The task that was running on the killed executor was re-run (attempt >= 1) elsewhere.
+    retried = {(r["partition_id"], r["attempt"], r["executor_pid"]) for r in rows if r["attempt"]}
+    assert retried, "no task was retried although its executor was killed"
+    assert all(pid != victim for _, _, pid in retried)
+    # No row was produced by the dead executor's lost attempt.
+    killed_partitions = {
+        int(p.name.split("-")[1]) for p in started if int(p.name.rsplit("-", 1)[1]) == victim
+    }
+    for r in rows:
+        if r["partition_id"] in killed_partitions:
+            assert r["executor_pid"] != victim
+    # The standalone master replaces the lost executor.
+    after = spark_cluster.wait_for_executors(2, timeout_s=120)
+    assert victim not in after
+
+
+@dataclass(frozen=True)
+class _PausingJob(RoundJob):
+    """The product's round job; its writer tasks (first wave) wait for a ``go`` file after
+    their files are written and before they report, and every reader run leaves a marker."""
+
+    sync_dir: str = ""
+
+    def read(self, subtask: int):  # type: ignore[no-untyped-def]
+        Path(self.sync_dir, f"read-{subtask}-{time.monotonic_ns()}").touch()
+        return super().read(subtask)
+
+    def write(self, batches, task, attempt):  # type: ignore[no-untyped-def]
+        statuses = list(super().write(batches, task, attempt))
+        if statuses and not Path(self.sync_dir, "go").exists():
+            Path(self.sync_dir, f"started-{task}-{executor_jvm_pid()}").touch()
+            deadline = time.monotonic() + 90
+            while not Path(self.sync_dir, "go").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        yield from statuses
+
+
+def test_round_survives_an_executor_killed_after_its_files_were_written(
+    spark_cluster: HoodlineSpark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crash case on local-cluster, through the driver and the product's round job: an
+    executor dies while writer tasks have written their files but not reported. Either Spark
+    recomputes the lost shuffle outputs and retries the writers within the job (the commit keeps
+    only reported files: markers remove the lost attempt's), or -- when the recomputed output is
+    not byte-identical (Spark 4 compares shuffle checksums) -- Spark aborts the job and the
+    driver rolls the round back and retries it. Either way hudi-rs reads exactly the model and
+    no base file outside the committed write stats remains."""
+    from hoodline.pipeline import driver as driver_module
+    from hoodline.pipeline.config import config_from_dict
+    from hoodline.pipeline.driver import RoundDriver
+    from hoodline.spark.engine import SparkEngine
+    from hoodline.table.table import HudiTable
+    from hoodline.testing.hudi_oracle import hudi_snapshot
+
+    before = spark_cluster.wait_for_executors(2, timeout_s=120)
+    root, base, sync = tmp_path / "in", tmp_path / "t", tmp_path / "sync"
+    root.mkdir()
+    sync.mkdir()
+    for i in range(4):
+        ids = range(i * 1000, (i + 1) * 1000)
+        (root / f"part-{i}.jsonl").write_text("".join(
+            f'{{"id": {k}, "region": "{["eu", "us"][k % 2]}", "ts": 1}}\n' for k in ids))
+    cfg = config_from_dict({
+        "source": {"type": "files", "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(base), "record-key": ["id"], "partition-fields": ["region"],
+                  "precombine-field": "ts", "index": "BLOOM",
+                  "options": {"hoodie.parquet.max.file.size": 20000,
+                              "hoodie.copyonwrite.record.size.estimate": 40}},
+        "schema": {"id": "int64", "region": "string", "ts": "int64"},
+        "runtime": {"master": "local-cluster[2,1,1024]", "reader-parallelism": 4,
+                    "writer-parallelism": 4, "retry-backoff": 0.1},
+    })
+    monkeypatch.setattr(driver_module, "RoundJob",
+                        lambda *args: _PausingJob(*args, sync_dir=str(sync)))
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            result["summary"] = RoundDriver(cfg, SparkEngine(spark_cluster)).run(once=True)
+        except Exception as exc:
+            result["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    pids: set[int] = set()
+    while time.monotonic() < deadline and len(pids) < 2:
+        pids = {int(p.name.rsplit("-", 1)[1]) for p in sync.glob("started-*")}
+        time.sleep(0.05)
+    assert pids == set(before), pids  # a writer with written files waits on each executor
+    reads_before_kill = len(list(sync.glob("read-*")))
+    files_before_kill = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
+    os.kill(before[0], signal.SIGKILL)
+    (sync / "go").touch()
+    thread.join(timeout=300)
+    assert not thread.is_alive() and "error" not in result, result.get("error")
+
+    hudi = HudiTable.open(base)
+    committed = set()
+    for inst in hudi.timeline.completed_commits():
+        committed |= {s.path for s in hudi.timeline.read_commit_metadata(inst).write_stats()}
+    on_disk = {p.relative_to(base).as_posix() for p in base.rglob("*.parquet")}
+    assert on_disk == committed  # the lost attempt's files are gone
+    assert files_before_kill - on_disk, "the killed attempt should have left files"
+    snap = hudi_snapshot(base).column("id").to_pylist()
+    assert sorted(snap) == list(range(4000))  # exactly once
+    # the readers' deterministic plans were read again (recomputed in the job, or a retried round)
+    assert reads_before_kill == 4 and len(list(sync.glob("read-*"))) > reads_before_kill
+    spark_cluster.wait_for_executors(2, timeout_s=120)
+
+
+def test_stop_ends_executor_processes_and_removes_work_dirs(spark_cluster: HoodlineSpark) -> None:
+    from pyspark.find_spark_home import _find_spark_home
+
+    pids = spark_cluster.executor_pids()
+    app_id = spark_cluster.context.applicationId
+    work_dir = Path(_find_spark_home()) / "work" / app_id
+    assert pids and work_dir.is_dir()
+    spark_cluster.stop()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not work_dir.exists()
+    spark_cluster.stop()  # idempotent

@@ -1,0 +1,32 @@
+"""The pipeline on ``local-cluster[2,1,1024]``: separate executor processes run the shipped
+package; a stream with updates, deletes and tombstones ends up in the table exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hoodline.broker import EmbeddedBroker
+from hoodline.pipeline.api import Pipeline
+from hoodline.spark.engine import SparkEngine
+from hoodline.spark.session import HoodlineSpark
+from tests.helpers.pipeline_stream import Stream, create_topic, kafka_config, table_rows, unique
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def test_pipeline_on_separate_executors(
+    spark_cluster: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    assert len(spark_cluster.executor_pids()) == 2
+    topic = create_topic(broker.bootstrap_servers, unique("pc-lc"), 3)
+    stream = Stream(broker.bootstrap_servers, topic, 3, seed=13)
+    stream.produce(1200, 300, deletes=0.1, tombstones=0.05)
+    cfg = kafka_config(tmp_path / "t", broker.bootstrap_servers, topic,
+                       **{"master": "local-cluster[2,1,1024]", "reader-parallelism": 3,
+                          "round": {"max-records": 500, "min-interval": 0}})
+    with Pipeline(cfg, SparkEngine(spark_cluster)) as p:
+        summary = p.run(once=True)
+    assert summary.commits == 3 and summary.records_read == 1200
+    assert table_rows(tmp_path / "t") == stream.model

@@ -1,0 +1,214 @@
+"""Rollback and clean, checked against hudi-rs after every step."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from hoodline.errors import TableError, TimelineError
+from hoodline.table import read
+from hoodline.table.clean import clean, plan_clean
+from hoodline.table.instant import Instant, State
+from hoodline.table.markers import Markers
+from hoodline.table.rollback import _plan, rollback_instant, rollback_pending
+from hoodline.table.table import HudiTable
+from hoodline.testing.hudi_oracle import (
+    assert_hudi_matches_hoodline,
+    assert_rows_equal,
+    hudi_snapshot,
+)
+from tests.table.handwriter import HandWriter, rows
+
+US, EU = ("region=us", "fg-us"), ("region=eu", "fg-eu")
+
+
+def _parquet_files(table: HudiTable) -> set[str]:
+    return {str(p.relative_to(table.base_path)) for p in table.base_path.rglob("*.parquet")}
+
+
+def _vals(t: object) -> dict[str, int]:
+    import pyarrow as pa
+
+    assert isinstance(t, pa.Table)
+    return dict(zip(t.column("id").to_pylist(), t.column("val").to_pylist(), strict=True))
+
+
+def test_rollback_of_inflight_deletes_exactly_its_files(
+    table: HudiTable, writer: HandWriter
+) -> None:
+    c1 = writer.upsert({US: rows(["a"], "us", [1]), EU: rows(["x"], "eu", [2])})
+    before = _parquet_files(table)
+    p = writer.start()
+    f1 = writer.write_group(p, US, rows(["a", "b"], "us", [10, 20]))
+    f2 = writer.write_group(p, ("region=ap", "fg-ap"), rows(["z"], "ap", [3]))
+    assert _parquet_files(table) == before | {f1, f2}
+    # readers ignore the inflight instant's files
+    assert _vals(hudi_snapshot(table.base_path)) == {"a": 1, "x": 2}
+    assert_hudi_matches_hoodline(table)
+
+    done = rollback_pending(table)
+    assert [i.action for i in done] == ["rollback"] and done[0].is_completed
+    assert _parquet_files(table) == before
+    tl = table.timeline
+    assert tl.pending() == [] and [i.timestamp for i in tl.completed_commits()] == [c1]
+    assert not any(n.startswith(p.ts) for n in os.listdir(table.meta_path))
+    assert not Markers(table, p.ts).exists()
+    meta = json.loads(tl.read_instant_bytes(done[0]))
+    assert meta["commitsRollback"] == [p.ts] and meta["totalFilesDeleted"] == 2
+    deleted = sorted(
+        os.path.relpath(f, table.base_path)
+        for pm in meta["partitionMetadata"].values()
+        for f in pm["successDeleteFiles"]
+    )
+    assert deleted == sorted([f1, f2])
+    plan = json.loads(tl.read_instant_bytes(done[0].with_state(State.REQUESTED)))
+    assert plan["instantToRollback"] == {"commitTime": p.ts, "action": "commit"}
+    assert_hudi_matches_hoodline(table)
+
+    c3 = writer.upsert({US: rows(["b"], "us", [5])})
+    assert_hudi_matches_hoodline(table)
+    assert _vals(read.read_snapshot(table)) == {"a": 1, "b": 5, "x": 2}
+    assert c3 > done[0].timestamp
+    assert rollback_pending(table) == []
+
+
+def test_rollback_of_requested_only_instant(table: HudiTable, writer: HandWriter) -> None:
+    writer.upsert({US: rows(["a"], "us", [1])})
+    ts = table.new_instant_time()
+    req = table.timeline.create_requested("commit", ts)
+    rb = rollback_instant(table, req)
+    assert rb.action == "rollback" and table.timeline.pending() == []
+    with pytest.raises(TimelineError, match="completed"):
+        rollback_instant(table, table.timeline.completed_commits()[0])
+    assert_hudi_matches_hoodline(table)
+
+
+def test_interrupted_rollback_is_finished_once(table: HudiTable, writer: HandWriter) -> None:
+    writer.upsert({US: rows(["a"], "us", [1])})
+    p = writer.start()
+    f = writer.write_group(p, US, rows(["a"], "us", [9]))
+    # a previous repair died right after writing its rollback plan
+    plan = _plan(p.instant, [f])
+    table.timeline.create_requested("rollback", table.new_instant_time(), json.dumps(plan).encode())
+    done = rollback_pending(table)
+    assert [i.action for i in done] == ["rollback"]
+    assert len(table.timeline.completed(["rollback"])) == 1
+    assert not table.absolute(f).exists() and table.timeline.pending() == []
+    assert_hudi_matches_hoodline(table)
+
+
+def test_marker_pointing_at_committed_file_is_refused(table: HudiTable, writer: HandWriter) -> None:
+    writer.upsert({US: rows(["a"], "us", [1])})
+    committed = read.file_slices(table)[0]
+    p = writer.start()
+    Markers(table, p.ts).create("region=us", committed.file_name)
+    with pytest.raises(TableError, match="refusing to roll back"):
+        rollback_pending(table)
+    assert table.absolute(committed.base_file).exists()
+
+
+def test_leftover_markers_of_completed_commit_removed(table: HudiTable, writer: HandWriter) -> None:
+    p = writer.start()
+    writer.write_group(p, US, rows(["a"], "us", [1]))
+    table.timeline.complete(p.instant, _metadata(writer, p))  # crashed before deleting markers
+    assert Markers(table, p.ts).exists()
+    assert rollback_pending(table) == []
+    assert not Markers(table, p.ts).exists()
+    assert _vals(read.read_snapshot(table)) == {"a": 1}
+
+
+def _metadata(writer: HandWriter, p: object) -> object:
+    from hoodline.table.commit_metadata import CommitMetadata
+    from hoodline.table.schema import arrow_to_avro_schema_json
+
+    assert hasattr(p, "stats") and hasattr(p, "schema")
+    return CommitMetadata(
+        p.stats, "UPSERT", {"schema": arrow_to_avro_schema_json(p.schema, "trips")}
+    )
+
+
+def test_clean_keeps_versions_of_last_n_commits(table: HudiTable, writer: HandWriter) -> None:
+    commits = [writer.upsert({US: rows(["a"], "us", [0]), EU: rows(["x"], "eu", [0])})]
+    for i in range(1, 6):
+        commits.append(writer.upsert({US: rows(["a"], "us", [i])}))
+    us_files = sorted(f for f in _parquet_files(table) if f.startswith("region=us"))
+    assert len(us_files) == 6
+    assert clean(table, retain_commits=6) is None  # nothing old enough
+    earliest, planned = plan_clean(table, 2)
+    assert earliest == commits[-2]
+    inst = clean(table, retain_commits=2)
+    assert inst is not None and inst.action == "clean" and inst.is_completed
+    # versions of c4 (newest before the earliest retained c5), c5, c6 stay; eu's only version stays
+    remaining = _parquet_files(table)
+    assert sorted(f for f in remaining if f.startswith("region=us")) == us_files[-3:]
+    assert any(f.startswith("region=eu") for f in remaining)
+    meta = json.loads(table.timeline.read_instant_bytes(inst))
+    assert meta["totalFilesDeleted"] == 3 and meta["earliestCommitToRetain"] == commits[-2]
+    assert sorted(meta["partitionMetadata"]["region=us"]["successDeleteFiles"]) == sorted(
+        os.path.basename(f) for f in us_files[:3]
+    )
+    assert planned == {"region=us": us_files[:3]}
+    assert_hudi_matches_hoodline(table, max_commits=3)
+    assert _vals(read.read_snapshot(table, as_of=commits[-3])) == {"a": 3, "x": 0}
+    assert clean(table, retain_commits=2) is None
+    # the next commit and clean keep working
+    writer.upsert({US: rows(["a"], "us", [7])})
+    assert clean(table, retain_commits=2) is not None
+    assert_hudi_matches_hoodline(table, max_commits=3)
+
+
+def test_interrupted_clean_finished_by_repair(table: HudiTable, writer: HandWriter) -> None:
+    for i in range(4):
+        writer.upsert({US: rows(["a"], "us", [i])})
+    _earliest, planned = plan_clean(table, 1)
+    plan = {
+        "earliestInstantToRetain": {"timestamp": _earliest},
+        "policy": "KEEP_LATEST_COMMITS",
+        "filePathsToBeDeletedPerPartition": {
+            p: [{"filePath": f} for f in fs] for p, fs in planned.items()
+        },
+    }
+    ts = table.new_instant_time()
+    inst = table.timeline.transition_to_inflight(
+        table.timeline.create_requested("clean", ts, json.dumps(plan).encode())
+    )
+    os.unlink(table.absolute(planned["region=us"][0]))  # deleted before the crash
+    done = rollback_pending(table)
+    assert done == [Instant(ts, "clean", State.COMPLETED)] and inst.timestamp == ts
+    assert len(_parquet_files(table)) == 2
+    assert_hudi_matches_hoodline(table, max_commits=1)
+
+
+def test_reads_before_cleaned_instants_refused(table: HudiTable, writer: HandWriter) -> None:
+    commits = [writer.upsert({US: rows(["a"], "us", [i])}) for i in range(5)]
+    assert read.read_snapshot(table, as_of=commits[0]).num_rows == 1  # nothing cleaned yet
+    clean(table, retain_commits=2)
+    # retained: c3, c4 (+ the version of c2, the newest before them); c0 and c1 are gone
+    with pytest.raises(TableError, match=f"{commits[1]} is older than .*{commits[2]}"):
+        read.read_snapshot(table, as_of=commits[1])
+    with pytest.raises(TableError, match=r"hoodie\.cleaner\.commits\.retained"):
+        read.read_incremental(table, commits[0], commits[1])
+    assert _vals(read.read_snapshot(table, as_of=commits[2])) == {"a": 2}
+    assert_rows_equal(
+        hudi_snapshot(table.base_path, as_of=commits[2]),
+        read.read_snapshot(table, as_of=commits[2]),
+    )
+    assert _vals(read.read_incremental(table, commits[0], commits[3])) == {"a": 3}
+
+
+def test_rolled_back_instant_cannot_be_completed_later(
+    table: HudiTable, writer: HandWriter
+) -> None:
+    """A writer that lost its lock (e.g. paused past the expiry) and resumes after another writer
+    rolled its instant back must not be able to commit it."""
+    writer.upsert({US: rows(["a"], "us", [1])})
+    p = writer.start()
+    f = writer.write_group(p, US, rows(["a"], "us", [2]))
+    rollback_instant(table, p.instant)
+    assert not table.absolute(f).exists()
+    with pytest.raises(TimelineError, match="rolled back"):
+        writer.commit(p)
+    assert _vals(read.read_snapshot(table)) == {"a": 1}
+    assert_hudi_matches_hoodline(table)

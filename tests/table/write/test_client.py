@@ -1,0 +1,417 @@
+"""Write client end to end, every commit checked by hudi-rs (the oracle) and DuckDB."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from hoodline.errors import WriterLockError
+from hoodline.table.bloom import (
+    BLOOM_FILTER_KEY,
+    BLOOM_FILTER_TYPE_KEY,
+    MAX_RECORD_KEY,
+    MIN_RECORD_KEY,
+    deserialize,
+)
+from hoodline.table.index.bucket import bucket_ids, bucket_of_file_id
+from hoodline.table.read import latest_base_files, read_snapshot
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+from hoodline.table.write.options import PayloadClass
+from hoodline.testing.hudi_oracle import (
+    assert_hudi_matches_hoodline,
+    assert_rows_equal,
+    hudi_snapshot,
+)
+from tests.table.write.helpers import SMALL_FILES, rows, snapshot_dict
+
+META = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+]
+
+
+def duckdb_rows(table: HudiTable) -> pa.Table:
+    files = latest_base_files(table)
+    return (
+        duckdb.sql(f"select * from read_parquet({files!r}, union_by_name=true)").arrow().read_all()
+        if files
+        else pa.table({})
+    )
+
+
+def check_all(table: HudiTable) -> None:
+    """hudi-rs agrees with hoodline (snapshot, every as-of, every incremental range) and DuckDB
+    reading the latest committed file list returns the same rows."""
+    assert_hudi_matches_hoodline(table)
+    ours = read_snapshot(table, columns=["_hoodie_record_key", "_hoodie_partition_path", "id", "v"])
+    duck = duckdb_rows(table)
+    assert_rows_equal(
+        ours,
+        duck.select(["_hoodie_record_key", "_hoodie_partition_path", "id", "v"]),
+        check_types=False,
+        label="duckdb",
+    )
+
+
+def test_insert_upsert_delete_agree_with_hudi_rs_and_duckdb(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index_type: str,
+) -> None:
+    table = new_table(index_type)
+    client = client_for(table, SMALL_FILES)
+    t1 = client.insert(rows(list(range(60)), region=["eu", "us", "apac"] * 20))
+    check_all(table)
+    t2 = client.upsert(
+        rows([1, 2, 3, 3, 100], region=["us", "apac", "eu", "eu", "eu"], ts=[5, 5, 5, 7, 1], v="u")
+    )
+    check_all(table)
+    t3 = client.delete(rows([4, 5, 999], region=["us", "apac", "eu"]))
+    check_all(table)
+    assert t1 < t2 < t3
+    got = snapshot_dict(table)
+    assert len(got) == 60 + 1 - 2
+    assert got[("eu", 3)] == (7, "u3")  # duplicate key in one batch: highest ts won
+    assert got[("us", 1)] == (5, "u1")
+    assert ("us", 4) not in got and ("apac", 5) not in got
+    # never two live rows for one key
+    snap = hudi_snapshot(table.base_path)
+    combined = pc.binary_join_element_wise(
+        snap["_hoodie_partition_path"], snap["_hoodie_record_key"], "/"
+    )
+    assert pc.count_distinct(combined).as_py() == snap.num_rows
+    # meta columns first, in Hudi's order, in every base file
+    for f in latest_base_files(table):
+        assert pq.read_schema(f).names[:5] == META
+
+
+def test_unchanged_rows_keep_commit_time_and_seqno(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type, partition_fields=())
+    client = client_for(table)
+    t1 = client.insert(rows([1, 2, 3]))
+    before = {
+        r["id"]: (r["_hoodie_commit_time"], r["_hoodie_commit_seqno"])
+        for r in read_snapshot(table).to_pylist()
+    }
+    t2 = client.upsert(rows([2], ts=9, v="new"))
+    after = {
+        r["id"]: (r["_hoodie_commit_time"], r["_hoodie_commit_seqno"])
+        for r in read_snapshot(table).to_pylist()
+    }
+    assert after[1] == before[1] and after[3] == before[3]
+    assert after[1][0] == t1
+    assert after[2][0] == t2 and after[2][1].startswith(f"{t2}_0_")
+    check_all(table)
+    # incremental (t1, t2] sees only the updated row, in hudi-rs too
+    from hoodline.testing.hudi_oracle import hudi_incremental
+
+    inc = hudi_incremental(table.base_path, t1, t2)
+    assert inc["id"].to_pylist() == [2]
+
+
+def test_bloom_footer_has_hudi_keys_and_finds_every_key(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM")
+    client = client_for(table)
+    client.insert(rows([5, 17, 42], region="eu"))
+    (f,) = latest_base_files(table)
+    kv = pq.read_metadata(f).metadata
+    assert kv[MIN_RECORD_KEY.encode()] == b"17" and kv[MAX_RECORD_KEY.encode()] == b"5"
+    assert kv[BLOOM_FILTER_TYPE_KEY.encode()] == b"SIMPLE"
+    flt = deserialize(kv[BLOOM_FILTER_KEY.encode()].decode(), "SIMPLE")
+    assert flt.might_contain(pa.array(["5", "17", "42"])).all()
+    assert not flt.might_contain(pa.array(["6", "18", "43", "nope"])).any()
+
+
+def test_bucket_index_puts_each_key_in_its_hash_bucket(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BUCKET", bucket_count=4)
+    client = client_for(table)
+    client.insert(rows(list(range(200)), region="eu"))
+    client.upsert(rows(list(range(0, 200, 7)), region="eu", ts=3, v="w"))
+    snap = read_snapshot(table)
+    keys = snap["_hoodie_record_key"]
+    expected = bucket_ids([keys], 4)
+    got = [bucket_of_file_id(n.split("_")[0]) for n in snap["_hoodie_file_name"].to_pylist()]
+    # the file name of an unchanged row may be an older file of the same group: same bucket prefix
+    assert got == expected.tolist()
+    groups = table.fs_view().file_groups("region=eu")
+    assert sorted(bucket_of_file_id(g.file_id) for g in groups) == [0, 1, 2, 3]
+    check_all(table)
+
+
+def test_inserts_fill_small_files_then_open_new_groups(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM", partition_fields=())
+    opts = dict(SMALL_FILES)
+    opts["hoodie.parquet.max.file.size"] = 20000
+    opts["hoodie.parquet.small.file.limit"] = 10000
+    client = client_for(table, opts)
+    client.insert(rows(list(range(5))))  # one small file
+    (first,) = table.fs_view().latest_file_slices()
+    assert first.file_size < 10000
+    client.insert(rows(list(range(5, 200))))  # ~(20000 - size) / 100 fit into it, rest: new
+    slices = table.fs_view().latest_file_slices()
+    assert len(slices) >= 2
+    # the small file was filled (rewritten) rather than left alone
+    same = [s for s in slices if s.file_id == first.file_id]
+    assert same and same[0].base_instant != first.base_instant
+    md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+    stats = {s.file_id: s for s in md.write_stats()}
+    assert stats[first.file_id].prev_commit == first.base_instant
+    assert stats[first.file_id].num_inserts > 0
+    assert sum(s.num_inserts for s in stats.values()) == 195
+    assert len(snapshot_dict(table)) == 200
+    check_all(table)
+
+
+def test_bulk_insert_sorts_and_cuts_files_at_max_size(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM", partition_fields=())
+    client = client_for(table, SMALL_FILES)
+    ids = list(range(300))
+    ids.reverse()
+    ts = client.bulk_insert(rows(ids))
+    md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+    assert md.operation_type == "BULK_INSERT"
+    stats = md.write_stats()
+    assert len(stats) >= 3 and all(s.prev_commit is None for s in stats)
+    # sorted: key ranges of the files do not overlap
+    ranges = []
+    for s in stats:
+        kv = pq.read_metadata(table.base_path / s.path).metadata
+        ranges.append((kv[MIN_RECORD_KEY.encode()].decode(), kv[MAX_RECORD_KEY.encode()].decode()))
+    ranges.sort()
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+    assert len(snapshot_dict(table)) == 300 and ts
+    check_all(table)
+
+
+def test_delete_every_row_of_a_file_group_leaves_an_empty_version(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type)
+    client = client_for(table)
+    client.insert(rows([1, 2], region="eu"))
+    client.insert(rows([3], region="us"))
+    client.delete(rows([1, 2], region="eu"))
+    assert set(snapshot_dict(table)) == {("us", 3)}
+    check_all(table)
+    client.upsert(rows([1], region="eu", ts=4))
+    assert set(snapshot_dict(table)) == {("us", 3), ("eu", 1)}
+    check_all(table)
+
+
+def test_extra_metadata_is_committed_with_the_data(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BUCKET")
+    client = client_for(table)
+    ts = client.upsert(rows([1]), extra_metadata={"deltastreamer.checkpoint.key": "topic,0:42"})
+    inst = table.timeline.completed_commits()[-1]
+    assert inst.timestamp == ts
+    raw = json.loads(table.timeline.read_instant_bytes(inst))
+    assert raw["extraMetadata"]["deltastreamer.checkpoint.key"] == "topic,0:42"
+    assert raw["operationType"] == "UPSERT"
+    schema = json.loads(raw["extraMetadata"]["schema"])
+    assert [f["name"] for f in schema["fields"]] == ["id", "region", "ts", "v"]
+    stat = raw["partitionToWriteStats"]["region=eu"][0]
+    assert stat["numWrites"] == 1 and stat["numInserts"] == 1 and stat["prevCommit"] == "null"
+    assert stat["fileSizeInBytes"] == (table.base_path / stat["path"]).stat().st_size
+
+
+def test_schema_evolution_add_nullable_column(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type)
+    client = client_for(table)
+    client.insert(rows([1, 2]))
+    wider = rows([3]).append_column("score", pa.array([1.5], pa.float64()))
+    client.upsert(wider)
+    snap = {r["id"]: r["score"] for r in hudi_snapshot(table.base_path).to_pylist()}
+    assert snap == {1: None, 2: None, 3: 1.5}
+    check_all(table)
+
+
+def test_second_live_writer_is_refused(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM")
+    client_for(table)
+    with pytest.raises(WriterLockError):
+        WriteClient(HudiTable.open(table.base_path)).open()
+
+
+def test_client_must_be_open(new_table: Callable[..., HudiTable]) -> None:
+    table = new_table("BLOOM")
+    with pytest.raises(WriterLockError, match="not open"):
+        WriteClient(table).upsert(rows([1]))
+
+
+def test_automatic_clean_keeps_retained_commits_readable(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type, partition_fields=())
+    opts = {"hoodie.clean.automatic": True, "hoodie.cleaner.commits.retained": 2}
+    client = client_for(table, opts)
+    for i in range(5):
+        client.upsert(rows([1, 2, i + 10], ts=i))
+    cleans = [i for i in table.timeline.instants() if i.action == "clean" and i.is_completed]
+    assert cleans, "automatic clean never ran"
+    files = list(Path(table.base_path).glob("*.parquet"))
+    groups = {f.name.split("_")[0] for f in files}
+    assert len(files) <= 3 * len(groups)
+    # the retained commits still time-travel correctly in hudi-rs
+    assert_hudi_matches_hoodline(table, max_commits=2)
+    assert len(snapshot_dict(table)) == 7
+
+
+def test_multi_field_key_and_nested_plain_partitions(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(
+        index_type,
+        record_key_fields=("id", "sub"),
+        partition_fields=("region", "day"),
+        hive_style_partitioning=False,
+    )
+    client = client_for(table)
+    batch = pa.table(
+        {
+            "id": [1, 1, 2],
+            "sub": ["a", "b", "a"],
+            "region": ["eu", "eu", "us"],
+            "day": pa.array([1, 1, 2], pa.int32()),
+            "ts": [1, 1, 1],
+            "v": ["x", "y", "z"],
+        }
+    )
+    client.insert(batch)
+    client.upsert(
+        batch.slice(0, 1).set_column(5, "v", pa.array(["x2"])).set_column(4, "ts", pa.array([2]))
+    )
+    snap = {
+        r["_hoodie_record_key"]: (r["_hoodie_partition_path"], r["v"])
+        for r in hudi_snapshot(table.base_path).to_pylist()
+    }
+    assert snap == {
+        "id:1,sub:a": ("eu/1", "x2"),
+        "id:1,sub:b": ("eu/1", "y"),
+        "id:2,sub:a": ("us/2", "z"),
+    }
+    assert (Path(table.base_path) / "eu" / "1" / ".hoodie_partition_metadata").is_file()
+    assert_hudi_matches_hoodline(table)
+
+
+def test_failure_mid_write_rolls_the_instant_back(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index_type: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hoodline.table.write import file_writer
+
+    table = new_table(index_type)
+    client = client_for(table, SMALL_FILES)
+    client.insert(rows(list(range(30)), region=["eu", "us", "apac"] * 10))
+    before = snapshot_dict(table)
+    real = file_writer.write_parquet
+    calls = {"n": 0}
+
+    def failing(path: Path, data: pa.Table, footer: dict[str, str], options: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            path.write_bytes(b"PAR1 partial")  # a half-written file, then the disk fails
+            raise OSError("disk full")
+        real(path, data, footer, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_writer, "write_parquet", failing)
+    with pytest.raises(OSError, match="disk full"):
+        client.upsert(rows(list(range(20, 50)), region=["eu", "us", "apac"] * 10, ts=2))
+    monkeypatch.setattr(file_writer, "write_parquet", real)
+    table.timeline.reload()
+    assert not table.timeline.pending()
+    assert [i.action for i in table.timeline.instants() if i.is_completed][-1] == "rollback"
+    failed_ts = next(i for i in table.timeline.instants() if i.action == "rollback")
+    assert snapshot_dict(table) == before
+    check_all(table)
+    # no data file of the failed instant survived
+    rb = json.loads(table.timeline.read_instant_bytes(failed_ts))
+    assert rb, "rollback metadata is empty"
+    for f in Path(table.base_path).rglob("*.parquet"):
+        ts = f.name.rsplit("_", 1)[1].removesuffix(".parquet")
+        assert table.timeline.is_completed_commit(ts), f"stray file {f}"
+    client.upsert(rows([1], region="us", ts=5, v="again"))
+    assert snapshot_dict(table)[("us", 1)] == (5, "again1")
+    check_all(table)
+
+
+def test_bloom_index_without_footer_keys_still_finds_existing_keys(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    """A base file written by a tool that stores no bloom filter/key range (only the Hudi meta
+    columns) is checked exactly, so an upsert updates instead of duplicating."""
+    table = new_table("BLOOM", partition_fields=())
+    client = client_for(table)
+    client.insert(rows([1, 2, 3]))
+    (f,) = latest_base_files(table)
+    data = pq.read_table(f).replace_schema_metadata(None)
+    pq.write_table(data, f)  # same rows, no footer keys
+    assert BLOOM_FILTER_KEY.encode() not in (pq.read_metadata(f).metadata or {})
+    client.upsert(rows([2, 4], ts=7, v="n"))
+    assert snapshot_dict(table) == {
+        ("eu", 1): (1, "v1"),
+        ("eu", 2): (7, "n2"),
+        ("eu", 3): (1, "v3"),
+        ("eu", 4): (7, "n4"),
+    }
+    assert_hudi_matches_hoodline(table)
+
+
+def test_default_payload_keeps_newer_stored_rows(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    table = new_table(index_type)
+    opts = {"hoodie.datasource.write.payload.class": PayloadClass.DEFAULT.value}
+    client = client_for(table, opts)
+    client.insert(rows([1, 2, 3], ts=5, v="first"))
+    # 1: older event (ignored), 2: same ordering value (incoming wins), 3: newer, 4: new key
+    client.upsert(rows([1, 2, 3, 4], ts=[4, 5, 6, 1], v="late"))
+    assert snapshot_dict(table) == {
+        ("eu", 1): (5, "first1"),
+        ("eu", 2): (5, "late2"),
+        ("eu", 3): (6, "late3"),
+        ("eu", 4): (1, "late4"),
+    }
+    md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+    assert sum(s.num_update_writes for s in md.write_stats()) == 2
+    assert sum(s.num_inserts for s in md.write_stats()) == 1
+    check_all(table)
+
+
+def test_default_overwrite_payload_lets_late_events_win(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM")
+    client = client_for(table)
+    client.insert(rows([1], ts=5, v="first"))
+    client.upsert(rows([1], ts=4, v="late"))
+    assert snapshot_dict(table) == {("eu", 1): (4, "late1")}

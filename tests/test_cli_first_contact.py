@@ -1,0 +1,168 @@
+"""What a new user meets first (hoodline issue 15): messages printed literally (not as rich
+markup), `python -m hoodline`, the run banner, and wrong input that says what to do."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from hoodline.cli import _friendly_errors, app, run_banner
+from hoodline.demo.stream_demo import DemoResult, _print_summary, demo_stream
+from hoodline.errors import BadRecordError
+from hoodline.pipeline.config import parse_config
+from hoodline.pipeline.progress import RoundProgress
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+from tests.helpers.paths import REPO
+
+runner = CliRunner()
+EXAMPLE = (REPO / "examples" / "kafka-orders.toml").read_text()
+
+
+def _pipeline(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
+    text = EXAMPLE.replace('path = "/tmp/hoodline/orders"', f'path = "{tmp_path / "t"}"')
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture()
+def bracket_table(tmp_path: Path) -> HudiTable:
+    t = HudiTable.create(
+        tmp_path / "t",
+        TableConfig(name="orders[eu]", record_key_fields=("id",), partition_fields=("region",),
+                    precombine_field="ts"),
+    )
+    with WriteClient(t) as client:
+        client.upsert(pa.table({"id": ["a", "b"], "region": ["[eu]", "us"], "ts": [1, 2]}))
+    return t
+
+
+# --- B3: text the CLI did not write is printed literally ----------------------------------------
+def test_error_messages_keep_bracketed_words() -> None:
+    cmd = typer.Typer()
+
+    @cmd.command()
+    @_friendly_errors
+    def fail() -> None:
+        raise BadRecordError(
+            "record at orders-0@5 cannot be parsed: [1, 2] is not an object. Fix the producer or "
+            "the [schema], or set errors.tolerance = 'all'"
+        )
+
+    result = runner.invoke(cmd, [])
+    assert result.exit_code == 1
+    assert "Fix the producer or the [schema], or set" in result.output
+    assert "[1, 2] is not an object" in result.output
+
+
+def test_config_error_keeps_bracketed_type_names(tmp_path: Path) -> None:
+    path = _pipeline(tmp_path, ('amount = "decimal(12, 2)"', 'amount = "money"'))
+    result = runner.invoke(app, ["run", str(path), "--once"])
+    assert result.exit_code == 1
+    assert "timestamp[ms], timestamp[us, UTC]" in result.output
+
+
+def test_table_commands_show_names_and_partitions_literally(bracket_table: HudiTable) -> None:
+    shown = runner.invoke(app, ["table", "show", str(bracket_table.base_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "orders[eu]" in shown.output
+    files = runner.invoke(app, ["table", "files", str(bracket_table.base_path)])
+    assert files.exit_code == 0, files.output
+    assert "region=[eu]" in files.output
+    assert "file slices of orders[eu]" in files.output
+    commits = runner.invoke(app, ["table", "commits", str(bracket_table.base_path)])
+    assert "timeline of orders[eu]" in commits.output
+
+
+def test_progress_lines_and_status_are_literal() -> None:
+    out = io.StringIO()
+    progress = RoundProgress(Console(file=out, width=200), live=False)
+    progress.set_status("wave 1 of [orders] produced")
+    assert "wave 1 of [orders] produced" in out.getvalue()
+
+
+def test_demo_summary_prints_problems_literally() -> None:
+    out = io.StringIO()
+    result = DemoResult(problems=["hudi-rs could not read the table: KeyError('[region]')"])
+    _print_summary(Console(file=out, width=200), demo_stream(), result)
+    assert "KeyError('[region]')" in out.getvalue()
+
+
+# --- B6: python -m hoodline, the run banner -----------------------------------------------------
+def test_python_dash_m_hoodline_runs_the_cli() -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    done = subprocess.run([sys.executable, "-m", "hoodline", "version"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0.1.0"
+
+
+@pytest.mark.parametrize(("readers", "shown"), [(1, "1 reader,"), (3, "3 readers,")])
+def test_run_banner_counts_readers_in_words(tmp_path: Path, readers: int, shown: str) -> None:
+    text = _pipeline(tmp_path, ("reader-parallelism = 2", f"reader-parallelism = {readers}"))
+    banner = run_banner(parse_config(text.read_text()), once=True)
+    assert shown in banner and banner.endswith("--once")
+
+
+def test_license_is_an_spdx_expression_for_a_backend_that_reads_it() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "Apache-2.0"
+    # PEP 639 license expressions need setuptools >= 77 (older ones warn or fail)
+    assert "setuptools>=77" in project["build-system"]["requires"]
+
+
+# --- B7: wrong input says what is wrong and what to do -----------------------------------------
+def test_missing_pipeline_file_says_what_to_give(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", str(tmp_path / "nope.toml")])
+    assert result.exit_code == 1
+    assert "No such file or directory" in result.output
+    assert "give the path of a pipeline TOML file" in result.output
+
+
+def test_misspelt_spark_master_fails_before_spark_starts(tmp_path: Path) -> None:
+    path = _pipeline(tmp_path, ('master = "local[2]"', 'master = "lokal[2]"'))
+    result = runner.invoke(app, ["run", str(path), "--once"])
+    assert result.exit_code == 1
+    assert "'lokal[2]' is not a Spark master URL" in result.output
+    assert "spark://HOST:PORT" in result.output
+
+
+@pytest.mark.parametrize("as_of", ["abc", "2026", "2026-11-22"])
+def test_bad_as_of_names_the_format_and_an_example(bracket_table: HudiTable, as_of: str) -> None:
+    result = runner.invoke(app, ["table", "files", str(bracket_table.base_path), "--as-of", as_of])
+    assert result.exit_code == 1
+    last = bracket_table.timeline.completed_commits()[-1].timestamp
+    assert f"--as-of {as_of!r} is not an instant time" in result.output
+    assert f"yyyyMMddHHmmssSSS, e.g. {last}" in result.output
+    assert "hoodline table commits" in result.output
+
+
+def test_as_of_before_the_first_commit_says_so(bracket_table: HudiTable) -> None:
+    result = runner.invoke(
+        app, ["table", "files", str(bracket_table.base_path), "--as-of", "20000101000000000"]
+    )
+    assert result.exit_code == 0
+    first = bracket_table.timeline.completed_commits()[0].timestamp
+    assert f"nothing was committed at or before 20000101000000000 (its first commit is {first})" \
+        in result.output
+
+
+def test_negative_limit_is_refused(bracket_table: HudiTable) -> None:
+    result = runner.invoke(app, ["table", "commits", str(bracket_table.base_path), "--limit", "-2"])
+    assert result.exit_code == 2
+    assert "--limit" in result.output
