@@ -37,6 +37,7 @@ from typing import Any
 
 from bench import common, ingest
 from bench.pipeline_common import RoleRss, parse, pipeline_toml
+from hoodline.config.arrow_types import format_type
 from hoodline.table.write.operation import WriteOperation
 
 HOODLINE = ("hoodline-insert", "hoodline-upsert")
@@ -44,7 +45,7 @@ DEFAULT_SYSTEMS = ("hoodline-insert", "hoodline-upsert", "limit", "delta")
 
 
 def _schema() -> dict[str, str]:
-    return {f.name: ingest._type_name(f.type) for f in ingest.SCHEMA}
+    return {f.name: format_type(f.type) for f in ingest.SCHEMA}
 
 
 def hoodline_child(
@@ -80,7 +81,7 @@ def hoodline_child(
         t0 = time.perf_counter()
         cpu0 = ingest._tree_cpu()
         with Pipeline(cfg) as pipeline:
-            pipeline.spark  # noqa: B018 - start Spark (timed apart)
+            pipeline.engine  # noqa: B018 - start Spark (timed apart)
             t1 = time.perf_counter()
             summary = pipeline.run(once=True, on_round=rounds.append)
             t2 = time.perf_counter()

@@ -176,7 +176,7 @@ def driver(
     }
     with RoleRss() as mem, Pipeline(cfg) as pipeline:
         t0 = time.perf_counter()
-        pipeline.spark  # noqa: B018 - start Spark (timed apart)
+        pipeline.engine  # noqa: B018 - start Spark (timed apart)
         result["spark_start_s"] = time.perf_counter() - t0
 
         def _run() -> None:
