@@ -202,6 +202,9 @@ def test_po_executor_killed_mid_round_local_cluster(
     os.kill(victim, signal.SIGKILL)
     # the pipeline goes on by itself: more rounds commit after the kill
     run.wait_for_rounds(rounds_before + 3, START_TIMEOUT_S)
+    deadline = time.monotonic() + 60  # the killed JVM is gone once its parent reaped it
+    while victim in run.executor_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert victim not in run.executor_pids()
     sc.feeder.pause()
     # wait until everything produced is committed, then compare
