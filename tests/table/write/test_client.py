@@ -415,3 +415,43 @@ def test_default_overwrite_payload_lets_late_events_win(
     client.insert(rows([1], ts=5, v="first"))
     client.upsert(rows([1], ts=4, v="late"))
     assert snapshot_dict(table) == {("eu", 1): (4, "late1")}
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_commit_failing_while_its_completed_file_is_written_has_an_unknown_outcome(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    monkeypatch: pytest.MonkeyPatch,
+    landed: bool,
+) -> None:
+    """An I/O error while the completed instant file is created (the hard link made but the
+    directory sync failed, or the link itself failed) raises CommitOutcomeUnknownError naming the
+    instant; the timeline then tells which of the two happened."""
+    from hoodline.errors import CommitOutcomeUnknownError
+    from hoodline.table import timeline as timeline_module
+
+    table = new_table("BUCKET")
+    client = client_for(table)
+    client.upsert(rows([1]))
+    real_sync, real_link = timeline_module._fsync_dir, timeline_module.os.link
+    before = {p.name for p in table.timeline.meta_path.glob("*.commit")}
+
+    def broken_sync(path: Path) -> None:
+        if {p.name for p in Path(path).glob("*.commit")} - before:  # after the link
+            raise OSError(5, "Input/output error (test)")
+        real_sync(path)
+
+    def broken_link(src: str, dst: str) -> None:
+        if str(dst).endswith(".commit"):
+            raise OSError(5, "Input/output error (test)")
+        real_link(src, dst)
+
+    if landed:
+        monkeypatch.setattr(timeline_module, "_fsync_dir", broken_sync)
+    else:
+        monkeypatch.setattr(timeline_module.os, "link", broken_link)
+    with pytest.raises(CommitOutcomeUnknownError, match="may or may not have landed") as err:
+        client.upsert(rows([2]))
+    monkeypatch.setattr(timeline_module, "_fsync_dir", real_sync)
+    table.timeline.reload()
+    assert table.timeline.is_completed_commit(err.value.instant) is landed

@@ -44,7 +44,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline import faults
-from hoodline.errors import CommitError, InvalidRecordsError, TableError, WriterLockError
+from hoodline.errors import (
+    CommitError,
+    CommitOutcomeUnknownError,
+    InvalidRecordsError,
+    TableError,
+    WriterLockError,
+)
 from hoodline.faults import FaultPoint
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
@@ -362,7 +368,15 @@ class WriteClient:
             },
         )
         inflight = Instant(ctx.instant_ts, COMMIT, State.INFLIGHT)
-        self.table.timeline.complete(inflight, metadata, extra_metadata)
+        try:
+            self.table.timeline.complete(inflight, metadata, extra_metadata)
+        except OSError as exc:  # the completed file may exist (link done, directory sync failed)
+            raise CommitOutcomeUnknownError(
+                f"writing the completed instant {ctx.instant_ts} of '{self.table.base_path}' "
+                f"failed ({exc}); it may or may not have landed: re-read the timeline before "
+                "rolling it back or retrying",
+                ctx.instant_ts,
+            ) from exc
         markers.delete_all()
         return ctx.instant_ts
 
