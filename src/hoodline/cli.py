@@ -1,16 +1,21 @@
 """Command-line interface: ``hoodline run|demo|table ...``.
 
 Every command prints errors of the :class:`~hoodline.errors.HoodlineError` hierarchy as one clear
-line (exit code 1) instead of a traceback; ``--debug`` shows the traceback.
+line (exit code 1) instead of a traceback; ``--debug`` shows the traceback. Log records of
+hoodline (and of the Kafka client, routed through Python logging) go to stderr as
+``time LEVEL logger: message`` lines at ``--log-level`` (default WARNING), printed literally and
+kept apart from the live progress display.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
+from enum import StrEnum
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -61,12 +66,40 @@ def _friendly_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class LogLevel(StrEnum):
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+
+
+def configure_logging(level: LogLevel) -> None:
+    """hoodline's log records to stderr, through the console the progress display uses."""
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=err_console, show_path=False, markup=False,
+                          rich_tracebacks=False, log_time_format="%H:%M:%S")
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    root = logging.getLogger("hoodline")
+    root.handlers[:] = [handler]
+    root.setLevel(level.value)
+    root.propagate = False
+    logging.getLogger("py4j").setLevel(logging.ERROR)  # py4j's own chatter is never useful
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    log_level: Annotated[
+        LogLevel,
+        typer.Option("--log-level", case_sensitive=False,
+                     help="Least severe log records shown on stderr (INFO: rounds rolled back, "
+                          "partitions discovered, retries; DEBUG: everything)."),
+    ] = LogLevel.WARNING,
 ) -> None:
     if debug:
         _DEBUG["on"] = True
+    configure_logging(LogLevel.DEBUG if debug and log_level is LogLevel.WARNING else log_level)
 
 
 @app.command()

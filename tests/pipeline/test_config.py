@@ -76,6 +76,7 @@ tolerance = "all"
 MINIMAL = """
 [source.options]
 topic = "t"
+properties.bootstrap.servers = "127.0.0.1:9092"
 [table]
 path = "/tmp/t"
 record-key = "id"
@@ -186,10 +187,14 @@ def test_required_options_and_raw_format() -> None:
         parse_config('[table]\npath = "/x"\n[schema]\nid = "int64"\n')
     with pytest.raises(ConfigError, match=r"\[schema\] declares no fields"):
         parse_config('[table]\npath = "/x"\nrecord-key = ["id"]\n')
-    raw = parse_config('[source]\nformat = "raw"\n[table]\npath = "/x"\nrecord-key = ["k"]\n')
+    raw = parse_config('[source]\nformat = "raw"\n[source.options]\ntopic = "t"\n'
+                     'properties.bootstrap.servers = "b:9092"\n[table]\npath = "/x"\n'
+                     'record-key = ["k"]\n')
     assert raw.schema == pa.schema([("value", pa.binary())])
     with pytest.raises(ConfigError, match="only used with"):
-        parse_config('[source]\nformat = "raw"\n[table]\npath = "/x"\nrecord-key = ["k"]\n'
+        parse_config('[source]\nformat = "raw"\n[source.options]\ntopic = "t"\n'
+                     'properties.bootstrap.servers = "b:9092"\n[table]\npath = "/x"\n'
+                     'record-key = ["k"]\n'
                      '[schema]\nk = "string"\n')
 
 
@@ -255,6 +260,8 @@ def test_enum_options_parse_to_members(
 
     doc = tomllib.loads(MINIMAL)
     doc.setdefault(section, {})[key] = text
+    if expected is SourceType.FILES:
+        doc["source"]["options"] = {"path": "/tmp/in", "format": "jsonl"}
     if expected is SourceFormat.RAW:
         del doc["schema"]
         doc["table"]["record-key"] = ["value"]
@@ -294,3 +301,14 @@ def test_operation_maps_config_spelling_to_hudi_operation_type() -> None:
         assert WriteOperation.parse(op.config_text) is op
         assert WriteOperation.parse(op.value) is op
     assert WriteOperation.UPSERT == "UPSERT"  # the commit metadata's operationType
+
+
+def test_connector_options_are_checked_when_the_config_loads() -> None:
+    """A bad [source.options] value stops at load time (before Spark starts), naming the file,
+    the section and the option."""
+    with pytest.raises(ConfigError, match=r"pipe\.toml: \[source\.options\] \(kafka source\).*"
+                                          r"scan\.startup\.mode"):
+        parse_config(MINIMAL.replace('topic = "t"', 'topic = "t"\nscan.startup.mode = "soon"'),
+                     origin="pipe.toml")
+    with pytest.raises(ConfigError, match=r"\[source\.options\] \(kafka source\).*'topics'"):
+        parse_config(MINIMAL.replace('topic = "t"', 'topics = "t"'))

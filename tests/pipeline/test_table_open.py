@@ -14,7 +14,8 @@ from hoodline.pipeline.driver import open_target_table
 
 def _cfg(path: Path, **table: object) -> PipelineConfig:
     return config_from_dict({
-        "source": {"type": "kafka", "options": {"topic": "t"}},
+        "source": {"type": "kafka", "options": {"topic": "t",
+                                                "properties.bootstrap.servers": "b:9092"}},
         "table": {"path": str(path), "record-key": ["id"], "partition-fields": ["day"],
                   **table},
         "schema": {"id": "int64", "day": "string"},

@@ -60,6 +60,7 @@ def test_settings_from_pipeline_runtime_section() -> None:
     from hoodline.spark.session import settings_from_runtime
 
     cfg = parse_config(
+        '[source.options]\ntopic = "t"\nproperties.bootstrap.servers = "b:9092"\n'
         '[table]\npath = "/t"\nrecord-key = ["id"]\n[schema]\nid = "int64"\n'
         '[runtime]\nmaster = "local-cluster[2,1,1024]"\n'
         '[runtime.spark-conf]\nspark.sql.shuffle.partitions = 6\nspark.speculation = false\n'

@@ -12,7 +12,8 @@ from hoodline.demo.events import (
     PRECOMBINE_FIELD,
     RECORD_KEY,
 )
-from hoodline.pipeline.config import SourceFormat, SourceType
+from hoodline.pipeline.config import SourceFormat
+from hoodline.pipeline.plugins import SourceType
 from hoodline.table.write.operation import WriteOperation
 
 

@@ -53,15 +53,9 @@ from hoodline.config.masking import MaskedDict, mask_secrets
 from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
+from hoodline.pipeline.plugins import SourceType, plugin_class
 from hoodline.table.properties import IndexType
 from hoodline.table.write.operation import WriteOperation
-
-
-class SourceType(ConfigEnum):
-    """Where records come from (``source.type``)."""
-
-    KAFKA = "kafka"
-    FILES = "files"
 
 
 class SourceFormat(ConfigEnum):
@@ -452,7 +446,18 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
     else:
         schema = pa.schema([("value", pa.binary())])
     _check_cross(source, table, schema, runtime, errors)
-    return PipelineConfig(source, table, schema, runtime, errors, origin)
+    config = PipelineConfig(source, table, schema, runtime, errors, origin)
+    _check_source(config)
+    return config
+
+
+def _check_source(config: PipelineConfig) -> None:
+    """Validate ``[source.options]`` with the connector's own options now (no connection is
+    made), so that a bad option stops the run before Spark starts."""
+    try:
+        plugin_class(config.source.type).from_config(config).close()
+    except ConfigError as exc:
+        raise ConfigError(f"[source.options] ({config.source.type} source): {exc}") from None
 
 
 def _options(values: dict[str, object], known: Iterable[ConfigOption[Any]]) -> Options:

@@ -35,7 +35,8 @@ from hoodline.source.api import Source, SourceEvent, SourceReaderContext, Source
 from hoodline.source.drive import BoundedRead
 
 if TYPE_CHECKING:
-    from hoodline.pipeline.config import PipelineConfig, SourceType
+    from hoodline.pipeline.config import PipelineConfig
+    from hoodline.pipeline.plugins import SourceType
     from hoodline.pipeline.transform import Prepared, RecordSpec
 
 #: Longest a reader task may take to read its bounded plan.

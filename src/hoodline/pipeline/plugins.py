@@ -3,16 +3,28 @@
 Plug-ins are named by import path and imported on first use, so the pipeline package does not
 import its connectors (they import the pipeline's plug-in contract, not the other way round).
 A new source adds its connector folder with a :class:`~hoodline.pipeline.plugin.SourcePlugin`
-and one line here.
+and, here, its :class:`SourceType` member with the plug-in's import path.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
+from hoodline.config.enums import ConfigEnum
 from hoodline.errors import ConfigError
-from hoodline.pipeline.config import PipelineConfig, SourceType
 from hoodline.pipeline.plugin import SourcePlugin
+
+if TYPE_CHECKING:
+    from hoodline.pipeline.config import PipelineConfig
+
+
+class SourceType(ConfigEnum):
+    """Where records come from (``source.type``): one member per connector plug-in."""
+
+    KAFKA = "kafka"
+    FILES = "files"
+
 
 #: source.type -> "module:class" of its plug-in.
 PLUGINS: dict[SourceType, str] = {

@@ -29,7 +29,7 @@ from hoodline.connectors.files.events import SplitsFinishedEvent
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError
 from hoodline.formats.json_decoder import BadRecords
-from hoodline.pipeline.config import PipelineConfig, SourceFormat, SourceType
+from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
     ReadOutcome,
@@ -38,6 +38,7 @@ from hoodline.pipeline.plugin import (
     RoundPlan,
     SourcePlugin,
 )
+from hoodline.pipeline.plugins import SourceType
 from hoodline.pipeline.transform import (
     Prepared,
     RecordSpec,

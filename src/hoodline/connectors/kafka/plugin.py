@@ -36,7 +36,7 @@ from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import PipelineError
 from hoodline.formats.json_decoder import BadRecords, JsonDecoder
-from hoodline.pipeline.config import PipelineConfig, SourceFormat, SourceType
+from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
     ReadOutcome,
@@ -45,6 +45,7 @@ from hoodline.pipeline.plugin import (
     RoundPlan,
     SourcePlugin,
 )
+from hoodline.pipeline.plugins import SourceType
 from hoodline.pipeline.transform import (
     Prepared,
     RecordSpec,
