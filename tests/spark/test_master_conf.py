@@ -49,10 +49,33 @@ def test_package_archive_contains_importable_hoodline(tmp_path: Path) -> None:
         names = set(zf.namelist())
     assert "hoodline/__init__.py" in names
     assert "hoodline/formats/json_decoder.py" in names
-    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    assert not any("__pycache__" in n for n in names)
     # every folder with modules is a regular package inside the zip (zipimport needs that)
     folders = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
     assert all(f"{f}/__init__.py" in names for f in folders)
+    # bytecode beside every source, so workers never compile
+    sources = {n for n in names if n.endswith(".py")}
+    assert {n[:-1] for n in names if n.endswith(".pyc")} == sources
+
+
+def test_workers_import_hoodline_from_the_archive_without_compiling(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    archive = package_archive(tmp_path)
+    code = f"""
+import builtins, sys
+sys.path.insert(0, {str(archive)!r})
+compiled = []
+real = builtins.compile
+builtins.compile = lambda *a, **k: compiled.append(a[1]) or real(*a, **k)
+import hoodline.pipeline.tasks, hoodline.connectors.kafka.plugin, hoodline.spark.job
+assert hoodline.pipeline.tasks.__file__.startswith({str(archive)!r}), hoodline.__file__
+print(len(compiled), [c for c in compiled if "hoodline" in str(c)][:3])
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout.split(" ", 1)
+    assert out[1].strip() == "[]", out
 
 
 def test_settings_from_pipeline_runtime_section() -> None:

@@ -23,6 +23,7 @@ Facts this module is built on (pip-installed pyspark 4.3.0, Java 17, measured on
 from __future__ import annotations
 
 import os
+import py_compile
 import shutil
 import sys
 import tempfile
@@ -139,7 +140,10 @@ def _conf_text(value: object) -> str:
 
 
 def package_archive(dest_dir: Path) -> Path:
-    """Zip the imported ``hoodline`` package (sources only) into ``dest_dir`` for ``addPyFile``."""
+    """Zip the imported ``hoodline`` package into ``dest_dir`` for ``addPyFile``: sources plus
+    their bytecode (zipimport never compiles into the archive, so without it every new Python
+    worker would compile every module again; unchecked hash-based ``.pyc`` files need no source
+    timestamps, and the sources stay for tracebacks)."""
     root = Path(hoodline.__file__).resolve().parent
     archive = dest_dir / f"hoodline-{uuid.uuid4().hex[:12]}.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -153,7 +157,20 @@ def package_archive(dest_dir: Path) -> Path:
                     zf.writestr(str(arcname / "__init__.py"), "")
                 continue
             zf.write(path, arcname)
+            if path.suffix == ".py":
+                zf.writestr(str(arcname.with_suffix(".pyc")), _bytecode(path, arcname, dest_dir))
     return archive
+
+
+def _bytecode(source: Path, arcname: Path, scratch: Path) -> bytes:
+    target = scratch / "bytecode.pyc"
+    py_compile.compile(
+        str(source), cfile=str(target), dfile=str(arcname), doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    data = target.read_bytes()
+    target.unlink()
+    return data
 
 
 class HoodlineSpark:
