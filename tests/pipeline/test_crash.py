@@ -30,6 +30,7 @@ from hoodline.broker import EmbeddedBroker, free_port
 from hoodline.demo.events import EventStream, StreamKind
 from hoodline.demo.feed import WaveFeeder, create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
+from hoodline.table.properties import IndexType
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from tests.helpers.crash_harness import (
@@ -55,7 +56,8 @@ class Scenario:
     """A topic, a table, a stream feeding the topic and pipeline runs against them."""
 
     def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: StreamKind,
-                 operation: WriteOperation, master: str = "local[2]", wave: int = 20,
+                 operation: WriteOperation, index: IndexType = IndexType.BUCKET,
+                 master: str = "local[2]", wave: int = 20,
                  malformed: int = 1, tombstones: bool = False,
                  spark_conf: dict[str, str] | None = None) -> None:
         self.topic = f"po-{uuid.uuid4().hex[:8]}"
@@ -68,7 +70,8 @@ class Scenario:
         self.config = tmp / "pipeline.toml"
         self.config.write_text(event_pipeline_toml(
             bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=self.table,
-            operation=operation, master=master, readers=2, bucket_count=2, max_records=1000,
+            operation=operation, index=index, master=master, readers=2, bucket_count=2,
+            max_records=1000,
             min_interval="100ms", max_interval="1s",
             spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
         ))
@@ -125,10 +128,17 @@ def scenarios(broker: EmbeddedBroker) -> Iterator[list[Scenario]]:
         s.close()
 
 
+@pytest.mark.parametrize(
+    ("operation", "index"),
+    [(WriteOperation.INSERT, IndexType.BUCKET),
+     # append-only: the reader tasks write their own file groups (no shuffle)
+     (WriteOperation.BULK_INSERT, IndexType.BLOOM)],
+)
 def test_po_kill9_at_each_round_point_insert_table_no_loss_no_duplicate(
-    broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
+    broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario],
+    operation: WriteOperation, index: IndexType,
 ) -> None:
-    sc = Scenario(broker, tmp_path, kind="unique", operation=WriteOperation.INSERT)
+    sc = Scenario(broker, tmp_path, kind="unique", operation=operation, index=index)
     scenarios.append(sc)
     sc.feeder.start()
     committed_before_drain = 0

@@ -62,15 +62,18 @@ class _Capturing(SparkEngine):
     def run_round(self, job: RoundJob) -> RoundOutput:
         results = round_dataframe(self.spark.session, job).toArrow()
         self.results.append(results)
-        return decode(results, RoundOutputBuilder(job.readers, job.writers)).build()
+        return decode(results, RoundOutputBuilder(job.readers, job.writer_tasks)).build()
 
 
-def _files_config(root: Path, table: Path, index: str, writers: int) -> PipelineConfig:
+def _files_config(
+    root: Path, table: Path, index: str, writers: int, operation: str = "upsert"
+) -> PipelineConfig:
     return config_from_dict({
         "source": {"type": "files", "format": "json",
                    "options": {"path": str(root), "format": "jsonl"}},
         "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
-                  "precombine-field": "ts", "index": index, "bucket-count": 2},
+                  "precombine-field": "ts", "index": index, "bucket-count": 2,
+                  "operation": operation},
         "schema": {"id": "int64", "region": "string", "ts": "int64", "v": "string",
                    "at": "timestamp[ms, UTC]"},
         "runtime": {"reader-parallelism": 3, "writer-parallelism": writers,
@@ -148,3 +151,33 @@ def test_wait_until_idle_sees_running_tasks(spark: HoodlineSpark, tmp_path: Path
         spark.wait_until_idle(timeout_s=0.3)
     (tmp_path / "release").touch()
     spark.wait_until_idle(timeout_s=60)
+
+
+def test_append_only_bulk_insert_writes_in_the_reader_tasks_without_a_shuffle(
+    spark: HoodlineSpark, tmp_path: Path
+) -> None:
+    """bulk_insert with the BLOOM index: every reader task writes its own new file groups and
+    reports as a writer; the job has no exchange at all, and hudi-rs reads every record."""
+    root, table = tmp_path / "in", tmp_path / "t"
+    root.mkdir()
+    for f in range(3):
+        (root / f"f{f}.jsonl").write_text("".join(
+            json.dumps({"id": k, "region": ["eu", "us"][k % 2], "ts": 1, "v": f"v{k}",
+                        "at": "2024-03-01T10:00:00Z"}) + "\n"
+            for k in range(f * 1000, f * 1000 + 1000)))
+    cfg = _files_config(root, table, "BLOOM", writers=6, operation="bulk_insert")
+    plans: list[str] = []
+
+    class _Plans(_Capturing):
+        def run_round(self, job: RoundJob) -> RoundOutput:
+            assert job.direct_write and job.writer_tasks == job.readers == 3
+            df = round_dataframe(self.spark.session, job)
+            plans.append(df._jdf.queryExecution().executedPlan().toString())
+            return super().run_round(job)
+
+    summary = RoundDriver(cfg, _Plans(spark)).run(once=True)
+    assert summary.records_read == 3000 and plans
+    assert not any("Exchange" in p for p in plans), plans[0]
+    ids = hudi_snapshot(table).column("id").to_pylist()
+    assert sorted(ids) == list(range(3000))
+

@@ -14,6 +14,7 @@ from hoodline.demo.events import (
 )
 from hoodline.pipeline.config import SourceFormat
 from hoodline.pipeline.plugins import SourceType
+from hoodline.table.properties import IndexType
 from hoodline.table.write.operation import WriteOperation
 
 
@@ -23,6 +24,7 @@ def event_pipeline_toml(
     topic: str,
     table_path: Path | str,
     operation: WriteOperation = WriteOperation.UPSERT,
+    index: IndexType = IndexType.BUCKET,
     master: str = "local[2]",
     readers: int = 2,
     bucket_count: int = 2,
@@ -57,6 +59,7 @@ record-key = ["{RECORD_KEY}"]
 partition-fields = ["{PARTITION_FIELD}"]
 precombine-field = "{PRECOMBINE_FIELD}"
 operation = "{operation.config_text}"
+index = "{index.config_text}"
 bucket-count = {bucket_count}
 {delete}
 

@@ -10,6 +10,9 @@ An :class:`Engine` runs one :class:`~hoodline.pipeline.tasks.RoundJob` per round
    ``job.write(batches, task, attempt)`` -- every one of them, also those that receive no
    records (an explicit empty result, RFC-13);
 
+or, when ``job.direct_write``, reader task *i* runs ``job.read_and_write(i, attempt)`` instead
+of all three and reports as writer *i* (``job.writer_tasks`` writers report in every case);
+
 and hands everything the tasks reported to a :class:`RoundOutputBuilder`, whose
 :meth:`~RoundOutputBuilder.build` checks that every task reported and returns the
 :class:`RoundOutput` the driver commits. :meth:`Engine.wait_until_idle` blocks until no task of

@@ -13,6 +13,10 @@ An engine (see :mod:`hoodline.pipeline.engine`) runs the job's stages and calls:
 * :meth:`RoundJob.write`: all records of a file group are in one task (shuffled by file group);
   reduce them per key (records of one key may come from several readers) and write each file
   group once; yields one serialized WriteStat per file group written.
+* :meth:`RoundJob.read_and_write` instead of all three when :attr:`RoundJob.direct_write`
+  (append-only writes, bulk_insert with the BLOOM index): no record needs another task, so reader
+  task *i* writes its records into new file groups it owns -- no shuffle, as Hudi's append-mode
+  writers do -- and reports as a writer too.
 
 A task that hits an error that retrying cannot fix (``retryable`` False: an unreadable file, a
 schema the table refuses, offsets gone ...) reports it as a :class:`TaskFailure` instead of
@@ -41,6 +45,7 @@ from hoodline.pipeline.write_buffer import WriteBuffer
 from hoodline.table.properties import IndexType
 from hoodline.table.write.client import tag_and_assign
 from hoodline.table.write.file_writer import write_file_group
+from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.records import (
     FILE_ID,
     PARTITION_PATH,
@@ -141,6 +146,20 @@ class RoundJob:
         return self.spec.ctx.config.index_type is IndexType.BLOOM
 
     @property
+    def direct_write(self) -> bool:
+        """Readers write their own records (no shuffle): bulk_insert with the BLOOM index needs
+        no index lookup, fills no small files and -- as Hudi's bulk_insert without
+        combine-before-insert -- reduces no keys across readers."""
+        ctx = self.spec.ctx
+        return (ctx.operation is WriteOperation.BULK_INSERT
+                and ctx.config.index_type is IndexType.BLOOM)
+
+    @property
+    def writer_tasks(self) -> int:
+        """Tasks that report as writers: the readers themselves with :attr:`direct_write`."""
+        return self.readers if self.direct_write else self.writers
+
+    @property
     def record_schema(self) -> pa.Schema:
         return self.spec.record_schema
 
@@ -212,28 +231,66 @@ class RoundJob:
     def _write(self, batches: Iterable[pa.RecordBatch], task: int, attempt: int) -> Iterator[bytes]:
         spec = self.spec
         schema = spec.record_schema
-        written = False
         with WriteBuffer(schema, spec.writer_buffer_bytes) as buffer:
             for batch in batches:
                 if batch.num_rows:
                     buffer.append(_conform(schema, [batch]).combine_chunks().to_batches()[0])
-            if buffer.rows == 0:
-                return
-            records = buffer.table()
-            view = spec.ctx.table().fs_view()
-            pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
-            fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
-            width = max(1, len(file_ids))
-            order, groups = group_slices(pcodes * width + fcodes)
-            ordering = spec.ctx.config.precombine_field
-            for code, start, stop in groups:
-                partition, file_id = partitions[code // width], file_ids[code % width]
-                rows = resolve(records.take(pa.array(order[start:stop])), ordering)
-                stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
-                                        view.latest_file_slice(partition, file_id), task, attempt)
-                if stat is not None:
-                    written = True
-                    yield json.dumps(stat.to_dict()).encode()
+            if buffer.rows:
+                yield from self._write_groups(buffer.table(), task, attempt, reduce=True)
+
+    def _write_groups(
+        self, records: pa.Table, task: int, attempt: int, *, reduce: bool
+    ) -> Iterator[bytes]:
+        """Write each file group of ``records`` (file group column filled) once; ``reduce``:
+        one record per key first (records of a key may come from several readers)."""
+        spec = self.spec
+        view = spec.ctx.table().fs_view()
+        pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
+        fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
+        width = max(1, len(file_ids))
+        order, groups = group_slices(pcodes * width + fcodes)
+        ordering = spec.ctx.config.precombine_field
+        written = False
+        for code, start, stop in groups:
+            partition, file_id = partitions[code // width], file_ids[code % width]
+            rows = records.take(pa.array(order[start:stop]))
+            if reduce:
+                rows = resolve(rows, ordering)
+            stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
+                                    view.latest_file_slice(partition, file_id), task, attempt)
+            if stat is not None:
+                written = True
+                yield json.dumps(stat.to_dict()).encode()
         if written:
             faults.reach(FaultPoint.WRITE)
 
+    # -- reader that writes (direct_write) --------------------------------------------------------
+    def read_and_write(
+        self, subtask: int, attempt: int
+    ) -> Iterator[bytes | ErrorRows | ReadOutcome | TaskFailure]:
+        """Reader task ``subtask`` writing its own records into new file groups (see
+        :attr:`direct_write`): serialized WriteStats, error rows, then its outcome."""
+        return _guarded(self._read_and_write(subtask, attempt))
+
+    def _read_and_write(
+        self, subtask: int, attempt: int
+    ) -> Iterator[bytes | ErrorRows | ReadOutcome]:
+        spec = self.spec
+        schema = spec.record_schema
+        outcome: ReadOutcome | None = None
+        with WriteBuffer(schema, spec.writer_buffer_bytes) as buffer:
+            for item in self._read(subtask):
+                if isinstance(item, pa.RecordBatch):
+                    buffer.append(item)
+                elif isinstance(item, ErrorRows):
+                    yield item
+                else:
+                    outcome = item
+            if buffer.rows:
+                records = buffer.table().drop_columns([FILE_ID])
+                tagged = tag_and_assign(spec.ctx, records, subtask, self.readers)
+                yield from self._write_groups(tagged.select(schema.names), subtask, attempt,
+                                              reduce=False)
+        if outcome is None:
+            raise PipelineError(f"reader subtask {subtask} ended without its outcome")
+        yield outcome

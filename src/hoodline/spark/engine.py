@@ -56,7 +56,7 @@ class SparkEngine(Engine):
             raise
         except Exception as exc:  # a failed Spark job: retryable (lost executor, I/O, ...)
             raise EngineJobError(f"the round's Spark job failed: {_summary(exc)}") from exc
-        return decode(results, RoundOutputBuilder(job.readers, job.writers)).build()
+        return decode(results, RoundOutputBuilder(job.readers, job.writer_tasks)).build()
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> None:
         self.spark.wait_until_idle(timeout_s)

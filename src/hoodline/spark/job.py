@@ -10,6 +10,8 @@ Stages (facts each has a test for):
 * **writers** -- records shuffled by file group into exactly ``writers`` partitions; Spark calls
   a ``mapInArrow`` function for every one of them, also the empty ones, and adaptive execution
   does not coalesce a repartition with an explicit count: so every writer task reports.
+* **direct** (``job.direct_write``, append-only bulk_insert) -- the reader tasks write their own
+  records and report as writers: one stage, no shuffle.
 
 Data rows and control rows travel in one *envelope* schema (the record columns plus ``_kind``,
 ``_task`` and ``_payload``): reader tasks emit record rows plus control rows (their outcome, their
@@ -253,8 +255,35 @@ def writer_stage(df: DataFrame, job: RoundJob) -> DataFrame:
     return df.repartition(job.writers, FILE_ID).mapInArrow(run, spark_ddl(RESULT_SCHEMA))
 
 
+def direct_stage(spark: SparkSession, job: RoundJob) -> DataFrame:
+    """``job.direct_write``: reader task *i* writes its own records and reports as writer *i*;
+    only result rows leave the tasks (no shuffle)."""
+
+    def run(i: int) -> Iterator[pa.RecordBatch]:
+        out: list[tuple[int, bytes]] = []
+        for item in job.read_and_write(i, task_attempt_id()):
+            if isinstance(item, bytes):
+                out.append((WRITE_STATUS, item))
+            elif isinstance(item, ErrorRows):
+                out.append((BAD_RECORDS, batch_to_ipc(item.batch)))
+            elif isinstance(item, ReadOutcome):
+                out.append((READER_STATE, item.to_bytes()))
+            else:
+                out.append((TASK_FAILED, item.to_bytes()))
+        out.append((WRITER_DONE, b""))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([k for k, _ in out], pa.int8()), pa.array([i] * len(out), pa.int32()),
+             pa.array([p for _, p in out], pa.binary())],
+            schema=RESULT_SCHEMA,
+        )
+
+    return per_subtask(spark, job.readers, run, spark_ddl(RESULT_SCHEMA))
+
+
 def round_dataframe(session: SparkSession, job: RoundJob) -> DataFrame:
     """The round's DataFrame; ``toArrow()`` runs it and returns the result rows."""
+    if job.direct_write:
+        return direct_stage(session, job)
     df = reader_stage(session, job)
     if job.key_shuffle:
         df = assign_stage(df, job)

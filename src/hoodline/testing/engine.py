@@ -69,18 +69,24 @@ class InProcessEngine(Engine):
         self.jobs += 1
         if self.before_job is not None:
             self.before_job(job)
-        out = RoundOutputBuilder(job.readers, job.writers)
+        out = RoundOutputBuilder(job.readers, job.writer_tasks)
+        if job.direct_write:
+            for i in range(job.readers):
+                self._attempts += 1
+                for item in job.read_and_write(i, self._attempts):
+                    if isinstance(item, bytes):
+                        out.write_status(i, item)
+                    else:
+                        self._reader_item(out, i, item)
+                out.writer_done(i)
+            return out.build()
         records: list[pa.RecordBatch] = []
         for i in range(job.readers):
             for item in job.read(i):
                 if isinstance(item, pa.RecordBatch):
                     records.append(item)
-                elif isinstance(item, ErrorRows):
-                    out.bad_records(item.batch)
-                elif isinstance(item, ReadOutcome):
-                    out.reader_outcome(i, item)
                 else:
-                    out.failure(item)
+                    self._reader_item(out, i, item)
         schema = job.record_schema
         if job.key_shuffle:
             shares = _shuffle(records, schema, [PARTITION_PATH, RECORD_KEY], job.writers)
@@ -100,6 +106,17 @@ class InProcessEngine(Engine):
                     out.write_status(task, status)
             out.writer_done(task)
         return out.build()
+
+    @staticmethod
+    def _reader_item(
+        out: RoundOutputBuilder, subtask: int, item: ErrorRows | ReadOutcome | TaskFailure
+    ) -> None:
+        if isinstance(item, ErrorRows):
+            out.bad_records(item.batch)
+        elif isinstance(item, ReadOutcome):
+            out.reader_outcome(subtask, item)
+        else:
+            out.failure(item)
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> None:
         return None  # tasks run inside run_round: none is left running
