@@ -45,6 +45,7 @@ from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 
+WORKER_DAEMON = "hoodline.spark.worker_daemon"
 _LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
 
 
@@ -64,6 +65,9 @@ class SparkSettings:
     ship_package: bool = True
     #: Spark (log4j) log level: WARN keeps the console quiet, ERROR quieter.
     log_level: str = "WARN"
+    #: ``local[N]`` only: start Python workers from :mod:`hoodline.spark.worker_daemon`, which
+    #: loads pyspark from its installation and pyarrow and the task code before forking.
+    preload_workers: bool = True
     #: Extra ``spark.*`` settings, applied last (they win).
     extra_conf: Mapping[str, str] = field(default_factory=dict)
 
@@ -113,6 +117,8 @@ def spark_conf(settings: SparkSettings, master: Master, log_config: Path | None)
     if master.is_local:
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if master.kind == "local" and settings.preload_workers:
+        conf["spark.python.daemon.module"] = WORKER_DAEMON
     if log_config is not None:
         opt = f"-Dlog4j2.configurationFile=file:{log_config}"
         conf["spark.driver.extraJavaOptions"] = opt
@@ -283,6 +289,16 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _make_importable_by_workers() -> None:
+    """Python workers of local masters start the worker daemon from this installation of
+    hoodline: put its folder on their ``PYTHONPATH`` (they inherit this process's environment)
+    unless it is there already."""
+    root = str(Path(hoodline.__file__).resolve().parent.parent)
+    current = os.environ.get("PYTHONPATH", "")
+    if root not in current.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, current) if p)
+
+
 def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     """Start a SparkSession for hoodline. Refuses to reuse a session started elsewhere."""
     settings = settings or SparkSettings()
@@ -302,6 +318,8 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if master.is_local:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if conf.get("spark.python.daemon.module") == WORKER_DAEMON:
+            _make_importable_by_workers()
         builder: Any = SparkSession.builder.master(master.url)
         for key, value in conf.items():
             builder = builder.config(key, value)

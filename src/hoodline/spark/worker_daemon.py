@@ -1,0 +1,60 @@
+"""The Python worker daemon of ``local[N]`` masters (``spark.python.daemon.module``).
+
+Spark starts one daemon per executor; the daemon forks a worker for every Python task slot and
+the workers are reused across tasks. pyspark's own daemon imports only pyspark, so every forked
+worker then imports pyarrow and hoodline's task code itself, and -- with a pip-installed pyspark
+-- Spark puts its *zipped* copy of pyspark first on the workers' path, which Python compiles from
+source at every daemon start (zipimport keeps no bytecode).
+
+This daemon, for local masters only (the driver's own installation serves the workers):
+
+* drops Spark's ``pyspark.zip`` / ``py4j-*.zip`` from ``sys.path`` when they belong to the
+  installed pyspark package that is also importable (same installation, so same version), so
+  pyspark loads from its compiled installation;
+* imports pyarrow and the modules a round's tasks run before forking, so every worker starts
+  with them loaded (copy-on-write);
+* then runs pyspark's daemon unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import sys
+
+#: What a round's tasks import (loaded once in the daemon, shared by the forked workers).
+PRELOAD = (
+    "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.ipc",
+    "pyarrow.json",
+    "pyarrow.parquet",
+    "numpy",
+    "hoodline.pipeline.tasks",
+    "hoodline.spark.job",
+    "hoodline.connectors.kafka.plugin",
+    "hoodline.connectors.files.plugin",
+)
+
+
+def prefer_installed_pyspark(path: list[str]) -> list[str]:
+    """``path`` without the zips of the installed pyspark (see module docs)."""
+    plain = [p for p in path if not p.endswith(".zip")]
+    spec = importlib.machinery.PathFinder.find_spec("pyspark", plain)
+    if spec is None or not spec.submodule_search_locations:
+        return path
+    lib = os.path.join(next(iter(spec.submodule_search_locations)), "python", "lib") + os.sep
+    return [p for p in path if not (p.endswith(".zip") and p.startswith(lib))]
+
+
+def main() -> None:
+    sys.path[:] = prefer_installed_pyspark(sys.path)
+    for module in PRELOAD:
+        __import__(module)
+    from pyspark import daemon
+
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    main()
