@@ -27,6 +27,7 @@ from hoodline.spark.job import (
     decode,
     per_subtask,
     round_dataframe,
+    spark_routes,
 )
 from hoodline.spark.probe import task_identity
 from hoodline.spark.session import HoodlineSpark, SparkSettings, start_session
@@ -181,3 +182,29 @@ def test_append_only_bulk_insert_writes_in_the_reader_tasks_without_a_shuffle(
     ids = hudi_snapshot(table).column("id").to_pylist()
     assert sorted(ids) == list(range(3000))
 
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 6, 8])
+def test_route_values_land_in_their_partition(spark: HoodlineSpark, partitions: int) -> None:
+    """Records travel with a route value chosen so that Spark's hash partitioning sends them to
+    exactly the intended task (balance: every target task gets its own partition)."""
+    routes = spark_routes(partitions)
+    assert len(set(routes)) == partitions
+
+    def emit(i: int) -> Iterator[pa.RecordBatch]:
+        yield pa.RecordBatch.from_pylist(
+            [{"route": r, "target": t} for t, r in enumerate(routes)],
+            schema=pa.schema([("route", pa.int32()), ("target", pa.int32())]))
+
+    def where(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition, _ = task_identity()
+        for b in batches:
+            yield pa.RecordBatch.from_arrays(
+                [b.column("target"), pa.array([partition] * b.num_rows, pa.int32())],
+                names=["target", "partition"])
+
+    df = per_subtask(spark.session, 2, emit, "route int, target int")
+    got = df.repartition(partitions, "route").mapInArrow(where, "target int, partition int")
+    rows = got.toArrow().to_pylist()
+    assert len(rows) == 2 * partitions
+    assert all(r["target"] == r["partition"] for r in rows), rows

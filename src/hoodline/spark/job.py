@@ -6,22 +6,23 @@ Stages (facts each has a test for):
   ``n`` tasks (``spark.range(0, n, numPartitions=n)``: partition ``i`` holds exactly the row
   ``i``), so reader subtask *i* is Spark task *i*, also on retries. A zero-row range would have
   *no* tasks, which is why every subtask gets a row.
-* **assigners** (BLOOM index) -- records shuffled by (partition path, record key).
-* **writers** -- records shuffled by file group into exactly ``writers`` partitions; Spark calls
-  a ``mapInArrow`` function for every one of them, also the empty ones, and adaptive execution
+* **assigners** (BLOOM index) -- records routed by record key, so all records of a key meet.
+* **writers** -- records routed by file group into exactly ``writers`` partitions; Spark calls a
+  ``mapInArrow`` function for every one of them, also the empty ones, and adaptive execution
   does not coalesce a repartition with an explicit count: so every writer task reports.
 * **direct** (``job.direct_write``, append-only bulk_insert) -- the reader tasks write their own
   records and report as writers: one stage, no shuffle.
 
-Data rows and control rows travel in one *envelope* schema (the record columns plus ``_kind``,
-``_task`` and ``_payload``): reader tasks emit record rows plus control rows (their outcome, their
-bad records, or a task failure); the shuffles carry control rows along (their file group column
-is null, so they land in one writer task); writer tasks pass them through and add one control row
-per write status plus one "done" row. The driver gets everything it needs to commit from one
-``toArrow()`` (:func:`decode`): no persist, no second action, no accumulators.
-
-Spark's Arrow exchange takes timestamps in microseconds only: records travel with
-:func:`wire_schema` types and the task functions cast them back to the table's types.
+**Spark moves bytes, not rows.** Every row of the job is an *envelope* row (``_route``,
+``_kind``, ``_task``, ``_payload``): records travel as Arrow IPC streams, one row per batch and
+target task (the sending task already knows where each record goes), so the JVM copies a few
+large binary values instead of converting every column of every record to rows and back, and the
+records keep their exact Arrow types. ``_route`` picks the target partition exactly: Spark's hash
+partitioning is ``pmod(murmur3_32(value, seed 42), n)``, and :func:`spark_routes` gives, for every
+target ``t``, a value Spark sends to partition ``t``. Control rows (a reader's outcome, its bad
+records, a task failure) travel in the same envelope and reach the driver in the result rows; the
+driver gets everything it needs to commit from one ``toArrow()`` (:func:`decode`): no persist, no
+second action, no accumulators.
 
 Functions passed to Spark are pickled to executors: they capture the picklable job, never a
 SparkSession.
@@ -29,8 +30,13 @@ SparkSession.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import struct
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 
+import mmh3
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
@@ -40,117 +46,133 @@ from hoodline.pipeline.engine import RoundOutputBuilder
 from hoodline.pipeline.plugin import ReadOutcome
 from hoodline.pipeline.tasks import ErrorRows, RoundJob, TaskFailure
 from hoodline.spark.probe import task_attempt_id, task_identity
-from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY
+from hoodline.table.index.bucket import bucket_of_file_id, java_string_hashes
+from hoodline.table.write.records import FILE_ID, RECORD_KEY, dictionary_codes
 
+ROUTE_COLUMN = "_route"
 KIND_COLUMN = "_kind"
 TASK_COLUMN = "_task"
 PAYLOAD_COLUMN = "_payload"
 
-RECORD = 0
+RECORDS = 0
 READER_STATE = 1
 BAD_RECORDS = 2
 WRITE_STATUS = 3
 WRITER_DONE = 4
 TASK_FAILED = 5
 
-RESULT_SCHEMA = pa.schema(
+#: (nullable like Spark's columns: what a task yields must match what it passes through)
+ENVELOPE = pa.schema(
     [
-        pa.field(KIND_COLUMN, pa.int8(), nullable=False),
-        pa.field(TASK_COLUMN, pa.int32(), nullable=False),
+        pa.field(ROUTE_COLUMN, pa.int32()),
+        pa.field(KIND_COLUMN, pa.int8()),
+        pa.field(TASK_COLUMN, pa.int32()),
         pa.field(PAYLOAD_COLUMN, pa.binary()),
     ]
 )
-_CONTROL = RESULT_SCHEMA.names
+ENVELOPE_DDL = (
+    f"`{ROUTE_COLUMN}` int, `{KIND_COLUMN}` tinyint, `{TASK_COLUMN}` int, "
+    f"`{PAYLOAD_COLUMN}` binary"
+)
+
+#: The seed of Spark's hash partitioning (``HashPartitioning`` uses ``Murmur3Hash(_, 42)``).
+_SPARK_HASH_SEED = 42
 
 
-# -- types -----------------------------------------------------------------------------------------
-def _wire_type(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_timestamp(t):
-        return pa.timestamp("us", tz=t.tz)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return pa.list_(_wire_type(t.value_type))
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_wire_type(f.type)) for f in t])
-    return t
+def spark_partition(value: int, partitions: int) -> int:
+    """The partition Spark's ``repartition(partitions, int column)`` sends ``value`` to."""
+    return mmh3.hash(struct.pack("<i", value), _SPARK_HASH_SEED, signed=True) % partitions
 
 
-def wire_schema(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with the types Spark exchanges with Python (cast back by the tasks)."""
-    return pa.schema([f.with_type(_wire_type(f.type)) for f in schema])
-
-
-_DDL_TYPES = {
-    pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
-    pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean", pa.string(): "string",
-    pa.large_string(): "string", pa.binary(): "binary", pa.large_binary(): "binary",
-    pa.date32(): "date",
-}
-
-
-def _ddl_type(t: pa.DataType) -> str:
-    if t in _DDL_TYPES:
-        return _DDL_TYPES[t]
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz else "timestamp_ntz"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return f"array<{_ddl_type(t.value_type)}>"
-    if pa.types.is_struct(t):
-        return "struct<" + ",".join(f"`{f.name}`: {_ddl_type(f.type)}" for f in t) + ">"
-    raise EngineJobError(f"Arrow type {t} has no Spark equivalent here")
-
-
-def spark_ddl(schema: pa.Schema) -> str:
-    """Spark DDL for an Arrow schema (``mapInArrow`` output schemas)."""
-    return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
-
-
-def envelope_schema(data_schema: pa.Schema) -> pa.Schema:
-    """``data_schema`` (all nullable) plus the kind, task and payload columns."""
-    fields = [f.with_nullable(True) for f in data_schema]
-    return pa.schema([*fields, *RESULT_SCHEMA])
+@cache
+def spark_routes(partitions: int) -> tuple[int, ...]:
+    """For every target partition ``t``, an int value Spark's hash partitioning sends to ``t``."""
+    routes: dict[int, int] = {}
+    value = 0
+    while len(routes) < partitions:
+        routes.setdefault(spark_partition(value, partitions), value)
+        value += 1
+    return tuple(routes[t] for t in range(partitions))
 
 
 # -- envelope rows ---------------------------------------------------------------------------------
-def _control(schema: pa.Schema, kind: int, task: int, payload: bytes) -> pa.RecordBatch:
-    arrays = [pa.nulls(1, f.type) for f in schema][: len(schema) - 3]
-    arrays += [pa.array([kind], pa.int8()), pa.array([task], pa.int32()),
-               pa.array([payload], pa.binary())]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+def _rows(kind: int, task: int, payloads: list[bytes], routes: list[int] | None = None
+          ) -> pa.RecordBatch:
+    n = len(payloads)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(routes if routes is not None else [0] * n, pa.int32()),
+         pa.array([kind] * n, pa.int8()), pa.array([task] * n, pa.int32()),
+         pa.array(payloads, pa.binary())],
+        schema=ENVELOPE,
+    )
 
 
-def _records(schema: pa.Schema, batch: pa.RecordBatch | pa.Table, task: int) -> pa.RecordBatch:
-    n = batch.num_rows
-    data = [f.name for f in schema][: len(schema) - 3]
-    cols = [batch.column(name) for name in data]
-    cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols]
-    cols += [pa.array([RECORD] * n, pa.int8()), pa.array([task] * n, pa.int32()),
-             pa.nulls(n, pa.binary())]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
-
-
-def batch_to_ipc(batch: pa.RecordBatch) -> bytes:
-    """Arrow IPC stream bytes of one batch (how bad records travel as a payload)."""
+def to_ipc(data: pa.RecordBatch | pa.Table) -> bytes:
+    """Arrow IPC stream bytes of ``data`` (how records and bad records travel)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
-        writer.write_batch(batch)
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write(data)
     return bytes(sink.getvalue())
 
 
-def _split_envelope(
-    batches: Iterator[pa.RecordBatch], data_names: list[str]
-) -> tuple[list[pa.RecordBatch], list[pa.RecordBatch]]:
-    records: list[pa.RecordBatch] = []
+def _from_ipc(payloads: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
+    for payload in payloads:
+        yield from pa.ipc.open_stream(payload)
+
+
+def _control(item: ErrorRows | ReadOutcome | TaskFailure, task: int) -> pa.RecordBatch:
+    if isinstance(item, ErrorRows):
+        return _rows(BAD_RECORDS, task, [to_ipc(item.batch)])
+    if isinstance(item, ReadOutcome):
+        return _rows(READER_STATE, task, [item.to_bytes()])
+    return _rows(TASK_FAILED, task, [item.to_bytes()])
+
+
+def _routed(records: pa.Table | pa.RecordBatch, targets: np.ndarray, task: int,
+            partitions: int) -> pa.RecordBatch:
+    """One RECORDS row per target task present, carrying its records."""
+    routes = spark_routes(partitions)
+    table = records if isinstance(records, pa.Table) else pa.Table.from_batches([records])
+    present = np.unique(targets)
+    payloads: list[bytes] = []
+    for target in present:
+        rows = table if len(present) == 1 else table.take(
+            pa.array(np.flatnonzero(targets == target)))
+        payloads.append(to_ipc(rows.combine_chunks()))
+    return _rows(RECORDS, task, payloads, [routes[int(t)] for t in present])
+
+
+def key_targets(records: pa.Table | pa.RecordBatch, tasks: int) -> np.ndarray:
+    """The assigner task of every record: a hash of its record key (equal keys meet)."""
+    hashes = java_string_hashes(records.column(RECORD_KEY))
+    return (hashes & np.uint32(0x7FFFFFFF)).astype(np.int64) % tasks
+
+
+def file_group_targets(records: pa.Table | pa.RecordBatch, tasks: int) -> np.ndarray:
+    """The writer task of every record: a function of its file group (buckets spread evenly)."""
+    codes, file_ids = dictionary_codes(records.column(FILE_ID))
+    per_group = np.array([_file_group_target(fid, tasks) for fid in file_ids], dtype=np.int64)
+    targets: np.ndarray = per_group[codes]
+    return targets
+
+
+def _file_group_target(file_id: str, tasks: int) -> int:
+    bucket = bucket_of_file_id(file_id)
+    return (bucket if bucket is not None else zlib.crc32(file_id.encode())) % tasks
+
+
+def _split_envelope(batches: Iterator[pa.RecordBatch]) -> tuple[list[bytes], list[pa.RecordBatch]]:
+    """The record payloads and the control rows of a task's input."""
+    payloads: list[bytes] = []
     control: list[pa.RecordBatch] = []
     for batch in batches:
-        is_record = pc.equal(batch.column(KIND_COLUMN), RECORD)
-        if not pc.all(is_record).as_py():
-            control.append(batch.filter(pc.invert(is_record)).select(_CONTROL))
-            batch = batch.filter(is_record)
+        is_records = pc.equal(batch.column(KIND_COLUMN), RECORDS)
+        if not pc.all(is_records).as_py():
+            control.append(batch.filter(pc.invert(is_records)).cast(ENVELOPE))
+            batch = batch.filter(is_records)
         if batch.num_rows:
-            records.append(batch.select(data_names))
-    return records, control
+            payloads.extend(batch.column(PAYLOAD_COLUMN).to_pylist())
+    return payloads, control
 
 
 # -- stages ----------------------------------------------------------------------------------------
@@ -179,80 +201,67 @@ def per_subtask(
 
 
 def reader_stage(spark: SparkSession, job: RoundJob) -> DataFrame:
-    """Reader task *i* runs ``job.read(i)``: record rows and control rows."""
-    wire = wire_schema(job.record_schema)
-    schema = envelope_schema(wire)
+    """Reader task *i* runs ``job.read(i)``: its records routed to the next stage's tasks
+    (assigners by key, or writers by file group), and its control rows."""
+    by_key = job.key_shuffle
 
     def read(i: int) -> Iterator[pa.RecordBatch]:
         for item in job.read(i):
             if isinstance(item, pa.RecordBatch):
                 if item.num_rows:
-                    yield _records(schema, item.cast(wire) if item.schema != wire else item, i)
-            elif isinstance(item, ErrorRows):
-                yield _control(schema, BAD_RECORDS, i, batch_to_ipc(item.batch))
-            elif isinstance(item, ReadOutcome):
-                yield _control(schema, READER_STATE, i, item.to_bytes())
+                    targets = (key_targets(item, job.writers) if by_key
+                               else file_group_targets(item, job.writers))
+                    yield _routed(item, targets, i, job.writers)
             else:
-                yield _control(schema, TASK_FAILED, i, item.to_bytes())
+                yield _control(item, i)
 
-    return per_subtask(spark, job.readers, read, spark_ddl(schema))
+    return per_subtask(spark, job.readers, read, ENVELOPE_DDL)
 
 
 def assign_stage(df: DataFrame, job: RoundJob) -> DataFrame:
-    """Shuffle records by (partition, key) to ``job.writers`` assigner tasks (BLOOM index);
-    control rows pass through unchanged."""
-    wire = wire_schema(job.record_schema)
-    schema = envelope_schema(wire)
-    names = wire.names
+    """Records meet by key in ``job.writers`` assigner tasks (BLOOM index), which route them on
+    by file group; control rows pass through unchanged."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task, _ = task_identity()
-        records, control = _split_envelope(batches, names)
-        for ctl in control:
-            yield pa.RecordBatch.from_arrays(
-                [pa.nulls(ctl.num_rows, f.type) for f in wire] + list(ctl.columns), schema=schema
-            )
-        for out in job.assign(records, task):
+        payloads, control = _split_envelope(batches)
+        yield from control
+        for out in job.assign(_from_ipc(payloads), task):
             if isinstance(out, TaskFailure):
-                yield _control(schema, TASK_FAILED, task, out.to_bytes())
-            else:
-                for b in out.cast(wire).combine_chunks().to_batches():
-                    yield _records(schema, b, task)
+                yield _control(out, task)
+            elif out.num_rows:
+                yield _routed(out, file_group_targets(out, job.writers), task, job.writers)
 
-    shuffled = df.repartition(job.writers, PARTITION_PATH, RECORD_KEY)
-    return shuffled.mapInArrow(run, spark_ddl(schema))
+    shuffled = df.repartition(job.writers, ROUTE_COLUMN)
+    return shuffled.mapInArrow(run, ENVELOPE_DDL)
 
 
 def writer_stage(df: DataFrame, job: RoundJob) -> DataFrame:
-    """Shuffle records by file group to ``job.writers`` writer tasks; each yields the control
-    rows it received, one row per write status and one "done" row."""
-    names = wire_schema(job.record_schema).names
+    """Records meet by file group in ``job.writers`` writer tasks; each yields the control rows
+    it received, one row per write status and one "done" row."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task, _ = task_identity()
         # A writer's input is one task's share of one round: bounded by the round limits.
-        records, control = _split_envelope(batches, names)
-        out: list[tuple[int, bytes]] = []
+        payloads, control = _split_envelope(batches)
+        statuses: list[bytes] = []
+        failures: list[pa.RecordBatch] = []
         # the attempt *id* (unique per SparkContext) goes into the write token: attemptNumber
         # restarts when a stage is resubmitted, and a retry must never reuse a lost attempt's
         # file names
-        for item in job.write(iter(records), task, task_attempt_id()):
+        for item in job.write(_from_ipc(payloads), task, task_attempt_id()):
             if isinstance(item, TaskFailure):
-                out.append((TASK_FAILED, item.to_bytes()))
+                failures.append(_control(item, task))
             else:
-                out.append((WRITE_STATUS, item))
-        out.append((WRITER_DONE, b""))
-        yield from (c.cast(RESULT_SCHEMA) for c in control)  # pass-through from readers
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([k for k, _ in out], pa.int8()),
-             pa.array([task] * len(out), pa.int32()),
-             pa.array([p for _, p in out], pa.binary())],
-            schema=RESULT_SCHEMA,
-        )
+                statuses.append(item)
+        yield from control  # pass-through from readers
+        yield from failures
+        yield _rows(WRITE_STATUS, task, statuses)
+        yield _rows(WRITER_DONE, task, [b""])
 
     if job.writers < 1:
         raise EngineJobError(f"need at least one writer task, got {job.writers}")
-    return df.repartition(job.writers, FILE_ID).mapInArrow(run, spark_ddl(RESULT_SCHEMA))
+    return df.repartition(job.writers, ROUTE_COLUMN).mapInArrow(run, ENVELOPE_DDL)
 
 
 def direct_stage(spark: SparkSession, job: RoundJob) -> DataFrame:
@@ -260,24 +269,16 @@ def direct_stage(spark: SparkSession, job: RoundJob) -> DataFrame:
     only result rows leave the tasks (no shuffle)."""
 
     def run(i: int) -> Iterator[pa.RecordBatch]:
-        out: list[tuple[int, bytes]] = []
+        statuses: list[bytes] = []
         for item in job.read_and_write(i, task_attempt_id()):
             if isinstance(item, bytes):
-                out.append((WRITE_STATUS, item))
-            elif isinstance(item, ErrorRows):
-                out.append((BAD_RECORDS, batch_to_ipc(item.batch)))
-            elif isinstance(item, ReadOutcome):
-                out.append((READER_STATE, item.to_bytes()))
+                statuses.append(item)
             else:
-                out.append((TASK_FAILED, item.to_bytes()))
-        out.append((WRITER_DONE, b""))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([k for k, _ in out], pa.int8()), pa.array([i] * len(out), pa.int32()),
-             pa.array([p for _, p in out], pa.binary())],
-            schema=RESULT_SCHEMA,
-        )
+                yield _control(item, i)
+        yield _rows(WRITE_STATUS, i, statuses)
+        yield _rows(WRITER_DONE, i, [b""])
 
-    return per_subtask(spark, job.readers, run, spark_ddl(RESULT_SCHEMA))
+    return per_subtask(spark, job.readers, run, ENVELOPE_DDL)
 
 
 def round_dataframe(session: SparkSession, job: RoundJob) -> DataFrame:
@@ -292,7 +293,7 @@ def round_dataframe(session: SparkSession, job: RoundJob) -> DataFrame:
 
 def decode(results: pa.Table, builder: RoundOutputBuilder) -> RoundOutputBuilder:
     """Feed the result rows of :func:`round_dataframe` to ``builder``."""
-    rows = results.select(_CONTROL).to_pydict()
+    rows = results.select([KIND_COLUMN, TASK_COLUMN, PAYLOAD_COLUMN]).to_pydict()
     for kind, task, payload in zip(
         rows[KIND_COLUMN], rows[TASK_COLUMN], rows[PAYLOAD_COLUMN], strict=True
     ):
