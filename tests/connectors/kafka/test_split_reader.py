@@ -351,3 +351,15 @@ def test_client_properties_reach_the_consumer_secrets_not_the_logs(
     assert fake.props["group.id"] == "monitor"
     assert "hunter2-secret" not in caplog.text
     reader.close()
+
+
+def test_fetch_backoff_default_reaches_the_consumer_unless_the_user_sets_it() -> None:
+    # librdkafka's 1000 ms fetch.queue.backoff.ms stalls a reader that drains its prefetch queue
+    # faster than in a second; hoodline's default is short, a user's setting wins.
+    fake = FakeConsumer({}, {})
+    KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    assert fake.props["fetch.queue.backoff.ms"] == 10
+    KafkaPartitionSplitReader(
+        config(**{"properties.fetch.queue.backoff.ms": "250"}), consumer_factory=fake
+    )
+    assert fake.props["fetch.queue.backoff.ms"] == "250"

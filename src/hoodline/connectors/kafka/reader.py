@@ -64,6 +64,14 @@ KAFKA_RECORD_SCHEMA = pa.schema(
     ]
 )
 
+#: librdkafka properties the reader's consumer gets unless the user sets them
+#: (``properties.<name>``). ``fetch.queue.backoff.ms``: once the prefetch queue is over
+#: ``queued.min.messages`` / ``queued.max.messages.kbytes`` (64 MiB), librdkafka waits this long
+#: before fetching a partition again (its default: 1000 ms), so a reader that drains the queue
+#: in less than a second sits idle for the rest of it. Measured with bench.bench_kafka_reader
+#: (1M messages, bundled broker): 6.2 s wall at 1000 ms, 1.3-2.1 s at 1-100 ms, same CPU.
+CONSUMER_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 10}
+
 _DEFAULT_GROUP_ID = "hoodline-source"
 _OUTAGE_CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
 _OUT_OF_RANGE_CODES = ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE")
@@ -166,7 +174,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._config = config
         self._clock = clock
         self._outage = _Outage(clock)
-        props: dict[str, Any] = dict(config.client_properties)
+        props: dict[str, Any] = {**CONSUMER_DEFAULTS, **config.client_properties}
         props.setdefault("group.id", _DEFAULT_GROUP_ID)
         props.update(
             {
