@@ -16,6 +16,7 @@ from hoodline.config.masking import SECRET_MARKERS
 from hoodline.config.units import ByteSize, Duration
 from hoodline.connectors.files import options as file_options
 from hoodline.connectors.kafka import options as kafka_options
+from hoodline.connectors.kafka.reader import CONSUMER_DEFAULTS
 from hoodline.pipeline.config import PASSTHROUGH, SECTIONS
 from hoodline.table import clean, lock
 from hoodline.table.write import options as write_options
@@ -111,7 +112,12 @@ def render_reference() -> str:
             "### Kafka source (`[source.options]` when `type = \"kafka\"`)\n",
             "Keys starting with `properties.` go to librdkafka unchanged (prefix removed), e.g. "
             "`properties.security.protocol`, `properties.sasl.mechanism`, "
-            "`properties.sasl.password` (masked wherever configuration is shown).\n",
+            "`properties.sasl.password` (masked wherever configuration is shown). Unless set "
+            "there, the reader's consumer uses "
+            + ", ".join(f"`{k}` = `{v}`" for k, v in CONSUMER_DEFAULTS.items())
+            + " (with librdkafka's 1000 ms fetch backoff a reader that empties its prefetch queue "
+            "sits idle for the rest of the second; see `CONSUMER_DEFAULTS` in "
+            "`hoodline/connectors/kafka/reader.py`).\n",
             render_options_markdown(kafka_options.ALL_OPTIONS),
             "### File source (`[source.options]` when `type = \"files\"`)\n",
             render_options_markdown(file_options.ALL_OPTIONS),

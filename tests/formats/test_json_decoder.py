@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,9 @@ from hoodline.formats.json_decoder import (
     UNPARSEABLE,
     WRONG_TYPE,
     JsonDecoder,
+    _layout,
+    _object_shaped,
+    _rows_with_newline,
     decode_raw,
     iter_bad,
 )
@@ -262,3 +266,36 @@ def test_surrounding_whitespace_is_fine_but_trailing_garbage_is_not() -> None:
     assert result.records.column("id").to_pylist() == [1, 2, 5]
     assert result.row_index.to_pylist() == [0, 1, 4]
     assert [(i, r) for i, r, _ in iter_bad(result.errors)] == [(2, UNPARSEABLE), (3, UNPARSEABLE)]
+
+
+@pytest.mark.parametrize("arrow_type", [pa.binary(), pa.large_binary()])
+def test_checks_read_a_sliced_buffer_at_its_offset_and_skip_null_slots(
+    arrow_type: pa.DataType,
+) -> None:
+    # The checks before the parse read the offsets and data buffers directly: a slice starts at
+    # an offset, and a null slot may still own bytes (here a raw newline and a non-object).
+    raws = [b'{"id": 0}', b'{"id":1,\n"name":"a"}', b"[1]\n", b' {"id": 3}', b"null",
+            b'{"id": 5, "name": "a\nb"}', b'{"id": 6}', b'{"id":7}\r\n', b'{"id": 8, "x": "\xff"}',
+            b'{"id": 9}']
+    prefix = [b'\n{"id": -1}'] * 3
+    full = pa.array([*prefix, *raws, b"\n"], arrow_type)
+    validity = [True] * len(full)
+    validity[len(prefix) + 2] = False  # the null slot keeps its bytes "[1]\n"
+    validity_buf = pa.array(validity, pa.bool_()).buffers()[1]
+    with_null = pa.Array.from_buffers(arrow_type, len(full), [validity_buf, *full.buffers()[1:]])
+    values = with_null.slice(len(prefix), len(raws))
+    assert values.offset == len(prefix) and values.null_count == 1
+
+    # What the bulk path sees (a wrong view is mostly rescued by the slow paths, so check it).
+    offsets, data = _layout(values)
+    shaped = _object_shaped(values, offsets, data, np.asarray(values.is_valid()))
+    assert np.flatnonzero(shaped).tolist() == [0, 1, 3, 5, 6, 7, 8, 9]
+    assert _rows_with_newline(offsets, data).tolist() == [1, 2, 5, 7]
+
+    result = decoder().decode(values)
+
+    assert result.row_index.to_pylist() == [0, 1, 3, 6, 7, 9]
+    assert result.records.column("id").to_pylist() == [0, 1, 3, 6, 7, 9]
+    assert [(i, r) for i, r, _ in iter_bad(result.errors)] == [
+        (2, NULL_VALUE), (4, NOT_OBJECT), (5, UNPARSEABLE), (8, UNPARSEABLE)
+    ]

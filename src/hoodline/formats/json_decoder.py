@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -145,17 +146,22 @@ class JsonDecoder:
         bad_reason: list[pa.Array] = []
         bad_detail: list[pa.Array] = []
 
+        # The checks before the parse work on the value buffer itself (numpy, no per-value
+        # Python): one pass over the first/last bytes, one over the data for CR/LF.
+        offsets, data = _layout(values)
+        valid = None if values.null_count == 0 else np.asarray(values.is_valid())
+
         # 1. nulls (no value) and values that are not {...} are bad before any parse.
-        is_null = values.is_null()
-        shaped = _object_shaped(values)
-        rejected = pc.and_(pc.invert(shaped), pc.invert(is_null))
-        if pc.any(is_null).as_py():
-            idx = pc.filter(all_idx, is_null)
+        shaped_np = _object_shaped(values, offsets, data, valid)
+        all_shaped = bool(shaped_np.all())
+        if valid is not None:
+            idx = pa.array(np.flatnonzero(~valid))
             bad_idx.append(idx)
             bad_reason.append(pa.array([NULL_VALUE] * len(idx), pa.string()))
             bad_detail.append(pa.array(["message has no value (null)"] * len(idx), pa.string()))
-        if pc.any(rejected).as_py():
-            idx = pc.filter(all_idx, rejected)
+        rejected_np = ~shaped_np if valid is None else ~shaped_np & valid
+        if rejected_np.any():
+            idx = pa.array(np.flatnonzero(rejected_np))
             reasons, details = zip(
                 *(self._classify_shape(values[i].as_py()) for i in idx.to_pylist()), strict=True
             )
@@ -163,32 +169,39 @@ class JsonDecoder:
             bad_reason.append(pa.array(reasons, pa.string()))
             bad_detail.append(pa.array(details, pa.string()))
 
-        candidates = pc.filter(all_idx, shaped)
-        cand_values = pc.filter(values, shaped)
+        if all_shaped:
+            candidates, cand_values = all_idx, values
+        else:
+            shaped = pa.array(shaped_np, pa.bool_())
+            candidates = pc.filter(all_idx, shaped)
+            cand_values = pc.filter(values, shaped)
 
         # 2. values with raw newlines: validate alone (rare), then flatten their whitespace.
-        has_newline = pc.or_(
-            pc.match_substring(cand_values, "\n"), pc.match_substring(cand_values, "\r")
-        )
-        if pc.any(has_newline).as_py():
-            cand_values, candidates, nl_bad = self._flatten_newlines(
-                cand_values, candidates, has_newline
-            )
-            if nl_bad is not None:
-                bad_idx.append(nl_bad.index)
-                bad_reason.append(nl_bad.reason)
-                bad_detail.append(nl_bad.detail)
+        newline_rows = _rows_with_newline(offsets, data)
+        if newline_rows.size:
+            flags = np.zeros(n, dtype=bool)
+            flags[newline_rows] = True
+            if not all_shaped:
+                flags = flags[shaped_np]
+            if flags.any():
+                cand_values, candidates, nl_bad = self._flatten_newlines(
+                    cand_values, candidates, flags
+                )
+                if nl_bad is not None:
+                    bad_idx.append(nl_bad.index)
+                    bad_reason.append(nl_bad.reason)
+                    bad_detail.append(nl_bad.detail)
 
         # 3. invalid UTF-8 anywhere (also in undeclared fields) makes a record bad.
         if len(cand_values) and not _is_utf8(cand_values):
-            valid = pa.array(_utf8_flags(cand_values), pa.bool_())
-            invalid = pc.invert(valid)
+            valid_utf8 = pa.array(_utf8_flags(cand_values), pa.bool_())
+            invalid = pc.invert(valid_utf8)
             idx = pc.filter(candidates, invalid)
             bad_idx.append(idx)
             bad_reason.append(pa.array([UNPARSEABLE] * len(idx), pa.string()))
             bad_detail.append(pa.array(["invalid UTF-8"] * len(idx), pa.string()))
-            candidates = pc.filter(candidates, valid)
-            cand_values = pc.filter(cand_values, valid)
+            candidates = pc.filter(candidates, valid_utf8)
+            cand_values = pc.filter(cand_values, valid_utf8)
 
         # 4. bulk parse; on failure, narrow down to the bad records (see _parse_all).
         tables, good_idx, failures = self._parse_all(cand_values)
@@ -297,14 +310,13 @@ class JsonDecoder:
 
     # -- slow paths (bad or unusual rows only) ---------------------------------------------------
     def _flatten_newlines(
-        self, values: pa.Array, idx: pa.Array, has_newline: pa.Array
+        self, values: pa.Array, idx: pa.Array, has_newline: npt.NDArray[np.bool_]
     ) -> tuple[pa.Array, pa.Array, BadRecords | None]:
         ok_mask: list[bool] = []
         bad_pos: list[int] = []
         reasons: list[str] = []
         details: list[str] = []
-        flags = has_newline.to_pylist()
-        for pos, flag in enumerate(flags):
+        for pos, flag in enumerate(has_newline.tolist()):
             if not flag:
                 ok_mask.append(True)
                 continue
@@ -395,21 +407,71 @@ class _RowCountMismatch(Exception):
         )
 
 
-def _object_shaped(values: pa.Array) -> pa.BooleanArray:
+def _layout(values: pa.Array) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    """Zero-copy numpy views of a binary array: ``n + 1`` offsets (int64) into ``data`` (uint8)."""
+    n = len(values)
+    _, off_buf, data_buf = values.buffers()
+    large = pa.types.is_large_binary(values.type)
+    off_dtype = np.dtype(np.int64 if large else np.int32)
+    if off_buf is None or n == 0:  # an empty array may come without buffers
+        offsets = np.zeros(n + 1, dtype=np.int64)
+    else:
+        offsets = np.frombuffer(
+            off_buf, off_dtype, count=n + 1, offset=values.offset * off_dtype.itemsize
+        ).astype(np.int64, copy=False)
+    data = np.empty(0, np.uint8) if data_buf is None else np.frombuffer(data_buf, np.uint8)
+    return offsets, data
+
+
+def _object_shaped(
+    values: pa.Array,
+    offsets: npt.NDArray[np.int64],
+    data: npt.NDArray[np.uint8],
+    valid: npt.NDArray[np.bool_] | None,
+) -> npt.NDArray[np.bool_]:
     """True where a value is ``{...}`` (surrounding JSON whitespace allowed); False for nulls.
 
-    Fast path: plain prefix/suffix tests; only the rare values failing them (leading/trailing
-    whitespace, or bad) go through the regex.
+    Fast path: first byte ``{`` and last byte ``}``, read through the offsets; only the rare
+    values failing it (leading/trailing whitespace, or bad) go through the regex.
     """
-    fast = pc.fill_null(pc.and_(pc.starts_with(values, b"{"), pc.ends_with(values, b"}")), False)
-    slow = pc.and_(pc.invert(fast), pc.invert(values.is_null()))
-    if not pc.any(slow).as_py():
+    starts, ends = offsets[:-1], offsets[1:]
+    nonempty = ends > starts
+    if valid is not None:
+        nonempty &= valid
+    if not data.size:
+        fast = np.zeros(len(starts), dtype=bool)
+    else:
+        first = data[np.where(nonempty, starts, 0)]
+        last = data[np.where(nonempty, ends - 1, 0)]
+        fast = nonempty & (first == ord("{")) & (last == ord("}"))
+    slow = ~fast if valid is None else ~fast & valid
+    if not slow.any():
         return fast
-    slow_idx = pc.indices_nonzero(slow)
-    matched = pc.match_substring_regex(pc.take(values, slow_idx), _OBJECT_SHAPE)
-    flags = np.asarray(fast).copy()
-    flags[np.asarray(slow_idx)] = np.asarray(matched)
-    return pa.array(flags, pa.bool_())
+    slow_idx = np.flatnonzero(slow)
+    matched = pc.match_substring_regex(pc.take(values, pa.array(slow_idx)), _OBJECT_SHAPE)
+    fast[slow_idx] = np.asarray(matched.fill_null(False))
+    return fast
+
+
+def _rows_with_newline(
+    offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.intp]:
+    """Rows (ascending, unique) whose bytes contain a raw CR or LF.
+
+    One vectorised pass over the data for bytes below 14 (CR, LF and rarer control bytes such as
+    tab), then an exact look at those few positions only.
+    """
+    region = data[offsets[0] : offsets[-1]]
+    low = np.flatnonzero(region < 14)
+    if not low.size:
+        return low
+    hits: npt.NDArray[np.intp] = low[(region[low] == ord("\n")) | (region[low] == ord("\r"))]
+    if not hits.size:
+        return hits
+    rows: npt.NDArray[np.intp] = np.unique(
+        np.searchsorted(offsets, hits + offsets[0], side="right") - 1
+    )
+    return rows
 
 
 _ROW_HINT = re.compile(r"in row (\d+)$")

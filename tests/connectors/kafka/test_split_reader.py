@@ -173,6 +173,32 @@ def test_range_end_from_partition_eof_when_last_offsets_are_markers() -> None:
     assert finished == {"t-0"}
 
 
+def test_interleaved_runs_of_topics_and_partitions_are_grouped_per_split_in_order() -> None:
+    # librdkafka hands messages over in per-partition runs that interleave; the same partition
+    # number of another topic is another split, and a partition not assigned is left out.
+    fake = FakeConsumer({}, {})
+    arrivals = [("t", 0, 0), ("t", 0, 1), ("u", 0, 0), ("t", 1, 0), ("t", 0, 2), ("u", 0, 1),
+                ("x", 5, 0), ("t", 1, 1)]
+    fake.consume = lambda num_messages, timeout: [  # type: ignore[method-assign]
+        FakeMsg(*a) for a in arrivals
+    ]
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    splits = [KafkaPartitionSplit("t", 0, 0), KafkaPartitionSplit("t", 1, 0),
+              KafkaPartitionSplit("u", 0, 0)]
+    reader.handle_splits_changes(SplitsAddition(splits))
+    by_split = reader.fetch().records_by_split()
+    got = {
+        sid: [(b.column("topic")[0].as_py(), b.column("partition")[0].as_py(),
+               b.column("offset").to_pylist()) for b in (f.batch for f in fetches)]
+        for sid, fetches in by_split.items()
+    }
+    assert got == {
+        "t-0": [("t", 0, [0, 1, 2])],
+        "u-0": [("u", 0, [0, 1])],
+        "t-1": [("t", 1, [0, 1])],
+    }
+
+
 def test_empty_range_finishes_without_assigning() -> None:
     fake = FakeConsumer({("t", 0): [0]}, {})
     reader = KafkaPartitionSplitReader(config(), consumer_factory=fake)
@@ -325,3 +351,15 @@ def test_client_properties_reach_the_consumer_secrets_not_the_logs(
     assert fake.props["group.id"] == "monitor"
     assert "hunter2-secret" not in caplog.text
     reader.close()
+
+
+def test_fetch_backoff_default_reaches_the_consumer_unless_the_user_sets_it() -> None:
+    # librdkafka's 1000 ms fetch.queue.backoff.ms stalls a reader that drains its prefetch queue
+    # faster than in a second; hoodline's default is short, a user's setting wins.
+    fake = FakeConsumer({}, {})
+    KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    assert fake.props["fetch.queue.backoff.ms"] == 10
+    KafkaPartitionSplitReader(
+        config(**{"properties.fetch.queue.backoff.ms": "250"}), consumer_factory=fake
+    )
+    assert fake.props["fetch.queue.backoff.ms"] == "250"

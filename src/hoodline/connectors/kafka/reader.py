@@ -17,6 +17,7 @@ stay unreachable longer than ``scan.broker-unavailable.timeout`` the fetch fails
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -63,6 +64,14 @@ KAFKA_RECORD_SCHEMA = pa.schema(
     ]
 )
 
+#: librdkafka properties the reader's consumer gets unless the user sets them
+#: (``properties.<name>``). ``fetch.queue.backoff.ms``: once the prefetch queue is over
+#: ``queued.min.messages`` / ``queued.max.messages.kbytes`` (64 MiB), librdkafka waits this long
+#: before fetching a partition again (its default: 1000 ms), so a reader that drains the queue
+#: in less than a second sits idle for the rest of it. Measured with bench.bench_kafka_reader
+#: (1M messages, bundled broker): 6.2 s wall at 1000 ms, 1.3-2.1 s at 1-100 ms, same CPU.
+CONSUMER_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 10}
+
 _DEFAULT_GROUP_ID = "hoodline-source"
 _OUTAGE_CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
 _OUT_OF_RANGE_CODES = ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE")
@@ -78,19 +87,23 @@ class KafkaFetch:
 
 
 def messages_to_batch(messages: Sequence[Any], topic: str, partition: int) -> pa.RecordBatch:
-    """One Arrow batch from confluent-kafka messages of one partition (columns built in bulk)."""
+    """One Arrow batch from confluent-kafka messages of one partition (columns built in bulk).
+
+    One list comprehension per message field (no per-message tuples or generators), headers
+    converted only when some message has them, topic and partition columns made without lists.
+    """
     n = len(messages)
     keys = pa.array([m.key() for m in messages], pa.binary())
     values = pa.array([m.value() for m in messages], pa.binary())
-    offsets = pa.array([m.offset() for m in messages], pa.int64())
-    ts_raw = np.fromiter((m.timestamp()[1] for m in messages), dtype=np.int64, count=n)
+    offsets = pa.array(np.fromiter([m.offset() for m in messages], dtype=np.int64, count=n))
+    ts_raw = np.fromiter([m.timestamp()[1] for m in messages], dtype=np.int64, count=n)
     timestamps = pa.array(ts_raw, pa.int64(), mask=ts_raw < 0).cast(pa.timestamp("ms", tz="UTC"))
     raw_headers = [m.headers() for m in messages]
-    if any(h is not None for h in raw_headers):
+    if raw_headers.count(None) != n:
         headers = pa.array(raw_headers, HEADER_TYPE)
     else:
         headers = pa.nulls(n, HEADER_TYPE)
-    topics = pa.array([topic], pa.string()).take(np.zeros(n, dtype=np.int32))
+    topics = pa.repeat(pa.scalar(topic, pa.string()), n)
     partitions = pa.array(np.full(n, partition, dtype=np.int32))
     return pa.RecordBatch.from_arrays(
         [keys, values, topics, partitions, offsets, timestamps, headers],
@@ -161,7 +174,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._config = config
         self._clock = clock
         self._outage = _Outage(clock)
-        props: dict[str, Any] = dict(config.client_properties)
+        props: dict[str, Any] = {**CONSUMER_DEFAULTS, **config.client_properties}
         props.setdefault("group.id", _DEFAULT_GROUP_ID)
         props.update(
             {
@@ -254,15 +267,15 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             self._check_outage()
             return result
         self._outage.clear()
-        by_split: dict[str, list[Any]] = {}
         eof: dict[str, int] = {}
-        for m in messages:
-            err = m.error()
-            if err is None:
-                by_split.setdefault(self._by_tp.get((m.topic(), m.partition()), ""), []).append(m)
-            else:
-                self._on_message_error(m, err, eof)
-        for sid, msgs in by_split.items():
+        good = [m for m in messages if m.error() is None]
+        if len(good) != len(messages):  # events (partition end, out of range, ...)
+            for m in messages:
+                err = m.error()
+                if err is not None:
+                    self._on_message_error(m, err, eof)
+            messages = good
+        for sid, msgs in self._group_by_split(messages).items():
             if sid not in self._splits:
                 continue  # a late message of a split that finished in this fetch
             self._emit_range(sid, msgs, result)
@@ -276,6 +289,27 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
                 result.add(sid, KafkaFetch(_empty_batch(), stop))
                 self._finish(sid, result)
         return result
+
+    def _group_by_split(self, messages: list[Any]) -> dict[str, list[Any]]:
+        """Messages per split id (messages of unknown partitions under ""), in arrival order.
+
+        librdkafka hands each partition's messages over in runs (one per fetched batch), so the
+        messages are grouped run by run: a list slice per run, not a dict update per message.
+        """
+        by_split: dict[str, list[Any]] = {}
+        n = len(messages)
+        if not n:
+            return by_split
+        partitions = np.fromiter([m.partition() for m in messages], dtype=np.int64, count=n)
+        topics = [m.topic() for m in messages]
+        changed = partitions[1:] != partitions[:-1]
+        if topics.count(topics[0]) != n:
+            changed |= np.array(topics[1:], dtype=object) != np.array(topics[:-1], dtype=object)
+        bounds = [0, *(np.flatnonzero(changed) + 1).tolist(), n]
+        for lo, hi in itertools.pairwise(bounds):
+            sid = self._by_tp.get((topics[lo], int(partitions[lo])), "")
+            by_split.setdefault(sid, []).extend(messages[lo:hi])
+        return by_split
 
     def _left_in_ranges(self) -> int:
         """Most records the assigned splits can still yield (unbounded splits: no limit)."""
