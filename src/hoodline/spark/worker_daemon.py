@@ -30,6 +30,7 @@ PRELOAD = (
     "pyarrow.json",
     "pyarrow.parquet",
     "numpy",
+    "pandas",  # pyarrow imports it on the first pa.array(numpy array) of a process
     "hoodline.pipeline.tasks",
     "hoodline.spark.job",
     "hoodline.connectors.kafka.plugin",
