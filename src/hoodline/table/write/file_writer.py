@@ -189,11 +189,60 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
     }
 
 
+#: rows looked at per column to choose its encoding (spread evenly over the file)
+_DICTIONARY_SAMPLE = 8192
+#: a column whose sample is at most this share distinct values is dictionary encoded
+_DICTIONARY_MAX_DISTINCT = 0.75
+
+
+def _leaf_paths(name: str, t: pa.DataType) -> list[str]:
+    """Parquet column paths of an Arrow field (as pyarrow names nested leaves)."""
+    if pa.types.is_struct(t):
+        return [p for f in t for p in _leaf_paths(f"{name}.{f.name}", f.type)]
+    if pa.types.is_map(t):
+        return _leaf_paths(f"{name}.key_value.key", t.key_type) + _leaf_paths(
+            f"{name}.key_value.value", t.item_type
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_paths(f"{name}.list.element", t.value_type)
+    return [name]
+
+
+def dictionary_columns(table: pa.Table) -> list[str]:
+    """Columns worth dictionary encoding: those whose values repeat.
+
+    Parquet writers try a dictionary on every column and fall back to plain encoding once it
+    grows too big; for unique columns (``_hoodie_record_key``, ``_hoodie_commit_seqno``, ids,
+    measurements) that attempt costs more than the rest of the encoding. Here each column's
+    values at evenly spread rows are counted instead: a column with few distinct values
+    (``_hoodie_commit_time``, ``_hoodie_file_name``, partition values, categories) keeps its
+    dictionary, the others are written plain. Nested columns keep dictionaries on every leaf."""
+    n = table.num_rows
+    rows = None
+    if n > _DICTIONARY_SAMPLE:
+        rows = pa.array(np.linspace(0, n - 1, _DICTIONARY_SAMPLE).astype(np.int64))
+    out: list[str] = []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        t = field.type
+        if pa.types.is_nested(t):
+            out.extend(_leaf_paths(field.name, t))
+        elif pa.types.is_dictionary(t):
+            out.append(field.name)
+        elif not pa.types.is_boolean(t) and n:
+            sample = col if rows is None else col.take(rows)
+            distinct = pc.count_distinct(sample, mode="all").as_py()
+            if distinct <= _DICTIONARY_MAX_DISTINCT * len(sample):
+                out.append(field.name)
+    return out
+
+
 def write_parquet(
     path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
     compression = None if options.compression is Compression.NONE else options.compression.value
-    writer = pq.ParquetWriter(path, table.schema, compression=compression)
+    writer = pq.ParquetWriter(
+        path, table.schema, compression=compression, use_dictionary=dictionary_columns(table)
+    )
     try:
         if faults.armed(FaultPoint.FILE_PARTIAL) and table.num_rows > 1:
             half = table.num_rows // 2
