@@ -14,12 +14,15 @@ whose rows are all deleted gets an empty base file, so the group's latest versio
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -236,6 +239,10 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     return out
 
 
+#: the FILE_PARTIAL fault stops one file at a time (writer threads write several at once)
+_FILE_PARTIAL_ONCE = threading.Lock()
+
+
 def write_parquet(
     path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
@@ -244,11 +251,18 @@ def write_parquet(
         path, table.schema, compression=compression, use_dictionary=dictionary_columns(table)
     )
     try:
-        if faults.armed(FaultPoint.FILE_PARTIAL) and table.num_rows > 1:
-            half = table.num_rows // 2
-            writer.write_table(table.slice(0, half), row_group_size=half)
-            faults.reach(FaultPoint.FILE_PARTIAL)
-            writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
+        if (
+            faults.armed(FaultPoint.FILE_PARTIAL)
+            and table.num_rows > 1
+            and _FILE_PARTIAL_ONCE.acquire(blocking=False)
+        ):
+            try:
+                half = table.num_rows // 2
+                writer.write_table(table.slice(0, half), row_group_size=half)
+                faults.reach(FaultPoint.FILE_PARTIAL)
+                writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
+            finally:
+                _FILE_PARTIAL_ONCE.release()
         else:
             writer.write_table(table, row_group_size=options.row_group_rows)
         if footer:
@@ -325,14 +339,30 @@ def write_file_group(
     )
 
 
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def write_file_groups(
     ctx: WriteContext,
     tagged: pa.Table,
     task_id: int = 0,
     attempt: int = 0,
     view: FileSystemView | None = None,
+    threads: int | None = None,
 ) -> list[WriteStat]:
-    """Write every file group named in ``tagged._hoodline_file_id`` (one task's share)."""
+    """Write every file group named in ``tagged._hoodline_file_id`` (one task's share).
+
+    File groups are written by ``threads`` threads at once (None: ``hoodline.write.threads``
+    of the options, whose 0 means every core); pass 1 when the caller already runs several
+    writers side by side. pyarrow and numpy release the GIL for the heavy parts (gathering the
+    rows, reading the old base file, encoding, hashing keys into the bloom filter). Stats come
+    back in file-group order whatever the threads; if one group fails, groups not yet started
+    are cancelled and the call returns only after the running ones finished (then raises)."""
     if tagged.num_rows == 0:
         return []
     if tagged.column(FILE_ID).null_count:
@@ -344,25 +374,44 @@ def write_file_groups(
         view = ctx.table().fs_view()
     pcodes, partitions = dictionary_codes(tagged.column(PARTITION_PATH))
     fcodes, file_ids = dictionary_codes(tagged.column(FILE_ID))
-    combined = pcodes * max(1, len(file_ids)) + fcodes
-    order, groups = group_slices(combined)
-    stats: list[WriteStat] = []
+    width = max(1, len(file_ids))
+    order, groups = group_slices(pcodes * width + fcodes)
+    jobs: list[tuple[str, str, npt.NDArray[np.int64], FileSlice | None]] = []
     for code, start, stop in groups:
-        partition = partitions[code // max(1, len(file_ids))]
-        file_id = file_ids[code % max(1, len(file_ids))]
-        rows = tagged.take(pa.array(order[start:stop]))
-        stat = write_file_group(
-            ctx,
-            partition,
-            file_id,
-            rows,
-            view.latest_file_slice(partition, file_id),
-            task_id,
-            attempt,
+        partition, file_id = partitions[code // width], file_ids[code % width]
+        jobs.append(
+            (partition, file_id, order[start:stop], view.latest_file_slice(partition, file_id))
         )
-        if stat is not None:
-            stats.append(stat)
-    return stats
+
+    def write(job: tuple[str, str, npt.NDArray[np.int64], FileSlice | None]) -> WriteStat | None:
+        partition, file_id, rows, base = job
+        records = tagged.take(pa.array(rows))
+        return write_file_group(ctx, partition, file_id, records, base, task_id, attempt)
+
+    if threads is None:
+        threads = ctx.options.write_threads or available_cores()
+    workers = min(max(1, threads), len(jobs))
+    if workers == 1:
+        results = [write(job) for job in jobs]
+    else:
+        # biggest groups first, so no thread is left with a big one at the end
+        by_size = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2]))
+        futures: list[Future[WriteStat | None]] = [Future()] * len(jobs)
+        with ThreadPoolExecutor(workers, thread_name_prefix="hoodline-write") as pool:
+            for i in by_size:
+                futures[i] = pool.submit(write, jobs[i])
+            try:
+                wait(futures, return_when=FIRST_EXCEPTION)
+            finally:
+                for f in futures:
+                    f.cancel()  # the groups not started yet (after a failure)
+        # leaving the pool waited for the groups that were running
+        for f in futures:
+            exc = None if f.cancelled() else f.exception()
+            if exc is not None:
+                raise exc
+        results = [f.result() for f in futures]
+    return [stat for stat in results if stat is not None]
 
 
 def stats_by_partition(stats: Iterable[WriteStat]) -> dict[str, list[WriteStat]]:

@@ -119,6 +119,15 @@ PAYLOAD_CLASS = cfg.option(
     "is greater than the incoming one's (late, out-of-order events do not overwrite newer data). "
     "Within one batch the highest ordering value always wins.",
 )
+WRITE_THREADS = cfg.option(
+    "hoodline.write.threads",
+    int,
+    0,
+    "Threads that write the file groups of one write (encoding, reading old base files and "
+    "building bloom filters run in parallel across file groups). 0 uses every core of the "
+    "machine; use 1 when the caller already runs several writers side by side.",
+    minimum=0,
+)
 LOCK_OWNER = cfg.option(
     "hoodline.write.lock.owner",
     str,
@@ -139,6 +148,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     CLEAN_AUTOMATIC,
     CLEAN_COMMITS_RETAINED,
     PAYLOAD_CLASS,
+    WRITE_THREADS,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
     LOCK_HEARTBEAT_SECONDS,
@@ -161,6 +171,7 @@ class WriteOptions:
     clean_automatic: bool = CLEAN_AUTOMATIC.default
     clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
     payload_class: PayloadClass = PAYLOAD_CLASS.default
+    write_threads: int = WRITE_THREADS.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
     lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default
@@ -182,6 +193,7 @@ class WriteOptions:
             clean_automatic=o.get(CLEAN_AUTOMATIC),
             clean_commits_retained=o.get(CLEAN_COMMITS_RETAINED),
             payload_class=o.get(PAYLOAD_CLASS),
+            write_threads=o.get(WRITE_THREADS),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
             lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),
