@@ -50,7 +50,6 @@ from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
-from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
     FILE_ID,
     IS_DELETE,
@@ -281,15 +280,16 @@ def write_file_group(
     attempt: int = 0,
 ) -> WriteStat | None:
     """Write the new version of one file group; None when there is nothing to write (only
-    deletes for a group that does not exist)."""
+    deletes for a group that does not exist).
+
+    ``records`` hold at most one record per key, as :func:`~.client.prepare_records` (or the
+    pipeline's per-round reduction) leaves them; only a bulk_insert that does not combine
+    (``hoodie.combine.before.insert``) brings duplicates, and they are written as given."""
     upserts, delete_keys = _split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
         upserts = upserts.drop_columns([IS_DELETE])
     if FILE_ID in upserts.schema.names:
         upserts = upserts.drop_columns([FILE_ID])
-    if upserts.num_rows > 1:
-        ordering = ctx.config.precombine_field
-        upserts = dedupe(upserts, ordering if ordering in upserts.schema.names else None)
     if base is None and upserts.num_rows == 0:
         return None
     table = ctx.table()

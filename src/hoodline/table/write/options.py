@@ -119,6 +119,14 @@ PAYLOAD_CLASS = cfg.option(
     "is greater than the incoming one's (late, out-of-order events do not overwrite newer data). "
     "Within one batch the highest ordering value always wins.",
 )
+COMBINE_BEFORE_INSERT = cfg.option(
+    "hoodie.combine.before.insert",
+    bool,
+    False,
+    "bulk_insert: first reduce records of the batch that share a key (highest ordering value "
+    "wins, ties the last record). Off, as in Hudi: bulk_insert writes the records as given, "
+    "duplicate keys included. upsert, insert and delete always reduce.",
+)
 WRITE_THREADS = cfg.option(
     "hoodline.write.threads",
     int,
@@ -148,6 +156,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     CLEAN_AUTOMATIC,
     CLEAN_COMMITS_RETAINED,
     PAYLOAD_CLASS,
+    COMBINE_BEFORE_INSERT,
     WRITE_THREADS,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
@@ -171,6 +180,7 @@ class WriteOptions:
     clean_automatic: bool = CLEAN_AUTOMATIC.default
     clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
     payload_class: PayloadClass = PAYLOAD_CLASS.default
+    combine_before_insert: bool = COMBINE_BEFORE_INSERT.default
     write_threads: int = WRITE_THREADS.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
@@ -193,6 +203,7 @@ class WriteOptions:
             clean_automatic=o.get(CLEAN_AUTOMATIC),
             clean_commits_retained=o.get(CLEAN_COMMITS_RETAINED),
             payload_class=o.get(PAYLOAD_CLASS),
+            combine_before_insert=o.get(COMBINE_BEFORE_INSERT),
             write_threads=o.get(WRITE_THREADS),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
