@@ -82,6 +82,8 @@ def value_strings(batch: Batch, name: str, role: str) -> pa.Array | pa.ChunkedAr
         )
     if pa.types.is_dictionary(col.type):
         col = pc.cast(col, col.type.value_type)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return pc.cast(col, pa.string())  # numbers, dates, ... never render empty
     text = col if pa.types.is_string(col.type) else pc.cast(col, pa.string())
     empty = pc.equal(pc.utf8_length(text), 0)
     if pc.any(empty).as_py():
