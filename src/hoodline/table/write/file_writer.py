@@ -192,7 +192,7 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
 
 
 #: rows looked at per column to choose its encoding (spread evenly over the file)
-_DICTIONARY_SAMPLE = 8192
+_DICTIONARY_SAMPLE = 2048
 #: a column whose sample is at most this share distinct values is dictionary encoded
 _DICTIONARY_MAX_DISTINCT = 0.75
 
