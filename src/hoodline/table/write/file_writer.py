@@ -128,7 +128,9 @@ def _split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
     return upserts, deletes.column(RECORD_KEY).combine_chunks()
 
 
-def _new_rows(upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int) -> pa.Table:
+def _new_rows(
+    upserts: pa.Table, ctx: WriteContext, partition: str, file_name: str, task_id: int
+) -> pa.Table:
     n = upserts.num_rows
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
@@ -140,7 +142,7 @@ def _new_rows(upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int
         constant_column(ctx.instant_ts, n),
         seq,
         upserts.column(RECORD_KEY),
-        upserts.column(PARTITION_PATH),
+        constant_column(partition, n),
         constant_column(file_name, n),
         *data.columns,
     ]
@@ -282,8 +284,10 @@ def write_file_group(
     """Write the new version of one file group; None when there is nothing to write (only
     deletes for a group that does not exist).
 
-    ``records`` hold at most one record per key, as :func:`~.client.prepare_records` (or the
-    pipeline's per-round reduction) leaves them; only a bulk_insert that does not combine
+    ``records`` are the group's: ``_hoodie_record_key``, the data columns and, for deletes,
+    ``_hoodline_is_delete`` (a partition path or file id column is not read). They hold at most
+    one record per key, as :func:`~.client.prepare_records` (or the pipeline's per-round
+    reduction) leaves them; only a bulk_insert that does not combine
     (``hoodie.combine.before.insert``) brings duplicates, and they are written as given."""
     upserts, delete_keys = _split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
@@ -317,7 +321,7 @@ def write_file_group(
         keep = pc.invert(pc.or_(replaced, deleted))
         parts.append(_old_rows(old.filter(keep), ctx, str(base_path)))
     if upserts.num_rows:
-        parts.append(_new_rows(upserts, ctx, file_name, task_id))
+        parts.append(_new_rows(upserts, ctx, partition, file_name, task_id))
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
@@ -383,9 +387,13 @@ def write_file_groups(
             (partition, file_id, order[start:stop], view.latest_file_slice(partition, file_id))
         )
 
+    # each group's rows are gathered from the columns write_file_group reads (not the file id;
+    # the partition path is the group's own)
+    payload = tagged.drop_columns([FILE_ID, PARTITION_PATH])
+
     def write(job: tuple[str, str, npt.NDArray[np.int64], FileSlice | None]) -> WriteStat | None:
         partition, file_id, rows, base = job
-        records = tagged.take(pa.array(rows))
+        records = payload.take(pa.array(rows))
         return write_file_group(ctx, partition, file_id, records, base, task_id, attempt)
 
     if threads is None:
