@@ -38,6 +38,8 @@ def test_dictionaries_only_for_columns_whose_values_repeat(tmp_path: Path) -> No
     n = 50_000
     table = pa.table(
         {
+            "_hoodie_commit_time": pa.array(["20260101000000000"] * n),
+            "_hoodie_record_key": pa.array(np.arange(n).astype(str)),
             "unique": pa.array(np.arange(n).astype(str)),
             "const": pa.array(["20260101000000000"] * n),
             "few": pa.array(np.arange(n) % 7),
@@ -48,13 +50,20 @@ def test_dictionaries_only_for_columns_whose_values_repeat(tmp_path: Path) -> No
         }
     )
     chosen = dictionary_columns(table)
-    assert chosen == ["const", "few", "tags.list.element", "point.x", "point.name"]
+    assert chosen == [
+        "_hoodie_commit_time",
+        "const",
+        "few",
+        "tags.list.element",
+        "point.x",
+        "point.name",
+    ]
     path = tmp_path / "f.parquet"
     file_writer.write_parquet(path, table, {}, WriteOptions())
     enc = _encodings(path)
     for leaf in chosen:
         assert "RLE_DICTIONARY" in enc[leaf], leaf
-    for plain in ("unique", "ids"):
+    for plain in ("_hoodie_record_key", "unique", "ids"):
         assert "RLE_DICTIONARY" not in enc[plain], plain
     assert pq.read_table(path).equals(table)
 

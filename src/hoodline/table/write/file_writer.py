@@ -51,7 +51,10 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
 from hoodline.table.write.records import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
     FILE_ID,
+    FILE_NAME,
     IS_DELETE,
     META_COLUMNS,
     PARTITION_PATH,
@@ -193,8 +196,11 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
     }
 
 
-#: rows looked at per column to choose its encoding (spread evenly over the file)
+#: rows looked at per column to choose its encoding: runs of rows spread evenly over the file
 _DICTIONARY_SAMPLE = 2048
+_DICTIONARY_SAMPLE_RUNS = 16
+_REPEATED_META = frozenset((COMMIT_TIME, PARTITION_PATH, FILE_NAME))
+_UNIQUE_META = frozenset((COMMIT_SEQNO, RECORD_KEY))
 #: a column whose sample is at most this share distinct values is dictionary encoded
 _DICTIONARY_MAX_DISTINCT = 0.75
 
@@ -220,20 +226,28 @@ def dictionary_columns(table: pa.Table) -> list[str]:
     measurements) that attempt costs more than the rest of the encoding. Here each column's
     values at evenly spread rows are counted instead: a column with few distinct values
     (``_hoodie_commit_time``, ``_hoodie_file_name``, partition values, categories) keeps its
-    dictionary, the others are written plain. Nested columns keep dictionaries on every leaf."""
+    dictionary, the others are written plain. The meta columns need no counting: commit time,
+    partition path and file name repeat in every file, record key and sequence number never do.
+    Nested columns keep dictionaries on every leaf."""
     n = table.num_rows
-    rows = None
-    if n > _DICTIONARY_SAMPLE:
-        rows = pa.array(np.linspace(0, n - 1, _DICTIONARY_SAMPLE).astype(np.int64))
+    # slices (zero-copy; a take would first concatenate the chunks of a merged file)
+    run = _DICTIONARY_SAMPLE // _DICTIONARY_SAMPLE_RUNS
+    starts = np.linspace(0, max(0, n - run), _DICTIONARY_SAMPLE_RUNS).astype(np.int64)
     out: list[str] = []
     for field, col in zip(table.schema, table.columns, strict=True):
         t = field.type
-        if pa.types.is_nested(t):
-            out.extend(_leaf_paths(field.name, t))
-        elif pa.types.is_dictionary(t):
+        if field.name in _UNIQUE_META:
+            continue
+        if field.name in _REPEATED_META or pa.types.is_dictionary(t):
             out.append(field.name)
+        elif pa.types.is_nested(t):
+            out.extend(_leaf_paths(field.name, t))
         elif not pa.types.is_boolean(t) and n:
-            sample = col if rows is None else col.take(rows)
+            if n > _DICTIONARY_SAMPLE:
+                parts = [c for s in starts for c in col.slice(int(s), run).chunks]
+                sample = pa.chunked_array(parts, type=t)
+            else:
+                sample = col
             distinct = pc.count_distinct(sample, mode="all").as_py()
             if distinct <= _DICTIONARY_MAX_DISTINCT * len(sample):
                 out.append(field.name)
