@@ -155,6 +155,7 @@ def test_a_failing_group_cancels_the_rest_and_waits_for_running_ones(
         base: FileSlice | None,
         task_id: int = 0,
         attempt: int = 0,
+        read_threads: bool = False,
     ) -> WriteStat | None:
         nonlocal running
         with lock:
@@ -165,7 +166,7 @@ def test_a_failing_group_cancels_the_rest_and_waits_for_running_ones(
             if first:
                 raise OSError("disk full")
             failed.wait(timeout=1)  # the others are slow: the failure comes back first
-            return real(ctx, partition, file_id, records, base, task_id, attempt)
+            return real(ctx, partition, file_id, records, base, task_id, attempt, read_threads)
         finally:
             with lock:
                 running -= 1

@@ -17,7 +17,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,6 +294,7 @@ def write_file_group(
     base: FileSlice | None,
     task_id: int = 0,
     attempt: int = 0,
+    read_threads: bool = False,
 ) -> WriteStat | None:
     """Write the new version of one file group; None when there is nothing to write (only
     deletes for a group that does not exist).
@@ -302,7 +303,10 @@ def write_file_group(
     ``_hoodline_is_delete`` (a partition path or file id column is not read). They hold at most
     one record per key, as :func:`~.client.prepare_records` (or the pipeline's per-round
     reduction) leaves them; only a bulk_insert that does not combine
-    (``hoodie.combine.before.insert``) brings duplicates, and they are written as given."""
+    (``hoodie.combine.before.insert``) brings duplicates, and they are written as given.
+
+    ``read_threads``: decode the old base file's columns on pyarrow's thread pool; off, as
+    callers usually write several groups at once (threads contending for two cores cost CPU)."""
     upserts, delete_keys = _split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
         upserts = upserts.drop_columns([IS_DELETE])
@@ -323,7 +327,8 @@ def write_file_group(
     num_updates = num_deletes = 0
     if base is not None:
         base_path = table.base_path / base.base_file
-        old = pq.read_table(base_path).replace_schema_metadata(None)
+        old = pq.read_table(base_path, use_threads=read_threads)
+        old = old.replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
@@ -401,6 +406,10 @@ def write_file_groups(
             (partition, file_id, order[start:stop], view.latest_file_slice(partition, file_id))
         )
 
+    if threads is None:
+        threads = ctx.options.write_threads or available_cores()
+    workers = min(max(1, threads), len(jobs))
+    read_threads = workers < threads  # cores left over: pyarrow may decode in parallel
     # each group's rows are gathered from the columns write_file_group reads (not the file id;
     # the partition path is the group's own)
     payload = tagged.drop_columns([FILE_ID, PARTITION_PATH])
@@ -408,20 +417,18 @@ def write_file_groups(
     def write(job: tuple[str, str, npt.NDArray[np.int64], FileSlice | None]) -> WriteStat | None:
         partition, file_id, rows, base = job
         records = payload.take(pa.array(rows))
-        return write_file_group(ctx, partition, file_id, records, base, task_id, attempt)
+        return write_file_group(
+            ctx, partition, file_id, records, base, task_id, attempt, read_threads
+        )
 
-    if threads is None:
-        threads = ctx.options.write_threads or available_cores()
-    workers = min(max(1, threads), len(jobs))
     if workers == 1:
         results = [write(job) for job in jobs]
     else:
         # biggest groups first, so no thread is left with a big one at the end
         by_size = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2]))
-        futures: list[Future[WriteStat | None]] = [Future()] * len(jobs)
         with ThreadPoolExecutor(workers, thread_name_prefix="hoodline-write") as pool:
-            for i in by_size:
-                futures[i] = pool.submit(write, jobs[i])
+            submitted = {i: pool.submit(write, jobs[i]) for i in by_size}
+            futures = [submitted[i] for i in range(len(jobs))]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
             finally:
