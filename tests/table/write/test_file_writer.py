@@ -1,5 +1,6 @@
 """The file writer's own choices: which columns get dictionaries, file groups written by several
-threads (same files and stats as one thread, a failing group stops the rest cleanly)."""
+threads (same files and stats as one thread, a failing group stops the rest cleanly), a group's
+rows gathered batch by batch from chunked tables."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hoodline.table.write import file_writer
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import WriteContext, dictionary_columns, write_file_groups
 from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.records import take_rows
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
 from tests.table.write.helpers import SMALL_FILES, rows, snapshot_dict
 
@@ -178,3 +180,20 @@ def test_a_failing_group_cancels_the_rest_and_waits_for_running_ones(
     # the failing group and at most one group per thread that was already running or picked
     # up before the failure was seen; the other groups of 9 were never started
     assert 2 <= len(started) <= 3
+
+
+def test_take_rows_matches_take_across_chunks() -> None:
+    n = 1000
+    one = pa.table({"k": pa.array(np.arange(n).astype(str)), "v": pa.array(np.arange(n))})
+    # columns chunked differently (as after appending a computed column to a file's rows)
+    chunked = pa.table(
+        {
+            "k": pa.chunked_array([one["k"].slice(0, 300), one["k"].slice(300)]),
+            "v": pa.chunked_array([one["v"].slice(i, 100) for i in range(0, n, 100)]),
+        }
+    )
+    rows = np.array([0, 5, 299, 300, 301, 650, 999], dtype=np.int64)
+    for table in (one, chunked):
+        assert take_rows(table, rows).equals(one.take(pa.array(rows)))
+        assert take_rows(table, rows[:0]).num_rows == 0
+        assert take_rows(table, rows[:0]).schema == one.schema

@@ -30,6 +30,7 @@ from hoodline.table.write.records import (
     RECORD_KEY,
     dictionary_codes,
     group_slices,
+    take_rows,
 )
 
 _NAMESPACE = uuid.UUID("0b6c0f52-4a59-4d8e-a0f3-2f9c71e5d4b7")
@@ -79,8 +80,8 @@ class BucketAssigner:
         every_row = len(insert_rows) == tagged.num_rows
 
         def of_inserts(name: str) -> pa.ChunkedArray:
-            col = tagged.column(name)
-            return col if every_row else col.take(pa.array(insert_rows))
+            col = tagged.select([name])
+            return (col if every_row else take_rows(col, insert_rows)).column(0)
 
         codes, partitions = dictionary_codes(of_inserts(PARTITION_PATH))
         order, runs = group_slices(codes)  # each partition's inserts, in input order
@@ -92,7 +93,8 @@ class BucketAssigner:
             counts = self._plan(partitions[code], len(rows))
             if len(counts) > 1:  # contiguous key ranges per file group
                 keys = of_inserts(RECORD_KEY) if keys is None else keys
-                rows = rows[pc.sort_indices(keys.take(pa.array(rows))).to_numpy()]
+                part_keys = take_rows(pa.table({RECORD_KEY: keys}), rows).column(0)
+                rows = rows[pc.sort_indices(part_keys).to_numpy()]
             base = len(ids)
             ids.extend(fid for fid, _ in counts)
             assigned[rows] = np.repeat(np.arange(base, base + len(counts)), [c for _, c in counts])

@@ -62,6 +62,7 @@ from hoodline.table.write.records import (
     align_to_schema,
     dictionary_codes,
     group_slices,
+    take_rows,
 )
 
 
@@ -416,7 +417,7 @@ def write_file_groups(
 
     def write(job: tuple[str, str, npt.NDArray[np.int64], FileSlice | None]) -> WriteStat | None:
         partition, file_id, rows, base = job
-        records = payload.take(pa.array(rows))
+        records = take_rows(payload, rows)  # a group's rows are ascending (stable grouping)
         return write_file_group(
             ctx, partition, file_id, records, base, task_id, attempt, read_threads
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,6 +54,25 @@ def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, in
     stops = np.concatenate((cuts, [len(codes)]))
     runs = zip(starts, stops, strict=True)
     return order, [(int(sorted_codes[s]), int(s), int(e)) for s, e in runs]
+
+
+def take_rows(table: pa.Table, rows: npt.NDArray[np.int64]) -> pa.Table:
+    """``table.take(rows)`` for *ascending* ``rows``, taken record batch by record batch.
+
+    pyarrow's take on chunked columns (a table read from a parquet file has a chunk per row
+    group) locates the chunk of every row, two to three times slower than a take from one
+    contiguous batch; concatenating the chunks first costs a copy of everything instead."""
+    batches = table.to_batches()
+    if len(batches) <= 1:
+        return table.take(pa.array(rows))
+    bounds = np.cumsum([0] + [b.num_rows for b in batches])
+    cuts = np.searchsorted(rows, bounds)
+    parts = [
+        batch.take(pa.array(rows[lo:hi] - start))
+        for batch, start, lo, hi in zip(batches, bounds[:-1], cuts[:-1], cuts[1:], strict=True)
+        if hi > lo
+    ]
+    return pa.Table.from_batches(parts, schema=table.schema)
 
 
 def dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
