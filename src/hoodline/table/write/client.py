@@ -60,6 +60,7 @@ from hoodline.table.index import make_index
 from hoodline.table.instant import COMMIT, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
+from hoodline.table.parallel import resolve_threads
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
@@ -124,11 +125,14 @@ def tag_and_assign(
     task_id: int = 0,
     num_tasks: int = 1,
     view: FileSystemView | None = None,
+    threads: int | None = None,
 ) -> pa.Table:
     """Give every record its file group: index lookup, then the bucket assigner for inserts.
 
     Runs on one task's share of the records; records with the same key must be in one task.
-    Deletes of keys the table does not hold are dropped here."""
+    Deletes of keys the table does not hold are dropped here. The BLOOM index reads the base
+    files of several partitions at once on ``threads`` threads (0: every core; None:
+    ``hoodline.write.threads``); pass 1 when several tasks already run side by side."""
     if records.num_rows == 0:
         return records.append_column(FILE_ID, pa.array([], pa.string()))
     table = ctx.table()
@@ -139,7 +143,8 @@ def tag_and_assign(
         tagged = records.append_column(FILE_ID, pa.nulls(records.num_rows, pa.string()))
         use_small = False
     else:
-        tagged = make_index(table.base_path, config).tag(records, view)
+        threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
+        tagged = make_index(table.base_path, config, threads).tag(records, view)
         use_small = True
     if config.index_type == IndexType.BLOOM:
         if ctx.operation is WriteOperation.DELETE:

@@ -17,7 +17,6 @@ import os
 import threading
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from hoodline.table.fs_view import (
     base_file_name,
 )
 from hoodline.table.markers import Markers
+from hoodline.table.parallel import map_in_threads, resolve_threads
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
@@ -363,14 +363,6 @@ def write_file_group(
     )
 
 
-def available_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def write_file_groups(
     ctx: WriteContext,
     tagged: pa.Table,
@@ -381,8 +373,8 @@ def write_file_groups(
 ) -> list[WriteStat]:
     """Write every file group named in ``tagged._hoodline_file_id`` (one task's share).
 
-    File groups are written by ``threads`` threads at once (None: ``hoodline.write.threads``
-    of the options, whose 0 means every core); pass 1 when the caller already runs several
+    File groups are written by ``threads`` threads at once (0: every core; None:
+    ``hoodline.write.threads`` of the options); pass 1 when the caller already runs several
     writers side by side. pyarrow and numpy release the GIL for the heavy parts (gathering the
     rows, reading the old base file, encoding, hashing keys into the bloom filter). Stats come
     back in file-group order whatever the threads; if one group fails, groups not yet started
@@ -407,8 +399,7 @@ def write_file_groups(
             (partition, file_id, order[start:stop], view.latest_file_slice(partition, file_id))
         )
 
-    if threads is None:
-        threads = ctx.options.write_threads or available_cores()
+    threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
     workers = min(max(1, threads), len(jobs))
     read_threads = workers < threads  # cores left over: pyarrow may decode in parallel
     # each group's rows are gathered from the columns write_file_group reads (not the file id;
@@ -422,25 +413,7 @@ def write_file_groups(
             ctx, partition, file_id, records, base, task_id, attempt, read_threads
         )
 
-    if workers == 1:
-        results = [write(job) for job in jobs]
-    else:
-        # biggest groups first, so no thread is left with a big one at the end
-        by_size = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][2]))
-        with ThreadPoolExecutor(workers, thread_name_prefix="hoodline-write") as pool:
-            submitted = {i: pool.submit(write, jobs[i]) for i in by_size}
-            futures = [submitted[i] for i in range(len(jobs))]
-            try:
-                wait(futures, return_when=FIRST_EXCEPTION)
-            finally:
-                for f in futures:
-                    f.cancel()  # the groups not started yet (after a failure)
-        # leaving the pool waited for the groups that were running
-        for f in futures:
-            exc = None if f.cancelled() else f.exception()
-            if exc is not None:
-                raise exc
-        results = [f.result() for f in futures]
+    results = map_in_threads(write, jobs, workers, cost=lambda job: len(job[2]))
     return [stat for stat in results if stat is not None]
 
 
