@@ -214,7 +214,7 @@ class BloomIndex:
             cand_idx = idx[cand]
             stats.files_read += 1
             stats.keys_checked_exactly += len(cand_idx)
-            file_keys = pq.read_table(path, columns=[RECORD_KEY], use_threads=False)
+            file_keys = pq.ParquetFile(path, memory_map=True).read([RECORD_KEY], use_threads=False)
             hit = pc.is_in(
                 keys.take(pa.array(cand_idx)),
                 value_set=file_keys.column(RECORD_KEY).combine_chunks(),

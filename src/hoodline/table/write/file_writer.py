@@ -328,7 +328,7 @@ def write_file_group(
     num_updates = num_deletes = 0
     if base is not None:
         base_path = table.base_path / base.base_file
-        old = pq.read_table(base_path, use_threads=read_threads)
+        old = pq.ParquetFile(base_path, memory_map=True).read(use_threads=read_threads)
         old = old.replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
