@@ -68,32 +68,24 @@ def num_hashes(bits: int, num_entries: int) -> int:
 
 
 @dataclass
-class _KeyMatrix:
-    """Keys as a zero-padded ``(n, width)`` byte matrix plus their byte lengths."""
+class _KeyBytes:
+    """The UTF-8 bytes of the keys (one buffer) with each key's start and length."""
 
     data: npt.NDArray[np.uint8]
+    starts: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.int64]
 
 
-def _key_matrix(keys: pa.Array | pa.ChunkedArray) -> _KeyMatrix:
+def _key_bytes(keys: pa.Array | pa.ChunkedArray) -> _KeyBytes:
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     arr = pc.cast(arr, pa.large_binary())
     if arr.null_count:
         raise TableError("bloom filter keys must not be null")
     n = len(arr)
-    offsets_buf = arr.buffers()[1]
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     data_buf = arr.buffers()[2]
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    lengths = np.diff(offsets).astype(np.int64)
-    width = int(lengths.max()) if n else 0
-    width = (width + 3) // 4 * 4 + 4  # room for the tail bytes of every key
-    mat = np.zeros((n, width), dtype=np.uint8)
-    if n and offsets[-1] > offsets[0]:
-        raw = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
-        rows = np.repeat(np.arange(n), lengths)
-        cols = np.arange(len(raw)) - np.repeat(offsets[:-1] - offsets[0], lengths)
-        mat[rows, cols] = raw
-    return _KeyMatrix(mat, lengths)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(0, np.uint8)
+    return _KeyBytes(data, offsets[:-1], np.diff(offsets))
 
 
 @dataclass
@@ -109,29 +101,31 @@ class _MurmurPlan:
     has_tail: Bools | None  # None: every key has a tail; all-false arrays are dropped
 
 
-def _murmur_plan(keys: _KeyMatrix) -> _MurmurPlan:
-    data = keys.data
-    lengths = keys.lengths
+def _murmur_plan(keys: _KeyBytes) -> _MurmurPlan:
+    starts, lengths = keys.starts, keys.lengths
     n = len(lengths)
+    # the buffer plus zero padding, read as a little-endian uint32 at every byte offset
+    data: npt.NDArray[np.uint8] = np.concatenate((keys.data, np.zeros(4, np.uint8)))
+    words = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+    last = len(words) - 1
     nblocks = lengths >> 2
     max_blocks = int(nblocks.max()) if n else 0
     blocks: list[tuple[U32, Bools | None]] = []
     for i in range(max_blocks):
-        b = data[:, 4 * i : 4 * i + 4].astype(np.uint32)
-        k = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16) | (b[:, 3] << 24)
-        k = k * _M
+        k = words[np.minimum(starts + 4 * i, last)].astype(np.uint32)
+        k *= _M
         k ^= k >> np.uint32(24)
-        k = k * _M
+        k *= _M
         active = nblocks > i
-        blocks.append((k.astype(np.uint32), None if active.all() else active))
+        blocks.append((k, None if active.all() else active))
     left = lengths & 3
     tail = np.zeros(n, dtype=np.uint32)
     if n and left.any():
-        rows = np.arange(n)
+        ends = starts + lengths
 
         def signed_from_end(j: int) -> U32:
             # Hadoop reads the tail from the end: data[length - j], sign-extended
-            raw = data[rows, np.maximum(lengths - j, 0)]
+            raw = data[np.maximum(ends - j, 0)]
             return raw.view(np.int8).astype(np.int32).astype(np.uint32)
 
         tail = np.where(left >= 3, tail ^ (signed_from_end(3) << np.uint32(16)), tail)
@@ -191,7 +185,7 @@ _CHUNK = 16384
 
 
 def bit_positions(
-    keys: _KeyMatrix, nb_hash: int, vector_size: int
+    keys: _KeyBytes, nb_hash: int, vector_size: int
 ) -> Iterator[tuple[int, int, npt.NDArray[np.intp]]]:
     """Bit positions as Hadoop's ``HashFunction.hash`` computes them, chunk by chunk: for keys
     ``start:stop`` and each hash function in turn, ``(start, stop, positions)``. The positions
@@ -242,7 +236,7 @@ class SimpleBloomFilter:
         if len(keys) == 0:
             return
         self._check_murmur()
-        for _start, _stop, pos in bit_positions(_key_matrix(keys), self.nb_hash, self.vector_size):
+        for _start, _stop, pos in bit_positions(_key_bytes(keys), self.nb_hash, self.vector_size):
             self.bits[pos] = True
 
     def might_contain(self, keys: pa.Array | pa.ChunkedArray) -> Bools:
@@ -251,7 +245,7 @@ class SimpleBloomFilter:
         if self.hash_type != _MURMUR:  # cannot evaluate: never exclude a key
             return np.ones(len(keys), dtype=np.bool_)
         out = np.ones(len(keys), dtype=np.bool_)
-        for start, stop, pos in bit_positions(_key_matrix(keys), self.nb_hash, self.vector_size):
+        for start, stop, pos in bit_positions(_key_bytes(keys), self.nb_hash, self.vector_size):
             out[start:stop] &= self.bits[pos]
         return out
 
