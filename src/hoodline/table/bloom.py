@@ -125,7 +125,7 @@ def _murmur_plan(keys: _KeyBytes) -> _MurmurPlan:
 
         def signed_from_end(j: int) -> U32:
             # Hadoop reads the tail from the end: data[length - j], sign-extended
-            raw = data[np.maximum(ends - j, 0)]
+            raw: npt.NDArray[np.uint8] = data[np.maximum(ends - j, 0)]
             return raw.view(np.int8).astype(np.int32).astype(np.uint32)
 
         tail = np.where(left >= 3, tail ^ (signed_from_end(3) << np.uint32(16)), tail)
