@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen import KeyGenerator
 from hoodline.table.properties import TableConfig
+from hoodline.table.write import records
 from hoodline.table.write.prepare import (
     conform_types,
     dedupe,
@@ -125,3 +127,14 @@ def test_conform_types_widens_losslessly_and_refuses_other_kinds() -> None:
     narrow = pa.schema([("id", pa.int8())])
     with pytest.raises(InvalidRecordsError, match="'id'"):
         conform_types(pa.table({"id": [1000]}), narrow)
+
+
+def test_all_distinct_is_exact_even_when_hashes_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = pa.chunked_array([pa.array(["a", "é", ""]), pa.array(["ab", "ba", "a\x00"])])
+    assert records.all_distinct(keys)
+    assert not records.all_distinct(pa.chunked_array([pa.array(["x", "y"]), pa.array(["x"])]))
+    assert len(set(records.string_hashes64(keys).tolist())) == 6
+    # every hash equal: the exact check decides
+    monkeypatch.setattr(records, "string_hashes64", lambda v: np.zeros(len(v), np.uint64))
+    assert records.all_distinct(keys)
+    assert not records.all_distinct(pa.array(["x", "y", "x"]))

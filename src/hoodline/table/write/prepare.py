@@ -28,6 +28,7 @@ from hoodline.table.write.records import (
     RECORD_KEY,
     Batch,
     align_to_schema,
+    all_distinct,
     as_table,
 )
 
@@ -66,7 +67,7 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
         return table
     keys = table.column(RECORD_KEY)
     parts = table.column(PARTITION_PATH)
-    if pc.count_distinct(keys).as_py() == n:  # keys unique overall: unique per partition too
+    if all_distinct(keys):  # keys unique overall: unique per partition too
         return table
     combined = pc.binary_join_element_wise(parts, keys, "\x00")
     pos = pa.array(np.arange(n, dtype=np.int64))
