@@ -19,10 +19,12 @@ import uuid
 import zlib
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.table.index.bloom_index import file_id_column
+from hoodline.table.parallel import map_in_threads
 from hoodline.table.write.profile import WriteProfile
 from hoodline.table.write.records import (
     FILE_ID,
@@ -30,6 +32,7 @@ from hoodline.table.write.records import (
     RECORD_KEY,
     dictionary_codes,
     group_slices,
+    string_sort_order,
     take_rows,
 )
 
@@ -55,6 +58,7 @@ class BucketAssigner:
         task_id: int = 0,
         num_tasks: int = 1,
         use_small_files: bool = True,
+        threads: int = 1,
     ) -> None:
         if not 0 <= task_id < max(1, num_tasks):
             raise ValueError(f"task id {task_id} is not in [0, {num_tasks})")
@@ -63,13 +67,15 @@ class BucketAssigner:
         self.task_id = task_id
         self.num_tasks = max(1, num_tasks)
         self.use_small_files = use_small_files
+        self.threads = threads
         self._seq = 0
 
     def assign(self, tagged: pa.Table) -> pa.Table:
         """Fill null ``_hoodline_file_id`` values; tagged (update) records keep theirs.
 
         Inserts of a partition that go to more than one file group are cut in record-key
-        order; when a partition's inserts all go to one group, no sort is needed."""
+        order (partitions sorted on ``threads`` threads); when a partition's inserts all go to
+        one group, no sort is needed."""
         if tagged.num_rows == 0:
             return tagged
         file_col = tagged.column(FILE_ID)
@@ -85,16 +91,27 @@ class BucketAssigner:
 
         codes, partitions = dictionary_codes(of_inserts(PARTITION_PATH))
         order, runs = group_slices(codes)  # each partition's inserts, in input order
-        keys: pa.ChunkedArray | None = None
+        runs.sort(key=lambda run: partitions[run[0]])
+        plans = [self._plan(partitions[code], stop - start) for code, start, stop in runs]
+        keys = of_inserts(RECORD_KEY) if any(len(p) > 1 for p in plans) else None
+
+        def rows_in_key_order(i: int) -> npt.NDArray[np.int64]:
+            _code, start, stop = runs[i]
+            rows = order[start:stop]
+            if len(plans[i]) == 1 or keys is None:
+                return rows
+            part_keys = take_rows(pa.table({RECORD_KEY: keys}), rows).column(0)
+            by_key: npt.NDArray[np.int64] = rows[string_sort_order(part_keys)]
+            return by_key
+
+        def sort_cost(i: int) -> int:
+            return runs[i][2] - runs[i][1] if len(plans[i]) > 1 else 0
+
+        # partitions are sorted on several threads (Arrow's sort releases the GIL)
+        ordered = map_in_threads(rows_in_key_order, range(len(runs)), self.threads, sort_cost)
         ids: list[str] = []
         assigned = np.empty(len(insert_rows), dtype=np.int64)
-        for code, start, stop in sorted(runs, key=lambda run: partitions[run[0]]):
-            rows = order[start:stop]
-            counts = self._plan(partitions[code], len(rows))
-            if len(counts) > 1:  # contiguous key ranges per file group
-                keys = of_inserts(RECORD_KEY) if keys is None else keys
-                part_keys = take_rows(pa.table({RECORD_KEY: keys}), rows).column(0)
-                rows = rows[pc.sort_indices(part_keys).to_numpy()]
+        for counts, rows in zip(plans, ordered, strict=True):
             base = len(ids)
             ids.extend(fid for fid, _ in counts)
             assigned[rows] = np.repeat(np.arange(base, base + len(counts)), [c for _, c in counts])

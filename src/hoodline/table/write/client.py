@@ -130,8 +130,8 @@ def tag_and_assign(
     """Give every record its file group: index lookup, then the bucket assigner for inserts.
 
     Runs on one task's share of the records; records with the same key must be in one task.
-    Deletes of keys the table does not hold are dropped here. The BLOOM index reads the base
-    files of several partitions at once on ``threads`` threads (0: every core; None:
+    Deletes of keys the table does not hold are dropped here. The BLOOM index and the
+    assigner work on several partitions at once on ``threads`` threads (0: every core; None:
     ``hoodline.write.threads``); pass 1 when several tasks already run side by side."""
     if records.num_rows == 0:
         return records.append_column(FILE_ID, pa.array([], pa.string()))
@@ -139,18 +139,18 @@ def tag_and_assign(
     if view is None:
         view = table.fs_view()
     config = ctx.config
+    threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
     if ctx.operation is WriteOperation.BULK_INSERT and config.index_type == IndexType.BLOOM:
         tagged = records.append_column(FILE_ID, pa.nulls(records.num_rows, pa.string()))
         use_small = False
     else:
-        threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
         tagged = make_index(table.base_path, config, threads).tag(records, view)
         use_small = True
     if config.index_type == IndexType.BLOOM:
         if ctx.operation is WriteOperation.DELETE:
             return tagged.filter(pc.is_valid(tagged.column(FILE_ID)))
         profile = WriteProfile(view, ctx.options)
-        assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small)
+        assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small, threads)
         tagged = assigner.assign(tagged)
     return tagged
 
@@ -430,4 +430,3 @@ class WriteClient:
                 raise TableError(
                     f"extra metadata must map strings to strings; got {k!r}: {type(v).__name__}"
                 )
-

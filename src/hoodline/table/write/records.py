@@ -85,19 +85,15 @@ _HASH_CHUNK = 32768
 def string_hashes64(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint64]:
     """A 64-bit FNV-1a hash of every string's bytes (and length), vectorised one byte position
     at a time over chunks of values: equal strings, equal hashes. Nulls hash as empty."""
-    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    arr = pc.cast(arr, pa.large_binary())
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    data_buf = arr.buffers()[2]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(1, np.uint8)
-    last = max(0, len(data) - 1)
-    lengths = np.diff(offsets)
+    data, starts, lengths = _binary_buffers(values)
+    data = np.concatenate((data, np.zeros(1, np.uint8)))
+    last = len(data) - 1
+    n = len(lengths)
     out = np.empty(n, dtype=np.uint64)
     for start in range(0, n, _HASH_CHUNK):
         stop = min(n, start + _HASH_CHUNK)
         lens = lengths[start:stop]
-        pos = offsets[start:stop].copy()
+        pos = starts[start:stop].copy()
         h = _FNV_OFFSET ^ lens.astype(np.uint64)
         for j in range(int(lens.max()) if stop > start else 0):
             byte = data[np.minimum(pos, last)].astype(np.uint64)
@@ -116,6 +112,44 @@ def all_distinct(values: pa.Array | pa.ChunkedArray) -> bool:
     if not (hashes[1:] == hashes[:-1]).any():
         return True
     return bool(pc.count_distinct(values, mode="all").as_py() == len(values))
+
+
+def _binary_buffers(
+    values: pa.Array | pa.ChunkedArray,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(bytes, start, length) of every string (one contiguous buffer)."""
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    arr = pc.cast(arr, pa.large_binary())
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(0, np.uint8)
+    return data, offsets[:-1], np.diff(offsets)
+
+
+def string_sort_order(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
+    """Row order sorting the strings ascending (byte-wise, ties in row order), as
+    ``pc.sort_indices`` gives it.
+
+    Strings of at most 8 bytes (numeric ids, short codes) are sorted as big-endian 64-bit
+    integers of their zero-padded bytes, 2-3x cheaper than Arrow's string sort; equal integers
+    (equal strings, or strings differing only in trailing NUL bytes) and longer strings are
+    left to Arrow."""
+    data, starts, lengths = _binary_buffers(values)
+    n = len(lengths)
+    if n < 2 or lengths.max() > 8:
+        return np.asarray(pc.sort_indices(values).to_numpy(), dtype=np.int64)
+    padded = np.concatenate((data, np.zeros(8, np.uint8)))
+    prefix = np.zeros(n, dtype=np.uint64)
+    for j in range(int(lengths.max())):
+        byte = padded[starts + j].astype(np.uint64)
+        byte[lengths <= j] = 0
+        prefix |= byte << np.uint64(56 - 8 * j)
+    order = np.argsort(prefix, kind="stable")
+    in_order = prefix[order]
+    if (in_order[1:] == in_order[:-1]).any():
+        return np.asarray(pc.sort_indices(values).to_numpy(), dtype=np.int64)
+    return order
 
 
 def dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
