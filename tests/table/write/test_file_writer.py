@@ -1,6 +1,7 @@
 """The file writer's own choices: which columns get dictionaries, file groups written by several
 threads (same files and stats as one thread, a failing group stops the rest cleanly), a group's
-rows gathered batch by batch from chunked tables."""
+rows gathered batch by batch from chunked tables, the footer bloom filter where Java Hudi writes
+it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hoodline.table.bloom import BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import FileSlice
+from hoodline.table.read import latest_base_files
 from hoodline.table.table import HudiTable
 from hoodline.table.write import file_writer
 from hoodline.table.write.client import WriteClient, tag_and_assign
@@ -197,3 +200,26 @@ def test_take_rows_matches_take_across_chunks() -> None:
         assert take_rows(table, rows).equals(one.take(pa.array(rows)))
         assert take_rows(table, rows[:0]).num_rows == 0
         assert take_rows(table, rows[:0]).schema == one.schema
+
+
+@pytest.mark.parametrize(
+    ("index", "enabled", "footer"),
+    [("BUCKET", True, True), ("BUCKET", False, False), ("BLOOM", False, True)],
+)
+def test_footer_bloom_filter_where_java_hudi_writes_it(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index: str,
+    enabled: bool,
+    footer: bool,
+) -> None:
+    table = new_table(index)
+    client = client_for(table, {"hoodie.parquet.bloom.filter.enabled": enabled})
+    client.insert(rows(list(range(20)), region=["eu", "us"] * 10))
+    client.upsert(rows([1, 2, 40], region=["us", "eu", "eu"], ts=2, v="b"))
+    for path in latest_base_files(table):
+        kv = pq.read_metadata(path).metadata
+        for key in (BLOOM_FILTER_KEY, MIN_RECORD_KEY, MAX_RECORD_KEY):
+            assert (key.encode() in kv) is footer, (path, key)
+    assert_hudi_matches_hoodline(table)
+    assert len(snapshot_dict(table)) == 21

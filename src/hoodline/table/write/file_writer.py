@@ -4,7 +4,8 @@ For a file group with a committed base file the new base file holds the old rows
 neither updated nor deleted — copied unchanged, including their ``_hoodie_commit_time`` and
 ``_hoodie_commit_seqno`` — followed by the new/updated records. A group without a base file gets
 just the new records. The five ``_hoodie_`` meta columns come first; the footer carries the
-record-key bloom filter and min/max key under Hudi's keys, whatever the table's index type.
+record-key bloom filter and min/max key under Hudi's keys (unless a table without the BLOOM index
+turns them off with ``hoodie.parquet.bloom.filter.enabled``, as in Hudi).
 
 A marker is created before the data file, and the file is written under its final name (readers
 ignore files of instants that never completed; rollback deletes the marked files). A file group
@@ -46,7 +47,7 @@ from hoodline.table.fs_view import (
 )
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import map_in_threads, resolve_threads
-from hoodline.table.properties import TableConfig
+from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
@@ -184,8 +185,15 @@ def _keep_newer_stored(
     return pc.and_(replaced, pc.invert(stored_wins)), upserts
 
 
-def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str, str]:
+def _footer(keys: pa.ChunkedArray | pa.Array, ctx: WriteContext) -> dict[str, str]:
+    """Bloom filter and min/max record key, where Java Hudi writes them: with meta fields
+    populated (always, in hoodline) when ``hoodie.parquet.bloom.filter.enabled`` (default) or the
+    index type is BLOOM (``HoodieFileWriterFactory.enableBloomFilter``); the min/max keys only
+    come with the filter (``HoodieBloomFilterWriteSupport.finalizeMetadata``)."""
+    options = ctx.options
     if len(keys) == 0:
+        return {}
+    if not options.bloom_filter_enabled and ctx.config.index_type is not IndexType.BLOOM:
         return {}
     mm = pc.min_max(keys)
     flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries)
@@ -346,7 +354,7 @@ def write_file_group(
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet(path, out, _footer(out.column(RECORD_KEY), ctx.options), ctx.options)
+    write_parquet(path, out, _footer(out.column(RECORD_KEY), ctx), ctx.options)
     size = path.stat().st_size
     return WriteStat(
         file_id=file_id,

@@ -71,6 +71,15 @@ RECORD_SIZE_LOOKBACK = cfg.option(
     "How many recent commits are examined to estimate the average record size.",
     minimum=1,
 )
+BLOOM_FILTER_ENABLED = cfg.option(
+    "hoodie.parquet.bloom.filter.enabled",
+    bool,
+    True,
+    "Store a bloom filter of the record keys and the min/max record key in each base file's "
+    "footer, as Java Hudi does by default. Tables with the BLOOM index always store them (the "
+    "index reads them); others may turn this off to save the CPU time of hashing every key "
+    "(a BLOOM index still finds keys in files without them, by reading the key column).",
+)
 BLOOM_FPP = cfg.option(
     "hoodie.index.bloom.fpp",
     float,
@@ -149,6 +158,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     RECORD_SIZE_ESTIMATE,
     RECORD_SIZE_ESTIMATION_THRESHOLD,
     RECORD_SIZE_LOOKBACK,
+    BLOOM_FILTER_ENABLED,
     BLOOM_FPP,
     BLOOM_MIN_ENTRIES,
     PARQUET_COMPRESSION,
@@ -173,6 +183,7 @@ class WriteOptions:
     record_size_estimate: int = RECORD_SIZE_ESTIMATE.default
     record_size_estimation_threshold: float = RECORD_SIZE_ESTIMATION_THRESHOLD.default
     record_size_lookback: int = RECORD_SIZE_LOOKBACK.default
+    bloom_filter_enabled: bool = BLOOM_FILTER_ENABLED.default
     bloom_fpp: float = BLOOM_FPP.default
     bloom_min_entries: int = BLOOM_MIN_ENTRIES.default
     compression: Compression = PARQUET_COMPRESSION.default
@@ -196,6 +207,7 @@ class WriteOptions:
             record_size_estimate=o.get(RECORD_SIZE_ESTIMATE),
             record_size_estimation_threshold=o.get(RECORD_SIZE_ESTIMATION_THRESHOLD),
             record_size_lookback=o.get(RECORD_SIZE_LOOKBACK),
+            bloom_filter_enabled=o.get(BLOOM_FILTER_ENABLED),
             bloom_fpp=o.get(BLOOM_FPP),
             bloom_min_entries=o.get(BLOOM_MIN_ENTRIES),
             compression=o.get(PARQUET_COMPRESSION),
