@@ -44,18 +44,28 @@ def data_column_names(table: pa.Table | pa.Schema) -> list[str]:
 
 
 def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-    """Stable order grouping equal ``codes`` together, and ``(code, start, stop)`` per group."""
+    """Stable order grouping equal ``codes`` together, and ``(code, start, stop)`` per group
+    (groups in ascending code order)."""
     if len(codes) == 0:
         return np.zeros(0, dtype=np.int64), []
-    # numpy sorts 16-bit integers by radix (linear): far cheaper than a stable int64 sort
-    small = 0 <= codes.min() and codes.max() <= np.iinfo(np.uint16).max
-    order = np.argsort(codes.astype(np.uint16) if small else codes, kind="stable")
+    if 0 <= codes.min() and codes.max() <= np.iinfo(np.uint16).max:
+        # numpy sorts 16-bit integers by radix (linear), far cheaper than a stable int64 sort;
+        # the group bounds follow from the counts
+        order = np.argsort(codes.astype(np.uint16), kind="stable")
+        counts = np.bincount(codes)
+        present = np.flatnonzero(counts)
+        stops = np.cumsum(counts)[present]
+        starts = stops - counts[present]
+        runs = zip(present, starts, stops, strict=True)
+        return order, [(int(c), int(s), int(e)) for c, s, e in runs]
+    order = np.argsort(codes, kind="stable")
     sorted_codes = codes[order]
     cuts = np.flatnonzero(np.diff(sorted_codes)) + 1
     starts = np.concatenate(([0], cuts))
     stops = np.concatenate((cuts, [len(codes)]))
-    runs = zip(starts, stops, strict=True)
-    return order, [(int(sorted_codes[s]), int(s), int(e)) for s, e in runs]
+    return order, [
+        (int(sorted_codes[s]), int(s), int(e)) for s, e in zip(starts, stops, strict=True)
+    ]
 
 
 def take_rows(table: pa.Table, rows: npt.NDArray[np.int64]) -> pa.Table:
