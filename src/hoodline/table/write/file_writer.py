@@ -343,11 +343,14 @@ def write_file_group(
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
             replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced)
             new_keys = upserts.column(RECORD_KEY).combine_chunks()
-        deleted = pc.is_in(old_keys, value_set=delete_keys)
         num_updates = int(pc.sum(replaced).as_py() or 0)
-        num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
-        keep = pc.invert(pc.or_(replaced, deleted))
-        parts.append(_old_rows(old.filter(keep), ctx, str(base_path)))
+        gone = replaced
+        if len(delete_keys):
+            deleted = pc.is_in(old_keys, value_set=delete_keys)
+            num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
+            gone = pc.or_(replaced, deleted)
+        kept = old if num_updates + num_deletes == 0 else old.filter(pc.invert(gone))
+        parts.append(_old_rows(kept, ctx, str(base_path)))
     if upserts.num_rows:
         parts.append(_new_rows(upserts, ctx, partition, file_name, task_id))
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
