@@ -208,10 +208,11 @@ def _footer(keys: pa.ChunkedArray | pa.Array, ctx: WriteContext) -> dict[str, st
 #: rows looked at per column to choose its encoding: runs of rows spread evenly over the file
 _DICTIONARY_SAMPLE = 2048
 _DICTIONARY_SAMPLE_RUNS = 16
-_REPEATED_META = frozenset((COMMIT_TIME, PARTITION_PATH, FILE_NAME))
-_UNIQUE_META = frozenset((COMMIT_SEQNO, RECORD_KEY))
 #: a column whose sample is at most this share distinct values is dictionary encoded
 _DICTIONARY_MAX_DISTINCT = 0.75
+#: meta columns whose values repeat within every file / never do
+_REPEATED_META = frozenset((COMMIT_TIME, PARTITION_PATH, FILE_NAME))
+_UNIQUE_META = frozenset((COMMIT_SEQNO, RECORD_KEY))
 
 
 def _leaf_paths(name: str, t: pa.DataType) -> list[str]:
@@ -315,7 +316,7 @@ def write_file_group(
     (``hoodie.combine.before.insert``) brings duplicates, and they are written as given.
 
     ``read_threads``: decode the old base file's columns on pyarrow's thread pool; off, as
-    callers usually write several groups at once (threads contending for two cores cost CPU)."""
+    callers usually write several groups at once (more busy threads than cores cost CPU)."""
     upserts, delete_keys = _split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
         upserts = upserts.drop_columns([IS_DELETE])
