@@ -140,9 +140,10 @@ WRITE_THREADS = cfg.option(
     "hoodline.write.threads",
     int,
     0,
-    "Threads that write the file groups of one write (encoding, reading old base files and "
-    "building bloom filters run in parallel across file groups). 0 uses every core of the "
-    "machine; use 1 when the caller already runs several writers side by side.",
+    "Threads of one write: file groups are written (old base files read, rows encoded, bloom "
+    "filters built) and partitions looked up in the BLOOM index or sorted for new file groups "
+    "in parallel. 0 uses every core of the machine; use 1 when the caller already runs several "
+    "writers side by side.",
     minimum=0,
 )
 LOCK_OWNER = cfg.option(
