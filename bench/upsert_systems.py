@@ -24,13 +24,21 @@ class System(Protocol):
 
 
 class Hoodline:
-    """hoodline's table layer (``WriteClient``): bulk_insert the base, upsert the batch."""
+    """hoodline's table layer (``WriteClient``, with ``options``): bulk_insert the base, upsert
+    the batch."""
 
-    def __init__(self, path: Path, index: IndexType, buckets: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        index: IndexType,
+        buckets: int,
+        options: dict[str, object] | None = None,
+    ) -> None:
         from hoodline.table.properties import TableConfig
         from hoodline.table.table import HudiTable
 
         self.path = path
+        self.options = options
         if path.exists():
             self.table = HudiTable.open(path)
             return
@@ -47,13 +55,13 @@ class Hoodline:
     def load(self, base: pa.Table) -> None:
         from hoodline.table.write.client import WriteClient
 
-        with WriteClient(self.table) as client:
+        with WriteClient(self.table, self.options) as client:
             client.bulk_insert(base)
 
     def upsert(self, batch: pa.Table) -> dict[str, Any]:
         from hoodline.table.write.client import WriteClient
 
-        with WriteClient(self.table) as client:
+        with WriteClient(self.table, self.options) as client:
             ts = client.upsert(batch)
         inst = self.table.timeline.find(ts, "commit")
         assert inst is not None

@@ -16,8 +16,9 @@ the first) and the bit is ``abs(h_i % bits)`` with Java's signed ``%``; murmur2 
 *sign-extended*, last byte lowest — unlike reference murmur2). Sizing as Hudi:
 ``bits = ceil(n * -ln(p) / ln(2)^2)``, ``k = ceil(ln(2) * bits / n)``.
 
-hoodline writes ``SIMPLE`` filters and reads both types. Everything is vectorised over all keys
-with numpy (one pass per 4-byte block per hash function), never one Python call per key.
+hoodline writes ``SIMPLE`` filters and reads both types. Everything is vectorised with numpy
+(one pass per 4-byte block per hash function) over chunks of keys small enough for the CPU cache,
+in place; never one Python call per key.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,32 +68,24 @@ def num_hashes(bits: int, num_entries: int) -> int:
 
 
 @dataclass
-class _KeyMatrix:
-    """Keys as a zero-padded ``(n, width)`` byte matrix plus their byte lengths."""
+class _KeyBytes:
+    """The UTF-8 bytes of the keys (one buffer) with each key's start and length."""
 
     data: npt.NDArray[np.uint8]
+    starts: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.int64]
 
 
-def _key_matrix(keys: pa.Array | pa.ChunkedArray) -> _KeyMatrix:
+def _key_bytes(keys: pa.Array | pa.ChunkedArray) -> _KeyBytes:
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     arr = pc.cast(arr, pa.large_binary())
     if arr.null_count:
         raise TableError("bloom filter keys must not be null")
     n = len(arr)
-    offsets_buf = arr.buffers()[1]
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     data_buf = arr.buffers()[2]
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    lengths = np.diff(offsets).astype(np.int64)
-    width = int(lengths.max()) if n else 0
-    width = (width + 3) // 4 * 4 + 4  # room for the tail bytes of every key
-    mat = np.zeros((n, width), dtype=np.uint8)
-    if n and offsets[-1] > offsets[0]:
-        raw = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
-        rows = np.repeat(np.arange(n), lengths)
-        cols = np.arange(len(raw)) - np.repeat(offsets[:-1] - offsets[0], lengths)
-        mat[rows, cols] = raw
-    return _KeyMatrix(mat, lengths)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf else np.zeros(0, np.uint8)
+    return _KeyBytes(data, offsets[:-1], np.diff(offsets))
 
 
 @dataclass
@@ -107,29 +101,31 @@ class _MurmurPlan:
     has_tail: Bools | None  # None: every key has a tail; all-false arrays are dropped
 
 
-def _murmur_plan(keys: _KeyMatrix) -> _MurmurPlan:
-    data = keys.data
-    lengths = keys.lengths
+def _murmur_plan(keys: _KeyBytes) -> _MurmurPlan:
+    starts, lengths = keys.starts, keys.lengths
     n = len(lengths)
+    # the buffer plus zero padding, read as a little-endian uint32 at every byte offset
+    data: npt.NDArray[np.uint8] = np.concatenate((keys.data, np.zeros(4, np.uint8)))
+    words = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+    last = len(words) - 1
     nblocks = lengths >> 2
     max_blocks = int(nblocks.max()) if n else 0
     blocks: list[tuple[U32, Bools | None]] = []
     for i in range(max_blocks):
-        b = data[:, 4 * i : 4 * i + 4].astype(np.uint32)
-        k = b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16) | (b[:, 3] << 24)
-        k = k * _M
+        k = words[np.minimum(starts + 4 * i, last)].astype(np.uint32)
+        k *= _M
         k ^= k >> np.uint32(24)
-        k = k * _M
+        k *= _M
         active = nblocks > i
-        blocks.append((k.astype(np.uint32), None if active.all() else active))
+        blocks.append((k, None if active.all() else active))
     left = lengths & 3
     tail = np.zeros(n, dtype=np.uint32)
     if n and left.any():
-        rows = np.arange(n)
+        ends = starts + lengths
 
         def signed_from_end(j: int) -> U32:
             # Hadoop reads the tail from the end: data[length - j], sign-extended
-            raw = data[rows, np.maximum(lengths - j, 0)]
+            raw: npt.NDArray[np.uint8] = data[np.maximum(ends - j, 0)]
             return raw.view(np.int8).astype(np.int32).astype(np.uint32)
 
         tail = np.where(left >= 3, tail ^ (signed_from_end(3) << np.uint32(16)), tail)
@@ -144,40 +140,75 @@ def _murmur_plan(keys: _KeyMatrix) -> _MurmurPlan:
     )
 
 
-def _murmur_with_plan(plan: _MurmurPlan, seeds: U32) -> U32:
-    h = (seeds ^ plan.lengths).astype(np.uint32)
+def _plan_rows(plan: _MurmurPlan, start: int, stop: int) -> _MurmurPlan:
+    """The plan of keys ``start:stop`` (views, no copies)."""
+
+    def rows(mask: Bools | None) -> Bools | None:
+        return None if mask is None else mask[start:stop]
+
+    return _MurmurPlan(
+        plan.lengths[start:stop],
+        [(k[start:stop], rows(active)) for k, active in plan.blocks],
+        plan.tail[start:stop],
+        rows(plan.has_tail),
+    )
+
+
+def _murmur_in_place(plan: _MurmurPlan, h: U32, scratch: U32) -> tuple[U32, U32]:
+    """Hadoop ``MurmurHash.hash(bytes, length, seed)`` of every key of ``plan`` with the seeds in
+    ``h``; the hashes end up in one of the two buffers: returns (hashes, the other buffer)."""
+    np.bitwise_xor(h, plan.lengths, out=h)
     for k, active in plan.blocks:
-        mixed = (h * _M) ^ k
-        h = mixed if active is None else np.where(active, mixed, h)
+        np.multiply(h, _M, out=scratch)
+        np.bitwise_xor(scratch, k, out=scratch)
+        if active is None:
+            h, scratch = scratch, h
+        else:
+            np.copyto(h, scratch, where=active)
     if plan.has_tail is None:
-        h = (h ^ plan.tail) * _M
+        np.bitwise_xor(h, plan.tail, out=h)
+        np.multiply(h, _M, out=h)
     elif plan.has_tail.any():
-        h = np.where(plan.has_tail, (h ^ plan.tail) * _M, h)
-    h ^= h >> np.uint32(13)
-    h = h * _M
-    h ^= h >> np.uint32(15)
-    return h.astype(np.uint32)
+        np.bitwise_xor(h, plan.tail, out=scratch)
+        np.multiply(scratch, _M, out=scratch)
+        np.copyto(h, scratch, where=plan.has_tail)
+    np.right_shift(h, np.uint32(13), out=scratch)
+    np.bitwise_xor(h, scratch, out=h)
+    np.multiply(h, _M, out=h)
+    np.right_shift(h, np.uint32(15), out=scratch)
+    np.bitwise_xor(h, scratch, out=h)
+    return h, scratch
 
 
-def murmur2_hadoop(keys: _KeyMatrix, seeds: U32) -> U32:
-    """Hadoop ``MurmurHash.hash(bytes, length, seed)`` for every key at once (as uint32 bits)."""
-    return _murmur_with_plan(_murmur_plan(keys), seeds)
+#: keys hashed at a time: the working arrays of one chunk stay in the CPU cache
+_CHUNK = 16384
 
 
-def bit_positions(keys: _KeyMatrix, nb_hash: int, vector_size: int) -> npt.NDArray[np.int64]:
-    """``(n, nb_hash)`` bit positions, as Hadoop's ``HashFunction.hash`` computes them."""
-    n = len(keys.lengths)
+def bit_positions(
+    keys: _KeyBytes, nb_hash: int, vector_size: int
+) -> Iterator[tuple[int, int, npt.NDArray[np.intp]]]:
+    """Bit positions as Hadoop's ``HashFunction.hash`` computes them, chunk by chunk: for keys
+    ``start:stop`` and each hash function in turn, ``(start, stop, positions)``. The positions
+    array is reused for the next item: use it before asking for the next one."""
     plan = _murmur_plan(keys)
-    # filled one contiguous row per hash function and returned transposed (a view): strided
-    # column stores were slow. Java's ``Math.abs(hash % size)`` in int32 arithmetic is exact
-    # (|remainder| < size), and 32-bit division is cheaper than 64-bit.
-    out = np.empty((nb_hash, n), dtype=np.int64)
-    size = np.int32(vector_size)
-    h = np.zeros(n, dtype=np.uint32)
-    for i in range(nb_hash):
-        h = _murmur_with_plan(plan, h)
-        np.abs(np.fmod(h.view(np.int32), size), out=out[i], casting="unsafe")
-    return out.T
+    n = len(keys.lengths)
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        chunk = _plan_rows(plan, start, stop)
+        h = np.zeros(stop - start, dtype=np.uint32)  # the first seed is 0, then the last hash
+        scratch = np.empty_like(h)
+        pos = np.empty(stop - start, dtype=np.intp)
+        quotient = np.empty_like(pos)
+        for _ in range(nb_hash):
+            h, scratch = _murmur_in_place(chunk, h, scratch)
+            # Java's Math.abs(hash % size) in int32 is |hash| % size (|hash| <= 2^31 fits);
+            # integer floor division by a scalar is much cheaper than a remainder in numpy
+            np.copyto(pos, h.view(np.int32))  # widened first: |-2^31| overflows int32
+            np.abs(pos, out=pos)
+            np.floor_divide(pos, vector_size, out=quotient)
+            np.multiply(quotient, vector_size, out=quotient)
+            np.subtract(pos, quotient, out=pos)
+            yield start, stop, pos
 
 
 class SimpleBloomFilter:
@@ -205,16 +236,18 @@ class SimpleBloomFilter:
         if len(keys) == 0:
             return
         self._check_murmur()
-        pos = bit_positions(_key_matrix(keys), self.nb_hash, self.vector_size)
-        self.bits[pos.ravel(order="K")] = True  # memory order: no copy
+        for _start, _stop, pos in bit_positions(_key_bytes(keys), self.nb_hash, self.vector_size):
+            self.bits[pos] = True
 
     def might_contain(self, keys: pa.Array | pa.ChunkedArray) -> Bools:
         if len(keys) == 0:
             return np.zeros(0, dtype=np.bool_)
         if self.hash_type != _MURMUR:  # cannot evaluate: never exclude a key
             return np.ones(len(keys), dtype=np.bool_)
-        pos = bit_positions(_key_matrix(keys), self.nb_hash, self.vector_size)
-        return np.asarray(self.bits[pos].all(axis=1), dtype=np.bool_)
+        out = np.ones(len(keys), dtype=np.bool_)
+        for start, stop, pos in bit_positions(_key_bytes(keys), self.nb_hash, self.vector_size):
+            out[start:stop] &= self.bits[pos]
+        return out
 
     def _check_murmur(self) -> None:
         if self.hash_type != _MURMUR:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -72,25 +73,59 @@ def require_no_nulls(batch: Batch, name: str, role: str) -> pa.Array | pa.Chunke
     return col
 
 
-def value_strings(batch: Batch, name: str, role: str) -> pa.Array | pa.ChunkedArray:
-    """The column rendered as strings (nulls refused, empty strings refused)."""
-    col = require_no_nulls(batch, name, role)
+def _require_key_type(col: pa.Array | pa.ChunkedArray, name: str, role: str) -> None:
     if not _is_supported_key_type(col.type):
         raise InvalidRecordsError(
             f"{role} column '{name}' has type {col.type}, which cannot be used as a {role}; "
             "use a string, integer, boolean, date, timestamp or decimal column"
         )
+
+
+def _empty_string_error(name: str, role: str, row: int) -> InvalidRecordsError:
+    return InvalidRecordsError(
+        f"{role} column '{name}' is an empty string at row {row}; "
+        f"every record needs a non-empty {role} value"
+    )
+
+
+def value_strings(batch: Batch, name: str, role: str) -> pa.Array | pa.ChunkedArray:
+    """The column rendered as strings (nulls refused, empty strings refused)."""
+    col = require_no_nulls(batch, name, role)
+    _require_key_type(col, name, role)
     if pa.types.is_dictionary(col.type):
         col = pc.cast(col, col.type.value_type)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return pc.cast(col, pa.string())  # numbers, dates, ... never render empty
     text = col if pa.types.is_string(col.type) else pc.cast(col, pa.string())
     empty = pc.equal(pc.utf8_length(text), 0)
     if pc.any(empty).as_py():
-        row = first_true_index(empty)
-        raise InvalidRecordsError(
-            f"{role} column '{name}' is an empty string at row {row}; "
-            f"every record needs a non-empty {role} value"
-        )
+        raise _empty_string_error(name, role, first_true_index(empty))
     return text
+
+
+def distinct_value_strings(batch: Batch, name: str, role: str) -> tuple[pa.Array, pa.Array]:
+    """:func:`value_strings` of the column's distinct values, and each row's index into them:
+    a partition column holds few distinct values, so checking and rendering those is cheaper
+    than doing it row by row."""
+    col = require_no_nulls(batch, name, role)
+    _require_key_type(col, name, role)
+    if pa.types.is_dictionary(col.type):  # chunks may have different dictionaries
+        col = pc.cast(col, col.type.value_type)
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    encoded = pc.dictionary_encode(arr)
+    text = pc.cast(encoded.dictionary, pa.string())
+    row = first_row_of(encoded.indices, pc.equal(pc.utf8_length(text), 0))
+    if row >= 0:
+        raise _empty_string_error(name, role, row)
+    return text, encoded.indices
+
+
+def first_row_of(indices: pa.Array, bad_values: pa.Array) -> int:
+    """First row whose index points at a value marked in ``bad_values`` (-1 if none)."""
+    if not pc.any(bad_values).as_py():
+        return -1
+    bad = np.flatnonzero(np.asarray(bad_values.to_numpy(zero_copy_only=False), dtype=bool))
+    return first_true_index(pc.is_in(indices, value_set=pa.array(bad, indices.type)))
 
 
 def _join(parts: Sequence[pa.Array | pa.ChunkedArray | pa.Scalar], sep: str) -> pa.ChunkedArray:
@@ -128,10 +163,11 @@ class KeyGenerator:
     def partition_paths(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
         fields = self.config.partition_fields
         if not fields:
-            return pa.array([""] * batch.num_rows, pa.string())
+            return pc.fill_null(pa.nulls(batch.num_rows, pa.string()), "")
         levels: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
         for name in fields:
-            values = value_strings(batch, name, "partition")
+            # rendered and checked once per distinct value, then spread over the rows
+            values, indices = distinct_value_strings(batch, name, "partition")
             if self.config.url_encode_partitions:
                 values = _escape_partition_values(values)
             else:
@@ -139,17 +175,18 @@ class KeyGenerator:
                     pc.match_substring(values, "/"),
                     pc.is_in(values, value_set=pa.array([".", ".."])),
                 )
-                if pc.any(bad).as_py():
-                    row = first_true_index(bad)
+                row = first_row_of(indices, bad)
+                if row >= 0:
+                    value = values[indices[row].as_py()].as_py()
                     raise InvalidRecordsError(
-                        f"partition column '{name}' has value {values[row].as_py()!r} at row "
+                        f"partition column '{name}' has value {value!r} at row "
                         f"{row}, which is not a valid folder name ('/', '.' and '..' are not "
                         "allowed); clean the value or enable "
                         "'hoodie.datasource.write.partitionpath.urlencode' on the table"
                     )
             if self.config.hive_style_partitioning:
                 values = _join([pa.scalar(f"{name}="), values], "")
-            levels.append(values)
+            levels.append(pc.take(values, indices))
         if len(levels) == 1:
             return levels[0]
         return _join(levels, "/")

@@ -1,14 +1,20 @@
-"""Bucket assigner logic on plain data: small files first, then new groups; task ownership."""
+"""Bucket assigner logic on plain data: small files first, then new groups; task ownership;
+the key order inserts are cut in."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 
+from hoodline.table.write import records
 from hoodline.table.write.assigner import BucketAssigner, new_file_id, owns_small_file
 from hoodline.table.write.profile import SmallFile
-from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY
+from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, string_sort_order
 
 
 class FakeProfile:
@@ -97,3 +103,33 @@ def test_new_file_ids_are_deterministic_and_hudi_shaped() -> None:
     assert a == new_file_id("20240101000000000", "p", 0, 0)
     assert a != new_file_id("20240101000000000", "p", 1, 0)
     assert a.endswith("-0") and len(a) == 38 and "_" not in a
+
+
+def test_string_sort_order_is_arrows_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(2)
+    vals = ["".join(rng.choice("ab\x00Z9~") for _ in range(rng.randint(0, 8))) for _ in range(5000)]
+    arrow = pc.sort_indices
+    cases = {
+        "duplicates (ties: Arrow decides)": vals,
+        "short, distinct": [v for v in dict.fromkeys(vals) if not v.endswith("\x00")],
+        "trailing NUL variants": list(dict.fromkeys(vals)),
+        "longer than 8 bytes": [v * 3 for v in dict.fromkeys(vals)],
+    }
+    for label, values in cases.items():
+        arr = pa.chunked_array([pa.array(values[:700]), pa.array(values[700:])])
+        assert np.array_equal(string_sort_order(arr), arrow(arr).to_numpy()), label
+    # distinct short keys never reach Arrow's sort
+    short = pa.array(cases["short, distinct"])
+    expected = arrow(short).to_numpy()
+    monkeypatch.setattr(records.pc, "sort_indices", None)
+    assert np.array_equal(string_sort_order(short), expected)
+
+
+def test_partitions_sorted_on_threads_get_the_same_file_groups() -> None:
+    parts = pa.concat_tables([_records(35, "p"), _records(27, "q"), _records(4, "r")])
+    shuffled = parts.take(pa.array(random.Random(4).sample(range(parts.num_rows), parts.num_rows)))
+    profile = FakeProfile({}, {})
+    one = BucketAssigner(profile, "20240101000000000", threads=1).assign(shuffled)  # type: ignore[arg-type]
+    two = BucketAssigner(profile, "20240101000000000", threads=2).assign(shuffled)  # type: ignore[arg-type]
+    assert one.equals(two)
+    assert len(set(two[FILE_ID].to_pylist())) == 4 + 3 + 1

@@ -205,6 +205,33 @@ def test_bulk_insert_sorts_and_cuts_files_at_max_size(
     check_all(table)
 
 
+def test_bulk_insert_writes_duplicate_keys_unless_combining(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
+) -> None:
+    batch = rows([1, 2, 2, 3], ts=[1, 7, 3, 1], v="b")
+    plain = new_table(index_type, name="plain")
+    client_for(plain).bulk_insert(batch)
+    got = read_snapshot(plain, columns=["id", "ts"]).sort_by(
+        [("id", "ascending"), ("ts", "ascending")]
+    )
+    assert got.to_pylist() == [
+        {"id": 1, "ts": 1},
+        {"id": 2, "ts": 3},
+        {"id": 2, "ts": 7},
+        {"id": 3, "ts": 1},
+    ]
+    assert hudi_snapshot(plain.base_path, columns=["id"]).num_rows == 4
+
+    combined = new_table(index_type, name="combined")
+    client_for(combined, {"hoodie.combine.before.insert": True}).bulk_insert(batch)
+    assert snapshot_dict(combined) == {
+        ("eu", 1): (1, "b1"),
+        ("eu", 2): (7, "b2"),
+        ("eu", 3): (1, "b3"),
+    }
+    check_all(combined)
+
+
 def test_delete_every_row_of_a_file_group_leaves_an_empty_version(
     new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
 ) -> None:

@@ -138,7 +138,9 @@ def test_kill_9_at_each_stage_then_next_writer_repairs(
                     pq.read_metadata(f)
                 except Exception:
                     broken += 1
-            assert broken == 1, "expected exactly one half-written parquet file"
+            # one file stops half written at the fault; other writer threads may be mid-file
+            # when the kill comes, so theirs can be half written too
+            assert broken >= 1, "expected a half-written parquet file"
         # hudi-rs ignores the dead instant's files: it reads the last completed commit
         assert _hudi_state(Path(table.base_path)) == after_first
         expected = after_first

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen import KeyGenerator
 from hoodline.table.properties import TableConfig
+from hoodline.table.write import records
 from hoodline.table.write.prepare import (
     conform_types,
     dedupe,
@@ -125,3 +128,30 @@ def test_conform_types_widens_losslessly_and_refuses_other_kinds() -> None:
     narrow = pa.schema([("id", pa.int8())])
     with pytest.raises(InvalidRecordsError, match="'id'"):
         conform_types(pa.table({"id": [1000]}), narrow)
+
+
+def test_all_distinct_is_exact_even_when_hashes_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = pa.chunked_array([pa.array(["a", "é", ""]), pa.array(["ab", "ba", "a\x00"])])
+    assert records.all_distinct(keys)
+    assert not records.all_distinct(pa.chunked_array([pa.array(["x", "y"]), pa.array(["x"])]))
+    assert len(set(records.string_hashes64(keys).tolist())) == 6
+    # every hash equal: the exact check decides
+    monkeypatch.setattr(records, "string_hashes64", lambda v: np.zeros(len(v), np.uint64))
+    assert records.all_distinct(keys)
+    assert not records.all_distinct(pa.array(["x", "y", "x"]))
+
+
+def test_partition_values_are_checked_once_but_errors_name_the_first_row() -> None:
+    regions = pa.chunked_array([pa.array(["eu", "us"]), pa.array(["eu", "a/b", "a/b", ""])])
+    t = pa.table({"id": pa.array([1, 2, 3, 4, 5, 6]), "r": regions})
+    with pytest.raises(InvalidRecordsError, match="empty string at row 5"):
+        KeyGenerator(cfg(partition_fields=("r",), url_encode_partitions=True)).partition_paths(t)
+    ok = t.slice(0, 5)
+    with pytest.raises(InvalidRecordsError, match="'a/b' at row 3"):
+        KeyGenerator(cfg(partition_fields=("r",))).partition_paths(ok)
+    paths = KeyGenerator(cfg(partition_fields=("r",), url_encode_partitions=True))
+    assert paths.partition_paths(ok).to_pylist() == ["r=eu", "r=us", "r=eu", "r=a%2Fb", "r=a%2Fb"]
+    dictionary = ok.set_column(1, "r", pc.dictionary_encode(ok.column("r")))
+    assert paths.partition_paths(dictionary).to_pylist() == paths.partition_paths(ok).to_pylist()
+    none = KeyGenerator(cfg(partition_fields=())).partition_paths(ok)
+    assert none.to_pylist() == [""] * 5

@@ -19,10 +19,11 @@ class Index(Protocol):
         ...
 
 
-def make_index(base_path: str | Path, config: TableConfig) -> Index:
+def make_index(base_path: str | Path, config: TableConfig, threads: int = 1) -> Index:
+    """The table's index; a BLOOM index looks partitions up on ``threads`` threads."""
     if config.index_type == IndexType.BUCKET:
         return BucketIndex(config)
-    return BloomIndex(base_path)
+    return BloomIndex(base_path, threads)
 
 
 __all__ = ["BloomIndex", "BucketIndex", "Index", "make_index"]

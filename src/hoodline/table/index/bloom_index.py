@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -37,6 +38,7 @@ from hoodline.table.bloom import (
     deserialize,
 )
 from hoodline.table.fs_view import FileSystemView
+from hoodline.table.parallel import map_in_threads
 from hoodline.table.write.records import (
     FILE_ID,
     PARTITION_PATH,
@@ -140,10 +142,14 @@ def file_id_column(codes: np.ndarray, file_ids: list[str]) -> pa.Array:
 
 
 class BloomIndex:
-    """Tags records with the file group already holding their key (null file id = new key)."""
+    """Tags records with the file group already holding their key (null file id = new key).
 
-    def __init__(self, base_path: str | Path) -> None:
+    Partitions are looked up on ``threads`` threads at once (their base files are
+    independent)."""
+
+    def __init__(self, base_path: str | Path, threads: int = 1) -> None:
         self.base_path = Path(base_path)
+        self.threads = threads
         self.last_stats = LookupStats()
 
     def tag(self, records: pa.Table, view: FileSystemView) -> pa.Table:
@@ -156,9 +162,19 @@ class BloomIndex:
             codes, partitions = dictionary_codes(records.column(PARTITION_PATH))
             keys_all = records.column(RECORD_KEY).combine_chunks()
             order, groups = group_slices(codes)
-            for code, start, stop in groups:
-                rows = order[start:stop]
-                self._tag_partition(partitions[code], keys_all, rows, view, found, file_ids, stats)
+            jobs = [(partitions[code], order[start:stop]) for code, start, stop in groups]
+
+            def lookup(job: tuple[str, npt.NDArray[np.int64]]) -> _Found:
+                partition, rows = job
+                return self._tag_partition(partition, keys_all, rows, view)
+
+            for part in map_in_threads(lookup, jobs, self.threads, cost=lambda j: len(j[1])):
+                for file_id, rows in part.hits:
+                    found[rows] = len(file_ids)
+                    file_ids.append(file_id)
+                stats.files_considered += part.stats.files_considered
+                stats.files_read += part.stats.files_read
+                stats.keys_checked_exactly += part.stats.keys_checked_exactly
         self.last_stats = stats
         col = file_id_column(found, file_ids)
         if FILE_ID in records.schema.names:
@@ -169,15 +185,14 @@ class BloomIndex:
         self,
         partition: str,
         keys_all: pa.Array,
-        rows: np.ndarray,
+        rows: npt.NDArray[np.int64],
         view: FileSystemView,
-        found: np.ndarray,
-        file_ids: list[str],
-        stats: LookupStats,
-    ) -> None:
+    ) -> _Found:
+        out = _Found([], LookupStats())
+        stats = out.stats
         slices = view.latest_file_slices(partition)
         if not slices:
-            return
+            return out
         keys = keys_all.take(pa.array(rows))
         unresolved = np.ones(len(rows), dtype=bool)
         for sl in slices:
@@ -199,11 +214,22 @@ class BloomIndex:
             cand_idx = idx[cand]
             stats.files_read += 1
             stats.keys_checked_exactly += len(cand_idx)
-            file_keys = pq.read_table(path, columns=[RECORD_KEY]).column(RECORD_KEY)
-            hit = pc.is_in(keys.take(pa.array(cand_idx)), value_set=file_keys.combine_chunks())
+            file_keys = pq.ParquetFile(path, memory_map=True).read([RECORD_KEY], use_threads=False)
+            hit = pc.is_in(
+                keys.take(pa.array(cand_idx)),
+                value_set=file_keys.column(RECORD_KEY).combine_chunks(),
+            )
             hit_np = np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
             hit_idx = cand_idx[hit_np]
             if len(hit_idx):
-                found[rows[hit_idx]] = len(file_ids)
-                file_ids.append(sl.file_id)
+                out.hits.append((sl.file_id, rows[hit_idx]))
             unresolved[hit_idx] = False
+        return out
+
+
+@dataclass
+class _Found:
+    """One partition's lookup: (file id, rows whose key it holds) per file, and counters."""
+
+    hits: list[tuple[str, npt.NDArray[np.int64]]]
+    stats: LookupStats

@@ -12,7 +12,8 @@ hoodline agree on where a key lives:
   derived from the partition path and bucket number (uuid5), so every task and every retry
   creates the *same* file id for the same bucket.
 
-The hash is vectorised: ASCII strings (the common case) are hashed as a byte matrix with numpy;
+The hash is vectorised: ASCII strings (the common case) are hashed with numpy, one character
+position at a time over chunks of keys;
 strings with non-ASCII characters fall back to per-value hashing for those values only.
 """
 
@@ -30,10 +31,12 @@ from hoodline.errors import TableError
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.keygen import value_strings
 from hoodline.table.properties import TableConfig
-from hoodline.table.write.records import FILE_ID, PARTITION_PATH, dictionary_codes
+from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, dictionary_codes
 
 _NAMESPACE = uuid.UUID("6f1d4c56-2b8e-4f4e-9a61-5d0c2b7e8a11")
-_CHUNK = 65536
+#: keys hashed at a time (their working arrays stay in the CPU cache)
+_CHUNK = 32768
+_31 = np.uint32(31)
 
 
 def _java_string_hash_scalar(s: str) -> int:
@@ -56,25 +59,29 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uin
     data = (
         np.frombuffer(arr.buffers()[2], dtype=np.uint8)
         if arr.buffers()[2]
-        else np.zeros(0, np.uint8)
+        else np.zeros(1, np.uint8)
     )
+    last = max(0, len(data) - 1)
     lengths = np.diff(offsets)
     ascii_mask = np.asarray(pc.string_is_ascii(arr).to_numpy(zero_copy_only=False), dtype=bool)
-    width = int(lengths.max()) if n else 0
-    pow31 = np.array([pow(31, i, 1 << 32) for i in range(max(width, 1))], dtype=np.uint32)
+    # Horner over the characters, one character position at a time for a chunk of keys:
+    # h = 31 * h + c (keys shorter than the position keep their hash)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
         lens = lengths[start:stop]
-        w = int(lens.max()) if stop > start else 0
-        if w == 0:
-            continue
-        cols = np.arange(w)
-        valid = cols[None, :] < lens[:, None]
-        idx = offsets[start:stop, None] + cols[None, :]
-        idx = np.where(valid, idx, 0)
-        chars = np.where(valid, data[idx] if len(data) else 0, 0).astype(np.uint32)
-        exps = np.clip(lens[:, None] - 1 - cols[None, :], 0, None)
-        out[start:stop] = (chars * pow31[exps]).sum(axis=1, dtype=np.uint32)
+        shortest, longest = int(lens.min()), int(lens.max())
+        h = out[start:stop]
+        pos = offsets[start:stop].copy()
+        step = np.empty_like(h)
+        for j in range(longest):
+            np.multiply(h, _31, out=step)
+            np.add(step, data[pos if j < shortest else np.minimum(pos, last)], out=step)
+            if j < shortest:
+                h, step = step, h
+            else:
+                np.copyto(h, step, where=lens > j)
+            pos += 1
+        out[start:stop] = h
     if not ascii_mask.all():
         for i in np.nonzero(~ascii_mask)[0]:
             out[i] = _java_string_hash_scalar(arr[int(i)].as_py())
@@ -118,9 +125,11 @@ class BucketIndex:
         self.num_buckets = config.bucket_count
 
     def bucket_ids(self, records: pa.Table) -> npt.NDArray[np.int64]:
-        values = [
-            value_strings(records, name, "record key") for name in self.config.record_key_fields
-        ]
+        fields = self.config.record_key_fields
+        if len(fields) == 1 and RECORD_KEY in records.schema.names:
+            values = [records.column(RECORD_KEY)]  # a one-field key is the value as text
+        else:
+            values = [value_strings(records, name, "record key") for name in fields]
         return bucket_ids(values, self.num_buckets)
 
     def tag(self, records: pa.Table, view: FileSystemView) -> pa.Table:

@@ -19,12 +19,22 @@ import uuid
 import zlib
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.table.index.bloom_index import file_id_column
+from hoodline.table.parallel import map_in_threads
 from hoodline.table.write.profile import WriteProfile
-from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, dictionary_codes
+from hoodline.table.write.records import (
+    FILE_ID,
+    PARTITION_PATH,
+    RECORD_KEY,
+    dictionary_codes,
+    group_slices,
+    string_sort_order,
+    take_rows,
+)
 
 _NAMESPACE = uuid.UUID("0b6c0f52-4a59-4d8e-a0f3-2f9c71e5d4b7")
 
@@ -48,6 +58,7 @@ class BucketAssigner:
         task_id: int = 0,
         num_tasks: int = 1,
         use_small_files: bool = True,
+        threads: int = 1,
     ) -> None:
         if not 0 <= task_id < max(1, num_tasks):
             raise ValueError(f"task id {task_id} is not in [0, {num_tasks})")
@@ -56,48 +67,62 @@ class BucketAssigner:
         self.task_id = task_id
         self.num_tasks = max(1, num_tasks)
         self.use_small_files = use_small_files
+        self.threads = threads
         self._seq = 0
 
     def assign(self, tagged: pa.Table) -> pa.Table:
-        """Fill null ``_hoodline_file_id`` values; tagged (update) records keep theirs."""
+        """Fill null ``_hoodline_file_id`` values; tagged (update) records keep theirs.
+
+        Inserts of a partition that go to more than one file group are cut in record-key
+        order (partitions sorted on ``threads`` threads); when a partition's inserts all go to
+        one group, no sort is needed."""
         if tagged.num_rows == 0:
             return tagged
         file_col = tagged.column(FILE_ID)
-        inserts = pc.is_null(file_col)
-        if not pc.any(inserts).as_py():
+        is_insert = np.asarray(pc.is_null(file_col).to_numpy(zero_copy_only=False), dtype=bool)
+        if not is_insert.any():
             return tagged
-        insert_rows = np.flatnonzero(np.asarray(inserts.to_numpy(zero_copy_only=False), dtype=bool))
-        ins = tagged.take(pa.array(insert_rows))
-        # sort the inserts by (partition, key): contiguous key ranges per new file
-        order = pc.sort_indices(
-            ins.select([PARTITION_PATH, RECORD_KEY]),
-            sort_keys=[(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")],
-        ).to_numpy()
-        sorted_rows = insert_rows[order]
-        codes, partitions = dictionary_codes(ins.column(PARTITION_PATH).take(pa.array(order)))
+        insert_rows = np.flatnonzero(is_insert)
+        every_row = len(insert_rows) == tagged.num_rows
+
+        def of_inserts(name: str) -> pa.ChunkedArray:
+            col = tagged.select([name])
+            return (col if every_row else take_rows(col, insert_rows)).column(0)
+
+        codes, partitions = dictionary_codes(of_inserts(PARTITION_PATH))
+        order, runs = group_slices(codes)  # each partition's inserts, in input order
+        runs.sort(key=lambda run: partitions[run[0]])
+        plans = [self._plan(partitions[code], stop - start) for code, start, stop in runs]
+        keys = of_inserts(RECORD_KEY) if any(len(p) > 1 for p in plans) else None
+
+        def rows_in_key_order(i: int) -> npt.NDArray[np.int64]:
+            _code, start, stop = runs[i]
+            rows = order[start:stop]
+            if len(plans[i]) == 1 or keys is None:
+                return rows
+            part_keys = take_rows(pa.table({RECORD_KEY: keys}), rows).column(0)
+            by_key: npt.NDArray[np.int64] = rows[string_sort_order(part_keys)]
+            return by_key
+
+        def sort_cost(i: int) -> int:
+            return runs[i][2] - runs[i][1] if len(plans[i]) > 1 else 0
+
+        # partitions are sorted on several threads (Arrow's sort releases the GIL)
+        ordered = map_in_threads(rows_in_key_order, range(len(runs)), self.threads, sort_cost)
         ids: list[str] = []
-        assigned = np.empty(len(sorted_rows), dtype=np.int64)
-        # sorted by partition: each partition is one contiguous run
-        cuts = np.flatnonzero(np.diff(codes)) + 1
-        starts = np.concatenate(([0], cuts))
-        stops = np.concatenate((cuts, [len(codes)]))
-        for start, stop in zip(starts, stops, strict=True):
-            part = partitions[int(codes[start])]
-            counts = self._plan(part, int(stop - start))
+        assigned = np.empty(len(insert_rows), dtype=np.int64)
+        for counts, rows in zip(plans, ordered, strict=True):
             base = len(ids)
             ids.extend(fid for fid, _ in counts)
-            assigned[start:stop] = np.repeat(
-                np.arange(base, base + len(counts)), [c for _, c in counts]
-            )
+            assigned[rows] = np.repeat(np.arange(base, base + len(counts)), [c for _, c in counts])
         existing = np.full(tagged.num_rows, -1, dtype=np.int64)
         existing_ids: list[str] = []
-        known = np.flatnonzero(~np.asarray(inserts.to_numpy(zero_copy_only=False), dtype=bool))
+        known = np.flatnonzero(~is_insert)
         if len(known):
             kcodes, kvalues = dictionary_codes(file_col.take(pa.array(known)))
             existing[known] = kcodes
             existing_ids = kvalues
-        offset = len(existing_ids)
-        existing[sorted_rows] = assigned + offset
+        existing[insert_rows] = assigned + len(existing_ids)
         col = file_id_column(existing, existing_ids + ids)
         idx = tagged.schema.get_field_index(FILE_ID)
         return tagged.set_column(idx, FILE_ID, col)

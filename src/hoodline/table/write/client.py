@@ -14,16 +14,17 @@ If anything fails after the instant started, the instant is rolled back before t
 re-raised (a crash instead leaves it for the next writer to roll back).
 
 Operations (within a batch, duplicate keys are reduced by the ordering field; highest wins,
-ties: the last record):
+ties: the last record — for bulk_insert only with ``hoodie.combine.before.insert``, as in Hudi):
 
 * ``upsert``: update existing keys, insert new ones; never two live rows for one key in a partition.
 * ``insert``: like upsert — hoodline still looks keys up, so inserting an existing key updates it
   instead of creating a duplicate (Java Hudi's insert skips that lookup).
 * ``delete``: remove keys (only key and partition columns are needed; unknown keys are ignored).
 * ``bulk_insert``: for loading new data fast: sorted by partition and key, no index lookup, new
-  file groups cut at the max file size. Keys that already exist are *not* detected with the
-  BLOOM index (duplicates, as in Hudi); with the BUCKET index a key always goes to its bucket's
-  file group, so existing keys are updated.
+  file groups cut at the max file size, records written as given (duplicate keys of the batch
+  included, unless ``hoodie.combine.before.insert``). Keys that already exist are *not*
+  detected with the BLOOM index (duplicates, as in Hudi); with the BUCKET index a key always
+  goes to its bucket's file group, so existing keys are updated.
 
 Split API for distributed writers (Spark): :meth:`prepare` (validate, schema),
 :meth:`start_instant`, :meth:`context` (picklable); per task :func:`prepare_records`
@@ -59,6 +60,7 @@ from hoodline.table.index import make_index
 from hoodline.table.instant import COMMIT, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
+from hoodline.table.parallel import resolve_threads
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
@@ -77,6 +79,7 @@ from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.prepare import (
     check_required_columns,
+    combines,
     conform_types,
     incoming_schema,
     prepare_deletes,
@@ -122,28 +125,32 @@ def tag_and_assign(
     task_id: int = 0,
     num_tasks: int = 1,
     view: FileSystemView | None = None,
+    threads: int | None = None,
 ) -> pa.Table:
     """Give every record its file group: index lookup, then the bucket assigner for inserts.
 
     Runs on one task's share of the records; records with the same key must be in one task.
-    Deletes of keys the table does not hold are dropped here."""
+    Deletes of keys the table does not hold are dropped here. The BLOOM index and the
+    assigner work on several partitions at once on ``threads`` threads (0: every core; None:
+    ``hoodline.write.threads``); pass 1 when several tasks already run side by side."""
     if records.num_rows == 0:
         return records.append_column(FILE_ID, pa.array([], pa.string()))
     table = ctx.table()
     if view is None:
         view = table.fs_view()
     config = ctx.config
+    threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
     if ctx.operation is WriteOperation.BULK_INSERT and config.index_type == IndexType.BLOOM:
         tagged = records.append_column(FILE_ID, pa.nulls(records.num_rows, pa.string()))
         use_small = False
     else:
-        tagged = make_index(table.base_path, config).tag(records, view)
+        tagged = make_index(table.base_path, config, threads).tag(records, view)
         use_small = True
     if config.index_type == IndexType.BLOOM:
         if ctx.operation is WriteOperation.DELETE:
             return tagged.filter(pc.is_valid(tagged.column(FILE_ID)))
         profile = WriteProfile(view, ctx.options)
-        assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small)
+        assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small, threads)
         tagged = assigner.assign(tagged)
     return tagged
 
@@ -156,15 +163,21 @@ def _operation(operation: str) -> WriteOperation:
 
 
 def prepare_for_schema(
-    config: TableConfig, operation: WriteOperation, batch: Batch, data_schema: pa.Schema
+    config: TableConfig,
+    operation: WriteOperation,
+    batch: Batch,
+    data_schema: pa.Schema,
+    options: WriteOptions,
 ) -> pa.Table:
-    """Validate, key and de-duplicate records for a commit of ``data_schema``."""
+    """Validate, key and de-duplicate (:func:`combines`) records for a commit of
+    ``data_schema``."""
     if operation is WriteOperation.DELETE:
         return prepare_deletes(batch, config)
     table = as_table(batch)
     check_required_columns(table, config)
     table = conform_types(table, data_schema)
-    return prepare_upserts(table, config, data_schema, operation)
+    combine = combines(operation, options.combine_before_insert)
+    return prepare_upserts(table, config, data_schema, operation, combine)
 
 
 def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
@@ -180,7 +193,7 @@ def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
         if ctx.operation is WriteOperation.DELETE:
             fields.append(pa.field(IS_DELETE, pa.bool_()))
         return pa.schema(fields).empty_table()
-    return prepare_for_schema(ctx.config, ctx.operation, table, ctx.data_schema)
+    return prepare_for_schema(ctx.config, ctx.operation, table, ctx.data_schema, ctx.options)
 
 
 class WriteClient:
@@ -285,7 +298,8 @@ class WriteClient:
             check_required_columns(table, self.table.config)
             table = conform_types(table, table_data_schema(self.table))
         schema = self.plan_schema(incoming_schema(table), op)
-        return PreparedBatch(op, prepare_for_schema(self.table.config, op, table, schema), schema)
+        records = prepare_for_schema(self.table.config, op, table, schema, self.options)
+        return PreparedBatch(op, records, schema)
 
     def plan_schema(self, incoming: pa.Schema, operation: str) -> pa.Schema:
         """Driver side of a distributed write: the schema the commit will have when data of
@@ -416,4 +430,3 @@ class WriteClient:
                 raise TableError(
                     f"extra metadata must map strings to strings; got {k!r}: {type(v).__name__}"
                 )
-

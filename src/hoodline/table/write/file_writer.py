@@ -4,7 +4,8 @@ For a file group with a committed base file the new base file holds the old rows
 neither updated nor deleted — copied unchanged, including their ``_hoodie_commit_time`` and
 ``_hoodie_commit_seqno`` — followed by the new/updated records. A group without a base file gets
 just the new records. The five ``_hoodie_`` meta columns come first; the footer carries the
-record-key bloom filter and min/max key under Hudi's keys, whatever the table's index type.
+record-key bloom filter and min/max key under Hudi's keys (unless a table without the BLOOM index
+turns them off with ``hoodie.parquet.bloom.filter.enabled``, as in Hudi).
 
 A marker is created before the data file, and the file is written under its final name (readers
 ignore files of instants that never completed; rollback deletes the marked files). A file group
@@ -14,12 +15,14 @@ whose rows are all deleted gets an empty base file, so the group's latest versio
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -43,13 +46,16 @@ from hoodline.table.fs_view import (
     base_file_name,
 )
 from hoodline.table.markers import Markers
-from hoodline.table.properties import TableConfig
+from hoodline.table.parallel import map_in_threads, resolve_threads
+from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
-from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
     FILE_ID,
+    FILE_NAME,
     IS_DELETE,
     META_COLUMNS,
     PARTITION_PATH,
@@ -57,6 +63,7 @@ from hoodline.table.write.records import (
     align_to_schema,
     dictionary_codes,
     group_slices,
+    take_rows,
 )
 
 
@@ -126,7 +133,9 @@ def _split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
     return upserts, deletes.column(RECORD_KEY).combine_chunks()
 
 
-def _new_rows(upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int) -> pa.Table:
+def _new_rows(
+    upserts: pa.Table, ctx: WriteContext, partition: str, file_name: str, task_id: int
+) -> pa.Table:
     n = upserts.num_rows
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
@@ -138,7 +147,7 @@ def _new_rows(upserts: pa.Table, ctx: WriteContext, file_name: str, task_id: int
         constant_column(ctx.instant_ts, n),
         seq,
         upserts.column(RECORD_KEY),
-        upserts.column(PARTITION_PATH),
+        constant_column(partition, n),
         constant_column(file_name, n),
         *data.columns,
     ]
@@ -176,8 +185,15 @@ def _keep_newer_stored(
     return pc.and_(replaced, pc.invert(stored_wins)), upserts
 
 
-def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str, str]:
+def _footer(keys: pa.ChunkedArray | pa.Array, ctx: WriteContext) -> dict[str, str]:
+    """Bloom filter and min/max record key, where Java Hudi writes them: with meta fields
+    populated (always, in hoodline) when ``hoodie.parquet.bloom.filter.enabled`` (default) or the
+    index type is BLOOM (``HoodieFileWriterFactory.enableBloomFilter``); the min/max keys only
+    come with the filter (``HoodieBloomFilterWriteSupport.finalizeMetadata``)."""
+    options = ctx.options
     if len(keys) == 0:
+        return {}
+    if not options.bloom_filter_enabled and ctx.config.index_type is not IndexType.BLOOM:
         return {}
     mm = pc.min_max(keys)
     flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries)
@@ -189,17 +205,89 @@ def _footer(keys: pa.ChunkedArray | pa.Array, options: WriteOptions) -> dict[str
     }
 
 
+#: rows looked at per column to choose its encoding: runs of rows spread evenly over the file
+_DICTIONARY_SAMPLE = 2048
+_DICTIONARY_SAMPLE_RUNS = 16
+#: a column whose sample is at most this share distinct values is dictionary encoded
+_DICTIONARY_MAX_DISTINCT = 0.75
+#: meta columns whose values repeat within every file / never do
+_REPEATED_META = frozenset((COMMIT_TIME, PARTITION_PATH, FILE_NAME))
+_UNIQUE_META = frozenset((COMMIT_SEQNO, RECORD_KEY))
+
+
+def _leaf_paths(name: str, t: pa.DataType) -> list[str]:
+    """Parquet column paths of an Arrow field (as pyarrow names nested leaves)."""
+    if pa.types.is_struct(t):
+        return [p for f in t for p in _leaf_paths(f"{name}.{f.name}", f.type)]
+    if pa.types.is_map(t):
+        return _leaf_paths(f"{name}.key_value.key", t.key_type) + _leaf_paths(
+            f"{name}.key_value.value", t.item_type
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_paths(f"{name}.list.element", t.value_type)
+    return [name]
+
+
+def dictionary_columns(table: pa.Table) -> list[str]:
+    """Columns worth dictionary encoding: those whose values repeat.
+
+    Parquet writers try a dictionary on every column and fall back to plain encoding once it
+    grows too big; for unique columns (``_hoodie_record_key``, ``_hoodie_commit_seqno``, ids,
+    measurements) that attempt costs more than the rest of the encoding. Here each column's
+    values at evenly spread rows are counted instead: a column with few distinct values
+    (``_hoodie_commit_time``, ``_hoodie_file_name``, partition values, categories) keeps its
+    dictionary, the others are written plain. The meta columns need no counting: commit time,
+    partition path and file name repeat in every file, record key and sequence number never do.
+    Nested columns keep dictionaries on every leaf."""
+    n = table.num_rows
+    # slices (zero-copy; a take would first concatenate the chunks of a merged file)
+    run = _DICTIONARY_SAMPLE // _DICTIONARY_SAMPLE_RUNS
+    starts = np.linspace(0, max(0, n - run), _DICTIONARY_SAMPLE_RUNS).astype(np.int64)
+    out: list[str] = []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        t = field.type
+        if field.name in _UNIQUE_META:
+            continue
+        if field.name in _REPEATED_META or pa.types.is_dictionary(t):
+            out.append(field.name)
+        elif pa.types.is_nested(t):
+            out.extend(_leaf_paths(field.name, t))
+        elif not pa.types.is_boolean(t) and n:
+            if n > _DICTIONARY_SAMPLE:
+                parts = [c for s in starts for c in col.slice(int(s), run).chunks]
+                sample = pa.chunked_array(parts, type=t)
+            else:
+                sample = col
+            distinct = pc.count_distinct(sample, mode="all").as_py()
+            if distinct <= _DICTIONARY_MAX_DISTINCT * len(sample):
+                out.append(field.name)
+    return out
+
+
+#: the FILE_PARTIAL fault stops one file at a time (writer threads write several at once)
+_FILE_PARTIAL_ONCE = threading.Lock()
+
+
 def write_parquet(
     path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
     compression = None if options.compression is Compression.NONE else options.compression.value
-    writer = pq.ParquetWriter(path, table.schema, compression=compression)
+    writer = pq.ParquetWriter(
+        path, table.schema, compression=compression, use_dictionary=dictionary_columns(table)
+    )
     try:
-        if faults.armed(FaultPoint.FILE_PARTIAL) and table.num_rows > 1:
-            half = table.num_rows // 2
-            writer.write_table(table.slice(0, half), row_group_size=half)
-            faults.reach(FaultPoint.FILE_PARTIAL)
-            writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
+        if (
+            faults.armed(FaultPoint.FILE_PARTIAL)
+            and table.num_rows > 1
+            and _FILE_PARTIAL_ONCE.acquire(blocking=False)
+        ):
+            try:
+                half = table.num_rows // 2
+                writer.write_table(table.slice(0, half), row_group_size=half)
+                faults.reach(FaultPoint.FILE_PARTIAL)
+                writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
+            finally:
+                _FILE_PARTIAL_ONCE.release()
         else:
             writer.write_table(table, row_group_size=options.row_group_rows)
         if footer:
@@ -216,17 +304,24 @@ def write_file_group(
     base: FileSlice | None,
     task_id: int = 0,
     attempt: int = 0,
+    read_threads: bool = False,
 ) -> WriteStat | None:
     """Write the new version of one file group; None when there is nothing to write (only
-    deletes for a group that does not exist)."""
+    deletes for a group that does not exist).
+
+    ``records`` are the group's: ``_hoodie_record_key``, the data columns and, for deletes,
+    ``_hoodline_is_delete`` (a partition path or file id column is not read). They hold at most
+    one record per key, as :func:`~.client.prepare_records` (or the pipeline's per-round
+    reduction) leaves them; only a bulk_insert that does not combine
+    (``hoodie.combine.before.insert``) brings duplicates, and they are written as given.
+
+    ``read_threads``: decode the old base file's columns on pyarrow's thread pool; off, as
+    callers usually write several groups at once (more busy threads than cores cost CPU)."""
     upserts, delete_keys = _split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
         upserts = upserts.drop_columns([IS_DELETE])
     if FILE_ID in upserts.schema.names:
         upserts = upserts.drop_columns([FILE_ID])
-    if upserts.num_rows > 1:
-        ordering = ctx.config.precombine_field
-        upserts = dedupe(upserts, ordering if ordering in upserts.schema.names else None)
     if base is None and upserts.num_rows == 0:
         return None
     table = ctx.table()
@@ -242,24 +337,28 @@ def write_file_group(
     num_updates = num_deletes = 0
     if base is not None:
         base_path = table.base_path / base.base_file
-        old = pq.read_table(base_path).replace_schema_metadata(None)
+        old = pq.ParquetFile(base_path, memory_map=True).read(use_threads=read_threads)
+        old = old.replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
             replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced)
             new_keys = upserts.column(RECORD_KEY).combine_chunks()
-        deleted = pc.is_in(old_keys, value_set=delete_keys)
         num_updates = int(pc.sum(replaced).as_py() or 0)
-        num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
-        keep = pc.invert(pc.or_(replaced, deleted))
-        parts.append(_old_rows(old.filter(keep), ctx, str(base_path)))
+        gone = replaced
+        if len(delete_keys):
+            deleted = pc.is_in(old_keys, value_set=delete_keys)
+            num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
+            gone = pc.or_(replaced, deleted)
+        kept = old if num_updates + num_deletes == 0 else old.filter(pc.invert(gone))
+        parts.append(_old_rows(kept, ctx, str(base_path)))
     if upserts.num_rows:
-        parts.append(_new_rows(upserts, ctx, file_name, task_id))
+        parts.append(_new_rows(upserts, ctx, partition, file_name, task_id))
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet(path, out, _footer(out.column(RECORD_KEY), ctx.options), ctx.options)
+    write_parquet(path, out, _footer(out.column(RECORD_KEY), ctx), ctx.options)
     size = path.stat().st_size
     return WriteStat(
         file_id=file_id,
@@ -282,8 +381,16 @@ def write_file_groups(
     task_id: int = 0,
     attempt: int = 0,
     view: FileSystemView | None = None,
+    threads: int | None = None,
 ) -> list[WriteStat]:
-    """Write every file group named in ``tagged._hoodline_file_id`` (one task's share)."""
+    """Write every file group named in ``tagged._hoodline_file_id`` (one task's share).
+
+    File groups are written by ``threads`` threads at once (0: every core; None:
+    ``hoodline.write.threads`` of the options); pass 1 when the caller already runs several
+    writers side by side. pyarrow and numpy release the GIL for the heavy parts (gathering the
+    rows, reading the old base file, encoding, hashing keys into the bloom filter). Stats come
+    back in file-group order whatever the threads; if one group fails, groups not yet started
+    are cancelled and the call returns only after the running ones finished (then raises)."""
     if tagged.num_rows == 0:
         return []
     if tagged.column(FILE_ID).null_count:
@@ -295,25 +402,31 @@ def write_file_groups(
         view = ctx.table().fs_view()
     pcodes, partitions = dictionary_codes(tagged.column(PARTITION_PATH))
     fcodes, file_ids = dictionary_codes(tagged.column(FILE_ID))
-    combined = pcodes * max(1, len(file_ids)) + fcodes
-    order, groups = group_slices(combined)
-    stats: list[WriteStat] = []
+    width = max(1, len(file_ids))
+    order, groups = group_slices(pcodes * width + fcodes)
+    jobs: list[tuple[str, str, npt.NDArray[np.int64], FileSlice | None]] = []
     for code, start, stop in groups:
-        partition = partitions[code // max(1, len(file_ids))]
-        file_id = file_ids[code % max(1, len(file_ids))]
-        rows = tagged.take(pa.array(order[start:stop]))
-        stat = write_file_group(
-            ctx,
-            partition,
-            file_id,
-            rows,
-            view.latest_file_slice(partition, file_id),
-            task_id,
-            attempt,
+        partition, file_id = partitions[code // width], file_ids[code % width]
+        jobs.append(
+            (partition, file_id, order[start:stop], view.latest_file_slice(partition, file_id))
         )
-        if stat is not None:
-            stats.append(stat)
-    return stats
+
+    threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
+    workers = min(max(1, threads), len(jobs))
+    read_threads = workers < threads  # cores left over: pyarrow may decode in parallel
+    # each group's rows are gathered from the columns write_file_group reads (not the file id;
+    # the partition path is the group's own)
+    payload = tagged.drop_columns([FILE_ID, PARTITION_PATH])
+
+    def write(job: tuple[str, str, npt.NDArray[np.int64], FileSlice | None]) -> WriteStat | None:
+        partition, file_id, rows, base = job
+        records = take_rows(payload, rows)  # a group's rows are ascending (stable grouping)
+        return write_file_group(
+            ctx, partition, file_id, records, base, task_id, attempt, read_threads
+        )
+
+    results = map_in_threads(write, jobs, workers, cost=lambda job: len(job[2]))
+    return [stat for stat in results if stat is not None]
 
 
 def stats_by_partition(stats: Iterable[WriteStat]) -> dict[str, list[WriteStat]]:

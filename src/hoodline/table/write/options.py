@@ -71,6 +71,15 @@ RECORD_SIZE_LOOKBACK = cfg.option(
     "How many recent commits are examined to estimate the average record size.",
     minimum=1,
 )
+BLOOM_FILTER_ENABLED = cfg.option(
+    "hoodie.parquet.bloom.filter.enabled",
+    bool,
+    True,
+    "Store a bloom filter of the record keys and the min/max record key in each base file's "
+    "footer, as Java Hudi does by default. Tables with the BLOOM index always store them (the "
+    "index reads them); others may turn this off to save the CPU time of hashing every key "
+    "(a BLOOM index still finds keys in files without them, by reading the key column).",
+)
 BLOOM_FPP = cfg.option(
     "hoodie.index.bloom.fpp",
     float,
@@ -119,6 +128,24 @@ PAYLOAD_CLASS = cfg.option(
     "is greater than the incoming one's (late, out-of-order events do not overwrite newer data). "
     "Within one batch the highest ordering value always wins.",
 )
+COMBINE_BEFORE_INSERT = cfg.option(
+    "hoodie.combine.before.insert",
+    bool,
+    False,
+    "bulk_insert: first reduce records of the batch that share a key (highest ordering value "
+    "wins, ties the last record). Off, as in Hudi: bulk_insert writes the records as given, "
+    "duplicate keys included. upsert, insert and delete always reduce.",
+)
+WRITE_THREADS = cfg.option(
+    "hoodline.write.threads",
+    int,
+    0,
+    "Threads of one write: file groups are written (old base files read, rows encoded, bloom "
+    "filters built) and partitions looked up in the BLOOM index or sorted for new file groups "
+    "in parallel. 0 uses every core of the machine; use 1 when the caller already runs several "
+    "writers side by side.",
+    minimum=0,
+)
 LOCK_OWNER = cfg.option(
     "hoodline.write.lock.owner",
     str,
@@ -132,6 +159,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     RECORD_SIZE_ESTIMATE,
     RECORD_SIZE_ESTIMATION_THRESHOLD,
     RECORD_SIZE_LOOKBACK,
+    BLOOM_FILTER_ENABLED,
     BLOOM_FPP,
     BLOOM_MIN_ENTRIES,
     PARQUET_COMPRESSION,
@@ -139,6 +167,8 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     CLEAN_AUTOMATIC,
     CLEAN_COMMITS_RETAINED,
     PAYLOAD_CLASS,
+    COMBINE_BEFORE_INSERT,
+    WRITE_THREADS,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
     LOCK_HEARTBEAT_SECONDS,
@@ -154,6 +184,7 @@ class WriteOptions:
     record_size_estimate: int = RECORD_SIZE_ESTIMATE.default
     record_size_estimation_threshold: float = RECORD_SIZE_ESTIMATION_THRESHOLD.default
     record_size_lookback: int = RECORD_SIZE_LOOKBACK.default
+    bloom_filter_enabled: bool = BLOOM_FILTER_ENABLED.default
     bloom_fpp: float = BLOOM_FPP.default
     bloom_min_entries: int = BLOOM_MIN_ENTRIES.default
     compression: Compression = PARQUET_COMPRESSION.default
@@ -161,6 +192,8 @@ class WriteOptions:
     clean_automatic: bool = CLEAN_AUTOMATIC.default
     clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
     payload_class: PayloadClass = PAYLOAD_CLASS.default
+    combine_before_insert: bool = COMBINE_BEFORE_INSERT.default
+    write_threads: int = WRITE_THREADS.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
     lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default
@@ -175,6 +208,7 @@ class WriteOptions:
             record_size_estimate=o.get(RECORD_SIZE_ESTIMATE),
             record_size_estimation_threshold=o.get(RECORD_SIZE_ESTIMATION_THRESHOLD),
             record_size_lookback=o.get(RECORD_SIZE_LOOKBACK),
+            bloom_filter_enabled=o.get(BLOOM_FILTER_ENABLED),
             bloom_fpp=o.get(BLOOM_FPP),
             bloom_min_entries=o.get(BLOOM_MIN_ENTRIES),
             compression=o.get(PARQUET_COMPRESSION),
@@ -182,6 +216,8 @@ class WriteOptions:
             clean_automatic=o.get(CLEAN_AUTOMATIC),
             clean_commits_retained=o.get(CLEAN_COMMITS_RETAINED),
             payload_class=o.get(PAYLOAD_CLASS),
+            combine_before_insert=o.get(COMBINE_BEFORE_INSERT),
+            write_threads=o.get(WRITE_THREADS),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
             lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),

@@ -28,6 +28,7 @@ from hoodline.table.write.records import (
     RECORD_KEY,
     Batch,
     align_to_schema,
+    all_distinct,
     as_table,
 )
 
@@ -66,7 +67,7 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
         return table
     keys = table.column(RECORD_KEY)
     parts = table.column(PARTITION_PATH)
-    if pc.count_distinct(keys).as_py() == n:  # keys unique overall: unique per partition too
+    if all_distinct(keys):  # keys unique overall: unique per partition too
         return table
     combined = pc.binary_join_element_wise(parts, keys, "\x00")
     pos = pa.array(np.arange(n, dtype=np.int64))
@@ -106,8 +107,10 @@ def prepare_upserts(
     config: TableConfig,
     data_schema: pa.Schema,
     operation: WriteOperation = WriteOperation.UPSERT,
+    combine: bool = True,
 ) -> pa.Table:
-    """Data columns aligned to ``data_schema`` + ``_hoodie_record_key`` + partition path, deduped.
+    """Data columns aligned to ``data_schema`` + ``_hoodie_record_key`` + partition path,
+    de-duplicated unless ``combine`` is False (see :func:`combines`).
 
     ``data_schema`` is the schema this commit will have (the table's schema, evolved by the
     batch); use :func:`incoming_schema` + the schema module to compute it.
@@ -124,7 +127,13 @@ def prepare_upserts(
     aligned = align_to_schema(table, data_schema, "the input batch")
     out = aligned.append_column(pa.field(RECORD_KEY, pa.string(), nullable=False), keys)
     out = out.append_column(pa.field(PARTITION_PATH, pa.string(), nullable=False), parts)
-    return dedupe(out, config.precombine_field)
+    return dedupe(out, config.precombine_field) if combine else out
+
+
+def combines(operation: WriteOperation, combine_before_insert: bool) -> bool:
+    """Whether records of one batch sharing a key are reduced to one before writing: always,
+    but for bulk_insert only when asked (``hoodie.combine.before.insert``, off as in Hudi)."""
+    return operation is not WriteOperation.BULK_INSERT or combine_before_insert
 
 
 def prepare_deletes(batch: Batch, config: TableConfig) -> pa.Table:

@@ -1,0 +1,225 @@
+"""The file writer's own choices: which columns get dictionaries, file groups written by several
+threads (same files and stats as one thread, a failing group stops the rest cleanly), a group's
+rows gathered batch by batch from chunked tables, the footer bloom filter where Java Hudi writes
+it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hoodline.table.bloom import BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY
+from hoodline.table.commit_metadata import WriteStat
+from hoodline.table.fs_view import FileSlice
+from hoodline.table.read import latest_base_files
+from hoodline.table.table import HudiTable
+from hoodline.table.write import file_writer
+from hoodline.table.write.client import WriteClient, tag_and_assign
+from hoodline.table.write.file_writer import WriteContext, dictionary_columns, write_file_groups
+from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.records import take_rows
+from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+from tests.table.write.helpers import SMALL_FILES, rows, snapshot_dict
+
+
+def _encodings(path: Path) -> dict[str, set[str]]:
+    md = pq.read_metadata(path)
+    out: dict[str, set[str]] = {}
+    for rg in range(md.num_row_groups):
+        for i in range(md.num_columns):
+            col = md.row_group(rg).column(i)
+            out.setdefault(col.path_in_schema, set()).update(col.encodings)
+    return out
+
+
+def test_dictionaries_only_for_columns_whose_values_repeat(tmp_path: Path) -> None:
+    n = 50_000
+    table = pa.table(
+        {
+            "_hoodie_commit_time": pa.array(["20260101000000000"] * n),
+            "_hoodie_record_key": pa.array(np.arange(n).astype(str)),
+            "unique": pa.array(np.arange(n).astype(str)),
+            "const": pa.array(["20260101000000000"] * n),
+            "few": pa.array(np.arange(n) % 7),
+            "ids": pa.array(np.arange(n)),
+            "flag": pa.array(np.arange(n) % 2 == 0),
+            "tags": pa.array([["a", "b"]] * n),
+            "point": pa.array([{"x": i % 3, "name": "p"} for i in range(n)]),
+        }
+    )
+    chosen = dictionary_columns(table)
+    assert chosen == [
+        "_hoodie_commit_time",
+        "const",
+        "few",
+        "tags.list.element",
+        "point.x",
+        "point.name",
+    ]
+    path = tmp_path / "f.parquet"
+    file_writer.write_parquet(path, table, {}, WriteOptions())
+    enc = _encodings(path)
+    for leaf in chosen:
+        assert "RLE_DICTIONARY" in enc[leaf], leaf
+    for plain in ("_hoodie_record_key", "unique", "ids"):
+        assert "RLE_DICTIONARY" not in enc[plain], plain
+    assert pq.read_table(path).equals(table)
+
+
+def _upsert_with_threads(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index_type: str,
+    threads: int,
+) -> tuple[HudiTable, list[dict[str, Any]]]:
+    table = new_table(index_type, name=f"t{threads}")
+    client = client_for(table, {**SMALL_FILES, "hoodline.write.threads": threads})
+    client.insert(rows(list(range(200)), region=["eu", "us", "apac", "af"] * 50, v="a"))
+    client.upsert(rows(list(range(100, 300)), region=["eu", "us", "apac", "af"] * 50, ts=2, v="b"))
+    md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+    stats = [s.to_dict() for s in md.write_stats()]
+    for s in stats:  # these carry instant times (new BLOOM file ids, sizes); not the rest
+        for key in ("fileId", "path", "prevCommit", "totalWriteBytes", "fileSizeInBytes"):
+            s.pop(key)
+    return table, sorted(stats, key=lambda s: sorted(s.items()))
+
+
+def test_several_threads_write_the_same_table_as_one(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index_type: str,
+) -> None:
+    one, one_stats = _upsert_with_threads(new_table, client_for, index_type, 1)
+    four, four_stats = _upsert_with_threads(new_table, client_for, index_type, 4)
+    assert len(four_stats) > 4
+    assert four_stats == one_stats
+    assert snapshot_dict(four) == snapshot_dict(one)
+    assert_hudi_matches_hoodline(four)
+
+
+def _tagged(client: WriteClient, ctx_ts: str) -> tuple[WriteContext, pa.Table]:
+    ids = list(range(120))
+    regions = [("eu", "us", "apac")[(i // 7) % 3] for i in ids]
+    prepared = client.prepare(rows(ids, region=regions, v="x"), "upsert")
+    ctx = client.context(ctx_ts, prepared)
+    return ctx, tag_and_assign(ctx, prepared.records)
+
+
+def test_file_groups_are_written_concurrently(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = client_for(new_table("BUCKET"))
+    ctx, tagged = _tagged(client, client.start_instant())
+    both_inside = threading.Barrier(2, timeout=30)
+    real = file_writer.write_file_group
+
+    arrivals = iter(range(1_000))
+
+    def meet(*args: object, **kw: object) -> WriteStat | None:
+        if next(arrivals) < 2:
+            both_inside.wait()  # breaks (raises) unless two groups are being written at once
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_writer, "write_file_group", meet)
+    stats = write_file_groups(ctx, tagged, threads=2)
+    assert len(stats) == 9  # 3 partitions x 3 buckets
+    monkeypatch.undo()
+    # same stats in the same (file group) order as one thread writing them one by one
+    assert [s.to_dict() for s in write_file_groups(ctx, tagged, threads=1)] == [
+        s.to_dict() for s in stats
+    ]
+
+
+def test_a_failing_group_cancels_the_rest_and_waits_for_running_ones(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = client_for(new_table("BUCKET"))
+    ctx, tagged = _tagged(client, client.start_instant())
+    lock = threading.Lock()
+    started: list[str] = []
+    running = 0
+    failed = threading.Event()  # never set: slows the healthy groups down
+    real = file_writer.write_file_group
+
+    def fail_first(
+        ctx: WriteContext,
+        partition: str,
+        file_id: str,
+        records: pa.Table,
+        base: FileSlice | None,
+        task_id: int = 0,
+        attempt: int = 0,
+        read_threads: bool = False,
+    ) -> WriteStat | None:
+        nonlocal running
+        with lock:
+            started.append(file_id)
+            running += 1
+            first = len(started) == 1
+        try:
+            if first:
+                raise OSError("disk full")
+            failed.wait(timeout=1)  # the others are slow: the failure comes back first
+            return real(ctx, partition, file_id, records, base, task_id, attempt, read_threads)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(file_writer, "write_file_group", fail_first)
+    with pytest.raises(OSError, match="disk full"):
+        write_file_groups(ctx, tagged, threads=2)
+    assert running == 0, "a group was still being written when the error came back"
+    # the failing group and at most one group per thread that was already running or picked
+    # up before the failure was seen; the other groups of 9 were never started
+    assert 2 <= len(started) <= 3
+
+
+def test_take_rows_matches_take_across_chunks() -> None:
+    n = 1000
+    one = pa.table({"k": pa.array(np.arange(n).astype(str)), "v": pa.array(np.arange(n))})
+    # columns chunked differently (as after appending a computed column to a file's rows)
+    chunked = pa.table(
+        {
+            "k": pa.chunked_array([one["k"].slice(0, 300), one["k"].slice(300)]),
+            "v": pa.chunked_array([one["v"].slice(i, 100) for i in range(0, n, 100)]),
+        }
+    )
+    rows = np.array([0, 5, 299, 300, 301, 650, 999], dtype=np.int64)
+    for table in (one, chunked):
+        assert take_rows(table, rows).equals(one.take(pa.array(rows)))
+        assert take_rows(table, rows[:0]).num_rows == 0
+        assert take_rows(table, rows[:0]).schema == one.schema
+
+
+@pytest.mark.parametrize(
+    ("index", "enabled", "footer"),
+    [("BUCKET", True, True), ("BUCKET", False, False), ("BLOOM", False, True)],
+)
+def test_footer_bloom_filter_where_java_hudi_writes_it(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    index: str,
+    enabled: bool,
+    footer: bool,
+) -> None:
+    table = new_table(index)
+    client = client_for(table, {"hoodie.parquet.bloom.filter.enabled": enabled})
+    client.insert(rows(list(range(20)), region=["eu", "us"] * 10))
+    client.upsert(rows([1, 2, 40], region=["us", "eu", "eu"], ts=2, v="b"))
+    for path in latest_base_files(table):
+        kv = pq.read_metadata(path).metadata
+        for key in (BLOOM_FILTER_KEY, MIN_RECORD_KEY, MAX_RECORD_KEY):
+            assert (key.encode() in kv) is footer, (path, key)
+    assert_hudi_matches_hoodline(table)
+    assert len(snapshot_dict(table)) == 21
