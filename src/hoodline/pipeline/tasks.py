@@ -146,13 +146,20 @@ class RoundJob:
         return self.spec.ctx.config.index_type is IndexType.BLOOM
 
     @property
+    def combines(self) -> bool:
+        """Records of one key are reduced to one per round (every operation but a bulk_insert
+        without ``hoodie.combine.before.insert``, Hudi's default)."""
+        ctx = self.spec.ctx
+        return ctx.operation is not WriteOperation.BULK_INSERT or ctx.options.combine_before_insert
+
+    @property
     def direct_write(self) -> bool:
         """Readers write their own records (no shuffle): bulk_insert with the BLOOM index needs
-        no index lookup, fills no small files and -- as Hudi's bulk_insert without
-        combine-before-insert -- reduces no keys across readers."""
+        no index lookup and fills no small files, and without combining no records of one key
+        need to meet."""
         ctx = self.spec.ctx
         return (ctx.operation is WriteOperation.BULK_INSERT
-                and ctx.config.index_type is IndexType.BLOOM)
+                and ctx.config.index_type is IndexType.BLOOM and not self.combines)
 
     @property
     def writer_tasks(self) -> int:
@@ -181,7 +188,8 @@ class RoundJob:
                 yield ErrorRows(prepared.errors)
             records = prepared.records
             if records.num_rows and view is not None:
-                tagged = tag_and_assign(spec.ctx, records.drop_columns([FILE_ID]), view=view)
+                tagged = tag_and_assign(spec.ctx, records.drop_columns([FILE_ID]), view=view,
+                                        threads=1)
                 records = tagged.select(spec.record_schema.names)
             yield from records.combine_chunks().to_batches()
         outcome = reading.outcome
@@ -215,8 +223,10 @@ class RoundJob:
         records = _conform(schema, batches)
         if records.num_rows == 0:
             return
-        records = resolve(records, self.spec.ctx.config.precombine_field)
-        tagged = tag_and_assign(self.spec.ctx, records.drop_columns([FILE_ID]), task, self.writers)
+        if self.combines:
+            records = resolve(records, self.spec.ctx.config.precombine_field)
+        tagged = tag_and_assign(self.spec.ctx, records.drop_columns([FILE_ID]), task,
+                                self.writers, threads=1)
         yield tagged.select(schema.names)
 
     # -- writer ---------------------------------------------------------------------------------
@@ -236,7 +246,8 @@ class RoundJob:
                 if batch.num_rows:
                     buffer.append(_conform(schema, [batch]).combine_chunks().to_batches()[0])
             if buffer.rows:
-                yield from self._write_groups(buffer.table(), task, attempt, reduce=True)
+                yield from self._write_groups(buffer.table(), task, attempt,
+                                              reduce=self.combines)
 
     def _write_groups(
         self, records: pa.Table, task: int, attempt: int, *, reduce: bool
@@ -288,7 +299,7 @@ class RoundJob:
                     outcome = item
             if buffer.rows:
                 records = buffer.table().drop_columns([FILE_ID])
-                tagged = tag_and_assign(spec.ctx, records, subtask, self.readers)
+                tagged = tag_and_assign(spec.ctx, records, subtask, self.readers, threads=1)
                 yield from self._write_groups(tagged.select(schema.names), subtask, attempt,
                                               reduce=False)
         if outcome is None:
