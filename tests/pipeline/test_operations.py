@@ -17,6 +17,7 @@ from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.table.properties import IndexType
 from hoodline.table.write.operation import WriteOperation
+from hoodline.testing.hudi_oracle import hudi_snapshot
 from tests.helpers.pipeline_stream import (
     Stream,
     create_topic,
@@ -68,16 +69,31 @@ def test_bloom_index_and_delete_operation(
     assert table_rows(table) == stream.model
 
 
-def test_bulk_insert_of_new_keys(
-    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
+@pytest.mark.parametrize("combine", [False, True])
+def test_bulk_insert_writes_every_record_unless_combining(
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path, combine: bool
 ) -> None:
+    """bulk_insert writes records as they come, a key produced twice included (Hudi's
+    hoodie.combine.before.insert default: off); with combining, the newest record of a key wins."""
     bs = broker.bootstrap_servers
     topic = create_topic(bs, unique("pc-bulk"), 2)
-    stream = Stream(bs, topic, 2, seed=8)
-    stream.produce(500, 100_000, deletes=0.0)  # (almost) every key new
+    ids = [*range(300), *range(0, 40, 4)]  # ten keys arrive twice, in a later message
+    with ExactEndProducer(bs) as producer:
+        for ts, i in enumerate(ids, start=1):
+            rec = {"id": i, "name": f"n{i}-{ts}", "region": region(i), "ts": ts,
+                   "deleted": False}
+            producer.produce(topic, i % 2, json.dumps(rec).encode(), str(i).encode())
     table = tmp_path / "t"
     cfg = kafka_config(table, bs, topic, **{"reader-parallelism": 2})
-    cfg = replace(cfg, table=replace(cfg.table, operation=WriteOperation.BULK_INSERT))
+    options = {"hoodie.combine.before.insert": combine}
+    cfg = replace(cfg, table=replace(cfg.table, operation=WriteOperation.BULK_INSERT,
+                                     options=options))
     with Pipeline(cfg, SparkEngine(spark)) as p:
-        assert p.run(once=True).records_read == 500
-    assert table_rows(table) == stream.model
+        assert p.run(once=True).records_read == len(ids)
+    snap = hudi_snapshot(table).select(["id", "ts"]).to_pylist()
+    if combine:
+        assert sorted(r["id"] for r in snap) == list(range(300))
+        latest = {i: ts for ts, i in enumerate(ids, start=1)}
+        assert all(r["ts"] == latest[r["id"]] for r in snap)
+    else:
+        assert sorted(r["id"] for r in snap) == sorted(ids)
