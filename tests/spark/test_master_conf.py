@@ -37,6 +37,8 @@ def test_spark_conf_defaults_for_a_small_machine(tmp_path: Path) -> None:
     assert conf["spark.sql.shuffle.partitions"] == "2"
     assert conf["spark.driver.host"] == "127.0.0.1"
     assert f"file:{tmp_path / 'l.p'}" in conf["spark.executor.extraJavaOptions"]
+    assert "-XX:TieredStopAtLevel=1" in conf["spark.driver.extraJavaOptions"].split()
+    assert "-XX:TieredStopAtLevel=1" in conf["spark.executor.extraJavaOptions"].split()
     extra = SparkSettings(extra_conf={"spark.sql.shuffle.partitions": "7"}, shuffle_partitions=3)
     assert spark_conf(extra, parse_master("local[2]"), None)["spark.sql.shuffle.partitions"] == "7"
     with pytest.raises(ConfigError, match="log level 'LOUD'"):
@@ -101,3 +103,4 @@ def test_remote_master_gets_no_local_only_settings(tmp_path: Path) -> None:
     assert "spark.driver.host" not in conf
     assert "spark.executor.extraJavaOptions" not in conf
     assert "spark.driver.extraJavaOptions" in conf
+    assert "TieredStopAtLevel" not in conf["spark.driver.extraJavaOptions"]  # not our cluster's

@@ -119,11 +119,18 @@ def spark_conf(settings: SparkSettings, master: Master, log_config: Path | None)
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if master.kind == "local" and settings.preload_workers:
         conf["spark.python.daemon.module"] = WORKER_DAEMON
+    java: list[str] = []
     if log_config is not None:
-        opt = f"-Dlog4j2.configurationFile=file:{log_config}"
-        conf["spark.driver.extraJavaOptions"] = opt
-        if master.is_local:  # the file exists only on this machine
-            conf["spark.executor.extraJavaOptions"] = opt
+        java.append(f"-Dlog4j2.configurationFile=file:{log_config}")
+    if master.is_local:
+        # The JVMs of a local master only move bytes for hoodline's Python tasks; the optimising
+        # JIT compiler (C2) costs more CPU on the shared cores than it saves: C1 only starts
+        # Spark ~0.8 s faster and took 12 % less CPU over a 2M-message ingest (BENCHMARKS.md).
+        java.append("-XX:TieredStopAtLevel=1")
+    if java:
+        conf["spark.driver.extraJavaOptions"] = " ".join(java)
+        if master.is_local:  # the same files and flags on this machine
+            conf["spark.executor.extraJavaOptions"] = " ".join(java)
     conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
     return conf
 
