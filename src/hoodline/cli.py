@@ -151,6 +151,7 @@ def run(
         stop.set()
 
     err_console.print(run_banner(cfg, once), highlight=False, markup=False)
+    _announce_class_cache(cfg.runtime.jvm_class_cache)
     with Pipeline(cfg) as pipeline:
         pipeline.engine  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own
         previous = signal.signal(signal.SIGINT, _interrupt)
@@ -168,6 +169,20 @@ def run(
         highlight=False,
         markup=False,
     )
+
+
+def _announce_class_cache(enabled: bool) -> None:
+    """Say so before the one-time build of the JVM class cache (a silent 30 s pause would look
+    like a hang)."""
+    if not enabled:
+        return
+    from hoodline.spark.class_cache import archive_path
+
+    path = archive_path()
+    if path is not None and not path.is_file():
+        err_console.print(
+            f"preparing the JVM class cache once for this installation (about 30 s; later "
+            f"starts are faster): {path}", highlight=False, markup=False)
 
 
 @app.command()
@@ -203,6 +218,7 @@ def demo(
         raise typer.Exit(code)
     from hoodline.demo.stream_demo import run_stream_demo
 
+    _announce_class_cache(True)
     result = run_stream_demo(str(path) if path is not None else None, console,
                              records=records, keep=keep)
     raise typer.Exit(0 if result.ok else 1)

@@ -150,6 +150,12 @@ WRITER_PARALLELISM = option(
     "master's cores). Every writer task reports, also those that received no records.",
     minimum=0, maximum=4096,
 )
+JVM_CLASS_CACHE = option(
+    "runtime.jvm-class-cache", bool, True,
+    "Start the driver JVM from a class-data-sharing archive of Spark's classes (about 2.5 s "
+    "faster starts). The archive is built once per Java and pyspark installation (about 30 s, "
+    "on the first start that needs it) in $HOODLINE_CACHE_DIR, else ~/.cache/hoodline.",
+)
 ROUND_MAX_RECORDS = option(
     "runtime.round.max-records", int, 500_000,
     "Most records read per round (checkpoint/commit), over all readers.", minimum=1,
@@ -210,7 +216,8 @@ SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
         BUCKET_COUNT, OPERATION, DELETE_FIELD,
     ),
     "runtime": (
-        RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
+        RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE,
+        ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
         ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, WRITER_BUFFER, MAX_CONSECUTIVE_FAILURES,
         RETRY_BACKOFF, RETRY_BACKOFF_MAX,
     ),
@@ -263,6 +270,7 @@ class RuntimeSection:
     spark_conf: Mapping[str, object] = field(default_factory=MaskedDict)
     writer_buffer_bytes: int = 256 * 1024**2
     writer_parallelism: int = 0
+    jvm_class_cache: bool = True
 
     def backoff_s(self, consecutive_failures: int) -> float:
         """Wait before the retry after ``consecutive_failures`` (>= 1) failed rounds."""
@@ -311,6 +319,7 @@ class PipelineConfig:
         out.update({
             RUNTIME_MASTER.key: r.master, READER_PARALLELISM.key: r.reader_parallelism,
             WRITER_PARALLELISM.key: r.writer_parallelism,
+            JVM_CLASS_CACHE.key: r.jvm_class_cache,
             ROUND_MAX_RECORDS.key: r.round_max_records, ROUND_MAX_BYTES.key: r.round_max_bytes,
             ROUND_MIN_INTERVAL.key: r.round_min_interval_s,
             ROUND_MAX_INTERVAL.key: r.round_max_interval_s,
@@ -430,6 +439,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         spark_conf=passthrough.get(("runtime", "spark-conf"), MaskedDict()),
         writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
         writer_parallelism=run.get(WRITER_PARALLELISM),
+        jvm_class_cache=run.get(JVM_CLASS_CACHE),
     )
     errors = ErrorsSection(
         tolerance=err.get(ERRORS_TOLERANCE),

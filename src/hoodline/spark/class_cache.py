@@ -1,0 +1,140 @@
+"""A class-data-sharing archive of the driver JVM's classes (JDK AppCDS), for faster starts.
+
+Starting Spark loads some 20,000 classes from pyspark's jars; a JDK dynamic CDS archive holds
+them pre-parsed and pre-verified, so a driver JVM that maps it starts about 2.5 s faster and runs
+its first query about 1 s faster on this kind of machine (BENCHMARKS.md).
+
+The archive is built once per installation -- Java binary, pyspark version and jar set, which
+make up its file name -- by :func:`build`: a separate Python process starts a session with
+``-XX:ArchiveClassesAtExit``, runs a small job shaped like a round, stops Spark and waits until
+the JVM has exited and written the archive, which then moves into place atomically. The JVM
+checks the archive when it maps it and ignores it (silently: CDS logging is off) when it does not
+match. Where the archive lives: ``$HOODLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/hoodline``, else
+``~/.cache/hoodline``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: JVM options that keep CDS messages off stderr (a mismatched archive is simply not used).
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+
+#: Longest a build may take.
+BUILD_TIMEOUT_S = 300.0
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("HOODLINE_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "hoodline"
+
+
+def _java() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home) / "bin" / "java" if home else None
+    if java is None or not java.exists():
+        found = shutil.which("java")
+        java = Path(found) if found else None
+    return java.resolve() if java is not None else None
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this Java and this pyspark lives (None without a Java binary)."""
+    import pyspark
+    from pyspark import __version__ as pyspark_version
+
+    java = _java()
+    if java is None:
+        return None
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    key = hashlib.sha256()
+    stat = java.stat()
+    key.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark_version}".encode())
+    for jar in sorted(jars.glob("*.jar")):
+        key.update(f"|{jar.name}:{jar.stat().st_size}".encode())
+    return cache_dir() / f"spark-{pyspark_version}-{key.hexdigest()[:16]}.jsa"
+
+
+def java_options(path: Path | None) -> list[str]:
+    """Options that make a driver JVM map the archive (none when it does not exist)."""
+    if path is None or not path.is_file():
+        return []
+    return [f"-XX:SharedArchiveFile={path}", *QUIET]
+
+
+def build(path: Path, timeout_s: float = BUILD_TIMEOUT_S) -> bool:
+    """Build the archive at ``path`` in a separate process; True when it exists afterwards.
+    Failures are logged, never raised: without the archive Spark only starts slower."""
+    if path.is_file():
+        return True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".building-", suffix=".jsa")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    tmp.unlink()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "hoodline.spark.class_cache", str(tmp)],
+            capture_output=True, text=True, timeout=timeout_s, check=False,
+        )
+        if done.returncode != 0 or not tmp.is_file():
+            log.warning("could not build the JVM class cache at %s (exit %s): %s", path,
+                        done.returncode, done.stderr.strip().splitlines()[-1:] or "no output")
+            return False
+        os.replace(tmp, path)
+        return True
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("could not build the JVM class cache at %s: %s", path, exc)
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _train(target: Path) -> None:
+    """Run in the builder process: load the classes a round uses, then exit the JVM cleanly so
+    that it writes the archive to ``target``."""
+    import pyarrow as pa
+
+    from hoodline.spark.job import ENVELOPE_DDL, per_subtask
+    from hoodline.spark.session import SparkSettings, start_session
+
+    spark = start_session(SparkSettings(
+        master="local[2]", app_name="hoodline-class-cache", class_cache=False,
+        extra_conf={"spark.driver.extraJavaOptions":
+                    f"-XX:ArchiveClassesAtExit={target} {' '.join(QUIET)}"},
+    ))
+    try:
+        def rows(i: int):  # type: ignore[no-untyped-def]
+            yield pa.RecordBatch.from_pylist(
+                [{"_route": i, "_kind": 0, "_task": i, "_payload": b"x"}],
+                schema=pa.schema([("_route", pa.int32()), ("_kind", pa.int8()),
+                                  ("_task", pa.int32()), ("_payload", pa.binary())]))
+
+        df = per_subtask(spark.session, 2, rows, ENVELOPE_DDL)
+        df.repartition(2, "_route").mapInArrow(lambda b: b, ENVELOPE_DDL).toArrow()
+    finally:
+        spark.stop()
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:  # the gateway JVM exits when its stdin closes, writing the archive
+        proc.stdin.close()
+        proc.wait(timeout=BUILD_TIMEOUT_S)
+
+
+if __name__ == "__main__":
+    _train(Path(sys.argv[1]))

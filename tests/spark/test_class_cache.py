@@ -1,0 +1,66 @@
+"""The driver JVM's class-data archive: where it lives, when it is used, and that a failed build
+only costs speed."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hoodline.pipeline.master import parse_master
+from hoodline.spark import class_cache
+from hoodline.spark.session import HoodlineSpark, SparkSettings, spark_conf
+
+
+def test_the_archive_is_named_by_the_installation_and_lives_in_the_cache_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOODLINE_CACHE_DIR", str(tmp_path))
+    path = class_cache.archive_path()
+    assert path is not None and path.parent == tmp_path and path.suffix == ".jsa"
+    assert path == class_cache.archive_path()  # stable for one installation
+    monkeypatch.delenv("HOODLINE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert class_cache.cache_dir() == tmp_path / "xdg" / "hoodline"
+
+
+def test_only_an_existing_archive_reaches_the_driver_jvm(tmp_path: Path) -> None:
+    master = parse_master("local[2]")
+    archive = tmp_path / "a.jsa"
+    conf = spark_conf(SparkSettings(), master, None, archive)
+    assert "SharedArchiveFile" not in conf["spark.driver.extraJavaOptions"]
+    archive.write_bytes(b"x")
+    opts = spark_conf(SparkSettings(), master, None, archive)["spark.driver.extraJavaOptions"]
+    assert f"-XX:SharedArchiveFile={archive}" in opts.split()
+    assert "-Xlog:cds=off" in opts.split()  # a mismatched archive is ignored quietly
+    assert "SharedArchiveFile" not in spark_conf(
+        SparkSettings(), master, None, archive).get("spark.executor.extraJavaOptions", "")
+
+
+def test_a_failed_build_is_logged_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def fails(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 1, "", "java: out of memory (test)")
+
+    monkeypatch.setattr(class_cache.subprocess, "run", fails)
+    target = tmp_path / "c" / "x.jsa"
+    assert class_cache.build(target) is False
+    assert not target.exists() and not any(target.parent.iterdir())
+    assert "could not build the JVM class cache" in caplog.text and "out of memory" in caplog.text
+
+
+@pytest.mark.spark
+def test_sessions_start_from_the_built_archive(spark: HoodlineSpark) -> None:
+    """The shared test session built the archive (or found it) and its driver JVM maps it."""
+    path = class_cache.archive_path()
+    assert path is not None and path.is_file() and path.stat().st_size > 10_000_000
+    jvm = spark.context._jvm
+    assert jvm is not None
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={path}" in args
+    flags = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert str(flags.getVMOption("SharedArchiveFile").getValue()) == str(path)
+    assert "sharing" in str(jvm.java.lang.System.getProperty("java.vm.info"))
