@@ -63,8 +63,11 @@ class SparkSettings:
     driver_memory: str = "1g"
     #: ``spark.sql.shuffle.partitions``; ``None`` = total cores of the master (at least 2).
     shuffle_partitions: int | None = None
-    #: Rows per Arrow batch handed to ``mapInArrow`` functions.
-    arrow_batch_records: int = 10_000
+    #: Rows per Arrow batch Spark hands to ``mapInArrow`` functions. Every row of a round's job
+    #: is an envelope row whose payload holds up to one batch of records, so a few rows per
+    #: batch keep the JVM from gathering a whole task's input into one Arrow batch (2M-message
+    #: ingest: driver JVM 800 -> 576 MiB, and faster).
+    arrow_batch_records: int = 2
     #: Zip the imported hoodline package and ship it to executors.
     ship_package: bool = True
     #: Spark (log4j) log level: WARN keeps the console quiet, ERROR quieter.
