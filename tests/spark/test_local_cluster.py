@@ -27,7 +27,8 @@ from hoodline.spark.probe import (
     executor_probe,
     task_identity,
 )
-from hoodline.spark.session import HoodlineSpark
+from hoodline.spark.session import WORKER_DAEMON, HoodlineSpark
+from tests.conftest import LOCAL, LOCAL_CLUSTER, SparkProvider
 
 pytestmark = pytest.mark.spark
 
@@ -88,8 +89,15 @@ def _check_rows(rows: list[dict[str, object]], n: int) -> None:
 
 
 def test_executors_import_shipped_hoodline_in_separate_processes(
-    spark_cluster: HoodlineSpark,
+    spark_provider: SparkProvider,
 ) -> None:
+    # A local[2] session first (free in the full suite, where it runs before the cluster tests):
+    # PySpark keeps one JVM per process, and nothing of that session (its worker daemon, which
+    # imports hoodline from the driver's installation) may carry over into the cluster.
+    local = spark_provider.get(LOCAL)
+    assert local.context.getConf().get("spark.python.daemon.module") == WORKER_DAEMON
+    spark_cluster = spark_provider.get(LOCAL_CLUSTER)
+    assert spark_cluster.context.getConf().get("spark.python.daemon.module") != WORKER_DAEMON
     executors = spark_cluster.executor_pids()
     assert len(executors) == 2
     driver_jvm = int(spark_cluster.context._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]

@@ -135,6 +135,10 @@ def spark_conf(
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if master.kind == "local" and settings.preload_workers:
         conf["spark.python.daemon.module"] = WORKER_DAEMON
+        # The daemon is imported before Spark ships hoodline's archive: workers find this
+        # installation through their environment (set for them only; this process's
+        # environment, which later sessions' JVMs inherit, stays as it was).
+        conf["spark.executorEnv.PYTHONPATH"] = str(Path(hoodline.__file__).resolve().parent.parent)
     java: list[str] = []
     if log_config is not None:
         java.append(f"-Dlog4j2.configurationFile=file:{log_config}")
@@ -208,10 +212,17 @@ def _bytecode(source: Path, arcname: Path, scratch: Path) -> bytes:
 class HoodlineSpark:
     """A running session plus what is needed to stop it cleanly. Use as a context manager."""
 
-    def __init__(self, session: SparkSession, master: Master, scratch: Path) -> None:
+    def __init__(
+        self,
+        session: SparkSession,
+        master: Master,
+        scratch: Path,
+        applied_conf: dict[str, str] | None = None,
+    ) -> None:
         self.session = session
         self.master = master
         self._scratch = scratch
+        self._applied_conf = dict(applied_conf or {})
         self._app_id = session.sparkContext.applicationId
         self._stopped = False
 
@@ -278,7 +289,9 @@ class HoodlineSpark:
             pids = self.executor_pids()
         except Exception:  # JVM already gone: nothing to wait for
             pids = []
+        jvm = self.context._jvm
         self.session.stop()
+        _forget_conf(jvm, self._applied_conf)
         deadline = time.monotonic() + 30
         while pids and time.monotonic() < deadline:
             pids = [p for p in pids if _alive(p)]
@@ -300,6 +313,22 @@ class HoodlineSpark:
         self.stop()
 
 
+def _forget_conf(jvm: Any, applied: dict[str, str]) -> None:
+    """PySpark keeps its JVM after a session stops and passed the first session's settings to it
+    as system properties, which every later SparkConf in this process loads as defaults: a
+    ``local[N]`` session's worker daemon would leak into a later ``local-cluster`` one. Remove
+    the properties this session set (unless something else changed them since)."""
+    if jvm is None:
+        return
+    try:
+        system = jvm.java.lang.System
+        for key, value in applied.items():
+            if system.getProperty(key) == value:
+                system.clearProperty(key)
+    except Exception:  # JVM already gone: nothing leaks
+        log.debug("could not clear the session's settings from the JVM", exc_info=True)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -313,16 +342,6 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def _make_importable_by_workers() -> None:
-    """Python workers of local masters start the worker daemon from this installation of
-    hoodline: put its folder on their ``PYTHONPATH`` (they inherit this process's environment)
-    unless it is there already."""
-    root = str(Path(hoodline.__file__).resolve().parent.parent)
-    current = os.environ.get("PYTHONPATH", "")
-    if root not in current.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, current) if p)
 
 
 def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
@@ -349,8 +368,6 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if master.is_local:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        if conf.get("spark.python.daemon.module") == WORKER_DAEMON:
-            _make_importable_by_workers()
         builder: Any = SparkSession.builder.master(master.url)
         for key, value in conf.items():
             builder = builder.config(key, value)
@@ -361,4 +378,4 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return HoodlineSpark(session, master, scratch)
+    return HoodlineSpark(session, master, scratch, conf)
