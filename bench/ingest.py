@@ -528,7 +528,8 @@ def report(rep: dict[str, Any]) -> str:
         "shows the run with the median wall time."
     )
     header = [
-        "system", "wall", "CPU", "wall of each run (s)", "msg/s", "speed vs limit (end to end)", "steady msg/s",
+        "system", "wall", "CPU", "wall of each run (s)", "msg/s", "speed vs limit (end to end)",
+        "steady msg/s",
         "speed vs limit (steady)", "wall / delta", "first commit", "peak RSS", "output",
         "load avg (1 min)",
     ]
