@@ -2,6 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python -m bench.bulk_insert [--rows 5000000] [--scale 1.0]
         [--systems hoodline-bucket,hoodline-bloom,pyarrow,delta] [--buckets 4] [--repeat 3]
+        [--record]
 
 The base rows are those of :mod:`bench.upsert` (fixed seed). Every system loads them into an
 empty folder in its own fresh process, ``--repeat`` times (systems take turns, so load on the
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=3600.0, help="per run, seconds")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--record", action="store_true", help="append the results to BENCHMARKS.md")
     ap.add_argument("--json", type=Path, default=None, help="also write the raw report here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -212,9 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     rep = run(
         int(args.rows * args.scale), systems, args.buckets, args.repeat, args.workdir, args.timeout
     )
-    print(report(rep))
+    text = report(rep)
+    print(text)
     if args.json:
         args.json.write_text(json.dumps(rep, indent=2, default=str))
+    if args.record:
+        common.append_block("Bulk insert (load)", text, rep.get("machine"))
     return 1 if any("error" in r for r in rep["results"].values()) else 0
 
 

@@ -1,6 +1,6 @@
 """Run one benchmark by name: ``bench/run.py <name> [args...]`` (= ``python -m bench.<name>``).
 
-Names: upsert, balance, ingest, profile_upsert.
+Names: every benchmark module in ``bench/`` (see ``NAMES``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,18 @@ import importlib
 import sys
 from pathlib import Path
 
-NAMES = ("upsert", "balance", "ingest", "profile_upsert")
+NAMES = (
+    "upsert",
+    "bulk_insert",
+    "balance",
+    "ingest",
+    "first_commit",
+    "rounds_latency",
+    "pipeline_ingest",
+    "profile_upsert",
+    "bench_json_decoder",
+    "bench_kafka_reader",
+)
 
 
 def main(argv: list[str]) -> int:

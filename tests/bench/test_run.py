@@ -26,3 +26,11 @@ def test_bench_run_rejects_unknown_names() -> None:
         [sys.executable, "bench/run.py", "nosuch"], cwd=REPO, capture_output=True, text=True
     )
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_bench_run_knows_every_benchmark_module() -> None:
+    from bench.run import NAMES
+
+    helpers = {"__init__", "common", "run", "upsert_data", "upsert_systems", "pipeline_common"}
+    modules = {p.stem for p in (REPO / "bench").glob("*.py")} - helpers
+    assert set(NAMES) == modules

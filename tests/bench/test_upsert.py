@@ -62,3 +62,11 @@ def test_bench_upsert_all_systems_end_identical(tmp_path) -> None:
         assert rep["results"][name]["rows_in_written_files"] == ROWS + BATCH // 2
     text = upsert.report(rep)
     assert "identical" in text and "DIFFERS" not in text
+
+
+def test_bench_upsert_shows_the_median_run_and_never_hides_a_bad_one() -> None:
+    runs = [{"upsert_s": t, "upsert_cpu_s": t / 2, "load_s": 1.0} for t in (8.0, 2.0, 4.0)]
+    chosen = upsert.median_run(runs)
+    assert chosen["upsert_s"] == 4.0 and chosen["runs_upsert_s"] == [8.0, 2.0, 4.0]
+    wrong = {"upsert_s": 1.0, "upsert_cpu_s": 1.0, "load_s": 1.0, "difference": "row 3"}
+    assert upsert.median_run([*runs, wrong]) is wrong
