@@ -341,14 +341,61 @@ def deserialize(text: str | bytes, type_code: str | None) -> KeyFilter:
     raise BloomFilterError(f"unknown bloom filter type code '{type_code}'")
 
 
+#: filter capacities grow in steps of a quarter power of two (~19 %)
+_STEPS_PER_DOUBLING = 4
+
+
+def sized_entries(num_keys: int, min_entries: int) -> int:
+    """The capacity a file's filter is sized for: the smallest ``min_entries * 2**(q/4)``
+    (``q >= 0``) that holds ``num_keys``. A file rewritten with a few more or fewer keys usually
+    stays in its step, so the new version's filter has the old one's size (see
+    :func:`build_filter`), at the price of filters up to ~19 % larger than an exact fit."""
+    floor = max(min_entries, 1)
+    q = 0
+    entries = floor
+    while entries < num_keys:
+        q += 1
+        entries = math.ceil(floor * 2 ** (q / _STEPS_PER_DOUBLING))
+    return entries
+
+
+def expected_fill(num_entries: int, nb_hash: int, vector_size: int) -> float:
+    """Share of set bits expected once ``num_entries`` distinct keys were added."""
+    return 1.0 - math.exp(-nb_hash * num_entries / vector_size)
+
+
 def build_filter(
-    keys: pa.Array | pa.ChunkedArray, fpp: float, min_entries: int
+    keys: pa.Array | pa.ChunkedArray,
+    fpp: float,
+    min_entries: int,
+    previous: KeyFilter | None = None,
+    added: pa.Array | pa.ChunkedArray | None = None,
 ) -> SimpleBloomFilter:
-    """A filter sized for ``max(len(keys), min_entries)`` keys holding ``keys``.
+    """A filter holding ``keys``, sized for :func:`sized_entries` of their count.
 
     Copy-on-write base files are immutable, so each file's filter can be sized for the keys it
     actually holds; the format is the same as a fixed-size Hudi filter.
+
+    ``previous`` (the filter of the file version this one replaces) and ``added`` (the keys of
+    ``keys`` that did not come from that version): when ``previous`` has exactly this filter's
+    size and hashing, its bits are copied and only ``added`` is hashed. Keys of the old version
+    that are gone stay set, which can only add false positives; to keep the false-positive rate
+    at its design value the old bits are not reused once more of them are set than a full filter
+    of this capacity would have.
     """
-    flt = SimpleBloomFilter.for_entries(max(len(keys), min_entries, 1), fpp)
+    capacity = sized_entries(len(keys), min_entries)
+    flt = SimpleBloomFilter.for_entries(capacity, fpp)
+    if (
+        added is not None
+        and isinstance(previous, SimpleBloomFilter)
+        and previous.hash_type == _MURMUR
+        and previous.vector_size == flt.vector_size
+        and previous.nb_hash == flt.nb_hash
+        and np.count_nonzero(previous.bits)
+        <= expected_fill(capacity, flt.nb_hash, flt.vector_size) * flt.vector_size
+    ):
+        flt.bits = previous.bits.copy()
+        flt.add(added)
+        return flt
     flt.add(keys)
     return flt

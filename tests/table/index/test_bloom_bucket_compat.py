@@ -20,6 +20,7 @@ from hoodline.table.bloom import (
     SimpleBloomFilter,
     build_filter,
     deserialize,
+    sized_entries,
 )
 from hoodline.table.index.bucket import (
     bucket_ids,
@@ -78,6 +79,37 @@ def test_bloom_roundtrip_and_no_false_negatives_on_many_keys() -> None:
     assert back.might_contain(keys).all()
     absent = pa.array([f"nope-{i:07d}" for i in range(20000)])
     assert back.might_contain(absent).sum() <= 2
+
+
+def test_filters_are_sized_on_a_grid_of_quarter_doublings() -> None:
+    assert sized_entries(0, 1000) == sized_entries(1000, 1000) == 1000
+    assert sized_entries(1001, 1000) == 1190  # ceil(1000 * 2 ** 0.25)
+    assert sized_entries(2000, 1000) == 2000 and sized_entries(2001, 1000) == 2379
+    steps = [sized_entries(n, 1000) for n in range(1, 50_000, 97)]
+    assert steps == sorted(steps)
+    assert all(n <= sized_entries(n, 1000) < 1.19 * n + 1 for n in range(1001, 50_000, 97))
+
+
+def test_a_filter_reuses_the_previous_bits_only_when_they_fit() -> None:
+    old_keys = pa.array([f"k{i}" for i in range(900)])
+    previous = build_filter(old_keys, 1e-6, 1000)
+    added = pa.array(["new-1", "new-2"])
+    keys = pa.concat_arrays([old_keys.slice(1), added])  # k0 gone, two added
+    reused = build_filter(keys, 1e-6, 1000, previous, added)
+    assert reused.might_contain(keys).all()
+    assert reused.might_contain(pa.array(["k0"])).all()  # old bits kept
+    assert (reused.bits >= previous.bits).all()
+    # another size (more keys than the step holds): built from the keys alone
+    more = pa.concat_arrays([keys, pa.array([f"m{i}" for i in range(500)])])
+    rebuilt = build_filter(more, 1e-6, 1000, previous, added)
+    assert rebuilt.vector_size != previous.vector_size
+    assert rebuilt.might_contain(more).all() and not rebuilt.might_contain(pa.array(["k0"])).any()
+    # previous bits fuller than a filter at capacity (stale keys piled up): not reused
+    crowded = build_filter(pa.array([f"x{i}" for i in range(1000)]), 1e-6, 1000)
+    crowded.add(pa.array([f"y{i}" for i in range(400)]))
+    fresh = build_filter(keys, 1e-6, 1000, crowded, added)
+    assert fresh.might_contain(keys).all()
+    assert not fresh.might_contain(pa.array([f"y{i}" for i in range(400)])).any()
 
 
 def test_bucket_ids_equal_java_list_hashcode() -> None:

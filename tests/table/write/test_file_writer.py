@@ -15,7 +15,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hoodline.table.bloom import BLOOM_FILTER_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY
+from hoodline.table.bloom import (
+    BLOOM_FILTER_KEY,
+    BLOOM_FILTER_TYPE_KEY,
+    MAX_RECORD_KEY,
+    MIN_RECORD_KEY,
+    KeyFilter,
+    deserialize,
+)
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.read import latest_base_files
@@ -223,3 +230,36 @@ def test_footer_bloom_filter_where_java_hudi_writes_it(
             assert (key.encode() in kv) is footer, (path, key)
     assert_hudi_matches_hoodline(table)
     assert len(snapshot_dict(table)) == 21
+
+
+def _file_filter_and_keys(table: HudiTable) -> tuple[KeyFilter, set[str]]:
+    (path,) = latest_base_files(table)
+    kv = pq.read_metadata(path).metadata
+    flt = deserialize(kv[BLOOM_FILTER_KEY.encode()], kv[BLOOM_FILTER_TYPE_KEY.encode()].decode())
+    keys = set(pq.read_table(path, columns=["_hoodie_record_key"]).column(0).to_pylist())
+    return flt, keys
+
+
+def test_a_rewritten_file_reuses_its_filter_while_its_size_holds(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM")
+    client = client_for(table, {"hoodline.index.bloom.min.entries": 100})
+    client.insert(rows(list(range(90))))  # capacity 100 (the first step)
+    _, before = _file_filter_and_keys(table)
+    client.delete(rows([5]))
+    client.upsert(rows([7, 200], ts=2, v="b"))  # an update and an insert: 90 keys, same size
+    flt, after = _file_filter_and_keys(table)
+    (gone,) = before - after
+    assert after == (before - {gone}) | (after - before) and len(after) == 90
+    assert flt.might_contain(pa.array(sorted(after))).all()  # every key of the file
+    # the old bits were reused (a fresh filter would not hold the deleted key at fpp 1e-9) ...
+    assert flt.might_contain(pa.array([gone])).all()
+    # ... until the file outgrows its filter's size: then it is built from the file's keys
+    client.upsert(rows(list(range(300, 330))))
+    flt, grown = _file_filter_and_keys(table)
+    assert len(grown) == 120
+    assert flt.might_contain(pa.array(sorted(grown))).all()
+    assert not flt.might_contain(pa.array([gone])).any()
+    assert len(snapshot_dict(table)) == 120
+    assert_hudi_matches_hoodline(table)

@@ -36,7 +36,10 @@ from hoodline.table.bloom import (
     MAX_RECORD_KEY,
     MIN_RECORD_KEY,
     SIMPLE,
+    BloomFilterError,
+    KeyFilter,
     build_filter,
+    deserialize,
 )
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import (
@@ -185,18 +188,41 @@ def _keep_newer_stored(
     return pc.and_(replaced, pc.invert(stored_wins)), upserts
 
 
-def _footer(keys: pa.ChunkedArray | pa.Array, ctx: WriteContext) -> dict[str, str]:
-    """Bloom filter and min/max record key, where Java Hudi writes them: with meta fields
-    populated (always, in hoodline) when ``hoodie.parquet.bloom.filter.enabled`` (default) or the
-    index type is BLOOM (``HoodieFileWriterFactory.enableBloomFilter``); the min/max keys only
-    come with the filter (``HoodieBloomFilterWriteSupport.finalizeMetadata``)."""
+def _writes_bloom_filter(ctx: WriteContext) -> bool:
+    """Java Hudi writes the footer bloom filter with meta fields populated (always, in
+    hoodline) when ``hoodie.parquet.bloom.filter.enabled`` (default) or the index type is
+    BLOOM (``HoodieFileWriterFactory.enableBloomFilter``)."""
+    return ctx.options.bloom_filter_enabled or ctx.config.index_type is IndexType.BLOOM
+
+
+def _previous_filter(old: pq.ParquetFile) -> KeyFilter | None:
+    """The footer bloom filter of the file version being replaced (None if it has none or it
+    cannot be read: the new filter is then built from every key)."""
+    meta = old.metadata.metadata or {}
+    raw = meta.get(BLOOM_FILTER_KEY.encode())
+    if raw is None:
+        return None
+    code = meta.get(BLOOM_FILTER_TYPE_KEY.encode())
+    try:
+        return deserialize(raw, code.decode() if code is not None else None)
+    except BloomFilterError:
+        return None
+
+
+def _footer(
+    keys: pa.ChunkedArray | pa.Array,
+    ctx: WriteContext,
+    previous: KeyFilter | None = None,
+    added: pa.Array | None = None,
+) -> dict[str, str]:
+    """Bloom filter and min/max record key, where Java Hudi writes them (the min/max keys only
+    come with the filter, ``HoodieBloomFilterWriteSupport.finalizeMetadata``). ``previous`` and
+    ``added``: see :func:`~hoodline.table.bloom.build_filter`."""
     options = ctx.options
-    if len(keys) == 0:
-        return {}
-    if not options.bloom_filter_enabled and ctx.config.index_type is not IndexType.BLOOM:
+    if len(keys) == 0 or not _writes_bloom_filter(ctx):
         return {}
     mm = pc.min_max(keys)
-    flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries)
+    flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries, previous, added)
     return {
         BLOOM_FILTER_KEY: flt.serialize(),
         BLOOM_FILTER_TYPE_KEY: SIMPLE,
@@ -335,10 +361,13 @@ def write_file_group(
     )
     parts: list[pa.Table] = []
     num_updates = num_deletes = 0
+    previous: KeyFilter | None = None
     if base is not None:
         base_path = table.base_path / base.base_file
-        old = pq.ParquetFile(base_path, memory_map=True).read(use_threads=read_threads)
-        old = old.replace_schema_metadata(None)
+        old_file = pq.ParquetFile(base_path, memory_map=True)
+        if _writes_bloom_filter(ctx):
+            previous = _previous_filter(old_file)
+        old = old_file.read(use_threads=read_threads).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
@@ -358,7 +387,9 @@ def write_file_group(
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet(path, out, _footer(out.column(RECORD_KEY), ctx), ctx.options)
+    # every row not from the old version is one of ``upserts`` (keys ``new_keys``)
+    footer = _footer(out.column(RECORD_KEY), ctx, previous, new_keys)
+    write_parquet(path, out, footer, ctx.options)
     size = path.stat().st_size
     return WriteStat(
         file_id=file_id,

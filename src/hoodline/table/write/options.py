@@ -92,8 +92,10 @@ BLOOM_MIN_ENTRIES = cfg.option(
     "hoodline.index.bloom.min.entries",
     int,
     1000,
-    "Each base file's bloom filter is sized for the keys it holds, but for at least this many "
-    "(copy-on-write files are immutable, so the filter never needs to grow).",
+    "Each base file's bloom filter is sized for the keys it holds, but for at least this many, "
+    "rounded up to steps of ~19 % (copy-on-write files are immutable, so the filter never "
+    "needs to grow; a rewritten file that stays within its step keeps its old filter's bits "
+    "and hashes only its new keys).",
     minimum=1,
 )
 PARQUET_COMPRESSION = cfg.option(
