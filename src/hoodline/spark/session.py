@@ -28,6 +28,7 @@ import py_compile
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import zipfile
@@ -290,7 +291,11 @@ class HoodlineSpark:
         except Exception:  # JVM already gone: nothing to wait for
             pids = []
         jvm = self.context._jvm
+        updates = _take_accumulator_server(self.context)
         self.session.stop()
+        if updates is not None:
+            threading.Thread(target=updates.shutdown, name="accumulator-server-stop",
+                             daemon=True).start()
         _forget_conf(jvm, self._applied_conf)
         deadline = time.monotonic() + 30
         while pids and time.monotonic() < deadline:
@@ -311,6 +316,18 @@ class HoodlineSpark:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _take_accumulator_server(context: SparkContext) -> Any:
+    """Detach PySpark's accumulator-update server from ``context`` so that stopping the
+    context does not wait for it: its handler polls with a 1 s timeout, and
+    ``SparkContext.stop`` spent ~0.9 s of its ~1 s in ``shutdown()`` after the JVM had stopped
+    in 0.1 s. The caller shuts it down in the background once the JVM has stopped (nothing
+    sends updates any more). None when this PySpark has no such attribute."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        context._accumulatorServer = None  # type: ignore[assignment]
+    return server
 
 
 def _forget_conf(jvm: Any, applied: dict[str, str]) -> None:
