@@ -134,6 +134,41 @@ def test_missing_pipeline_file_says_what_to_give(tmp_path: Path) -> None:
     assert "give the path of a pipeline TOML file" in result.output
 
 
+def test_a_table_path_that_cannot_be_created_fails_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    path = _pipeline(tmp_path)
+    path.write_text(path.read_text().replace(f'path = "{tmp_path / "t"}"',
+                                             f'path = "{blocker / "t"}"'))
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark started for a pipeline whose table cannot exist")
+
+    monkeypatch.setattr("hoodline.spark.session.start_session", no_spark)
+    result = runner.invoke(app, ["run", str(path), "--once"])
+    assert result.exit_code == 1, result.output
+    assert f"cannot create a Hudi table at '{blocker / 't'}'" in result.output
+    assert "choose a path where this user can create directories" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_errors_of_the_operating_system_print_as_one_line() -> None:
+    cmd = typer.Typer()
+
+    @cmd.command()
+    @_friendly_errors
+    def fail() -> None:
+        raise PermissionError(13, "Permission denied", "/data/[x]")
+
+    result = runner.invoke(cmd, [])
+    assert result.exit_code == 1
+    assert "error: [Errno 13] Permission denied: '/data/[x]'" in result.output
+    assert "run with --debug for the traceback" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_misspelt_spark_master_fails_before_spark_starts(tmp_path: Path) -> None:
     path = _pipeline(tmp_path, ('master = "local[2]"', 'master = "lokal[2]"'))
     result = runner.invoke(app, ["run", str(path), "--once"])

@@ -1,7 +1,8 @@
 """Command-line interface: ``hoodline run|demo|table ...``.
 
-Every command prints errors of the :class:`~hoodline.errors.HoodlineError` hierarchy as one clear
-line (exit code 1) instead of a traceback; ``--debug`` shows the traceback. Log records of
+Every command prints errors of the :class:`~hoodline.errors.HoodlineError` hierarchy, and
+errors the operating system raised (a path, a permission, a full disk), as one clear line (exit
+code 1) instead of a traceback; ``--debug`` shows the traceback. Log records of
 hoodline (and of the Kafka client, routed through Python logging) go to stderr as
 ``time LEVEL logger: message`` lines at ``--log-level`` (default WARNING), printed literally and
 kept apart from the live progress display.
@@ -55,11 +56,15 @@ def _friendly_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except HoodlineError as exc:
+        except (HoodlineError, OSError) as exc:
             if _DEBUG["on"]:
                 raise
             # the message is not markup: '[schema]' or a value from the data must print as is
-            message = Text.assemble(("error:", "bold red"), " ", str(exc))
+            text = str(exc)
+            if isinstance(exc, OSError) and not isinstance(exc, HoodlineError):
+                # the operating system refused something (a path, a port, the disk is full)
+                text += " (run with --debug for the traceback)"
+            message = Text.assemble(("error:", "bold red"), " ", text)
             err_console.print(message, highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
@@ -139,6 +144,7 @@ def run(
 
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import load_config
+    from hoodline.pipeline.driver import open_target_table
     from hoodline.pipeline.progress import make_progress_callback
 
     cfg = load_config(config)
@@ -151,6 +157,9 @@ def run(
         stop.set()
 
     err_console.print(run_banner(cfg, once), highlight=False, markup=False)
+    # the table before Spark: a path that cannot hold it, or a table that does not match the
+    # pipeline file, fails in a moment instead of after Spark's start
+    open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     with Pipeline(cfg) as pipeline:
         pipeline.engine  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own

@@ -68,8 +68,15 @@ class HudiTable:
             extra = dict(config.extra)
             extra[CREATE_SCHEMA_KEY] = arrow_to_avro_schema_json(schema, config.name)
             config = dataclasses.replace(config, extra=extra)
-        (base / META_FOLDER).mkdir(parents=True, exist_ok=True)
-        write_table_config(base, config)
+        try:
+            (base / META_FOLDER).mkdir(parents=True, exist_ok=True)
+            write_table_config(base, config)
+        except OSError as exc:
+            where = f" ('{exc.filename}')" if exc.filename else ""
+            raise TableError(
+                f"cannot create a Hudi table at '{base}': {exc.strerror or exc}{where}; "
+                "choose a path where this user can create directories"
+            ) from exc
         return cls(base, config)
 
     @classmethod
