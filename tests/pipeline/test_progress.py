@@ -79,6 +79,33 @@ def test_live_mode_fits_an_80_column_terminal() -> None:
     assert "retries 2" in text  # still in the totals line
 
 
+def test_plain_mode_summarises_idle_rounds_instead_of_a_line_each() -> None:
+    out = io.StringIO()
+    now = [0.0]
+    progress = RoundProgress(Console(file=out, width=300), live=False, clock=lambda: now[0])
+    idle = RoundReport(
+        round_id=5, instant=None, committed=False, records_read=0, records_written=0,
+        records_deleted=0, error_records=0, files_written=0, read_seconds=0.0,
+        write_seconds=0.0, commit_seconds=0.0, duration_seconds=0.001,
+        records_per_second=0.0, lag={"events-0": 0}, retries=0,
+    )
+    progress.on_round(_report(4))
+    for _ in range(300):  # 60 s of idle rounds at 0.2 s
+        progress.on_round(idle)
+        now[0] += 0.2
+    progress.on_round(idle)  # 60 s after the first idle round
+    progress.on_round(_report(6))  # records again: a line, and the next idle stretch starts anew
+    progress.on_round(idle)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 5, lines
+    assert lines[0].startswith("round 4: committed")
+    assert lines[1].startswith("round 5: no commit") and "idle (further idle rounds" in lines[1]
+    assert lines[2] == "idle for 60 s: 301 rounds without new records; lag=0"
+    assert lines[3].startswith("round 6: committed")
+    assert lines[4].startswith("round 5: no commit") and "idle" in lines[4]
+    assert progress.totals.rounds == 304  # every round still counted
+
+
 def test_concurrent_rounds_and_status_updates_are_all_counted() -> None:
     out = io.StringIO()
     progress = RoundProgress(Console(file=out, width=200), live=False)

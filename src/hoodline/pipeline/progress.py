@@ -122,8 +122,21 @@ def format_round_line(r: RoundLike) -> str:
     )
 
 
+#: plain output: after the first round that found nothing to read, idle rounds (every 0.2 s by
+#: default) are summarised in one line at most this often instead of one line each
+IDLE_LINE_INTERVAL_S = 60.0
+
+
+def _idle(r: RoundLike) -> bool:
+    """Nothing happened in the round: no commit, nothing read, no retry."""
+    return not r.committed and r.records_read == 0 and r.error_records == 0 and not r.retries
+
+
 class RoundProgress:
     """Collects round reports and shows them live (terminal) or line by line (otherwise).
+
+    Line by line, every round that read, committed or retried gets its line; of a stretch of
+    idle rounds only the first does, then one summary line per ``IDLE_LINE_INTERVAL_S``.
 
     ``live`` forces the mode (default: live only when ``console.is_terminal``). ``history`` is
     how many recent rounds the live table shows. :meth:`set_status` adds a free text line (the
@@ -151,6 +164,9 @@ class RoundProgress:
         self._live_mode = console.is_terminal if live is None else live
         self._live: Live | None = None
         self._finished = False
+        self._idle_since: float | None = None
+        self._idle_rounds = 0
+        self._idle_shown = 0.0
 
     # -- callbacks --------------------------------------------------------------------------
     def on_round(self, report: RoundLike) -> None:
@@ -161,9 +177,28 @@ class RoundProgress:
             self._last = report
         if self._live_mode:
             self._refresh()
-        else:
-            self.console.print(format_round_line(report), highlight=False, soft_wrap=True,
-                               markup=False)
+            return
+        line = self._plain_line(report)
+        if line is not None:
+            self.console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+    def _plain_line(self, report: RoundLike) -> str | None:
+        """The line to print for ``report`` off a terminal, or None for a quiet idle round."""
+        with self._lock:
+            if not _idle(report):
+                self._idle_since = None
+                return format_round_line(report)
+            now = self._clock()
+            if self._idle_since is None:
+                self._idle_since, self._idle_rounds, self._idle_shown = now, 1, now
+                return (format_round_line(report) + "; idle (further idle rounds are "
+                        f"summarised every {IDLE_LINE_INTERVAL_S:.0f} s)")
+            self._idle_rounds += 1
+            if now - self._idle_shown < IDLE_LINE_INTERVAL_S:
+                return None
+            self._idle_shown = now
+            return (f"idle for {now - self._idle_since:.0f} s: {self._idle_rounds} rounds "
+                    f"without new records; lag={_total_lag(report.lag)}")
 
     def set_status(self, text: str) -> None:
         """Show ``text`` under the title (live mode) or print it as a line (plain mode)."""
