@@ -33,6 +33,7 @@ import time
 import uuid
 import zipfile
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -388,10 +389,13 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         builder: Any = SparkSession.builder.master(master.url)
         for key, value in conf.items():
             builder = builder.config(key, value)
-        session: SparkSession = builder.getOrCreate()
-        session.sparkContext.setLogLevel(settings.log_level.upper())
-        if settings.ship_package:
-            session.sparkContext.addPyFile(str(package_archive(scratch)))
+        # the package archive (~0.25 s of compiling) is built while the JVM starts
+        with ThreadPoolExecutor(1, thread_name_prefix="hoodline-archive") as pool:
+            shipped = pool.submit(package_archive, scratch) if settings.ship_package else None
+            session: SparkSession = builder.getOrCreate()
+            session.sparkContext.setLogLevel(settings.log_level.upper())
+            if shipped is not None:
+                session.sparkContext.addPyFile(str(shipped.result()))
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
