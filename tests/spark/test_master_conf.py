@@ -97,6 +97,21 @@ def test_settings_from_pipeline_runtime_section() -> None:
     assert conf["spark.speculation"] == "false"
 
 
+def test_python_workers_get_two_malloc_arenas_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    for url in ("local[2]", "spark://10.0.0.5:7077"):
+        conf = spark_conf(SparkSettings(master=url), parse_master(url), None)
+        assert conf["spark.executorEnv.MALLOC_ARENA_MAX"] == "2"
+    own = SparkSettings(extra_conf={"spark.executorEnv.MALLOC_ARENA_MAX": "8"})
+    assert spark_conf(own, parse_master("local[2]"), None)[
+        "spark.executorEnv.MALLOC_ARENA_MAX"] == "8"
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")  # the user's environment is left to reach them
+    conf = spark_conf(SparkSettings(), parse_master("local[2]"), None)
+    assert "spark.executorEnv.MALLOC_ARENA_MAX" not in conf
+
+
 def test_remote_master_gets_no_local_only_settings(tmp_path: Path) -> None:
     remote = parse_master("spark://10.0.0.5:7077")
     conf = spark_conf(SparkSettings(master=remote.url), remote, tmp_path / "l.p")

@@ -1,17 +1,37 @@
-"""Stopping hoodline's Spark session: nothing waits for PySpark's accumulator server (its
-handler polls with a 1 s timeout), and the server is still shut down."""
+"""hoodline's Spark session: what its Python workers run with; stopping it waits for nothing
+(PySpark's accumulator server polls with a 1 s timeout) and still shuts everything down."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from pyspark import cloudpickle
 
-from hoodline.spark.session import HoodlineSpark
+from hoodline.spark.job import per_subtask
+from hoodline.spark.session import WORKER_MALLOC_ARENAS, HoodlineSpark
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 pytestmark = pytest.mark.spark
+
+
+def test_python_workers_run_with_the_malloc_arena_limit(spark: HoodlineSpark) -> None:
+    def probe(i: int) -> Iterator[pa.RecordBatch]:
+        import os
+
+        yield pa.RecordBatch.from_pylist([{"arenas": os.environ.get("MALLOC_ARENA_MAX", "")}])
+
+    rows = per_subtask(spark.session, 2, probe, "arenas string").toArrow()
+    # hoodline's limit, unless this process's environment sets one (then that one reaches them)
+    expected = os.environ.get("MALLOC_ARENA_MAX", str(WORKER_MALLOC_ARENAS))
+    assert rows.column("arenas").to_pylist() == [expected, expected]
 
 
 def test_stop_does_not_wait_for_the_accumulator_server(
