@@ -172,6 +172,21 @@ def run_child(module: str, args: Sequence[str], timeout: float | None = None) ->
     return result
 
 
+def median_run(runs: list[dict[str, Any]], time_key: str, kept: Sequence[str]) -> dict[str, Any]:
+    """Of several runs of one system, the one with the median ``time_key`` (the lower middle one
+    for an even count), with every run's value of each ``kept`` key beside it as
+    ``runs_<key>``. A failed run (``error``) or a wrong result (``difference``) wins, so it is
+    never hidden by the other runs."""
+    bad = [r for r in runs if "error" in r or r.get("difference")]
+    if bad:
+        return bad[0]
+    ordered = sorted(runs, key=lambda r: float(r[time_key]))
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    for key in kept:
+        chosen[f"runs_{key}"] = [r[key] for r in runs]
+    return chosen
+
+
 def mib(n: float | None) -> str:
     return "-" if n is None else f"{n / 2**20:,.0f} MiB"
 

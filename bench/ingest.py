@@ -403,16 +403,9 @@ def child(system: str, bootstrap: str, total: int, batch_records: int, out: Path
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with the median wall time (the lower middle one for an even count; an error wins,
-    so a failure is never hidden by other runs), with every run's wall and CPU time beside it."""
-    failed = [r for r in runs if "error" in r]
-    if failed:
-        return failed[0]
-    ordered = sorted(runs, key=lambda r: float(r["time_s"]))
-    chosen = dict(ordered[(len(ordered) - 1) // 2])
-    chosen["runs_time_s"] = [r["time_s"] for r in runs]
-    chosen["runs_cpu_s"] = [r["cpu_s"] for r in runs]
-    return chosen
+    """The run with the median wall time, every run's wall and CPU time beside it (see
+    :func:`bench.common.median_run`)."""
+    return common.median_run(runs, "time_s", ("time_s", "cpu_s"))
 
 
 def run(

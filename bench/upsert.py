@@ -143,17 +143,9 @@ def run(
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with the median upsert wall time (lower middle for an even count) with every
-    run's upsert wall and CPU beside it; a failed or wrong run wins, so it is never hidden."""
-    bad = [r for r in runs if "error" in r or r.get("difference")]
-    if bad:
-        return bad[0]
-    ordered = sorted(runs, key=lambda r: float(r["upsert_s"]))
-    chosen = dict(ordered[(len(ordered) - 1) // 2])
-    chosen["runs_upsert_s"] = [r["upsert_s"] for r in runs]
-    chosen["runs_upsert_cpu_s"] = [r["upsert_cpu_s"] for r in runs]
-    chosen["runs_load_s"] = [r["load_s"] for r in runs]
-    return chosen
+    """The run with the median upsert wall time, every run's upsert wall/CPU and load time
+    beside it (see :func:`bench.common.median_run`)."""
+    return common.median_run(runs, "upsert_s", ("upsert_s", "upsert_cpu_s", "load_s"))
 
 
 def _short(res: dict[str, Any]) -> str:
