@@ -1,0 +1,236 @@
+"""What log blocks carry: Avro/Parquet data blocks, delete blocks, rollback command blocks.
+
+* Avro data block (content version 3): ``int32 3``, ``int32 record count``, then per record
+  ``int32 length`` + the Avro binary datum under the block's SCHEMA header (meta fields first).
+* Parquet data block: the content is a whole Parquet file (read only; hoodline writes Avro).
+* Delete block (content version 3): ``int32 3``, ``int32 length``, then one Avro datum of
+  ``HoodieDeleteRecordList`` (record key, partition path, ordering value). hoodline writes the
+  ordering value as ``IntWrapper(0)``, as Spark SQL's DELETE does: the delete wins over every
+  earlier version of the key, whatever the payload class.
+* Command block: no content; ROLLBACK removes the blocks of TARGET_INSTANT_TIME.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodline.errors import TableError
+from hoodline.table.log.avro_codec import (
+    decode_datum,
+    decode_records,
+    encode_records,
+    length_prefixed,
+    record_offsets,
+)
+from hoodline.table.log.blocks import (
+    ROLLBACK_COMMAND,
+    HeaderKey,
+    LogBlock,
+    LogBlockType,
+)
+
+CONTENT_VERSION = 3
+_I32 = struct.Struct(">i")
+
+_NS = "org.apache.hudi.avro.model"
+
+
+def _wrapper(name: str, value: Any) -> dict[str, Any]:
+    fields = [{"name": "value", "type": value}]
+    return {"type": "record", "name": name, "namespace": _NS, "fields": fields}
+
+
+#: ``HoodieDeleteRecordList`` of table version 6 (the wrappers inline, in Java's union order)
+DELETE_RECORD_LIST_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieDeleteRecordList",
+    "namespace": _NS,
+    "fields": [
+        {
+            "name": "deleteRecordList",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "HoodieDeleteRecord",
+                    "namespace": _NS,
+                    "fields": [
+                        {"name": "recordKey", "type": ["null", "string"], "default": None},
+                        {"name": "partitionPath", "type": ["null", "string"], "default": None},
+                        {
+                            "name": "orderingVal",
+                            "type": [
+                                "null",
+                                _wrapper("BooleanWrapper", "boolean"),
+                                _wrapper("IntWrapper", "int"),
+                                _wrapper("LongWrapper", "long"),
+                                _wrapper("FloatWrapper", "float"),
+                                _wrapper("DoubleWrapper", "double"),
+                                _wrapper("BytesWrapper", "bytes"),
+                                _wrapper("StringWrapper", "string"),
+                                _wrapper("DateWrapper", "int"),
+                                _wrapper(
+                                    "DecimalWrapper",
+                                    {
+                                        "type": "bytes",
+                                        "logicalType": "decimal",
+                                        "precision": 30,
+                                        "scale": 15,
+                                    },
+                                ),
+                                _wrapper(
+                                    "TimeMicrosWrapper",
+                                    {"type": "long", "logicalType": "time-micros"},
+                                ),
+                                _wrapper("TimestampMicrosWrapper", "long"),
+                            ],
+                            "default": None,
+                        },
+                    ],
+                },
+            },
+        }
+    ],
+}
+
+#: the per-record fields hoodline writes column at a time, then ``IntWrapper(0)`` (branch 2)
+_DELETE_KEY_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "k",
+    "fields": [
+        {"name": "recordKey", "type": ["null", "string"]},
+        {"name": "partitionPath", "type": ["null", "string"]},
+    ],
+}
+_INT_WRAPPER_ZERO = b"\x04\x00"
+
+
+def _zigzag(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _header(instant: str, schema_json: str | None) -> dict[HeaderKey, str]:
+    header = {HeaderKey.INSTANT_TIME: instant}
+    if schema_json is not None:
+        header[HeaderKey.SCHEMA] = schema_json
+    return header
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def avro_data_block(records: pa.Table, schema: dict[str, Any], instant: str) -> LogBlock:
+    """An Avro data block of ``records`` (columns named as ``schema``'s fields)."""
+    body = length_prefixed(encode_records(records, schema))
+    content = _I32.pack(CONTENT_VERSION) + _I32.pack(records.num_rows) + body
+    return LogBlock(LogBlockType.AVRO_DATA, _header(instant, json.dumps(schema)), content)
+
+
+def delete_block(
+    keys: pa.Array | pa.ChunkedArray, partition_path: str, instant: str, schema_json: str
+) -> LogBlock:
+    """A delete block removing ``keys`` of one partition (ordering value ``IntWrapper(0)``)."""
+    n = len(keys)
+    table = pa.table(
+        {
+            "recordKey": keys,
+            "partitionPath": pa.array([partition_path], pa.string()).take(
+                np.zeros(n, dtype=np.int64)
+            ),
+        }
+    )
+    datums = pc.binary_join_element_wise(
+        encode_records(table, _DELETE_KEY_SCHEMA),
+        pa.scalar(_INT_WRAPPER_ZERO, pa.large_binary()),
+        pa.scalar(b"", pa.large_binary()),
+    )
+    # an Avro array: one block of n items, then the empty block
+    body = (_zigzag(n) if n else b"") + _concat(datums) + b"\x00"
+    content = _I32.pack(CONTENT_VERSION) + _I32.pack(len(body)) + body
+    return LogBlock(LogBlockType.DELETE, _header(instant, schema_json), content)
+
+
+def _concat(arr: pa.Array) -> bytes:
+    if len(arr) == 0:
+        return b""
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)
+    offsets = raw[arr.offset : arr.offset + len(arr) + 1]
+    return bytes(memoryview(arr.buffers()[2])[int(offsets[0]) : int(offsets[-1])])
+
+
+def rollback_block(instant: str, target_instant: str) -> LogBlock:
+    """A command block rolling back the blocks of ``target_instant``."""
+    header = {
+        HeaderKey.INSTANT_TIME: instant,
+        HeaderKey.TARGET_INSTANT_TIME: target_instant,
+        HeaderKey.COMMAND_BLOCK_TYPE: ROLLBACK_COMMAND,
+    }
+    return LogBlock(LogBlockType.COMMAND, header)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def block_schema(block: LogBlock) -> dict[str, Any]:
+    raw = block.header.get(HeaderKey.SCHEMA)
+    if raw is None:
+        raise TableError(f"data block at offset {block.offset} has no SCHEMA header")
+    try:
+        schema = json.loads(raw)
+    except ValueError as exc:
+        raise TableError(
+            f"data block at offset {block.offset}: SCHEMA is not JSON ({exc})"
+        ) from None
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise TableError(f"data block at offset {block.offset}: SCHEMA is not an Avro record")
+    return schema
+
+
+def read_data_block(block: LogBlock) -> pa.Table:
+    """The records of an Avro or Parquet data block, typed as the block's schema says."""
+    content = block.content
+    if block.type is LogBlockType.PARQUET_DATA:
+        return pq.read_table(pa.BufferReader(bytes(content)))
+    if block.type is not LogBlockType.AVRO_DATA:
+        raise TableError(f"log block type {block.type.name} holds no records hoodline reads")
+    if len(content) < 8:
+        raise TableError(f"Avro data block at offset {block.offset} is too short")
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != CONTENT_VERSION:
+        raise TableError(
+            f"Avro data block at offset {block.offset} has content version {version}; "
+            f"only {CONTENT_VERSION} (Hudi 0.7 and later) is supported"
+        )
+    starts, ends = record_offsets(content, 8, count)
+    return decode_records(content, starts, ends, block_schema(block))
+
+
+def read_delete_block(block: LogBlock) -> tuple[list[str], list[str]]:
+    """(record keys, partition paths) a delete block removes."""
+    content = block.content
+    if len(content) < 8:
+        raise TableError(f"delete block at offset {block.offset} is too short")
+    version, length = struct.unpack_from(">ii", content, 0)
+    if version < CONTENT_VERSION:
+        raise TableError(
+            f"delete block at offset {block.offset} has content version {version} (Kryo, "
+            "written by Hudi before 0.12); compact the table with Hudi first"
+        )
+    datum = decode_datum(content[8 : 8 + length], DELETE_RECORD_LIST_SCHEMA)
+    records = datum["deleteRecordList"]
+    return (
+        [str(r["recordKey"]) for r in records],
+        [str(r["partitionPath"] or "") for r in records],
+    )
