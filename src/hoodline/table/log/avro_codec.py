@@ -192,9 +192,9 @@ def _value_pieces(arr: pa.Array, f: FlatField) -> pa.Array:
         if f.logical == "decimal":
             dec = arr.cast(pa.decimal128(max(f.precision, 1), f.scale))
             filled = pc.fill_null(dec, pa.scalar(decimal.Decimal(0), dec.type))
-            raw: U8 = np.frombuffer(filled.buffers()[1], dtype=np.uint8)
+            words = np.frombuffer(filled.buffers()[1], dtype=np.uint8)
             start = filled.offset * 16
-            mat: U8 = raw[start : start + n * 16].reshape(n, 16)[:, ::-1]
+            mat = np.asarray(words[start : start + n * 16].reshape(n, 16)[:, ::-1], np.uint8)
             if f.size > 16:
                 sign = np.where(mat[:, :1] >= 0x80, 0xFF, 0).astype(np.uint8)
                 mat = np.concatenate([np.repeat(sign, f.size - 16, axis=1), mat], axis=1).astype(
