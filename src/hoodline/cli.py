@@ -381,15 +381,17 @@ def table_files(
             typer.echo(json.dumps({
                 "partition": s.partition_path, "file_id": s.file_id,
                 "base_instant": s.base_instant, "file": s.base_file, "bytes": s.file_size,
+                "log_files": list(s.log_files),
             }))
         return
     title = f"file slices of {table.config.name}" + (f" as of {as_of}" if as_of else "")
     out = RichTable(title=Text(title))
-    for col in ("partition", "file id", "base instant", "file", "size"):
+    for col in ("partition", "file id", "base instant", "file", "size", "log files"):
         out.add_column(col, justify="right" if col == "size" else "left")
     for s in slices:
-        _add_row(out, s.partition_path or "(root)", s.file_id, s.base_instant, s.base_file,
-                 _human_bytes(s.file_size))
+        logs = "\n".join(os.path.basename(f) for f in s.log_files) or "-"
+        _add_row(out, s.partition_path or "(root)", s.file_id, s.base_instant,
+                 s.base_file or "(log only)", _human_bytes(s.file_size), logs)
     console.print(out)
     console.print(
         f"{_count(len(slices), 'file slice')}, {_human_bytes(sum(s.file_size for s in slices))}",

@@ -12,7 +12,7 @@ from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
 from hoodline.connectors.kafka.plugin import RAW_KAFKA_SCHEMA, KafkaRecords
 from hoodline.pipeline.transform import SEQ, Prepared, RecordSpec, keyed_schema, resolve
 from hoodline.table.properties import TableConfig
-from hoodline.table.write.file_writer import WriteContext
+from hoodline.table.write.context import WriteContext
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import IS_DELETE, RECORD_KEY
 

@@ -94,7 +94,7 @@ def test_open_non_table_names_path(tmp_path: Path) -> None:
         ("hoodie.table.version", "5"),
         ("hoodie.table.version", "8"),
         ("hoodie.timeline.layout.version", "2"),
-        ("hoodie.table.type", "MERGE_ON_READ"),
+        ("hoodie.table.type", "MERGE_ON_WRITE"),
         ("hoodie.datasource.write.drop.partition.columns", "true"),
     ],
 )
@@ -107,6 +107,16 @@ def test_unsupported_tables_name_key_and_value(tmp_path: Path, key: str, value: 
     with pytest.raises(UnsupportedTableError) as err:
         HudiTable.open(tmp_path)
     assert key in str(err.value) and value in str(err.value) and str(tmp_path) in str(err.value)
+
+
+def test_merge_on_read_tables_open_and_write_deltacommits(tmp_path: Path) -> None:
+    cfg = _cfg(table_type="MERGE_ON_READ")
+    assert cfg.to_properties()["hoodie.table.type"] == "MERGE_ON_READ"
+    HudiTable.create(tmp_path, cfg)
+    table = HudiTable.open(tmp_path)
+    assert table.config.table_type is TableType.MERGE_ON_READ
+    assert table.write_action == "deltacommit"
+    assert HudiTable.create(tmp_path / "cow", _cfg()).write_action == "commit"
 
 
 def test_invalid_configs_raise() -> None:

@@ -65,11 +65,10 @@ from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
-from hoodline.table.instant import COMMIT
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient
-from hoodline.table.write.file_writer import WriteContext
+from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
 
 __all__ = ["RoundDriver", "open_target_table"]
@@ -473,7 +472,7 @@ class RoundDriver:
     def _rollback(run: _Run, ts: str) -> None:
         try:
             run.table.timeline.reload()
-            inst = run.table.timeline.find(ts, COMMIT)
+            inst = run.table.timeline.find(ts, run.table.write_action)
             if inst is not None and not inst.is_completed:
                 run.client.rollback(ts)
         except Exception as exc:  # the next open rolls it back

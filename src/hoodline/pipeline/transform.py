@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from hoodline.formats.json_decoder import MISSING_KEY, BadRecords
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
 from hoodline.table.keygen import KeyGenerator
-from hoodline.table.write.file_writer import WriteContext
+from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.prepare import dedupe
 from hoodline.table.write.records import FILE_ID, IS_DELETE, PARTITION_PATH, RECORD_KEY

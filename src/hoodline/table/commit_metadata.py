@@ -33,6 +33,7 @@ OPERATION_TYPES: tuple[str, ...] = (
     "INSERT_OVERWRITE_TABLE",
     "DELETE_PARTITION",
     "CLUSTER",
+    "COMPACT",
     "UNKNOWN",
 )
 
@@ -52,8 +53,35 @@ class WriteStat:
     total_write_errors: int
     partition_path: str
     file_size_in_bytes: int
+    #: merge-on-read appends (``HoodieDeltaWriteStat``): version of the log file written, the
+    #: slice's base file name ("" for a log-only slice) and every log file of the slice
+    log_version: int | None = None
+    base_file: str | None = None
+    log_files: list[str] | None = None
+    total_log_blocks: int = 0
+    #: compaction: log files and records merged
+    total_log_files_compacted: int = 0
+    total_log_records: int = 0
+
+    @property
+    def is_delta(self) -> bool:
+        return self.log_version is not None
 
     def to_dict(self) -> dict[str, Any]:
+        body = self._base_dict()
+        if self.total_log_files_compacted:
+            body["totalLogFilesCompacted"] = self.total_log_files_compacted
+            body["totalLogRecords"] = self.total_log_records
+        if self.log_version is not None:
+            body["totalLogBlocks"] = self.total_log_blocks
+            body["logVersion"] = self.log_version
+            body["logOffset"] = 0
+            body["baseFile"] = self.base_file or ""
+            body["logFiles"] = list(self.log_files or [])
+            body["recordsStats"] = {"val": None}
+        return body
+
+    def _base_dict(self) -> dict[str, Any]:
         return {
             "fileId": self.file_id,
             "path": self.path,
@@ -84,6 +112,12 @@ class WriteStat:
             total_write_errors=int(d.get("totalWriteErrors", 0)),
             partition_path=str(d.get("partitionPath", "")),
             file_size_in_bytes=int(d.get("fileSizeInBytes", 0)),
+            log_version=int(d["logVersion"]) if d.get("logVersion") is not None else None,
+            base_file=str(d["baseFile"]) if d.get("baseFile") is not None else None,
+            log_files=[str(f) for f in d["logFiles"]] if d.get("logFiles") is not None else None,
+            total_log_blocks=int(d.get("totalLogBlocks") or 0),
+            total_log_files_compacted=int(d.get("totalLogFilesCompacted") or 0),
+            total_log_records=int(d.get("totalLogRecords") or 0),
         )
 
 

@@ -1,14 +1,20 @@
 """File-system view: file groups and file slices built from completed commits only.
 
-Mirrors how hudi-rs picks files for a copy-on-write table:
+Mirrors how hudi-rs (and Java's ``HoodieFileGroup``) pick files:
 
 * partitions are the leaf folders under the base path (``.hoodie`` excluded), or the base path
   itself for a non-partitioned table;
 * every ``*.parquet`` file there must be a Hudi base file ``<fileId>_<writeToken>_<ts>.parquet``;
-* a base file is visible when ``ts`` is a completed commit at or before the query time; files of
-  requested/inflight/rolled-back instants are ignored;
+  log files are ``.<fileId>_<baseInstant>.log.<version>_<writeToken>``;
+* a file slice is (base instant, its base file if any, the log files naming that base instant);
+  it is visible when the base instant is a completed commit/deltacommit at or before the query
+  time; files of requested/inflight/rolled-back instants are ignored. A slice without a base file
+  (a merge-on-read file group written only to logs so far) is visible from the deltacommit that
+  created it;
+* a slice lists every log file on disk for it; which *blocks* count is decided by the reader
+  from each block's instant (an uncommitted write's blocks are skipped);
 * file groups replaced by a completed replacecommit (at or before the query time) are hidden;
-* the file slice of a group at a time is its newest visible base file.
+* the file slice of a group at a time is its newest visible slice.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 
 from hoodline.errors import TableError
 from hoodline.table.instant import REPLACE_COMMIT, is_timestamp_string, is_valid_timestamp
+from hoodline.table.log.names import LogFileName
 from hoodline.table.timeline import Timeline
 
 BASE_FILE_EXTENSION = ".parquet"
@@ -54,17 +61,35 @@ def parse_base_file_name(name: str) -> tuple[str, str, str]:
 
 @dataclass(frozen=True)
 class FileSlice:
-    """One version of a file group: its base file (path relative to the table base path)."""
+    """One version of a file group: its base file and log files (paths relative to the table
+    base path; log files in Java's order)."""
 
     partition_path: str
     file_id: str
     base_instant: str
-    base_file: str
+    #: None for a slice that has only log files
+    base_file: str | None
+    #: size of the base file (0 without one)
     file_size: int
+    log_files: tuple[str, ...] = ()
 
     @property
     def file_name(self) -> str:
-        return os.path.basename(self.base_file)
+        """The base file's name ("" for a log-only slice)."""
+        return os.path.basename(self.base_file) if self.base_file else ""
+
+    @property
+    def log_names(self) -> list[LogFileName]:
+        out = []
+        for rel in self.log_files:
+            parsed = LogFileName.parse(os.path.basename(rel))
+            if parsed is not None:
+                out.append(parsed)
+        return out
+
+    def next_log_version(self) -> int:
+        """The version a new log file of this slice gets (every write opens a new file)."""
+        return max((n.version for n in self.log_names), default=0) + 1
 
 
 @dataclass(frozen=True)
@@ -109,18 +134,32 @@ def list_partitions(base_path: Path, partitioned: bool) -> list[str]:
 
 def list_base_files(base_path: Path, partition: str) -> list[tuple[str, int]]:
     """``(file name, size)`` of every parquet file directly inside a partition folder."""
+    return list_data_files(base_path, partition)[0]
+
+
+def list_data_files(
+    base_path: Path, partition: str
+) -> tuple[list[tuple[str, int]], list[LogFileName]]:
+    """``(base files as (name, size), log files)`` directly inside a partition folder."""
     folder = base_path / partition if partition else base_path
-    out: list[tuple[str, int]] = []
+    bases: list[tuple[str, int]] = []
+    logs: list[LogFileName] = []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
-        return out
+        return bases, logs
     for e in entries:
-        if e.name.startswith(PARTITION_METADATA_FILE) or not e.name.endswith(BASE_FILE_EXTENSION):
+        name = e.name
+        if name.startswith(PARTITION_METADATA_FILE):
             continue
-        if e.is_file():
-            out.append((e.name, e.stat().st_size))
-    return sorted(out)
+        if name.endswith(BASE_FILE_EXTENSION):
+            if e.is_file():
+                bases.append((name, e.stat().st_size))
+        elif name.startswith("."):
+            log = LogFileName.parse(name)
+            if log is not None and e.is_file():
+                logs.append(log)
+    return sorted(bases), sorted(logs)
 
 
 class FileSystemView:
@@ -151,6 +190,11 @@ class FileSystemView:
                     self._replaced.update((part, fid) for fid in ids)
         self._groups: dict[str, list[FileGroup]] | None = None
 
+    def is_visible(self, instant_ts: str) -> bool:
+        """True when ``instant_ts`` is a completed data instant at or before the view's time
+        (log blocks of other instants are skipped by readers)."""
+        return instant_ts in self._visible_ts
+
     def partitions(self) -> list[str]:
         return list_partitions(self.base_path, self.partitioned)
 
@@ -159,13 +203,28 @@ class FileSystemView:
             return self._groups
         groups: dict[str, list[FileGroup]] = {}
         for part in self.partitions():
+            bases, logs = list_data_files(self.base_path, part)
             by_id: dict[str, list[FileSlice]] = {}
-            for name, size in list_base_files(self.base_path, part):
+            log_map: dict[tuple[str, str], list[str]] = {}
+            for log in logs:  # sorted: Java's log file order
+                if (part, log.file_id) in self._replaced:
+                    continue
+                rel = f"{part}/{log.name}" if part else log.name
+                log_map.setdefault((log.file_id, log.base_instant), []).append(rel)
+            for name, size in bases:
                 file_id, _token, ts = parse_base_file_name(f"{part}/{name}" if part else name)
                 if ts not in self._visible_ts or (part, file_id) in self._replaced:
                     continue
                 rel = f"{part}/{name}" if part else name
-                by_id.setdefault(file_id, []).append(FileSlice(part, file_id, ts, rel, size))
+                slice_logs = tuple(log_map.pop((file_id, ts), ()))
+                by_id.setdefault(file_id, []).append(
+                    FileSlice(part, file_id, ts, rel, size, slice_logs)
+                )
+            for (file_id, ts), rels in log_map.items():
+                if ts in self._visible_ts:  # a slice that has only log files
+                    by_id.setdefault(file_id, []).append(
+                        FileSlice(part, file_id, ts, None, 0, tuple(rels))
+                    )
             part_groups = []
             for file_id in sorted(by_id):
                 slices = sorted(by_id[file_id], key=lambda s: s.base_instant)

@@ -30,9 +30,13 @@ SUPPORTED_TIMELINE_LAYOUT_VERSION = 1
 
 
 class TableType(ConfigEnum):
-    """``hoodie.table.type``: hoodline reads and writes copy-on-write tables only."""
+    """``hoodie.table.type``: how a write changes a file group."""
 
+    #: every write rewrites the touched file groups' base files (commit per write)
     COPY_ON_WRITE = "COPY_ON_WRITE"
+    #: writes append log files to file groups; compaction merges them into new base files
+    #: (deltacommit per write)
+    MERGE_ON_READ = "MERGE_ON_READ"
 
 
 class IndexType(ConfigEnum):
@@ -155,6 +159,10 @@ class TableConfig:
     @property
     def is_partitioned(self) -> bool:
         return bool(self.partition_fields)
+
+    @property
+    def merge_on_read(self) -> bool:
+        return self.table_type is TableType.MERGE_ON_READ
 
     @property
     def key_generator_class(self) -> str:

@@ -1,17 +1,21 @@
 """Reads returning Arrow: snapshot, time travel, incremental, file slices, plain file lists.
 
-Semantics follow hudi-rs for copy-on-write tables:
+Semantics follow hudi-rs:
 
 * the schema of the newest completed commit decides the columns and types of every read (also
   time travel); base files written before a nullable column was added read it as nulls;
-* snapshot / time travel read the newest committed base file of each file group at the time;
+* snapshot / time travel read the newest committed file slice of each file group at the time:
+  its base file, merged with its log files' committed blocks on merge-on-read tables
+  (:mod:`hoodline.table.log.merge`);
 * incremental ``(start, end]`` reads, for each file group written by a commit in the range, its
-  newest base file at ``end`` and keeps rows whose ``_hoodie_commit_time`` is in the range.
+  newest slice at ``end`` and keeps rows whose ``_hoodie_commit_time`` is in the range;
+* :func:`latest_base_files` lists base files only (a merge-on-read table's read-optimized view).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +25,7 @@ from hoodline.errors import TableError
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED, earliest_retained_commit
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.instant import is_timestamp_string
+from hoodline.table.log.merge import DEFAULT_PAYLOAD, committed_blocks, merge_slice
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
 from hoodline.table.table import CREATE_SCHEMA_KEY, HudiTable
 
@@ -68,21 +73,74 @@ def _select(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
     return pa.schema([schema.field(c) for c in columns])
 
 
+PAYLOAD_CLASS_KEY = "hoodie.compaction.payload.class"
+
+
+def merge_ordering_field(table: HudiTable) -> str | None:
+    """The ordering field log merges compare (DefaultHoodieRecordPayload tables), else None."""
+    if table.config.extra.get(PAYLOAD_CLASS_KEY) == DEFAULT_PAYLOAD:
+        return table.config.precombine_field
+    return None
+
+
+def read_merged_slice(
+    table: HudiTable,
+    s: FileSlice,
+    schema: pa.Schema,
+    is_visible: Callable[[str], bool],
+) -> pa.Table:
+    """Every column of ``schema`` for the rows of a slice: base file merged with its logs."""
+    base = None
+    if s.base_file is not None:
+        path = table.absolute(s.base_file)
+        wanted = [n for n in schema.names if n in _file_schema(path, s).names]
+        base = _conform(pq.read_table(path, columns=wanted), schema, str(path))
+    blocks = committed_blocks([table.absolute(f) for f in s.log_files], is_visible)
+    return merge_slice(
+        base,
+        blocks,
+        schema,
+        lambda records, where: _conform(records, schema, where),
+        merge_ordering_field(table),
+        source=f"file group '{s.file_id}' of partition '{s.partition_path}'",
+    )
+
+
+def _file_schema(path: Path, s: FileSlice) -> pa.Schema:
+    try:
+        return pq.read_schema(path)
+    except FileNotFoundError:
+        raise TableError(
+            f"base file '{path}' of committed instant {s.base_instant} is missing "
+            "(cleaned or deleted outside hoodline)"
+        ) from None
+
+
 def read_file_slices(
     table: HudiTable,
     slices: Sequence[FileSlice],
     columns: Sequence[str] | None = None,
     row_filter: pc.Expression | None = None,
     schema: pa.Schema | None = None,
+    is_visible: Callable[[str], bool] | None = None,
 ) -> pa.Table:
-    """Read the base files of ``slices``, conformed to the table schema (or ``schema``).
+    """Read ``slices``, conformed to the table schema (or ``schema``).
 
     ``row_filter`` may reference any table column (also ones not in ``columns``, and ones
-    missing from old files, which read as null)."""
+    missing from old files, which read as null). ``is_visible`` says which instants' log blocks
+    count (default: every completed write)."""
     full = schema if schema is not None else table_schema(table)
     target = _select(full, columns)
     parts: list[pa.Table] = []
     for s in slices:
+        if s.log_files or s.base_file is None:
+            if is_visible is None:
+                is_visible = table.fs_view().is_visible
+            merged = read_merged_slice(table, s, full, is_visible)
+            if row_filter is not None:
+                merged = _apply_filter(merged, row_filter)
+            parts.append(merged.select(target.names))
+            continue
         path = table.absolute(s.base_file)
         try:
             file_schema = pq.read_schema(path)
@@ -97,14 +155,17 @@ def read_file_slices(
             continue
         wanted = [n for n in full.names if n in file_schema.names]
         data = _conform(pq.read_table(path, columns=wanted), full, str(path))
-        try:
-            data = data.filter(row_filter)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise TableError(f"row filter {row_filter} cannot be applied: {exc}") from None
-        parts.append(data.select(target.names))
+        parts.append(_apply_filter(data, row_filter).select(target.names))
     if not parts:
         return target.empty_table()
     return pa.concat_tables(parts)
+
+
+def _apply_filter(data: pa.Table, row_filter: pc.Expression) -> pa.Table:
+    try:
+        return data.filter(row_filter)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise TableError(f"row filter {row_filter} cannot be applied: {exc}") from None
 
 
 def _check_not_cleaned(table: HudiTable, ts: str, what: str) -> None:
@@ -137,7 +198,9 @@ def read_snapshot(
     view = table.fs_view(as_of=as_of)
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
-    return read_file_slices(table, view.latest_file_slices(), columns, row_filter)
+    return read_file_slices(
+        table, view.latest_file_slices(), columns, row_filter, is_visible=view.is_visible
+    )
 
 
 def iter_snapshot_batches(
@@ -149,8 +212,14 @@ def iter_snapshot_batches(
     """The snapshot as record batches, one file at a time (bounded memory)."""
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
-    target = _select(table_schema(table), columns)
-    for s in table.fs_view(as_of=as_of).latest_file_slices():
+    full = table_schema(table)
+    target = _select(full, columns)
+    view = table.fs_view(as_of=as_of)
+    for s in view.latest_file_slices():
+        if s.log_files or s.base_file is None:
+            merged = read_merged_slice(table, s, full, view.is_visible).select(target.names)
+            yield from merged.to_batches(max_chunksize=batch_size)
+            continue
         path = table.absolute(s.base_file)
         pf = pq.ParquetFile(path)
         wanted = [n for n in target.names if n in pf.schema_arrow.names]
@@ -193,10 +262,17 @@ def read_incremental(
     slices = [s for s in view.latest_file_slices() if (s.partition_path, s.file_id) in touched]
     ct = pc.field(COMMIT_TIME)
     row_filter = (ct > pa.scalar(start)) & (ct <= pa.scalar(end_ts))
-    return read_file_slices(table, slices, columns, row_filter, schema=schema)
+    return read_file_slices(
+        table, slices, columns, row_filter, schema=schema, is_visible=view.is_visible
+    )
 
 
 def latest_base_files(table: HudiTable, as_of: str | None = None) -> list[str]:
     """Absolute paths of the committed base files a plain parquet reader (DuckDB, Spark) should
-    read to see the table's snapshot."""
-    return [str(table.absolute(s.base_file)) for s in file_slices(table, as_of)]
+    read to see the table's snapshot (on a merge-on-read table: the read-optimized view, without
+    what the log files add since the last compaction)."""
+    return [
+        str(table.absolute(s.base_file))
+        for s in file_slices(table, as_of)
+        if s.base_file is not None
+    ]

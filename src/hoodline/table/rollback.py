@@ -3,7 +3,9 @@
 A failed (requested/inflight) data instant is rolled back by a ``rollback`` instant:
 
 1. ``<rb>.rollback.requested`` holds the plan: the instant to roll back and the files to delete,
-   which are exactly the files its markers list (every data file is marked before it is written);
+   which are exactly the files its markers list (every data file is marked before it is written;
+   on merge-on-read tables that includes the log files it appended: every write creates new log
+   files, so deleting them removes exactly its blocks);
 2. ``<rb>.rollback.inflight``; the failed instant's inflight/requested files are removed (so it
    can no longer be completed);
 3. the planned files are deleted (missing ones are fine);
@@ -26,6 +28,8 @@ from hoodline.errors import TableError, TimelineError
 from hoodline.table.clean import finish_pending_cleans
 from hoodline.table.fs_view import parse_base_file_name
 from hoodline.table.instant import DATA_ACTIONS, ROLLBACK, Instant, State
+from hoodline.table.log.blocks import first_block_instant
+from hoodline.table.log.names import LogFileName
 from hoodline.table.markers import Markers, instants_with_markers
 from hoodline.table.table import HudiTable
 from hoodline.table.timeline import STAGING_DIR
@@ -46,15 +50,31 @@ def _plan(instant: Instant, files: list[str]) -> dict[str, Any]:
     }
 
 
+def _written_by(table: HudiTable, rel: str, instant_ts: str) -> bool:
+    """Whether ``rel`` is a file ``instant_ts`` wrote: a base file named with the instant, or a
+    log file whose blocks carry it (or that holds no whole block yet: every write creates a new
+    log file, so a torn one is the failed write's own)."""
+    name = os.path.basename(rel)
+    log = LogFileName.parse(name)
+    if log is not None:
+        try:
+            data = table.absolute(rel).read_bytes()
+        except FileNotFoundError:
+            return True
+        first = first_block_instant(data)
+        return first is None or first == instant_ts
+    try:
+        _fid, _tok, ts = parse_base_file_name(rel)
+    except TableError:
+        return False
+    return ts == instant_ts
+
+
 def _files_to_delete(table: HudiTable, instant: Instant) -> list[str]:
     files = Markers(table, instant.timestamp).marked_files()
     for f in files:
         # safety: a marker may only point at a file this very instant writes
-        try:
-            _fid, _tok, ts = parse_base_file_name(f)
-        except TableError:
-            ts = None
-        if ts != instant.timestamp:
+        if not _written_by(table, f, instant.timestamp):
             raise TableError(
                 f"marker of instant {instant.timestamp} points at '{f}', which is not a file of "
                 "that instant; refusing to roll back (inspect .hoodie/.temp by hand)"

@@ -1,4 +1,4 @@
-"""A Hudi copy-on-write table on a local (or locally mounted) file system."""
+"""A Hudi table (copy-on-write or merge-on-read) on a local (or locally mounted) file system."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from hoodline.errors import TableError
 from hoodline.table.fs_view import FileSystemView
-from hoodline.table.instant import InstantTimeGenerator
+from hoodline.table.instant import COMMIT, DELTA_COMMIT, InstantTimeGenerator
 from hoodline.table.properties import (
     META_FOLDER,
     TableConfig,
@@ -83,6 +83,11 @@ class HudiTable:
     def open(cls, path: str | os.PathLike[str]) -> HudiTable:
         """Open an existing table (``TableNotFoundError`` / ``UnsupportedTableError`` otherwise)."""
         return cls(path, read_table_config(path))
+
+    @property
+    def write_action(self) -> str:
+        """The action of a write instant: ``deltacommit`` on merge-on-read, else ``commit``."""
+        return DELTA_COMMIT if self.config.merge_on_read else COMMIT
 
     def new_instant_time(self) -> str:
         """A fresh instant time newer than anything on the timeline."""

@@ -100,13 +100,23 @@ def hudi_latest_extra_metadata(path: str | os.PathLike[str], key: str) -> str | 
     return None
 
 
+def slice_label(base_file: str | None, log_files: Sequence[str]) -> str:
+    """One file slice as text: its base file, then `` + <log file>`` per log file."""
+    return (base_file or "") + "".join(f" + {f}" for f in log_files)
+
+
 def hudi_file_slices(path: str | os.PathLike[str], as_of: str | None = None) -> list[str]:
-    """Relative base file paths hudi-rs would read (sorted)."""
+    """The file slices hudi-rs would read (:func:`slice_label`, sorted)."""
     hudi = _hudi()
     opts = hudi.HudiReadOptions()
     if as_of is not None:
         opts = opts.with_as_of_timestamp(as_of)
-    return sorted(s.base_file_relative_path() for s in hudi_table(path).get_file_slices(opts))
+    out = []
+    for s in hudi_table(path).get_file_slices(opts):
+        base = s.base_file_relative_path() if s.base_file_name else None
+        logs = sorted(s.log_files_relative_paths()) if s.has_log_files else []
+        out.append(slice_label(base, logs))
+    return sorted(out)
 
 
 # -- comparison ----------------------------------------------------------------------------------
@@ -266,7 +276,9 @@ def assert_hudi_matches_hoodline(
     assert_unique_keys(ours, label="snapshot")
     report.rows_latest = ours.num_rows
     report.checks.append("snapshot")
-    our_files = sorted(s.base_file for s in read.file_slices(table))
+    our_files = sorted(
+        slice_label(s.base_file, sorted(s.log_files)) for s in read.file_slices(table)
+    )
     their_files = hudi_file_slices(path)
     if our_files != their_files:
         raise OracleMismatch(

@@ -29,7 +29,8 @@ from hoodline.table.read import latest_base_files
 from hoodline.table.table import HudiTable
 from hoodline.table.write import file_writer
 from hoodline.table.write.client import WriteClient, tag_and_assign
-from hoodline.table.write.file_writer import WriteContext, dictionary_columns, write_file_groups
+from hoodline.table.write.context import WriteContext
+from hoodline.table.write.file_writer import dictionary_columns, write_file_groups
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import take_rows
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline

@@ -198,6 +198,8 @@ class BloomIndex:
         for sl in slices:
             if not unresolved.any():
                 break
+            if sl.base_file is None:
+                continue  # a log-only slice: its keys are found through base files only
             stats.files_considered += 1
             path = str(self.base_path / sl.base_file)
             try:

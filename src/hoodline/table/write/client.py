@@ -1,4 +1,4 @@
-"""Write client: insert / upsert / delete / bulk_insert into a copy-on-write table.
+"""Write client: insert / upsert / delete / bulk_insert into a copy-on-write or merge-on-read table.
 
 Lifecycle::
 
@@ -57,7 +57,7 @@ from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
-from hoodline.table.instant import COMMIT, Instant, State
+from hoodline.table.instant import Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import resolve_threads
@@ -70,11 +70,8 @@ from hoodline.table.schema import (
 )
 from hoodline.table.table import HudiTable
 from hoodline.table.write.assigner import BucketAssigner
-from hoodline.table.write.file_writer import (
-    WriteContext,
-    stats_by_partition,
-    write_file_groups,
-)
+from hoodline.table.write.context import WriteContext
+from hoodline.table.write.file_writer import stats_by_partition, write_file_groups
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.prepare import (
@@ -145,7 +142,9 @@ def tag_and_assign(
         use_small = False
     else:
         tagged = make_index(table.base_path, config, threads).tag(records, view)
-        use_small = True
+        # merge-on-read: inserts go to new base files, never into a group's logs, where the
+        # BLOOM index (which reads base file footers) could not find them again
+        use_small = not config.merge_on_read
     if config.index_type == IndexType.BLOOM:
         if ctx.operation is WriteOperation.DELETE:
             return tagged.filter(pc.is_valid(tagged.column(FILE_ID)))
@@ -328,10 +327,11 @@ class WriteClient:
         return normalize_schema(evolved, config.name)
 
     def start_instant(self) -> str:
-        """Create ``<ts>.commit.requested`` and ``<ts>.inflight``; returns ``ts``."""
+        """Create ``<ts>.commit.requested`` and ``<ts>.inflight`` (``deltacommit`` states on a
+        merge-on-read table); returns ``ts``."""
         self._require_open()
         ts = self.table.new_instant_time()
-        requested = self.table.timeline.create_requested(COMMIT, ts)
+        requested = self.table.timeline.create_requested(self.table.write_action, ts)
         self.table.timeline.transition_to_inflight(requested)
         return ts
 
@@ -381,7 +381,7 @@ class WriteClient:
                 SCHEMA_KEY: arrow_to_avro_schema_json(ctx.data_schema, ctx.config.name)
             },
         )
-        inflight = Instant(ctx.instant_ts, COMMIT, State.INFLIGHT)
+        inflight = Instant(ctx.instant_ts, self.table.write_action, State.INFLIGHT)
         try:
             self.table.timeline.complete(inflight, metadata, extra_metadata)
         except OSError as exc:  # the completed file may exist (link done, directory sync failed)
@@ -397,7 +397,7 @@ class WriteClient:
     def rollback(self, instant_ts: str) -> Instant:
         """Roll back a pending instant of this writer (deletes the files its markers list)."""
         self._require_open()
-        inst = self.table.timeline.find(instant_ts, COMMIT)
+        inst = self.table.timeline.find(instant_ts, self.table.write_action)
         if inst is None:
             raise TableError(f"instant {instant_ts} is not on the timeline")
         return rollback_instant(self.table, inst)
@@ -412,7 +412,7 @@ class WriteClient:
             return  # the lock was taken over: its new holder rolls this instant back
         try:
             self.table.timeline.reload()
-            inst = self.table.timeline.find(ts, COMMIT)
+            inst = self.table.timeline.find(ts, self.table.write_action)
             if inst is not None and inst.state is not State.COMPLETED:
                 rollback_instant(self.table, inst)
         except Exception:

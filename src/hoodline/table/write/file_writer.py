@@ -14,11 +14,8 @@ whose rows are all deleted gets an empty base file, so the group's latest versio
 
 from __future__ import annotations
 
-import os
 import threading
-import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,16 +40,22 @@ from hoodline.table.bloom import (
 )
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import (
-    PARTITION_METADATA_FILE,
     FileSlice,
     FileSystemView,
     base_file_name,
 )
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import map_in_threads, resolve_threads
-from hoodline.table.properties import IndexType, TableConfig
-from hoodline.table.table import HudiTable
-from hoodline.table.write.operation import WriteOperation
+from hoodline.table.properties import IndexType
+from hoodline.table.write.context import (
+    WriteContext,
+    ensure_partition_metadata,
+    new_rows,
+    output_schema,
+    split_deletes,
+    write_token,
+)
+from hoodline.table.write.log_writer import append_log_file, appends_to_log
 from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
 from hoodline.table.write.records import (
     COMMIT_SEQNO,
@@ -68,93 +71,6 @@ from hoodline.table.write.records import (
     group_slices,
     take_rows,
 )
-
-
-@dataclass(frozen=True)
-class WriteContext:
-    """Everything a write task needs; picklable so Spark executors can receive it."""
-
-    base_path: str
-    config: TableConfig
-    options: WriteOptions
-    instant_ts: str
-    operation: WriteOperation
-    data_schema: pa.Schema
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "operation", WriteOperation.parse(self.operation))
-
-    def table(self) -> HudiTable:
-        return HudiTable(self.base_path, self.config)
-
-
-def constant_column(value: str, n: int) -> pa.Array:
-    """``n`` copies of ``value`` without a Python object per row."""
-    dict_arr = pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string())
-    )
-    return pc.cast(dict_arr, pa.string())
-
-
-def write_token(task_id: int, attempt: int) -> str:
-    """Hudi write token ``<task partition>-<stage>-<attempt>`` (no ``_``)."""
-    return f"{task_id}-0-{attempt}"
-
-
-def output_schema(data_schema: pa.Schema) -> pa.Schema:
-    meta = [pa.field(c, pa.string()) for c in META_COLUMNS]
-    return pa.schema(meta + list(data_schema))
-
-
-def ensure_partition_metadata(base_path: Path, partition: str, instant_ts: str) -> None:
-    """Write ``<partition>/.hoodie_partition_metadata`` once, as Java Hudi does (atomically)."""
-    folder = base_path / partition if partition else base_path
-    target = folder / PARTITION_METADATA_FILE
-    if not partition or target.exists():
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    depth = len(partition.split("/"))
-    tmp = folder / f".{PARTITION_METADATA_FILE}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(
-        f"#partition metadata\ncommitTime={instant_ts}\npartitionDepth={depth}\n", encoding="utf-8"
-    )
-    try:
-        os.link(tmp, target)
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
-    """(upsert records, keys to delete)."""
-    if IS_DELETE not in records.schema.names:
-        return records, pa.array([], pa.string())
-    flag = pc.fill_null(records.column(IS_DELETE), False)
-    deletes = records.filter(flag)
-    upserts = records.filter(pc.invert(flag))
-    return upserts, deletes.column(RECORD_KEY).combine_chunks()
-
-
-def _new_rows(
-    upserts: pa.Table, ctx: WriteContext, partition: str, file_name: str, task_id: int
-) -> pa.Table:
-    n = upserts.num_rows
-    seq = pc.binary_join_element_wise(
-        pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
-        pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string()),
-        "",
-    )
-    data = align_to_schema(upserts, ctx.data_schema, "the records")
-    cols = [
-        constant_column(ctx.instant_ts, n),
-        seq,
-        upserts.column(RECORD_KEY),
-        constant_column(partition, n),
-        constant_column(file_name, n),
-        *data.columns,
-    ]
-    return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
 
 
 def _old_rows(table: pa.Table, ctx: WriteContext, source: str) -> pa.Table:
@@ -343,7 +259,9 @@ def write_file_group(
 
     ``read_threads``: decode the old base file's columns on pyarrow's thread pool; off, as
     callers usually write several groups at once (more busy threads than cores cost CPU)."""
-    upserts, delete_keys = _split_deletes(records)
+    if appends_to_log(ctx, base):
+        return append_log_file(ctx, partition, file_id, records, base, task_id, attempt)
+    upserts, delete_keys = split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
         upserts = upserts.drop_columns([IS_DELETE])
     if FILE_ID in upserts.schema.names:
@@ -363,6 +281,11 @@ def write_file_group(
     num_updates = num_deletes = 0
     previous: KeyFilter | None = None
     if base is not None:
+        if base.base_file is None:
+            raise TableError(
+                f"file group '{file_id}' in partition '{partition}' has only log files; a "
+                "copy-on-write write cannot merge it (is the table merge-on-read?)"
+            )
         base_path = table.base_path / base.base_file
         old_file = pq.ParquetFile(base_path, memory_map=True)
         if _writes_bloom_filter(ctx):
@@ -382,7 +305,7 @@ def write_file_group(
         kept = old if num_updates + num_deletes == 0 else old.filter(pc.invert(gone))
         parts.append(_old_rows(kept, ctx, str(base_path)))
     if upserts.num_rows:
-        parts.append(_new_rows(upserts, ctx, partition, file_name, task_id))
+        parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")

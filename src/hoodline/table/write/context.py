@@ -1,0 +1,114 @@
+"""What every file-group writer shares: the picklable write context, write tokens, and the
+rows a write adds (meta columns first)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.table.fs_view import PARTITION_METADATA_FILE
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
+from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.records import (
+    IS_DELETE,
+    META_COLUMNS,
+    RECORD_KEY,
+    align_to_schema,
+)
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Everything a write task needs; picklable so Spark executors can receive it."""
+
+    base_path: str
+    config: TableConfig
+    options: WriteOptions
+    instant_ts: str
+    operation: WriteOperation
+    data_schema: pa.Schema
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operation", WriteOperation.parse(self.operation))
+
+    def table(self) -> HudiTable:
+        return HudiTable(self.base_path, self.config)
+
+
+def constant_column(value: str, n: int) -> pa.Array:
+    """``n`` copies of ``value`` without a Python object per row."""
+    dict_arr = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string())
+    )
+    return pc.cast(dict_arr, pa.string())
+
+
+def write_token(task_id: int, attempt: int) -> str:
+    """Hudi write token ``<task partition>-<stage>-<attempt>`` (no ``_``)."""
+    return f"{task_id}-0-{attempt}"
+
+
+def output_schema(data_schema: pa.Schema) -> pa.Schema:
+    meta = [pa.field(c, pa.string()) for c in META_COLUMNS]
+    return pa.schema(meta + list(data_schema))
+
+
+def ensure_partition_metadata(base_path: Path, partition: str, instant_ts: str) -> None:
+    """Write ``<partition>/.hoodie_partition_metadata`` once, as Java Hudi does (atomically)."""
+    folder = base_path / partition if partition else base_path
+    target = folder / PARTITION_METADATA_FILE
+    if not partition or target.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    depth = len(partition.split("/"))
+    tmp = folder / f".{PARTITION_METADATA_FILE}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(
+        f"#partition metadata\ncommitTime={instant_ts}\npartitionDepth={depth}\n", encoding="utf-8"
+    )
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
+    """(upsert records, keys to delete)."""
+    if IS_DELETE not in records.schema.names:
+        return records, pa.array([], pa.string())
+    flag = pc.fill_null(records.column(IS_DELETE), False)
+    deletes = records.filter(flag)
+    upserts = records.filter(pc.invert(flag))
+    return upserts, deletes.column(RECORD_KEY).combine_chunks()
+
+
+def new_rows(
+    upserts: pa.Table, ctx: WriteContext, partition: str, file_name: str, task_id: int
+) -> pa.Table:
+    n = upserts.num_rows
+    seq = pc.binary_join_element_wise(
+        pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
+        pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string()),
+        "",
+    )
+    data = align_to_schema(upserts, ctx.data_schema, "the records")
+    cols = [
+        constant_column(ctx.instant_ts, n),
+        seq,
+        upserts.column(RECORD_KEY),
+        constant_column(partition, n),
+        constant_column(file_name, n),
+        *data.columns,
+    ]
+    return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
+
+
