@@ -54,7 +54,7 @@ from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
 from hoodline.pipeline.plugins import SourceType, plugin_class
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
 
@@ -111,6 +111,14 @@ INDEX = option(
     IndexType.BUCKET,
     "Index locating existing records: BUCKET (file group = hash(key) % bucket-count, no lookup, "
     "fastest upserts) or BLOOM (bloom filters in base files; upserts tables written by others).",
+)
+TABLE_TYPE = option(
+    "table.type",
+    TableType,
+    TableType.COPY_ON_WRITE,
+    "Table type of a new table: COPY_ON_WRITE (every round rewrites the file groups it touches; "
+    "simplest to read) or MERGE_ON_READ (rounds append log files, compaction merges them into "
+    "base files later; fastest upserts). An existing table keeps its type.",
 )
 BUCKET_COUNT = option(
     "table.bucket-count", int, 4, "Buckets (file groups) per partition with index BUCKET.",
@@ -212,8 +220,8 @@ ERRORS_TABLE_PATH = option(
 SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
     "source": (SOURCE_TYPE, SOURCE_FORMAT),
     "table": (
-        TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, PRECOMBINE_FIELD, INDEX,
-        BUCKET_COUNT, OPERATION, DELETE_FIELD,
+        TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, PRECOMBINE_FIELD, TABLE_TYPE,
+        INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
     ),
     "runtime": (
         RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE,
@@ -251,6 +259,7 @@ class TableSection:
     precombine_field: str | None
     index: IndexType
     bucket_count: int
+    table_type: TableType
     operation: WriteOperation
     delete_field: str | None
     options: Mapping[str, object] = field(default_factory=MaskedDict)
@@ -310,6 +319,7 @@ class PipelineConfig:
             TABLE_PATH.key: t.path, TABLE_NAME.key: t.name, RECORD_KEY.key: list(t.record_key),
             PARTITION_FIELDS.key: list(t.partition_fields),
             PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index.config_text,
+            TABLE_TYPE.key: t.table_type.config_text,
             BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation.config_text,
             DELETE_FIELD.key: t.delete_field or "",
         })
@@ -422,6 +432,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         precombine_field=tbl.get(PRECOMBINE_FIELD) or None,
         index=tbl.get(INDEX),
         bucket_count=tbl.get(BUCKET_COUNT),
+        table_type=tbl.get(TABLE_TYPE),
         operation=tbl.get(OPERATION),
         delete_field=tbl.get(DELETE_FIELD) or None,
         options=passthrough.get(("table", "options"), MaskedDict()),

@@ -65,11 +65,12 @@ from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
-from hoodline.table.properties import IndexType, TableConfig
+from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig, TableType
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import WriteOptions
 
 __all__ = ["RoundDriver", "open_target_table"]
 
@@ -85,6 +86,9 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     try:
         table = HudiTable.open(t.path)
     except TableNotFoundError:
+        extra = {}
+        if t.table_type is TableType.MERGE_ON_READ:  # readers merge logs by the table's payload
+            extra[K_PAYLOAD_CLASS] = WriteOptions.from_mapping(t.options).payload_class.value
         table = HudiTable.create(
             t.path,
             TableConfig(
@@ -92,12 +96,20 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
                 record_key_fields=t.record_key,
                 partition_fields=t.partition_fields,
                 precombine_field=t.precombine_field,
+                table_type=t.table_type,
                 index_type=t.index,
                 bucket_count=t.bucket_count,
+                extra=extra,
             ),
             exist_ok=True,
         )
     c = table.config
+    if c.table_type is not t.table_type:
+        raise ConfigError(
+            f"table '{t.path}' is {c.table_type}, but the pipeline sets table.type = "
+            f"{t.table_type.config_text!r}; an existing table keeps its type: set the table's "
+            "type or write to a new path"
+        )
     if c.index_type != t.index or (
         c.index_type is IndexType.BUCKET and c.bucket_count != t.bucket_count
     ):

@@ -67,6 +67,9 @@ K_BUCKET_COUNT = "hoodie.bucket.index.num.buckets"
 K_BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
 K_CHECKSUM = "hoodie.table.checksum"
 K_DATABASE = "hoodie.database.name"
+#: the payload class Hudi readers and compaction merge log records with (kept in ``extra``)
+K_PAYLOAD_CLASS = "hoodie.compaction.payload.class"
+OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
 _OWN_KEYS = frozenset(
     {
@@ -163,6 +166,11 @@ class TableConfig:
     @property
     def merge_on_read(self) -> bool:
         return self.table_type is TableType.MERGE_ON_READ
+
+    @property
+    def payload_class(self) -> str:
+        """``hoodie.compaction.payload.class`` (Hudi's default when the table does not say)."""
+        return self.extra.get(K_PAYLOAD_CLASS) or OVERWRITE_WITH_LATEST_PAYLOAD
 
     @property
     def key_generator_class(self) -> str:

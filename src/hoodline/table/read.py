@@ -73,12 +73,9 @@ def _select(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
     return pa.schema([schema.field(c) for c in columns])
 
 
-PAYLOAD_CLASS_KEY = "hoodie.compaction.payload.class"
-
-
 def merge_ordering_field(table: HudiTable) -> str | None:
     """The ordering field log merges compare (DefaultHoodieRecordPayload tables), else None."""
-    if table.config.extra.get(PAYLOAD_CLASS_KEY) == DEFAULT_PAYLOAD:
+    if table.config.payload_class == DEFAULT_PAYLOAD:
         return table.config.precombine_field
     return None
 

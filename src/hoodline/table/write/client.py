@@ -215,6 +215,14 @@ class WriteClient:
             expiry=self.options.lock_expiry_seconds,
         )
         self.repaired: list[Instant] = []
+        config = self.table.config
+        if config.merge_on_read and self.options.payload_class.value != config.payload_class:
+            raise TableError(
+                f"merge-on-read table '{self.table.base_path}' merges log records with payload "
+                f"class {config.payload_class} (hoodie.compaction.payload.class), but the writer "
+                f"is set to {self.options.payload_class.value}; readers would merge differently "
+                "from what the writer intends: set the writer's payload class to the table's"
+            )
 
     # -- lifecycle ----------------------------------------------------------------------------
     def open(self) -> WriteClient:
