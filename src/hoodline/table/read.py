@@ -8,7 +8,8 @@ Semantics follow hudi-rs:
   its base file, merged with its log files' committed blocks on merge-on-read tables
   (:mod:`hoodline.table.log.merge`);
 * incremental ``(start, end]`` reads, for each file group written by a commit in the range, its
-  newest slice at ``end`` and keeps rows whose ``_hoodie_commit_time`` is in the range;
+  newest slice at ``end`` and keeps rows whose ``_hoodie_commit_time`` is in the range (log
+  blocks of the range merge with base rows of the range only, as Hudi's incremental query);
 * :func:`latest_base_files` lists base files only (a merge-on-read table's read-optimized view).
 """
 
@@ -85,13 +86,17 @@ def read_merged_slice(
     s: FileSlice,
     schema: pa.Schema,
     is_visible: Callable[[str], bool],
+    base_filter: pc.Expression | None = None,
 ) -> pa.Table:
-    """Every column of ``schema`` for the rows of a slice: base file merged with its logs."""
+    """Every column of ``schema`` for the rows of a slice: base file merged with the log blocks
+    of the instants ``is_visible`` accepts (``base_filter``: base rows merged at all)."""
     base = None
     if s.base_file is not None:
         path = table.absolute(s.base_file)
         wanted = [n for n in schema.names if n in _file_schema(path, s).names]
         base = _conform(pq.read_table(path, columns=wanted), schema, str(path))
+        if base_filter is not None:
+            base = _apply_filter(base, base_filter)
     blocks = committed_blocks([table.absolute(f) for f in s.log_files], is_visible)
     return merge_slice(
         base,
@@ -120,12 +125,15 @@ def read_file_slices(
     row_filter: pc.Expression | None = None,
     schema: pa.Schema | None = None,
     is_visible: Callable[[str], bool] | None = None,
+    filter_before_merge: bool = False,
 ) -> pa.Table:
     """Read ``slices``, conformed to the table schema (or ``schema``).
 
     ``row_filter`` may reference any table column (also ones not in ``columns``, and ones
     missing from old files, which read as null). ``is_visible`` says which instants' log blocks
-    count (default: every completed write)."""
+    count (default: every completed write); ``filter_before_merge`` applies ``row_filter`` to
+    base rows before log records merge with them (incremental reads: only what the range wrote
+    takes part, as in Hudi)."""
     full = schema if schema is not None else table_schema(table)
     target = _select(full, columns)
     parts: list[pa.Table] = []
@@ -133,7 +141,8 @@ def read_file_slices(
         if s.log_files or s.base_file is None:
             if is_visible is None:
                 is_visible = table.fs_view().is_visible
-            merged = read_merged_slice(table, s, full, is_visible)
+            base_filter = row_filter if filter_before_merge else None
+            merged = read_merged_slice(table, s, full, is_visible, base_filter)
             if row_filter is not None:
                 merged = _apply_filter(merged, row_filter)
             parts.append(merged.select(target.names))
@@ -259,8 +268,12 @@ def read_incremental(
     slices = [s for s in view.latest_file_slices() if (s.partition_path, s.file_id) in touched]
     ct = pc.field(COMMIT_TIME)
     row_filter = (ct > pa.scalar(start)) & (ct <= pa.scalar(end_ts))
+
+    def in_range(ts: str) -> bool:
+        return start < ts <= end_ts and view.is_visible(ts)
+
     return read_file_slices(
-        table, slices, columns, row_filter, schema=schema, is_visible=view.is_visible
+        table, slices, columns, row_filter, schema, is_visible=in_range, filter_before_merge=True
     )
 
 

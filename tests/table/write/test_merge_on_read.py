@@ -1,0 +1,154 @@
+"""Merge-on-read writes: log files per write, reads merging them, rollback; hudi-rs agrees."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import TableError
+from hoodline.table.commit_metadata import CommitMetadata
+from hoodline.table.log.blocks import LogBlockType, read_blocks
+from hoodline.table.log.names import LogFileName
+from hoodline.table.properties import K_PAYLOAD_CLASS
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient, tag_and_assign
+from hoodline.table.write.file_writer import write_file_groups
+from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+from tests.table.write.helpers import make_config, rows, snapshot_dict
+
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+Model = dict[tuple[str, int], tuple[int, str]]
+
+
+def _mor(tmp_path: Path, index: str, **kw: object) -> HudiTable:
+    return HudiTable.create(
+        tmp_path / f"mor_{index}", make_config(index, table_type="MERGE_ON_READ", **kw)
+    )
+
+
+def _apply(model: Model, batch: pa.Table, delete: bool = False) -> None:
+    for r in batch.to_pylist():
+        if delete:
+            model.pop((r["region"], r["id"]), None)
+        else:
+            model[(r["region"], r["id"])] = (r["ts"], r["v"])
+
+
+def _log_files(table: HudiTable) -> list[LogFileName]:
+    out = []
+    for _root, _dirs, files in os.walk(table.base_path):
+        out += [n for n in (LogFileName.parse(f) for f in files) if n is not None]
+    return sorted(out)
+
+
+def test_writes_match_the_model_and_hudi_rs(tmp_path: Path, index_type: str) -> None:
+    table = _mor(tmp_path, index_type)
+    model: Model = {}
+    steps: list[tuple[str, pa.Table]] = [
+        ("upsert", rows(list(range(40)), region=["eu", "us"] * 20, ts=1)),
+        ("upsert", rows([1, 2, 3, 50, 51], region=["us", "eu", "us", "eu", "us"], ts=2, v="w")),
+        ("delete", rows([2, 4, 5, 999], region=["eu", "eu", "us", "eu"], ts=3)),
+        ("insert", rows([60, 61], region="eu", ts=4, v="i")),
+        ("upsert", rows([4, 2, 60], region="eu", ts=5, v="x")),
+    ]
+    with WriteClient(table) as client:
+        for op, batch in steps:
+            getattr(client, op)(batch)
+            _apply(model, batch, delete=op == "delete")
+            assert snapshot_dict(table) == model, op
+    actions = {i.action for i in table.timeline.completed_commits()}
+    assert actions == {"deltacommit"}
+    assert _log_files(table), "updates went to log files"
+    report = assert_hudi_matches_hoodline(table)
+    assert report.rows_latest == len(model)
+
+
+def test_every_write_opens_the_next_log_version_of_the_slice(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    with WriteClient(table) as client:
+        first = client.upsert(rows([1, 2], ts=1))
+        second = client.upsert(rows([2, 3], ts=2))
+        third = client.delete(rows([1], ts=3))
+    logs = _log_files(table)
+    assert [(n.base_instant, n.version) for n in logs] == [(first, 1), (first, 2), (first, 3)]
+    # the group was created by a log (no base file): later writes keep its base instant
+    assert not list(table.base_path.glob("*.parquet"))
+    data = (table.base_path / logs[1].name).read_bytes()
+    blocks = list(read_blocks(data))
+    assert [b.type for b in blocks] == [LogBlockType.AVRO_DATA]
+    assert blocks[0].instant == second
+    deletes = list(read_blocks((table.base_path / logs[2].name).read_bytes()))
+    assert [b.type for b in deletes] == [LogBlockType.DELETE]
+    assert deletes[0].instant == third
+    md = CommitMetadata.from_json_bytes(
+        (table.meta_path / f"{second}.deltacommit").read_bytes()
+    )
+    (stat,) = md.write_stats()
+    assert stat.log_version == 2 and stat.base_file == "" and stat.prev_commit == first
+    assert stat.log_files == [logs[0].name, logs[1].name]
+    assert stat.path == logs[1].name and stat.num_writes == 2
+    assert (table.meta_path / f"{first}.deltacommit.requested").exists()
+    assert snapshot_dict(table) == {("eu", 2): (2, "v2"), ("eu", 3): (2, "v3")}
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_failed_write_is_rolled_back_by_deleting_its_log_files(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET")
+    with WriteClient(table) as client:
+        client.upsert(rows([1, 2, 3], region=["eu", "us", "eu"], ts=1))
+        before = snapshot_dict(table)
+        logs_before = _log_files(table)
+        # a writer that dies after writing its log files, before committing
+        prepared = client.prepare(rows([1, 2, 7], region=["eu", "us", "us"], ts=9), "upsert")
+        ts = client.start_instant()
+        ctx = client.context(ts, prepared)
+        stats = write_file_groups(ctx, tag_and_assign(ctx, prepared.records))
+        assert {s.log_version for s in stats} == {2, 1} or {s.log_version for s in stats} == {2}
+    assert len(_log_files(table)) > len(logs_before)
+    assert snapshot_dict(table) == before  # uncommitted blocks are not read
+    assert_hudi_matches_hoodline(table, incremental=False)
+    with WriteClient(table) as client:
+        assert [i.action for i in client.repaired] == ["rollback"]
+    assert _log_files(table) == logs_before
+    assert snapshot_dict(table) == before
+    with WriteClient(table) as client:
+        client.upsert(rows([1], ts=10, v="after"))
+    assert snapshot_dict(table)[("eu", 1)] == (10, "after1")
+    assert_hudi_matches_hoodline(table)
+
+
+def test_default_payload_keeps_the_record_with_the_greater_ordering_value(
+    tmp_path: Path, index_type: str
+) -> None:
+    table = _mor(tmp_path, index_type, extra={K_PAYLOAD_CLASS: DEFAULT_PAYLOAD})
+    options = {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD}
+    with WriteClient(table, options) as client:
+        client.upsert(rows([1, 2], ts=5))
+        client.upsert(rows([1, 2], ts=[3, 6], v="late"))  # key 1's update is older
+        client.upsert(rows([1], ts=5, v="tie"))  # ties go to the newer write
+    assert snapshot_dict(table) == {("eu", 1): (5, "tie1"), ("eu", 2): (6, "late2")}
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_writer_with_another_payload_class_is_refused(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET")
+    with pytest.raises(TableError, match="OverwriteWithLatestAvroPayload"):
+        WriteClient(table, {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD})
+
+
+def test_deletes_of_unknown_keys_and_reinserts_read_back(
+    tmp_path: Path, new_table: Callable[..., HudiTable]
+) -> None:
+    table = _mor(tmp_path, "BUCKET", bucket_count=2)
+    with WriteClient(table) as client:
+        client.delete(rows([7], ts=1))  # nothing stored yet: no file group is created
+        assert _log_files(table) == []
+        client.upsert(rows([1, 2], ts=1))
+        client.delete(rows([1, 8], ts=2))
+        client.upsert(rows([1], ts=3, v="back"))
+    assert snapshot_dict(table) == {("eu", 1): (3, "back1"), ("eu", 2): (1, "v2")}
+    assert_hudi_matches_hoodline(table)
