@@ -61,6 +61,8 @@ class FaultPoint(StrEnum):
     #: pipeline driver: the commit landed, checkpoint completion is not yet notified (Kafka
     #: offsets not yet committed to the group)
     AFTER_COMMIT = "after_commit"
+    #: table layer (merge-on-read): a compaction's base files are written, its commit is not
+    COMPACTION_WRITTEN = "compaction-written"
 
 
 class FaultAction(StrEnum):

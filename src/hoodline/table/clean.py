@@ -1,8 +1,9 @@
-"""Cleaning: delete base file versions no longer needed by the last N completed commits.
+"""Cleaning: delete file slices no longer needed by the last N completed commits.
 
 Policy ``KEEP_LATEST_COMMITS`` (Hudi's default): with ``E`` the oldest of the last ``N`` completed
 commits, a file group keeps every version written at or after ``E`` plus the newest version
-before ``E`` (so time travel to any retained commit still works); older versions are deleted.
+before ``E`` (so time travel to any retained commit still works); older versions are deleted
+(a merge-on-read slice goes whole: its base file and its log files).
 File groups replaced by a replacecommit older than ``E`` are deleted entirely. Files of
 uncommitted instants are never touched (rollback owns them).
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from hoodline.config.options import option
 from hoodline.errors import TableError, TimelineError
-from hoodline.table.fs_view import list_base_files, list_partitions, parse_base_file_name
+from hoodline.table.fs_view import list_data_files, list_partitions, parse_base_file_name
 from hoodline.table.instant import CLEAN, REPLACE_COMMIT, Instant, State
 from hoodline.table.table import HudiTable
 
@@ -55,20 +56,27 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
                 replaced_before.update((part, fid) for fid in ids)
     to_delete: dict[str, list[str]] = {}
     for part in list_partitions(table.base_path, table.config.is_partitioned):
-        versions: dict[str, list[tuple[str, str]]] = {}
-        for name, _size in list_base_files(table.base_path, part):
+        # file group -> slice (base instant) -> its files: base file and log files
+        versions: dict[str, dict[str, list[str]]] = {}
+        bases, logs = list_data_files(table.base_path, part)
+        for name, _size in bases:
             rel = f"{part}/{name}" if part else name
             fid, _tok, ts = parse_base_file_name(rel)
             if ts in committed:
-                versions.setdefault(fid, []).append((ts, rel))
+                versions.setdefault(fid, {}).setdefault(ts, []).append(rel)
+        for log in logs:
+            if log.base_instant in committed:
+                rel = f"{part}/{log.name}" if part else log.name
+                versions.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append(rel)
         doomed: list[str] = []
-        for fid, vs in versions.items():
-            vs.sort(reverse=True)
+        for fid, slices in versions.items():
+            newest_first = sorted(slices, reverse=True)
             if (part, fid) in replaced_before:
-                doomed.extend(rel for _ts, rel in vs)
+                doomed.extend(rel for ts in newest_first for rel in slices[ts])
                 continue
-            older = [rel for ts, rel in vs if ts < earliest]
-            doomed.extend(older[1:])  # keep the newest version before the earliest retained
+            older = [ts for ts in newest_first if ts < earliest]
+            # keep the newest slice before the earliest retained commit, whole
+            doomed.extend(rel for ts in older[1:] for rel in slices[ts])
         if doomed:
             to_delete[part] = sorted(doomed)
     return earliest, to_delete

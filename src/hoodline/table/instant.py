@@ -5,6 +5,8 @@ Hudi table version 6 / timeline layout 1 names an instant file ``<timestamp>.<ac
 * ``commit``: ``<ts>.commit.requested`` -> ``<ts>.inflight`` -> ``<ts>.commit``
 * every other action ``A`` (``deltacommit``, ``replacecommit``, ``rollback``, ``clean``):
   ``<ts>.A.requested`` -> ``<ts>.A.inflight`` -> ``<ts>.A``
+* ``compaction`` (merge-on-read): ``<ts>.compaction.requested`` -> ``<ts>.compaction.inflight``
+  -> ``<ts>.commit``: a completed compaction is a commit
 
 Timestamps are 17 digits ``yyyyMMddHHmmssSSS`` (UTC in hoodline tables), always the same length so
 string order is time order. :class:`InstantTimeGenerator` issues strictly increasing timestamps even
@@ -28,9 +30,10 @@ DELTA_COMMIT = "deltacommit"
 REPLACE_COMMIT = "replacecommit"
 ROLLBACK = "rollback"
 CLEAN = "clean"
+COMPACTION = "compaction"
 
 #: Actions hoodline knows how to name. Others found on disk are ignored by the parser.
-ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, CLEAN)
+ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, CLEAN, COMPACTION)
 #: Actions whose completed instant makes data visible to readers.
 DATA_ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
@@ -68,6 +71,8 @@ class Instant:
             raise TimelineError(
                 f"unknown instant action '{self.action}'; known: {', '.join(ACTIONS)}"
             )
+        if self.action == COMPACTION and self.state is State.COMPLETED:
+            object.__setattr__(self, "action", COMMIT)  # a completed compaction is a commit
 
     # -- ordering: the only place instants are compared -----------------------------------------
     def sort_key(self) -> tuple[str, str, int]:
@@ -87,10 +92,15 @@ class Instant:
 
     # -- names ----------------------------------------------------------------------------------
     @property
+    def comparable_action(self) -> str:
+        """The action this instant completes as (a compaction completes as a commit)."""
+        return COMMIT if self.action == COMPACTION else self.action
+
+    @property
     def file_name(self) -> str:
         """The file name of this instant in ``.hoodie/`` (timeline layout 1)."""
         if self.state is State.COMPLETED:
-            return f"{self.timestamp}.{self.action}"
+            return f"{self.timestamp}.{self.comparable_action}"
         if self.state is State.REQUESTED:
             return f"{self.timestamp}.{self.action}.requested"
         if self.action == COMMIT:

@@ -16,6 +16,8 @@ from pathlib import Path
 from hoodline.errors import TimelineError
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata
 from hoodline.table.instant import (
+    COMMIT,
+    COMPACTION,
     DATA_ACTIONS,
     Instant,
     State,
@@ -90,8 +92,12 @@ class Timeline:
     def _set(self, instants: list[Instant]) -> None:
         files = sorted(instants, key=Instant.sort_key)
         latest: dict[tuple[str, str], Instant] = {}
-        for inst in files:  # sorted: later states overwrite earlier ones
-            latest[(inst.timestamp, inst.action)] = inst
+        for inst in files:
+            # a compaction's requested/inflight files and its completed commit are one instant
+            key = (inst.timestamp, inst.comparable_action)
+            seen = latest.get(key)
+            if seen is None or seen.state.value <= inst.state.value:
+                latest[key] = inst
         self._files = files
         self._latest = sorted(latest.values(), key=Instant.sort_key)
 
@@ -138,9 +144,13 @@ class Timeline:
         return any(i.timestamp == timestamp for i in self.completed_commits())
 
     def find(self, timestamp: str, action: str | None = None) -> Instant | None:
-        """The instant (latest state) with this timestamp, or None."""
+        """The instant (latest state) with this timestamp, or None (a completed compaction is
+        found as ``commit`` and as ``compaction``)."""
         for inst in self._latest:
-            if inst.timestamp == timestamp and (action is None or inst.action == action):
+            if inst.timestamp == timestamp and (
+                action is None or action in (inst.action, inst.comparable_action)
+                or (action == COMPACTION and inst.action == COMMIT and inst.is_completed)
+            ):
                 return inst
         return None
 
@@ -205,7 +215,7 @@ class Timeline:
         already completed (the completed file is never overwritten).
         """
         inflight = instant.with_state(State.INFLIGHT)
-        completed = instant.with_state(State.COMPLETED)
+        completed = Instant(instant.timestamp, instant.comparable_action, State.COMPLETED)
         self.reload()
         if self.exists(completed):
             raise TimelineError(f"instant {completed} is already completed; never overwritten")

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pytest
 
 from hoodline.errors import TableError
+from hoodline.faults import InjectedFailure
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.log.blocks import LogBlockType, read_blocks
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import K_PAYLOAD_CLASS
+from hoodline.table.read import read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
@@ -55,7 +59,7 @@ def test_writes_match_the_model_and_hudi_rs(tmp_path: Path, index_type: str) -> 
         ("insert", rows([60, 61], region="eu", ts=4, v="i")),
         ("upsert", rows([4, 2, 60], region="eu", ts=5, v="x")),
     ]
-    with WriteClient(table) as client:
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         for op, batch in steps:
             getattr(client, op)(batch)
             _apply(model, batch, delete=op == "delete")
@@ -107,7 +111,8 @@ def test_a_failed_write_is_rolled_back_by_deleting_its_log_files(tmp_path: Path)
         ts = client.start_instant()
         ctx = client.context(ts, prepared)
         stats = write_file_groups(ctx, tag_and_assign(ctx, prepared.records))
-        assert {s.log_version for s in stats} == {2, 1} or {s.log_version for s in stats} == {2}
+        before_names = {n.name for n in logs_before}
+        assert stats and all(os.path.basename(s.path) not in before_names for s in stats)
     assert len(_log_files(table)) > len(logs_before)
     assert snapshot_dict(table) == before  # uncommitted blocks are not read
     assert_hudi_matches_hoodline(table, incremental=False)
@@ -152,3 +157,109 @@ def test_deletes_of_unknown_keys_and_reinserts_read_back(
         client.upsert(rows([1], ts=3, v="back"))
     assert snapshot_dict(table) == {("eu", 1): (3, "back1"), ("eu", 2): (1, "v2")}
     assert_hudi_matches_hoodline(table)
+
+
+def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
+    tmp_path: Path, index_type: str
+) -> None:
+    table = _mor(tmp_path, index_type)
+    model: Model = {}
+    options = {"hoodie.compact.inline.max.delta.commits": 3}
+    with WriteClient(table, options) as client:
+        for ts, (op, batch) in enumerate(
+            [
+                ("upsert", rows(list(range(20)), region=["eu", "us"] * 10, ts=1)),
+                ("upsert", rows([0, 1, 2, 3], region=["eu", "us"] * 2, ts=2, v="w")),
+                ("delete", rows([4, 5], region=["eu", "us"], ts=3)),  # third: compaction
+                ("upsert", rows([6, 30], region=["eu", "eu"], ts=4, v="x")),
+            ]
+        ):
+            getattr(client, op)(batch)
+            _apply(model, batch, delete=op == "delete")
+            assert snapshot_dict(table) == model, ts
+    commits = table.timeline.completed_commits()
+    assert [c.action for c in commits] == ["deltacommit"] * 3 + ["commit", "deltacommit"]
+    compaction = commits[3]
+    assert (table.meta_path / f"{compaction.timestamp}.compaction.requested").exists()
+    assert (table.meta_path / f"{compaction.timestamp}.compaction.inflight").exists()
+    md = table.timeline.read_commit_metadata(compaction)
+    assert md.compacted and md.operation_type == "COMPACT"
+    slices = table.fs_view(as_of=compaction.timestamp).latest_file_slices()
+    assert all(s.base_instant == compaction.timestamp and s.base_file for s in slices)
+    # the base files carry the records' own commit times, and the new file name
+    base = read_snapshot(table, as_of=compaction.timestamp)
+    names = {s.file_name for s in slices}
+    assert set(base.column("_hoodie_file_name").to_pylist()) <= names
+    assert set(base.column("_hoodie_commit_time").to_pylist()) == {
+        c.timestamp for c in commits[:2]
+    }
+    # after the compaction, writes log against the compacted slice
+    latest = table.fs_view().latest_file_slices()
+    assert any(s.log_files and s.base_instant == compaction.timestamp for s in latest)
+    assert_hudi_matches_hoodline(table)
+
+
+def test_compaction_plan_is_an_avro_file_with_hudis_plan_schema(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET", bucket_count=1)
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
+        first = client.upsert(rows([1, 2], ts=1))
+        client.upsert(rows([2], ts=2))
+        done = client.compact()
+        assert done is not None
+    raw = (table.meta_path / f"{done.timestamp}.compaction.requested").read_bytes()
+    (plan,) = list(fastavro.reader(io.BytesIO(raw)))
+    assert plan["version"] == 2
+    (op,) = plan["operations"]
+    logs = sorted(n.name for n in _log_files(table))
+    assert op["fileId"] == logs[0][1:].split("_")[0]
+    assert op["baseInstantTime"] == first
+    assert op["dataFilePath"] is None  # a log-only slice
+    assert sorted(op["deltaFilePaths"]) == logs
+    assert op["partitionPath"] == "region=eu"
+    with WriteClient(table) as client:
+        assert client.compact() is None  # nothing left to compact
+
+
+def test_a_compaction_killed_before_its_commit_is_finished_by_the_next_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _mor(tmp_path, "BUCKET")
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
+        client.upsert(rows([1, 2, 3], region=["eu", "us", "eu"], ts=1))
+        client.upsert(rows([1], ts=2, v="w"))
+        expected = snapshot_dict(table)
+        monkeypatch.setenv("HOODLINE_FAULT_POINT", "compaction-written")
+        monkeypatch.setenv("HOODLINE_FAULT_ACTION", "fail")
+        with pytest.raises(InjectedFailure):
+            client.compact()
+        monkeypatch.delenv("HOODLINE_FAULT_POINT")
+    pending = table.timeline.reload().pending()
+    assert [i.action for i in pending] == ["compaction"]
+    assert snapshot_dict(table) == expected  # the unfinished compaction's files are not read
+    assert_hudi_matches_hoodline(table, incremental=False)
+    with WriteClient(table) as client:
+        assert [i.action for i in client.repaired] == ["commit"]
+    assert table.timeline.reload().pending() == []
+    assert snapshot_dict(table) == expected
+    assert_hudi_matches_hoodline(table)
+
+
+def test_cleaning_removes_compacted_slices_whole(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
+    options = {"hoodie.compact.inline.max.delta.commits": 2, "hoodie.cleaner.commits.retained": 2}
+    with WriteClient(table, options) as client:
+        for i in range(6):
+            client.upsert(rows([i, 100], ts=i))
+        before = snapshot_dict(table)
+        cleaned = client.clean()
+    assert cleaned is not None
+    files = {p.name for p in table.base_path.iterdir() if p.is_file()}
+    live = table.fs_view().latest_file_slices()
+    assert snapshot_dict(table) == before
+    # no log file of a slice older than the newest one before the retained commits remains
+    slices_on_disk = {n.base_instant for n in _log_files(table)} | {
+        f.rsplit("_", 1)[-1].split(".")[0] for f in files if f.endswith(".parquet")
+    }
+    assert len(slices_on_disk) <= 3
+    assert {s.base_instant for s in live} <= slices_on_disk
+    assert_hudi_matches_hoodline(table, time_travel=False, incremental=False)

@@ -55,6 +55,11 @@ from hoodline.errors import (
 from hoodline.faults import FaultPoint
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
+from hoodline.table.compaction import (
+    compact,
+    deltacommits_since_compaction,
+    finish_pending_compactions,
+)
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
 from hoodline.table.instant import Instant, State
@@ -230,6 +235,7 @@ class WriteClient:
         self._lock.acquire()
         try:
             self.repaired = rollback_pending(self.table)
+            self.repaired += finish_pending_compactions(self.table, self.options)
         except BaseException:
             self._lock.release()
             raise
@@ -290,9 +296,31 @@ class WriteClient:
             self._abort(ts)
             raise
         faults.reach(FaultPoint.COMMITTED)
+        self.after_commit()
+        return ts
+
+    def after_commit(self) -> Instant | None:
+        """Table services after a commit: an inline compaction when due (merge-on-read), then
+        cleaning when automatic. Returns the compaction's commit, if one ran."""
+        compacted = self.maybe_compact()
         if self.options.clean_automatic:
             clean(self.table, self.options.clean_commits_retained)
-        return ts
+        return compacted
+
+    def maybe_compact(self) -> Instant | None:
+        """Compact when ``hoodie.compact.inline`` and enough deltacommits accumulated."""
+        if not (self.table.config.merge_on_read and self.options.compact_inline):
+            return None
+        self.table.timeline.reload()
+        if deltacommits_since_compaction(self.table) < self.options.compact_max_delta_commits:
+            return None
+        return self.compact()
+
+    def compact(self) -> Instant | None:
+        """Compact every file slice with log files now (None: there were none)."""
+        self._require_open()
+        self._lock.ensure_held()
+        return compact(self.table, self.options)
 
     # -- split API ----------------------------------------------------------------------------
     def prepare(self, batch: Batch, operation: str) -> PreparedBatch:

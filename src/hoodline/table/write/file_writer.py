@@ -125,7 +125,7 @@ def _previous_filter(old: pq.ParquetFile) -> KeyFilter | None:
         return None
 
 
-def _footer(
+def footer_for(
     keys: pa.ChunkedArray | pa.Array,
     ctx: WriteContext,
     previous: KeyFilter | None = None,
@@ -311,7 +311,7 @@ def write_file_group(
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
     path.parent.mkdir(parents=True, exist_ok=True)
     # every row not from the old version is one of ``upserts`` (keys ``new_keys``)
-    footer = _footer(out.column(RECORD_KEY), ctx, previous, new_keys)
+    footer = footer_for(out.column(RECORD_KEY), ctx, previous, new_keys)
     write_parquet(path, out, footer, ctx.options)
     size = path.stat().st_size
     return WriteStat(

@@ -148,6 +148,23 @@ WRITE_THREADS = cfg.option(
     "writers side by side.",
     minimum=0,
 )
+COMPACT_INLINE = cfg.option(
+    "hoodie.compact.inline",
+    bool,
+    True,
+    "Merge-on-read tables: after a write, compact the table in the same writer once "
+    "'hoodie.compact.inline.max.delta.commits' deltacommits accumulated since the last "
+    "compaction (every file slice with log files gets a new base file). On by default in "
+    "hoodline (Hudi's Spark writer defaults to off and relies on a separate compaction job); "
+    "off: run `hoodline table compact` yourself, or reads keep merging ever more log files.",
+)
+COMPACT_MAX_DELTA_COMMITS = cfg.option(
+    "hoodie.compact.inline.max.delta.commits",
+    int,
+    5,
+    "Merge-on-read tables: deltacommits after which an inline compaction runs.",
+    minimum=1,
+)
 LOCK_OWNER = cfg.option(
     "hoodline.write.lock.owner",
     str,
@@ -171,6 +188,8 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     PAYLOAD_CLASS,
     COMBINE_BEFORE_INSERT,
     WRITE_THREADS,
+    COMPACT_INLINE,
+    COMPACT_MAX_DELTA_COMMITS,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
     LOCK_HEARTBEAT_SECONDS,
@@ -196,6 +215,8 @@ class WriteOptions:
     payload_class: PayloadClass = PAYLOAD_CLASS.default
     combine_before_insert: bool = COMBINE_BEFORE_INSERT.default
     write_threads: int = WRITE_THREADS.default
+    compact_inline: bool = COMPACT_INLINE.default
+    compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
     lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default
@@ -220,6 +241,8 @@ class WriteOptions:
             payload_class=o.get(PAYLOAD_CLASS),
             combine_before_insert=o.get(COMBINE_BEFORE_INSERT),
             write_threads=o.get(WRITE_THREADS),
+            compact_inline=o.get(COMPACT_INLINE),
+            compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
             lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),

@@ -1,0 +1,340 @@
+"""Compaction of merge-on-read tables: merge each file slice's logs into a new base file.
+
+Timeline (as Java Hudi writes it, table version 6)::
+
+    <C>.compaction.requested   Avro container file: HoodieCompactionPlan (one operation per
+                               file group: its base file, log files, base instant)
+    <C>.compaction.inflight    (empty)
+    <C>.commit                 commit metadata, ``compacted: true``, operationType COMPACT
+
+Executing the plan writes, per operation, ``<fileId>_<token>_<C>.parquet``: the slice read as a
+snapshot (base rows merged with the committed blocks of the planned log files), meta columns
+kept except ``_hoodie_file_name`` (the new file's name), with the footer bloom filter and key
+range. Once ``<C>.commit`` exists, the group's latest slice is that base file; later writes log
+against it (base instant ``C``).
+
+hoodline compacts inline: a writer schedules and executes a compaction between two writes, so
+no deltacommit ever logs against a pending compaction (hudi-rs 0.5.0 would not read such logs).
+A compaction a crash interrupted is executed again from its plan by the next writer
+(:func:`finish_pending_compactions`) before it writes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from hoodline import faults
+from hoodline.errors import TimelineError
+from hoodline.faults import FaultPoint
+from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
+from hoodline.table.fs_view import FileSlice, base_file_name
+from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
+from hoodline.table.markers import Markers
+from hoodline.table.parallel import map_in_threads, resolve_threads
+from hoodline.table.read import read_merged_slice, table_schema
+from hoodline.table.schema import arrow_to_avro_schema_json, data_schema
+from hoodline.table.table import HudiTable
+from hoodline.table.write.context import (
+    WriteContext,
+    constant_column,
+    ensure_partition_metadata,
+    write_token,
+)
+from hoodline.table.write.file_writer import footer_for, write_parquet
+from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import WriteOptions
+from hoodline.table.write.records import FILE_NAME, RECORD_KEY
+
+_NS = "org.apache.hudi.avro.model"
+_OPT_STR: list[Any] = ["null", "string"]
+
+#: ``HoodieCompactionPlan`` (hudi-common ``HoodieCompactionOperation.avsc``, table version 6)
+COMPACTION_PLAN_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieCompactionPlan",
+    "namespace": _NS,
+    "fields": [
+        {
+            "name": "operations",
+            "type": [
+                "null",
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "HoodieCompactionOperation",
+                        "namespace": _NS,
+                        "fields": [
+                            {"name": "baseInstantTime", "type": _OPT_STR},
+                            {
+                                "name": "deltaFilePaths",
+                                "type": ["null", {"type": "array", "items": "string"}],
+                                "default": None,
+                            },
+                            {"name": "dataFilePath", "type": _OPT_STR, "default": None},
+                            {"name": "fileId", "type": _OPT_STR},
+                            {"name": "partitionPath", "type": _OPT_STR, "default": None},
+                            {
+                                "name": "metrics",
+                                "type": ["null", {"type": "map", "values": "double"}],
+                                "default": None,
+                            },
+                            {"name": "bootstrapFilePath", "type": _OPT_STR, "default": None},
+                        ],
+                    },
+                },
+            ],
+            "default": None,
+        },
+        {
+            "name": "extraMetadata",
+            "type": ["null", {"type": "map", "values": "string"}],
+            "default": None,
+        },
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {
+            "name": "strategy",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "HoodieCompactionStrategy",
+                    "namespace": _NS,
+                    "fields": [
+                        {"name": "compactorClassName", "type": _OPT_STR, "default": None},
+                        {
+                            "name": "strategyParams",
+                            "type": ["null", {"type": "map", "values": "string"}],
+                            "default": None,
+                        },
+                        {"name": "version", "type": ["int", "null"], "default": 1},
+                    ],
+                },
+            ],
+            "default": None,
+        },
+        {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": False},
+    ],
+}
+PLAN_VERSION = 2
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One file group to compact: its slice as the plan names it."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    #: base file name ("" for a slice with only log files)
+    base_file: str
+    log_files: tuple[str, ...]
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "baseInstantTime": self.base_instant,
+            "deltaFilePaths": list(self.log_files),
+            "dataFilePath": self.base_file or None,
+            "fileId": self.file_id,
+            "partitionPath": self.partition_path,
+            "metrics": {"TOTAL_LOG_FILES": float(len(self.log_files))},
+            "bootstrapFilePath": None,
+        }
+
+    @classmethod
+    def from_avro(cls, op: dict[str, Any]) -> CompactionOperation:
+        return cls(
+            partition_path=str(op.get("partitionPath") or ""),
+            file_id=str(op["fileId"]),
+            base_instant=str(op["baseInstantTime"]),
+            base_file=str(op.get("dataFilePath") or ""),
+            log_files=tuple(str(f) for f in (op.get("deltaFilePaths") or ())),
+        )
+
+    def file_slice(self) -> FileSlice:
+        part = self.partition_path
+
+        def rel(name: str) -> str:
+            return f"{part}/{name}" if part else name
+
+        return FileSlice(
+            part,
+            self.file_id,
+            self.base_instant,
+            rel(self.base_file) if self.base_file else None,
+            0,
+            tuple(rel(f) for f in self.log_files),
+        )
+
+
+def serialize_plan(operations: list[CompactionOperation]) -> bytes:
+    """The ``.compaction.requested`` bytes: an Avro container file with one plan record."""
+    plan = {
+        "operations": [op.to_avro() for op in operations],
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+        "strategy": None,
+        "preserveHoodieMetadata": True,
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(COMPACTION_PLAN_SCHEMA), [plan], codec="null")
+    return buf.getvalue()
+
+
+def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except (ValueError, EOFError, StopIteration, TypeError) as exc:
+        raise TimelineError(f"compaction plan '{source}' is not an Avro plan: {exc}") from None
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise TimelineError(f"compaction plan '{source}' does not hold one plan record")
+    ops = records[0].get("operations") or []
+    return [CompactionOperation.from_avro(op) for op in ops]
+
+
+def deltacommits_since_compaction(table: HudiTable) -> int:
+    """Completed deltacommits after the newest completed commit (a compaction, or a base-file
+    write): how far the logs have grown."""
+    commits = table.timeline.completed_commits()
+    count = 0
+    for inst in reversed(commits):
+        if inst.action != DELTA_COMMIT:
+            break
+        count += 1
+    return count
+
+
+def schedule_compaction(table: HudiTable) -> Instant | None:
+    """Plan compacting every latest file slice that has log files; None when none has."""
+    view = table.fs_view()
+    operations = [
+        CompactionOperation(
+            s.partition_path,
+            s.file_id,
+            s.base_instant,
+            s.file_name,
+            tuple(f.rsplit("/", 1)[-1] for f in s.log_files),
+        )
+        for s in view.latest_file_slices()
+        if s.log_files
+    ]
+    if not operations:
+        return None
+    ts = table.new_instant_time()
+    return table.timeline.create_requested(COMPACTION, ts, serialize_plan(operations))
+
+
+def _compact_group(
+    table: HudiTable,
+    ctx: WriteContext,
+    schema: pa.Schema,
+    op: CompactionOperation,
+    is_visible: Callable[[str], bool],
+    task_id: int,
+) -> WriteStat:
+    s = op.file_slice()
+    merged = read_merged_slice(table, s, schema, is_visible)
+    name = base_file_name(op.file_id, write_token(task_id, 0), ctx.instant_ts)
+    merged = merged.set_column(
+        merged.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(name, merged.num_rows)
+    )
+    out_schema = pa.schema([pa.field(f.name, f.type) for f in merged.schema])
+    merged = merged.cast(out_schema)
+    rel = f"{op.partition_path}/{name}" if op.partition_path else name
+    ensure_partition_metadata(table.base_path, op.partition_path, ctx.instant_ts)
+    Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")
+    path = table.base_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_parquet(path, merged, footer_for(merged.column(RECORD_KEY), ctx), ctx.options)
+    size = path.stat().st_size
+    log_bytes = sum(
+        (table.base_path / f).stat().st_size for f in s.log_files
+        if (table.base_path / f).exists()
+    )
+    return WriteStat(
+        file_id=op.file_id,
+        path=rel,
+        prev_commit=op.base_instant,
+        num_writes=merged.num_rows,
+        num_deletes=0,
+        num_update_writes=0,
+        num_inserts=0,
+        total_write_bytes=size,
+        total_write_errors=0,
+        partition_path=op.partition_path,
+        file_size_in_bytes=size,
+        total_log_files_compacted=len(op.log_files),
+        total_log_records=0 if log_bytes == 0 else merged.num_rows,
+    )
+
+
+def run_compaction(
+    table: HudiTable, instant: Instant, options: WriteOptions, threads: int | None = None
+) -> Instant:
+    """Execute a requested or inflight compaction; returns its completed commit."""
+    tl = table.timeline
+    requested = instant.with_state(State.REQUESTED)
+    plan_path = tl.path_of(requested)
+    operations = parse_plan(tl.read_instant_bytes(requested), str(plan_path))
+    markers = Markers(table, instant.timestamp)
+    for rel in markers.marked_files():  # a crashed attempt's files: written again below
+        (table.base_path / rel).unlink(missing_ok=True)
+    if instant.state is State.REQUESTED:
+        instant = tl.transition_to_inflight(instant)
+    schema = table_schema(table)
+    data = data_schema(schema)
+    ctx = WriteContext(
+        base_path=str(table.base_path),
+        config=table.config,
+        options=options,
+        instant_ts=instant.timestamp,
+        operation=WriteOperation.UPSERT,
+        data_schema=data,
+    )
+    completed = {i.timestamp for i in tl.completed_commits()}
+
+    def is_visible(ts: str) -> bool:
+        return ts < instant.timestamp and ts in completed
+
+    workers = resolve_threads(options.write_threads if threads is None else threads)
+    stats = map_in_threads(
+        lambda item: _compact_group(table, ctx, schema, item[1], is_visible, item[0]),
+        list(enumerate(operations)),
+        workers,
+        cost=lambda item: len(item[1].log_files),
+    )
+    metadata = CommitMetadata(
+        partition_to_write_stats={},
+        operation_type="COMPACT",
+        extra_metadata={SCHEMA_KEY: arrow_to_avro_schema_json(data, table.config.name)},
+        compacted=True,
+    )
+    for stat in stats:
+        metadata.partition_to_write_stats.setdefault(stat.partition_path, []).append(stat)
+    faults.reach(FaultPoint.COMPACTION_WRITTEN)
+    done = tl.complete(instant, metadata)
+    markers.delete_all()
+    return done
+
+
+def compact(table: HudiTable, options: WriteOptions, threads: int | None = None) -> Instant | None:
+    """Schedule and execute one compaction of every file slice with logs (None: nothing to do).
+    The caller holds the writer lock."""
+    requested = schedule_compaction(table)
+    if requested is None:
+        return None
+    return run_compaction(table, requested, options, threads)
+
+
+def finish_pending_compactions(table: HudiTable, options: WriteOptions) -> list[Instant]:
+    """Execute compactions a crash interrupted (oldest first), from their plans."""
+    table.timeline.reload()
+    return [
+        run_compaction(table, inst, options) for inst in table.timeline.pending([COMPACTION])
+    ]
