@@ -91,3 +91,43 @@ def test_not_a_table_gives_one_clear_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "no Hudi table" in result.output
     assert "Traceback" not in result.output
+
+
+def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
+    t = HudiTable.create(
+        tmp_path / "mor",
+        TableConfig(name="orders", record_key_fields=("id",), partition_fields=("region",),
+                    precombine_field="ts", table_type="MERGE_ON_READ", bucket_count=2),
+    )
+    with WriteClient(t, {"hoodie.compact.inline": False}) as client:
+        client.upsert(pa.table({"id": ["a", "b", "c"], "region": ["us", "eu", "us"],
+                                "ts": [1, 2, 3], "v": [1.0, 2.0, 3.0]}))
+        client.upsert(pa.table({"id": ["a"], "region": ["us"], "ts": [5], "v": [9.0]}))
+    path = str(t.base_path)
+    shown = runner.invoke(app, ["table", "show", path])
+    assert shown.exit_code == 0, shown.output
+    assert "MERGE_ON_READ" in shown.output
+    assert "deltacommits since compaction  2" in shown.output
+    files = runner.invoke(app, ["table", "files", path, "--json"])
+    rows = [json.loads(line) for line in files.output.splitlines()]
+    assert all(r["file"] is None and r["log_files"] for r in rows)  # log-only slices
+    written = sum(len(t.timeline.read_commit_metadata(i).write_stats())
+                  for i in t.timeline.completed_commits())
+    assert sum(len(r["log_files"]) for r in rows) == written  # one log file per group and write
+    before = hudi_snapshot(t.base_path).drop_columns(["_hoodie_file_name"])
+    done = runner.invoke(app, ["table", "compact", path])
+    assert done.exit_code == 0, done.output
+    assert "log file" in done.output and "merged" in done.output
+    rows = [json.loads(line) for line in
+            runner.invoke(app, ["table", "files", path, "--json"]).output.splitlines()]
+    assert all(r["file"] and not r["log_files"] for r in rows)
+    after = hudi_snapshot(t.base_path).drop_columns(["_hoodie_file_name"])
+    assert_rows_equal(before, after, label="after compaction")
+    again = runner.invoke(app, ["table", "compact", path])
+    assert again.exit_code == 0 and "nothing to compact" in again.output
+
+
+def test_compact_refuses_copy_on_write_tables(table: HudiTable) -> None:
+    result = runner.invoke(app, ["table", "compact", str(table.base_path)])
+    assert result.exit_code != 0
+    assert "COPY_ON_WRITE" in result.output and "MERGE_ON_READ" in result.output

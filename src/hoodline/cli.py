@@ -289,6 +289,12 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "partitions", str(len(view.partitions())))
     _add_row(grid, "file groups", str(len(slices)))
     _add_row(grid, "size", _human_bytes(sum(s.file_size for s in slices)))
+    if cfg.merge_on_read:
+        from hoodline.table.compaction import deltacommits_since_compaction
+
+        logs = sum(len(s.log_files) for s in slices)
+        _add_row(grid, "log files", f"{logs} in {sum(1 for s in slices if s.log_files)} slices")
+        _add_row(grid, "deltacommits since compaction", str(deltacommits_since_compaction(table)))
     console.print(grid)
 
 
@@ -432,6 +438,46 @@ def table_rollback(
         console.print("nothing to roll back: no pending instants")
     for inst in done:
         console.print(f"completed {inst.action} {inst.timestamp}", markup=False)
+
+
+@table_app.command("compact")
+@_friendly_errors
+def table_compact(path: TablePath) -> None:
+    """Compact a merge-on-read table now: every file slice with log files gets a new base file.
+
+    Takes the table's writer lock (refused while a live writer writes; a pipeline compacts by
+    itself every 'hoodie.compact.inline.max.delta.commits' rounds)."""
+    from hoodline.errors import TableError
+    from hoodline.table.table import HudiTable
+    from hoodline.table.write.client import WriteClient
+
+    table = HudiTable.open(path)
+    if not table.config.merge_on_read:
+        raise TableError(
+            f"table '{table.base_path}' is {table.config.table_type}; only MERGE_ON_READ tables "
+            "have log files to compact"
+        )
+    options = {
+        "hoodline.write.lock.owner": "hoodline table compact",
+        "hoodie.datasource.write.payload.class": table.config.payload_class,
+    }
+    with WriteClient(table, options) as client:
+        for inst in client.repaired:
+            console.print(f"completed {inst.action} {inst.timestamp} left by an earlier writer",
+                          markup=False)
+        done = client.compact()
+    if done is None:
+        console.print("nothing to compact: no file slice has log files")
+        return
+    md = table.timeline.read_commit_metadata(done)
+    stats = md.write_stats()
+    logs = sum(s.total_log_files_compacted for s in stats)
+    console.print(
+        f"compaction {done.timestamp}: {_count(len(stats), 'file group')}, "
+        f"{_count(logs, 'log file')} merged, {md.total_records_written():,} records in "
+        f"{_human_bytes(md.total_bytes_written())} of base files",
+        markup=False,
+    )
 
 
 def main() -> None:

@@ -422,11 +422,14 @@ class RoundDriver:
             run.plugin.after_commit(run.rounds)
         except Exception as exc:  # monitoring only
             log.warning("round %d committed; notifying the source failed: %s", run.round_id, exc)
-        if run.client.options.clean_automatic:
-            try:
-                run.client.clean()
-            except TableError as exc:
-                log.warning("clean after round %d failed: %s", run.round_id, exc)
+        try:
+            compacted = run.client.after_commit()
+        except TableError as exc:  # the next write finishes a compaction left pending
+            log.warning("table services after round %d failed: %s", run.round_id, exc)
+        else:
+            if compacted is not None:
+                log.info("round %d: compacted the table (commit %s)", run.round_id,
+                         compacted.timestamp)
 
     def _report(
         self,

@@ -62,7 +62,7 @@ from hoodline.table.compaction import (
 )
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
-from hoodline.table.instant import Instant, State
+from hoodline.table.instant import COMPACTION, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import resolve_threads
@@ -366,6 +366,11 @@ class WriteClient:
         """Create ``<ts>.commit.requested`` and ``<ts>.inflight`` (``deltacommit`` states on a
         merge-on-read table); returns ``ts``."""
         self._require_open()
+        self.table.timeline.reload()
+        if self.table.timeline.pending([COMPACTION]):
+            # a compaction that failed earlier in this process: no write may log against the
+            # slices it replaces until it is complete
+            finish_pending_compactions(self.table, self.options)
         ts = self.table.new_instant_time()
         requested = self.table.timeline.create_requested(self.table.write_action, ts)
         self.table.timeline.transition_to_inflight(requested)
