@@ -303,6 +303,8 @@ def assert_table_equals_model(stream: EventStream, table_path: Path) -> int:
 def assert_no_leftovers(table_path: Path) -> None:
     """No pending instant and no data file of an uncommitted (rolled back) instant remains."""
     from hoodline.table.fs_view import parse_base_file_name
+    from hoodline.table.log.blocks import HeaderKey, read_blocks
+    from hoodline.table.log.names import LogFileName
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(table_path)
@@ -312,6 +314,12 @@ def assert_no_leftovers(table_path: Path) -> None:
     completed = {i.timestamp for i in table.timeline.completed_commits()}
     stray = [str(f.relative_to(table_path)) for f in table_path.rglob("*.parquet")
              if ".hoodie" not in f.parts and parse_base_file_name(f.name)[2] not in completed]
+    for f in table_path.rglob(".*.log.*"):  # merge-on-read: every log file's blocks committed
+        if ".hoodie" in f.parts or LogFileName.parse(f.name) is None:
+            continue
+        instants = {b.header.get(HeaderKey.INSTANT_TIME) for b in read_blocks(f.read_bytes())}
+        if not instants or not instants <= completed:
+            stray.append(str(f.relative_to(table_path)))
     if stray:
         raise AssertionError(f"{len(stray)} data file(s) of uncommitted instants left: "
                              f"{sorted(stray)[:5]}")

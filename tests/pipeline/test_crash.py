@@ -30,7 +30,7 @@ from hoodline.broker import EmbeddedBroker, free_port
 from hoodline.demo.events import EventStream, StreamKind
 from hoodline.demo.feed import WaveFeeder, create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from tests.helpers.crash_harness import (
@@ -59,7 +59,9 @@ class Scenario:
                  operation: WriteOperation, index: IndexType = IndexType.BUCKET,
                  master: str = "local[2]", wave: int = 20,
                  malformed: int = 1, tombstones: bool = False,
-                 spark_conf: dict[str, str] | None = None) -> None:
+                 spark_conf: dict[str, str] | None = None,
+                 table_type: TableType = TableType.COPY_ON_WRITE,
+                 table_options: dict[str, str] | None = None) -> None:
         self.topic = f"po-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, self.topic, PARTITIONS)
         self.tmp = tmp
@@ -74,6 +76,7 @@ class Scenario:
             max_records=1000,
             min_interval="100ms", max_interval="1s",
             spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
+            table_type=table_type, table_options=table_options,
         ))
         self.env = {"TMPDIR": str(scratch)}
         self.stream = EventStream(partitions=PARTITIONS, kind=kind,
@@ -183,6 +186,36 @@ def test_po_kill9_at_random_times_upsert_table_with_deletes_and_bad_records(
     sc.drain_and_check()
     t = sc.stream.totals
     assert t.update and t.delete and t.tombstone and t.malformed
+
+
+def test_po_kill9_merge_on_read_upserts_at_write_commit_and_compaction(
+    broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
+) -> None:
+    """Merge-on-read: kills while log files are written, before the deltacommit, and while a
+    compaction's base files are written; every restart repairs the table and the drain ends at
+    the model with no stray log or base file."""
+    sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT, malformed=1,
+                  tombstones=True, table_type=TableType.MERGE_ON_READ,
+                  table_options={"hoodie.compact.inline.max.delta.commits": "2"})
+    scenarios.append(sc)
+    sc.feeder.start()
+    for point in ("write", "before_commit", "compaction-written"):
+        run = sc.run(pause_at=point)
+        where = run.wait_paused(START_TIMEOUT_S)
+        assert where.split()[1] == point
+        run.kill9()
+        table = HudiTable.open(sc.table)
+        pending = [i.action for i in table.timeline.pending()]
+        expected = "compaction" if point == "compaction-written" else "deltacommit"
+        assert expected in pending, f"no pending {expected} after the kill at {point}"
+        sc.check_after_crash(f"at {point}")
+    sc.drain_and_check()
+    table = HudiTable.open(sc.table)
+    assert table.config.merge_on_read
+    actions = [i.action for i in table.timeline.completed_commits()]
+    assert "commit" in actions and "deltacommit" in actions  # compacted, and logged after
+    t = sc.stream.totals
+    assert t.update and t.delete
 
 
 def test_po_executor_killed_mid_round_local_cluster(

@@ -14,7 +14,7 @@ from hoodline.demo.events import (
 )
 from hoodline.pipeline.config import SourceFormat
 from hoodline.pipeline.plugins import SourceType
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
 
@@ -33,6 +33,8 @@ def event_pipeline_toml(
     max_interval: str = "2s",
     tolerance: ErrorTolerance = ErrorTolerance.ALL,
     spark_conf: dict[str, str] | None = None,
+    table_type: TableType = TableType.COPY_ON_WRITE,
+    table_options: dict[str, str] | None = None,
 ) -> str:
     """TOML for the event stream of :mod:`hoodline.demo.events` read from ``topic``.
 
@@ -43,6 +45,7 @@ def event_pipeline_toml(
     delete = f'delete-field = "{DELETE_FIELD}"' if operation is WriteOperation.UPSERT else ""
     conf = {"spark.ui.enabled": "false", **(spark_conf or {})}
     conf_lines = "\n".join(f'"{k}" = "{v}"' for k, v in conf.items())
+    table_lines = "\n".join(f'"{k}" = "{v}"' for k, v in (table_options or {}).items())
     return f"""# hoodline event demo pipeline
 [source]
 type = "{SourceType.KAFKA.config_text}"
@@ -59,9 +62,13 @@ record-key = ["{RECORD_KEY}"]
 partition-fields = ["{PARTITION_FIELD}"]
 precombine-field = "{PRECOMBINE_FIELD}"
 operation = "{operation.config_text}"
+type = "{table_type.config_text}"
 index = "{index.config_text}"
 bucket-count = {bucket_count}
 {delete}
+
+[table.options]
+{table_lines}
 
 [schema]
 {schema}
