@@ -7,6 +7,7 @@ upsert of each system in separate fresh processes (see :mod:`bench.upsert`)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bench.upsert_data import KEY, ORDERING, PARTITION
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 
 
 class System(Protocol):
@@ -33,6 +34,7 @@ class Hoodline:
         index: IndexType,
         buckets: int,
         options: dict[str, object] | None = None,
+        table_type: TableType = TableType.COPY_ON_WRITE,
     ) -> None:
         from hoodline.table.properties import TableConfig
         from hoodline.table.table import HudiTable
@@ -49,6 +51,7 @@ class Hoodline:
             precombine_field=ORDERING,
             index_type=index,
             bucket_count=buckets,
+            table_type=table_type,
         )
         self.table = HudiTable.create(path, config)
 
@@ -63,7 +66,7 @@ class Hoodline:
 
         with WriteClient(self.table, self.options) as client:
             ts = client.upsert(batch)
-        inst = self.table.timeline.find(ts, "commit")
+        inst = self.table.timeline.find(ts, self.table.write_action)
         assert inst is not None
         meta = self.table.timeline.read_commit_metadata(inst)
         stats = [s for group in meta.partition_to_write_stats.values() for s in group]
@@ -75,6 +78,17 @@ class Hoodline:
             "rows_inserted": sum(s.num_inserts for s in stats),
             "rows_in_written_files": sum(s.num_writes for s in stats),
         }
+
+    def compact(self) -> dict[str, Any]:
+        """Merge-on-read: compact the table after the upsert (timed apart from it)."""
+        from hoodline.table.write.client import WriteClient
+
+        t0 = time.perf_counter()
+        cpu0 = time.process_time()
+        with WriteClient(self.table, self.options) as client:
+            done = client.compact()
+        assert done is not None
+        return {"compact_s": time.perf_counter() - t0, "compact_cpu_s": time.process_time() - cpu0}
 
     def read(self) -> pa.Table:
         from hoodline.table.read import read_snapshot
@@ -194,7 +208,9 @@ class Iceberg:
         return self.table.scan().to_arrow()
 
 
-SYSTEMS = ("hoodline-bucket", "hoodline-bloom", "delta", "iceberg")
+SYSTEMS = ("hoodline-bucket", "hoodline-bloom", "hoodline-mor-bucket", "delta", "iceberg")
+#: the merge-on-read system: inline compaction off, the upsert is one deltacommit
+_MOR_OPTIONS: dict[str, object] = {"hoodie.compact.inline": False}
 
 
 def make_system(name: str, path: Path, buckets: int) -> System:
@@ -202,6 +218,8 @@ def make_system(name: str, path: Path, buckets: int) -> System:
         return Hoodline(path, IndexType.BUCKET, buckets)
     if name == "hoodline-bloom":
         return Hoodline(path, IndexType.BLOOM, buckets)
+    if name == "hoodline-mor-bucket":
+        return Hoodline(path, IndexType.BUCKET, buckets, _MOR_OPTIONS, TableType.MERGE_ON_READ)
     if name == "delta":
         return Delta(path)
     if name == "iceberg":

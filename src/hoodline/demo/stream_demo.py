@@ -40,6 +40,9 @@ from hoodline.demo.feed import create_topic, produce
 from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.pipeline.config import parse_config
 from hoodline.pipeline.progress import RoundLike, RoundProgress
+from hoodline.table.instant import DELTA_COMMIT
+from hoodline.table.properties import TableType
+from hoodline.table.write.options import COMPACT_MAX_DELTA_COMMITS
 
 if TYPE_CHECKING:
     from hoodline.pipeline.api import Pipeline, RunSummary
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
 TOPIC = "hoodline-demo-events"
 PARTITIONS = 3
 WAVES = 4
+#: the demo table is merge-on-read, compacted after this many deltacommits
+COMPACT_EVERY = 3
 MALFORMED_PER_WAVE = 2
 
 
@@ -94,6 +99,10 @@ class DemoResult:
     errors_ok: bool = False
     rounds: int = 0
     commits: int = 0
+    #: the table is merge-on-read: rounds write deltacommits, every few a compaction commits
+    deltacommits: int = 0
+    compactions: int = 0
+    log_files: int = 0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -200,6 +209,8 @@ def run_stream_demo(
             bootstrap=broker.bootstrap_servers, topic=TOPIC, table_path=table_path,
             master=master, readers=2, bucket_count=2,
             max_records=max(500, per_wave // 2), min_interval="300ms", max_interval="2s",
+            table_type=TableType.MERGE_ON_READ,
+            table_options={COMPACT_MAX_DELTA_COMMITS.key: str(COMPACT_EVERY)},
         )
         (base / "pipeline.toml").write_text(toml)
         config = parse_config(toml, origin=str(base / "pipeline.toml"))
@@ -266,7 +277,18 @@ def run_stream_demo(
 
 def verify(stream: EventStream, table_path: Path, errors_path: Path, result: DemoResult) -> None:
     """hudi-rs reads of the table and the error table against the model."""
+    from hoodline.table.table import HudiTable
     from hoodline.testing.hudi_oracle import hudi_snapshot
+
+    try:
+        table = HudiTable.open(table_path)
+    except Exception as exc:
+        result.problems.append(f"the table cannot be opened: {exc}")
+        return
+    done = table.timeline.completed_commits()
+    result.deltacommits = sum(1 for i in done if i.action == DELTA_COMMIT)
+    result.compactions = sum(1 for i in done if table.timeline.read_commit_metadata(i).compacted)
+    result.log_files = sum(len(s.log_files) for s in table.fs_view().latest_file_slices())
 
     expected = stream.expected_rows()
     result.expected_rows = len(expected)
@@ -310,6 +332,9 @@ def _print_summary(console: Console, stream: EventStream, result: DemoResult) ->
                  f"updates, {t.delete:,} deletes, {t.tombstone:,} tombstones, "
                  f"{t.malformed:,} malformed")
     grid.add_row("pipeline", f"{result.rounds} rounds, {result.commits} commits")
+    grid.add_row("merge-on-read", f"{result.deltacommits} deltacommits (log files), "
+                 f"{result.compactions} compactions (every {COMPACT_EVERY} deltacommits), "
+                 f"{result.log_files} log files not yet compacted")
     grid.add_row("table (hudi-rs)", f"{result.rows:,} rows, expected {result.expected_rows:,}: "
                  + ("[green]matches the model[/green]" if result.table_ok
                     else "[red]MISMATCH[/red]"))

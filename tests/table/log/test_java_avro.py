@@ -1,0 +1,107 @@
+"""Java's Avro library (the jar inside pyspark) reads hoodline's log blocks and compaction plans
+with the schemas they name: the records, the deletes and the plan come back as written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hoodline.table.log.content import DELETE_RECORD_LIST_SCHEMA
+from hoodline.table.log.names import LogFileName
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+
+FIXTURES = Path(__file__).parent / "fixtures"
+JARS = ("avro-1.12", "jackson-core-", "jackson-databind-", "jackson-annotations-", "slf4j-api-")
+
+
+def _classpath() -> str:
+    import pyspark
+
+    folder = Path(pyspark.__file__).parent / "jars"
+    picked = [
+        str(p) for p in sorted(folder.iterdir()) if any(p.name.startswith(j) for j in JARS)
+    ]
+    assert len(picked) == len(JARS), f"pyspark's jars lack one of {JARS}: {picked}"
+    return os.pathsep.join(picked)
+
+
+def _java(*args: str, tmp: Path) -> list[str]:
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
+    out = subprocess.run(
+        [java, "-cp", _classpath(), str(FIXTURES / "ReadHudiLog.java"), *args],
+        capture_output=True, text=True, timeout=120, cwd=tmp, check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.splitlines()
+
+
+def test_java_avro_reads_log_blocks_and_the_compaction_plan(tmp_path: Path) -> None:
+    table = HudiTable.create(
+        tmp_path / "t",
+        TableConfig(name="orders", record_key_fields=("id",), partition_fields=("region",),
+                    precombine_field="ts", table_type="MERGE_ON_READ", bucket_count=1),
+    )
+    batch = pa.table({
+        "id": pa.array(["a", "b"]),
+        "region": pa.array(["eu", "eu"]),
+        "ts": pa.array([1, 2], pa.int64()),
+        "qty": pa.array([3, None], pa.int32()),
+        "price": pa.array([decimal.Decimal("1.25"), decimal.Decimal("-7.50")],
+                          pa.decimal128(9, 2)),
+        "day": pa.array([dt.date(2026, 1, 2), None]),
+        "at": pa.array([dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)] * 2,
+                       pa.timestamp("us", tz="UTC")),
+        "note": pa.array(["ünïcode", None]),
+        "score": pa.array([0.5, 1e-3]),
+        "ok": pa.array([True, False]),
+    })
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
+        first = client.upsert(batch)
+        second = client.delete(batch.slice(1, 1))
+        logs = sorted(
+            n for n in (LogFileName.parse(p.name) for p in (table.base_path / "region=eu")
+                        .iterdir()) if n is not None
+        )
+        schema_file = tmp_path / "delete_list.avsc"
+        schema_file.write_text(json.dumps(DELETE_RECORD_LIST_SCHEMA))
+        data_lines = _java("log", str(table.base_path / "region=eu" / logs[0].name),
+                           str(schema_file), tmp=tmp_path)
+        delete_lines = _java("log", str(table.base_path / "region=eu" / logs[1].name),
+                             str(schema_file), tmp=tmp_path)
+        done = client.compact()
+    assert data_lines[0] == f"block 3 {first}"
+    records = [json.loads(line) for line in data_lines[1:]]
+    assert [r["_hoodie_record_key"] for r in records] == ["a", "b"]
+    assert [r["_hoodie_commit_time"] for r in records] == [first, first]
+    assert [r["ts"] for r in records] == [1, 2]
+    assert [r["qty"] for r in records] == [3, None]
+    assert [r["note"] for r in records] == ["ünïcode", None]
+    assert [r["ok"] for r in records] == [True, False]
+    assert records[0]["day"] == (dt.date(2026, 1, 2) - dt.date(1970, 1, 1)).days
+    assert records[0]["at"] == int(dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC).timestamp()
+                                   * 1_000_000)
+    assert delete_lines[0] == f"block 1 {second}"
+    (deleted,) = [json.loads(line) for line in delete_lines[1:]]
+    assert deleted["recordKey"] == "b" and deleted["partitionPath"] == "region=eu"
+    assert deleted["orderingVal"] == {"value": 0}  # IntWrapper(0), as Spark SQL's DELETE
+    assert done is not None
+    plan_lines = _java("plan", str(table.meta_path / f"{done.timestamp}.compaction.requested"),
+                       tmp=tmp_path)
+    assert plan_lines[0] == "schema org.apache.hudi.avro.model.HoodieCompactionPlan"
+    plan = json.loads(plan_lines[1])
+    (op,) = plan["operations"]
+    assert op["baseInstantTime"] == first
+    assert sorted(op["deltaFilePaths"]) == [logs[0].name, logs[1].name]
+    assert op["partitionPath"] == "region=eu" and plan["version"] == 2
