@@ -16,7 +16,8 @@ seen every message:
   one file per ``--batch-records`` records; no table semantics (the speed limit of one process).
 * ``delta``: the peer a user would write: the same consume + parse loop calling
   ``deltalake.write_deltalake(mode="append")`` per batch.
-* ``hoodline-insert`` / ``hoodline-upsert``: ``hoodline run --once`` through the pipeline API the
+* ``hoodline-insert`` / ``hoodline-upsert`` (``-mor``: into a merge-on-read table, compaction
+  every 5 deltacommits): ``hoodline run --once`` through the pipeline API the
   CLI calls (:func:`run_hoodline`; config in :func:`hoodline_config`), Spark ``local[2]``, 2
   readers, timed from before Spark starts to the last commit.
 
@@ -49,7 +50,7 @@ import pyarrow.parquet as pq
 
 from bench import common
 from hoodline.config.arrow_types import format_type
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
 PARTITIONS = 8
@@ -223,7 +224,11 @@ def run_delta(bootstrap: str, total: int, batch_records: int, out: Path) -> dict
 
 
 def hoodline_config(
-    bootstrap: str, out: Path, operation: WriteOperation, index: IndexType = IndexType.BUCKET
+    bootstrap: str,
+    out: Path,
+    operation: WriteOperation,
+    index: IndexType = IndexType.BUCKET,
+    table_type: TableType = TableType.COPY_ON_WRITE,
 ) -> str:
     """Pipeline TOML for ``hoodline run --once``: the topic into a non-partitioned table keyed by
     ``id`` (BUCKET index with 8 buckets, or BLOOM), the message schema, 2 readers on
@@ -241,6 +246,7 @@ properties.bootstrap.servers = "{bootstrap}"
 path = "{out}"
 record-key = ["id"]
 precombine-field = "ts"
+type = "{table_type.config_text}"
 index = "{index.config_text}"
 bucket-count = 8
 operation = "{operation.config_text}"
@@ -260,12 +266,14 @@ def run_hoodline(
     out: Path,
     operation: WriteOperation,
     index: IndexType = IndexType.BUCKET,
+    table_type: TableType = TableType.COPY_ON_WRITE,
 ) -> dict[str, Any]:
     """hoodline ``run --once`` (the pipeline API the CLI calls) of the topic into a table."""
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import parse_config
 
-    cfg = parse_config(hoodline_config(bootstrap, out, operation, index), "bench-ingest")
+    toml = hoodline_config(bootstrap, out, operation, index, table_type)
+    cfg = parse_config(toml, "bench-ingest")
     rounds: list[Any] = []
     first_commit: list[float] = []
     t0 = time.perf_counter()
@@ -287,6 +295,10 @@ def run_hoodline(
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(out)
+    compactions = sum(
+        1 for inst in table.timeline.completed_commits()
+        if table.timeline.read_commit_metadata(inst).compacted
+    )
     stats = [
         st
         for inst in table.timeline.completed_commits()
@@ -299,6 +311,7 @@ def run_hoodline(
         "bytes_written_total": sum(st.total_write_bytes for st in stats),
         "files": summary.commits,
         "rounds": summary.rounds,
+        "compactions": compactions,
         "cpu_s": cpu,
         "spark_start_s": spark_start,
         "first_commit_s": first_commit[0] if first_commit else None,
@@ -332,6 +345,19 @@ def run_hoodline_bulk_insert_bloom(
     return run_hoodline(bootstrap, total, batch, out, WriteOperation.BULK_INSERT, IndexType.BLOOM)
 
 
+def run_hoodline_upsert_mor(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    """upsert into a merge-on-read table (BUCKET): rounds append logs, compaction every 5."""
+    return run_hoodline(
+        bootstrap, total, batch, out, WriteOperation.UPSERT, table_type=TableType.MERGE_ON_READ
+    )
+
+
+def run_hoodline_insert_mor(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    return run_hoodline(
+        bootstrap, total, batch, out, WriteOperation.INSERT, table_type=TableType.MERGE_ON_READ
+    )
+
+
 SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
     "limit": run_limit,
     "delta": run_delta,
@@ -339,6 +365,8 @@ SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
     "hoodline-upsert": run_hoodline_upsert,
     "hoodline-bulk_insert": run_hoodline_bulk_insert,
     "hoodline-bulk_insert-bloom": run_hoodline_bulk_insert_bloom,
+    "hoodline-upsert-mor": run_hoodline_upsert_mor,
+    "hoodline-insert-mor": run_hoodline_insert_mor,
 }
 DEFAULT_SYSTEMS = (
     "limit", "delta", "hoodline-insert", "hoodline-bulk_insert-bloom", "hoodline-upsert",
@@ -504,6 +532,7 @@ def report(rep: dict[str, Any]) -> str:
         f"(+ planning/other); {r['round_retries']} retries; file versions written hold "
         f"{r.get('rows_written_total', 0):,} rows, "
         f"{r.get('bytes_written_total', 0) / 2**20:,.0f} MiB"
+        + (f"; {r['compactions']} compaction(s)" if r.get("compactions") else "")
         for name, r in res.items()
         if name.startswith("hoodline") and "error" not in r and "round_total_s" in r
     ]
