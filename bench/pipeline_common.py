@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
 ROLES = ("driver_py", "jvm", "workers", "driver", "total")
@@ -130,6 +130,7 @@ def pipeline_toml(
     schema: dict[str, str],
     operation: WriteOperation,
     index: IndexType = IndexType.BUCKET,
+    table_type: TableType = TableType.COPY_ON_WRITE,
     bucket_count: int = 8,
     max_records: int = 500_000,
     max_bytes: str = "256MiB",
@@ -152,6 +153,7 @@ properties.bootstrap.servers = "{bootstrap}"
 [table]
 path = "{out}"
 record-key = ["id"]
+type = "{table_type.config_text}"
 index = "{index.config_text}"
 bucket-count = {bucket_count}
 operation = "{operation.config_text}"

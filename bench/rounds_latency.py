@@ -54,7 +54,7 @@ import pyarrow.compute as pc
 
 from bench import common
 from bench.pipeline_common import RoleRss, create_topic, parse, percentiles, pipeline_toml
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
 PARTITIONS = 8
@@ -144,6 +144,7 @@ def driver(
     tiny_rounds: int,
     operation: WriteOperation,
     index: IndexType,
+    table_type: TableType,
     max_records: int,
     min_interval: float,
     drain_timeout: float,
@@ -161,6 +162,7 @@ def driver(
             schema=SCHEMA,
             operation=operation,
             index=index,
+            table_type=table_type,
             max_records=max_records,
             min_interval=min_interval,
         ),
@@ -172,6 +174,7 @@ def driver(
     result: dict[str, Any] = {
         "operation": operation.config_text,
         "index": index.config_text,
+        "table_type": table_type.config_text,
         "max_records": max_records,
     }
     with RoleRss() as mem, Pipeline(cfg) as pipeline:
@@ -355,6 +358,7 @@ def run(
     min_interval: float = 0.0,
     drain_timeout: float = 900,
     timeout: float | None = 3600,
+    table_type: TableType = TableType.COPY_ON_WRITE,
 ) -> dict[str, Any]:
     from hoodline.broker import EmbeddedBroker
 
@@ -384,6 +388,8 @@ def run(
                 operation.config_text,
                 "--index",
                 index.config_text,
+                "--table-type",
+                table_type.config_text,
                 "--max-records",
                 str(max_records),
                 "--min-interval",
@@ -413,7 +419,8 @@ def report(rep: dict[str, Any]) -> str:
     m = r["memory_peak"]
     p = s["producer"]
     lines = [
-        f"Operation `{r['operation']}`, index {r.get('index', 'BUCKET')} (8 buckets with BUCKET), "
+        f"{r.get('table_type', 'COPY_ON_WRITE')} table, "
+        f"operation `{r['operation']}`, index {r.get('index', 'BUCKET')} (8 buckets with BUCKET), "
         "non-partitioned, Spark `local[2]`, "
         f"2 readers, round.max-records {r['max_records']:,}, round.min-interval 0; topic of 8 "
         f"partitions, ~200-byte JSON messages. Spark start {r['spark_start_s']:.1f} s (not in any "
@@ -463,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
                     choices=list(WriteOperation))
     ap.add_argument("--index", type=IndexType.parse, default=IndexType.BUCKET,
                     choices=list(IndexType))
+    ap.add_argument("--table-type", type=TableType.parse, default=TableType.COPY_ON_WRITE,
+                    choices=list(TableType))
     ap.add_argument("--max-records", type=int, default=500_000)
     ap.add_argument("--min-interval", type=float, default=0.0)
     ap.add_argument("--drain-timeout", type=float, default=900)
@@ -489,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
                 tiny_rounds=args.tiny_rounds,
                 operation=args.operation,
                 index=args.index,
+                table_type=args.table_type,
                 max_records=args.max_records,
                 min_interval=args.min_interval,
                 drain_timeout=args.drain_timeout,
@@ -506,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         args.min_interval,
         args.drain_timeout,
         args.timeout,
+        args.table_type,
     )
     text = report(rep)
     print(text)
