@@ -1,10 +1,11 @@
 """Profile hoodline's upsert path with pyinstrument (same data as bench.upsert).
 
     PYTHONPATH=src .venv/bin/python -m bench.profile_upsert [--scale 1.0] [--index BUCKET]
-        [--threads 1] [--html out.html]
+        [--table-type MERGE_ON_READ] [--threads 1] [--html out.html]
 
 Loads the base table (not profiled), then profiles one ``WriteClient.upsert`` of the batch and
-prints the call tree (wall-clock) plus the upsert's wall and CPU time. pyinstrument samples only
+prints the call tree (wall-clock) plus the upsert's wall and CPU time; on a merge-on-read table
+then the compaction of the result the same way. pyinstrument samples only
 the main thread, so file groups are written by one thread unless ``--threads`` says otherwise
 (``hoodline.write.threads``; 0 = every core, as the benchmark runs).
 """
@@ -15,13 +16,14 @@ import argparse
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pyinstrument import Profiler
 
 from bench.upsert_data import make_base, make_batch
 from bench.upsert_systems import Hoodline
-from hoodline.table.properties import IndexType
+from hoodline.table.properties import IndexType, TableType
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--index", type=IndexType.parse, default=IndexType.BUCKET,
                     choices=list(IndexType))
+    ap.add_argument("--table-type", type=TableType.parse, default=TableType.COPY_ON_WRITE,
+                    choices=list(TableType))
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1, help="hoodline.write.threads")
     ap.add_argument("--html", type=Path, default=None)
@@ -39,21 +43,25 @@ def main(argv: list[str] | None = None) -> int:
     batch = make_batch(base, int(args.batch * args.scale))
     wd = Path(tempfile.mkdtemp(prefix="bench-profile-"))
     try:
-        system = Hoodline(
-            wd / "t", args.index, args.buckets, {"hoodline.write.threads": args.threads}
-        )
+        options = {"hoodline.write.threads": args.threads, "hoodie.compact.inline": False}
+        system = Hoodline(wd / "t", args.index, args.buckets, options, args.table_type)
         system.load(base)
         del base
-        profiler = Profiler(interval=0.005)
-        t0, cpu0 = time.perf_counter(), time.process_time()
-        profiler.start()
-        facts = system.upsert(batch)
-        profiler.stop()
-        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        print(profiler.output_text(unicode=False, color=False, show_all=False))
-        if args.html:
-            args.html.write_text(profiler.output_html())
-        print(f"upsert {len(batch):,} rows: {elapsed:.2f} s wall, {cpu:.2f} s CPU; {facts}")
+        steps: list[tuple[str, Callable[[], object]]] = [("upsert", lambda: system.upsert(batch))]
+        if args.table_type is TableType.MERGE_ON_READ:
+            steps.append(("compaction", system.compact))
+        for name, step in steps:
+            profiler = Profiler(interval=0.005)
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            profiler.start()
+            facts = step()
+            profiler.stop()
+            elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            print(profiler.output_text(unicode=False, color=False, show_all=False))
+            if args.html:
+                args.html.with_suffix(f".{name}.html").write_text(profiler.output_html())
+            print(f"{name} ({len(batch):,} rows upserted): {elapsed:.2f} s wall, {cpu:.2f} s CPU;"
+                  f" {facts}")
     finally:
         shutil.rmtree(wd, ignore_errors=True)
     return 0

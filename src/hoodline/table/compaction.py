@@ -28,6 +28,8 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hoodline import faults
 from hoodline.errors import TimelineError
@@ -46,10 +48,10 @@ from hoodline.table.write.context import (
     ensure_partition_metadata,
     write_token,
 )
-from hoodline.table.write.file_writer import footer_for, write_parquet
+from hoodline.table.write.file_writer import footer_for, previous_filter, write_parquet
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
-from hoodline.table.write.records import FILE_NAME, RECORD_KEY
+from hoodline.table.write.records import COMMIT_TIME, FILE_NAME, RECORD_KEY
 
 _NS = "org.apache.hudi.avro.model"
 _OPT_STR: list[Any] = ["null", "string"]
@@ -251,7 +253,15 @@ def _compact_group(
     Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")
     path = table.base_path / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet(path, merged, footer_for(merged.column(RECORD_KEY), ctx), ctx.options)
+    keys = merged.column(RECORD_KEY)
+    previous = added = None
+    if s.base_file is not None:
+        # the old base file's bloom filter already holds its keys: add those the logs brought
+        # (records written after the slice's base instant)
+        previous = previous_filter(pq.ParquetFile(table.base_path / s.base_file))
+        newer = pc.greater(merged.column(COMMIT_TIME), pa.scalar(op.base_instant))
+        added = pc.filter(keys, newer).combine_chunks()
+    write_parquet(path, merged, footer_for(keys, ctx, previous, added), ctx.options)
     size = path.stat().st_size
     log_bytes = sum(
         (table.base_path / f).stat().st_size for f in s.log_files

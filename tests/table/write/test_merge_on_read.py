@@ -8,11 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import fastavro
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hoodline.errors import TableError
 from hoodline.faults import InjectedFailure
+from hoodline.table.bloom import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, deserialize
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.log.blocks import LogBlockType, read_blocks
 from hoodline.table.log.names import LogFileName
@@ -193,6 +196,15 @@ def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
     assert set(base.column("_hoodie_commit_time").to_pylist()) == {
         c.timestamp for c in commits[:2]
     }
+    # every new base file's bloom filter holds all its keys (the BLOOM index finds them)
+    for sl in slices:
+        assert sl.base_file is not None
+        pf = pq.ParquetFile(table.base_path / sl.base_file)
+        meta = pf.metadata.metadata
+        code = meta[BLOOM_FILTER_TYPE_KEY.encode()].decode()
+        flt = deserialize(meta[BLOOM_FILTER_KEY.encode()], code)
+        keys = pf.read(columns=["_hoodie_record_key"]).column(0)
+        assert len(keys) == 0 or bool(np.all(flt.might_contain(keys)))
     # after the compaction, writes log against the compacted slice
     latest = table.fs_view().latest_file_slices()
     assert any(s.log_files and s.base_instant == compaction.timestamp for s in latest)

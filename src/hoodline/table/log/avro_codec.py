@@ -20,8 +20,9 @@ from __future__ import annotations
 import decimal
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import fastavro
 import numpy as np
@@ -114,8 +115,8 @@ def flat_fields(schema: dict[str, Any]) -> list[FlatField] | None:
 
 
 # -- varints ---------------------------------------------------------------------------------------
-def _varints(values: npt.NDArray[np.int64]) -> tuple[I64, U8]:
-    """Zig-zag varints of ``values``: (offsets n+1, bytes)."""
+def _varint_matrix(values: npt.NDArray[np.int64]) -> tuple[U8, I64]:
+    """Zig-zag varint bytes of ``values``, one row each (padded), and each row's length."""
     v = values.astype(np.int64, copy=False)
     zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
     nbytes = np.ones(len(zz), dtype=np.int64)
@@ -128,10 +129,12 @@ def _varints(values: npt.NDArray[np.int64]) -> tuple[I64, U8]:
     for k in range(width):
         chunk = ((zz >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
         mat[:, k] = chunk | np.where(nbytes > k + 1, 0x80, 0).astype(np.uint8)
-    mask = np.arange(width)[None, :] < nbytes[:, None]
-    offsets = np.zeros(len(zz) + 1, dtype=np.int64)
-    np.cumsum(nbytes, out=offsets[1:])
-    return offsets, mat[mask]
+    return mat, nbytes
+
+
+def _zigzag_bytes(n: int) -> bytes:
+    mat, nbytes = _varint_matrix(np.array([n], dtype=np.int64))
+    return bytes(mat[0, : int(nbytes[0])])
 
 
 def _binary(offsets: I64, data: U8) -> pa.Array:
@@ -140,10 +143,31 @@ def _binary(offsets: I64, data: U8) -> pa.Array:
     )
 
 
-def _fixed_pieces(mat: U8) -> pa.Array:
+def _rows(mat: U8, lengths: I64 | None = None) -> pa.Array:
+    """Binary array whose row ``i`` is ``mat[i, :lengths[i]]`` (all of it without lengths)."""
     n, width = mat.shape
-    offsets = np.arange(n + 1, dtype=np.int64) * width
-    return _binary(offsets, np.ascontiguousarray(mat).reshape(-1))
+    if lengths is None:
+        offsets = np.arange(n + 1, dtype=np.int64) * width
+        return _binary(offsets, np.ascontiguousarray(mat).reshape(-1))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    return _binary(offsets, mat[mask])
+
+
+def _varint_pieces(
+    values: npt.NDArray[np.int64], present: npt.NDArray[np.bool_] | None
+) -> pa.Array:
+    mat, nbytes = _varint_matrix(values)
+    if present is not None:
+        nbytes = np.where(present, nbytes, 0)
+    return _rows(mat, nbytes)
+
+
+def _masked_rows(mat: U8, present: npt.NDArray[np.bool_] | None) -> pa.Array:
+    if present is None:
+        return _rows(mat)
+    return _rows(mat, np.where(present, mat.shape[1], 0).astype(np.int64))
 
 
 def _prefixed(prefix: pa.Array, body: pa.Array) -> pa.Array:
@@ -165,29 +189,34 @@ def _as_int64(arr: pa.Array, f: FlatField) -> npt.NDArray[np.int64]:
     return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _value_pieces(arr: pa.Array, f: FlatField) -> pa.Array:
-    """Encoded values of one column, one binary piece per record (null slots: anything)."""
+Piece: TypeAlias = "pa.Array | pa.Scalar"
+
+
+def _value_pieces(
+    arr: pa.Array, f: FlatField, present: npt.NDArray[np.bool_] | None
+) -> list[Piece]:
+    """Encoded values of one column as pieces joined per record (null slots: empty)."""
     n = len(arr)
     kind = f.kind
     if kind in ("int", "long"):
-        return _binary(*_varints(_as_int64(arr, f)))
+        return [_varint_pieces(_as_int64(arr, f), present)]
     if kind == "boolean":
         bits = pc.fill_null(arr.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
-        return _fixed_pieces(bits.astype(np.uint8).reshape(n, 1))
+        return [_masked_rows(bits.astype(np.uint8).reshape(n, 1), present)]
     if kind in ("float", "double"):
         dtype = np.dtype("<f4") if kind == "float" else np.dtype("<f8")
         vals = pc.fill_null(arr.cast(pa.float32() if kind == "float" else pa.float64()), 0)
         raw = np.asarray(vals.to_numpy(zero_copy_only=False), dtype=dtype)
-        return _fixed_pieces(raw.view(np.uint8).reshape(n, dtype.itemsize))
-    if kind in ("string", "bytes", "enum"):
-        if kind == "enum":
-            codes = pc.index_in(arr.cast(pa.string()), value_set=pa.array(f.symbols))
-            if pc.any(pc.and_(pc.is_null(codes), pc.is_valid(arr))).as_py():
-                raise TableError(f"column '{f.name}' holds a value that is not an enum symbol")
-            return _binary(*_varints(_as_int64(codes, f)))
+        return [_masked_rows(raw.view(np.uint8).reshape(n, dtype.itemsize), present)]
+    if kind == "enum":
+        codes = pc.index_in(arr.cast(pa.string()), value_set=pa.array(f.symbols))
+        if pc.any(pc.and_(pc.is_null(codes), pc.is_valid(arr))).as_py():
+            raise TableError(f"column '{f.name}' holds a value that is not an enum symbol")
+        return [_varint_pieces(_as_int64(codes, f), present)]
+    if kind in ("string", "bytes"):
         body = pc.fill_null(arr.cast(pa.large_binary()), _EMPTY)
         lengths = pc.binary_length(body).to_numpy(zero_copy_only=False).astype(np.int64)
-        return _prefixed(_binary(*_varints(lengths)), body)
+        return [_varint_pieces(lengths, present), body]
     if kind == "fixed":
         if f.logical == "decimal":
             dec = arr.cast(pa.decimal128(max(f.precision, 1), f.scale))
@@ -200,12 +229,13 @@ def _value_pieces(arr: pa.Array, f: FlatField) -> pa.Array:
                 mat = np.concatenate([np.repeat(sign, f.size - 16, axis=1), mat], axis=1).astype(
                     np.uint8
                 )
-            return _fixed_pieces(mat[:, mat.shape[1] - f.size :])
-        body = pc.fill_null(arr.cast(pa.large_binary()), pa.scalar(b"\x00" * f.size))
+            return [_masked_rows(np.ascontiguousarray(mat[:, mat.shape[1] - f.size :]), present)]
+        body = pc.fill_null(arr.cast(pa.large_binary()), _EMPTY)
         lengths = pc.binary_length(body).to_numpy(zero_copy_only=False)
-        if n and (lengths != f.size).any():
+        ok = lengths == f.size if present is None else (lengths == f.size) | ~present
+        if n and not ok.all():
             raise TableError(f"column '{f.name}' holds a value that is not {f.size} bytes long")
-        return body
+        return [body]
     raise TableError(f"Avro type '{kind}' of column '{f.name}' cannot be encoded")
 
 
@@ -213,41 +243,65 @@ def _branch_piece(b: int) -> bytes:
     return bytes([b << 1])  # branches < 64 take one zig-zag byte
 
 
-def _field_pieces(arr: pa.Array, f: FlatField) -> pa.Array:
-    values = _value_pieces(arr, f)
+def _field_pieces(arr: pa.Array, f: FlatField) -> list[Piece]:
     if f.value_branch is None:
         if arr.null_count:
             raise TableError(
                 f"column '{f.name}' has nulls but its Avro type is not nullable; "
                 "declare the column nullable"
             )
-        return values
-    with_branch = _prefixed(pa.scalar(_branch_piece(f.value_branch), pa.large_binary()), values)
+        return _value_pieces(arr, f, None)
     if arr.null_count == 0:
-        return with_branch
+        branch = pa.scalar(_branch_piece(f.value_branch), pa.large_binary())
+        return [branch, *_value_pieces(arr, f, None)]
     if f.null_branch is None:
         raise TableError(f"column '{f.name}' has nulls but its Avro union has no null branch")
-    null_piece = pa.scalar(_branch_piece(f.null_branch), pa.large_binary())
-    return pc.if_else(pc.is_valid(arr), with_branch, null_piece)
+    present = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    codes = np.where(present, f.value_branch << 1, f.null_branch << 1).astype(np.uint8)
+    return [_rows(codes.reshape(-1, 1)), *_value_pieces(arr, f, present)]
 
 
-def encode_records(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
+def _constant_piece(value: str, f: FlatField) -> pa.Scalar:
+    """The encoding of a string field that holds ``value`` in every record."""
+    if f.kind != "string":
+        raise TableError(f"constant field '{f.name}' must be a string field, not '{f.kind}'")
+    raw = value.encode("utf-8")
+    branch = _branch_piece(f.value_branch) if f.value_branch is not None else b""
+    return pa.scalar(branch + _zigzag_bytes(len(raw)) + raw, pa.large_binary())
+
+
+def encode_records(
+    table: pa.Table, schema: dict[str, Any], constants: Mapping[str, str] | None = None
+) -> pa.Array:
     """Avro binary datum of every row of ``table`` under ``schema`` (a record schema whose field
-    names are columns of ``table``): a binary array, one datum per row."""
+    names are columns of ``table``): a binary array, one datum per row. ``constants`` gives
+    string fields that hold the same value in every record (they need no column)."""
     if table.num_rows == 0:
         return pa.array([], pa.large_binary())
     fields = flat_fields(schema)
     if fields is None:
+        if constants:
+            table = table.drop_columns([c for c in constants if c in table.column_names])
+            for name, value in constants.items():
+                table = table.append_column(
+                    name, pa.array([value], pa.string()).take(np.zeros(table.num_rows, np.int64))
+                )
         return _encode_generic(table, schema)
-    pieces = []
+    pieces: list[Piece] = []
     for f in fields:
+        if constants and f.name in constants:
+            pieces.append(_constant_piece(constants[f.name], f))
+            continue
         if f.name not in table.column_names:
             raise TableError(f"records lack column '{f.name}' of the Avro schema")
-        pieces.append(_field_pieces(table.column(f.name).combine_chunks(), f))
-    if not pieces:
-        return pa.array([b""] * table.num_rows, pa.large_binary())
+        pieces.extend(_field_pieces(table.column(f.name).combine_chunks(), f))
+    arrays = [p for p in pieces if isinstance(p, pa.Array)]
+    if not arrays:  # every field constant: one array to give the rows
+        pieces.append(pa.array([b""] * table.num_rows, pa.large_binary()))
     if len(pieces) == 1:
-        return pieces[0]
+        only = pieces[0]
+        assert isinstance(only, pa.Array)
+        return only
     return pc.binary_join_element_wise(*pieces, _EMPTY)
 
 
@@ -264,7 +318,7 @@ def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
 def length_prefixed(datums: pa.Array) -> bytes:
     """``int32 BE length + datum`` for each datum, concatenated (a data block's record list)."""
     lengths = pc.binary_length(datums).to_numpy(zero_copy_only=False).astype(">i4")
-    prefix = _fixed_pieces(lengths.view(np.uint8).reshape(len(datums), 4))
+    prefix = _rows(lengths.view(np.uint8).reshape(len(datums), 4))
     joined = _prefixed(prefix, datums)
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)[
         joined.offset : joined.offset + len(joined) + 1
@@ -274,6 +328,10 @@ def length_prefixed(datums: pa.Array) -> bytes:
 
 
 # -- decode ----------------------------------------------------------------------------------------
+#: rows whose bytes :meth:`_Cursor.spans` gathers through one index array
+_GATHER_ROWS = 1 << 16
+
+
 class _Cursor:
     """Read positions (one per record) into one byte buffer."""
 
@@ -327,19 +385,20 @@ class _Cursor:
         starts = self.pos
         if n and int((starts + lens).max()) > len(self.buf):
             raise TableError("Avro record runs past its block; the log block is corrupt")
-        # mark every byte inside a span; spans are ascending and disjoint, so the marked bytes
-        # in buffer order are the values in row order
-        # (starts are distinct, and so are ends: other bytes lie between two records' fields)
-        marks = np.zeros(len(self.buf) + 1, dtype=np.int8)
-        nonempty = lens > 0
-        marks[starts[nonempty]] += 1
-        marks[(starts + lens)[nonempty]] -= 1
-        inside = np.cumsum(marks[:-1], dtype=np.int8) > 0
-        data = self.buf[inside]
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        # gather byte by byte through an index, a bounded number of rows at a time
+        for a in range(0, n, _GATHER_ROWS):
+            b = min(n, a + _GATHER_ROWS)
+            lo, hi = int(offsets[a]), int(offsets[b])
+            if hi == lo:
+                continue
+            shift = starts[a:b] - (offsets[a:b] - lo)
+            idx = np.repeat(shift, lens[a:b]) + np.arange(hi - lo, dtype=np.int64)
+            data[lo:hi] = self.buf[idx]
         self.pos = self.pos + lens
-        return _binary(offsets, np.ascontiguousarray(data))
+        return _binary(offsets, data)
 
 
 def _decode_field(cur: _Cursor, f: FlatField, n: int) -> pa.Array:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -133,9 +134,15 @@ def _header(instant: str, schema_json: str | None) -> dict[HeaderKey, str]:
 
 
 # -- writing ---------------------------------------------------------------------------------------
-def avro_data_block(records: pa.Table, schema: dict[str, Any], instant: str) -> LogBlock:
-    """An Avro data block of ``records`` (columns named as ``schema``'s fields)."""
-    body = length_prefixed(encode_records(records, schema))
+def avro_data_block(
+    records: pa.Table,
+    schema: dict[str, Any],
+    instant: str,
+    constants: Mapping[str, str] | None = None,
+) -> LogBlock:
+    """An Avro data block of ``records`` (columns named as ``schema``'s fields; ``constants``:
+    string fields with one value in every record, given instead of a column)."""
+    body = length_prefixed(encode_records(records, schema, constants))
     content = _I32.pack(CONTENT_VERSION) + _I32.pack(records.num_rows) + body
     return LogBlock(LogBlockType.AVRO_DATA, _header(instant, json.dumps(schema)), content)
 

@@ -111,7 +111,7 @@ def _writes_bloom_filter(ctx: WriteContext) -> bool:
     return ctx.options.bloom_filter_enabled or ctx.config.index_type is IndexType.BLOOM
 
 
-def _previous_filter(old: pq.ParquetFile) -> KeyFilter | None:
+def previous_filter(old: pq.ParquetFile) -> KeyFilter | None:
     """The footer bloom filter of the file version being replaced (None if it has none or it
     cannot be read: the new filter is then built from every key)."""
     meta = old.metadata.metadata or {}
@@ -289,7 +289,7 @@ def write_file_group(
         base_path = table.base_path / base.base_file
         old_file = pq.ParquetFile(base_path, memory_map=True)
         if _writes_bloom_filter(ctx):
-            previous = _previous_filter(old_file)
+            previous = previous_filter(old_file)
         old = old_file.read(use_threads=read_threads).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)

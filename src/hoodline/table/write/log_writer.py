@@ -35,7 +35,13 @@ from hoodline.table.write.context import (
     write_token,
 )
 from hoodline.table.write.operation import WriteOperation
-from hoodline.table.write.records import FILE_ID, IS_DELETE
+from hoodline.table.write.records import (
+    COMMIT_TIME,
+    FILE_ID,
+    FILE_NAME,
+    IS_DELETE,
+    PARTITION_PATH,
+)
 
 
 def log_block_schema(data_schema: pa.Schema, table_name: str) -> dict[str, Any]:
@@ -88,7 +94,10 @@ def append_log_file(
     blocks = []
     if upserts.num_rows:
         rows = new_rows(upserts, ctx, partition, file_id, task_id)
-        blocks.append(avro_data_block(rows, schema, ctx.instant_ts).serialize())
+        # the same in every record: encoded once
+        constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_id}
+        rows = rows.drop_columns(list(constants))
+        blocks.append(avro_data_block(rows, schema, ctx.instant_ts, constants).serialize())
     if len(delete_keys):
         block = delete_block(delete_keys, partition, ctx.instant_ts, json.dumps(schema))
         blocks.append(block.serialize())
