@@ -241,7 +241,7 @@ def _compact_group(
     task_id: int,
 ) -> WriteStat:
     s = op.file_slice()
-    merged = read_merged_slice(table, s, schema, is_visible)
+    merged = read_merged_slice(table, s, schema, is_visible, threads=False)
     name = base_file_name(op.file_id, write_token(task_id, 0), ctx.instant_ts)
     merged = merged.set_column(
         merged.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(name, merged.num_rows)

@@ -20,7 +20,7 @@ from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.log.blocks import LogBlockType, read_blocks
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import K_PAYLOAD_CLASS
-from hoodline.table.read import read_snapshot
+from hoodline.table.read import read_optimized, read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
@@ -275,3 +275,43 @@ def test_cleaning_removes_compacted_slices_whole(tmp_path: Path) -> None:
     assert len(slices_on_disk) <= 3
     assert {s.base_instant for s in live} <= slices_on_disk
     assert_hudi_matches_hoodline(table, time_travel=False, incremental=False)
+
+
+def test_parquet_data_blocks_read_back_and_compact(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET")
+    options = {"hoodie.logfile.data.block.format": "parquet", "hoodie.compact.inline": False}
+    model: Model = {}
+    with WriteClient(table, options) as client:
+        for op, batch in [
+            ("upsert", rows(list(range(10)), region=["eu", "us"] * 5, ts=1)),
+            ("upsert", rows([0, 1, 11], region=["eu", "us", "us"], ts=2, v="p")),
+            ("delete", rows([2], region="eu", ts=3)),
+        ]:
+            getattr(client, op)(batch)
+            _apply(model, batch, delete=op == "delete")
+        types = {
+            b.type
+            for n in _log_files(table)
+            for part in ("region=eu", "region=us")
+            if (table.base_path / part / n.name).exists()
+            for b in read_blocks((table.base_path / part / n.name).read_bytes())
+        }
+        assert types == {LogBlockType.PARQUET_DATA, LogBlockType.DELETE}
+        assert snapshot_dict(table) == model
+        assert_hudi_matches_hoodline(table)
+        assert client.compact() is not None
+    assert snapshot_dict(table) == model
+    assert_hudi_matches_hoodline(table)
+
+
+def test_read_optimized_view_is_the_last_compaction(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET", bucket_count=1)
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
+        client.upsert(rows([1, 2], ts=1))
+        assert read_optimized(table).num_rows == 0  # only log files so far
+        client.compact()
+        client.upsert(rows([2, 3], ts=2, v="new"))
+    optimized = read_optimized(table, columns=["id", "v"]).sort_by("id").to_pylist()
+    assert optimized == [{"id": 1, "v": "v1"}, {"id": 2, "v": "v2"}]
+    assert snapshot_dict(table) == {("eu", 1): (1, "v1"), ("eu", 2): (2, "new2"),
+                                    ("eu", 3): (2, "new3")}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import decimal
 import io
 import json
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -328,6 +329,8 @@ def length_prefixed(datums: pa.Array) -> bytes:
 
 
 # -- decode ----------------------------------------------------------------------------------------
+_I32BE = struct.Struct(">i")
+
 #: rows whose bytes :meth:`_Cursor.spans` gathers through one index array
 _GATHER_ROWS = 1 << 16
 
@@ -348,10 +351,18 @@ class _Cursor:
     def varint(self, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Zig-zag varints at the positions of ``rows`` (others: 0, not advanced)."""
         n = len(self.pos)
+        limit = len(self.buf)
+        if n and rows.all():  # fast path: every value fits one byte (small lengths, branches)
+            if int(self.pos.max()) >= limit:
+                raise TableError("Avro record runs past its block; the log block is corrupt")
+            first = self.buf[self.pos]
+            if not (first & 0x80).any():
+                self.pos += 1
+                small = first.astype(np.int64)
+                return (small >> 1) ^ -(small & 1)
         result = np.zeros(n, dtype=np.uint64)
         active = rows.copy()
         shift = 0
-        limit = len(self.buf)
         while active.any():
             if shift > 63:
                 raise TableError("Avro varint longer than 10 bytes; the log block is corrupt")
@@ -489,21 +500,30 @@ def _decimal(full: U8, f: FlatField, present: npt.NDArray[np.bool_], nulls: int)
 def record_offsets(content: bytes | memoryview, start: int, count: int) -> tuple[I64, I64]:
     """(start, end) of each of ``count`` length-prefixed records from ``start``."""
     view = memoryview(content)
-    starts = np.empty(count, dtype=np.int64)
-    ends = np.empty(count, dtype=np.int64)
-    pos = start
     size = len(view)
-    for i in range(count):
-        if pos + 4 > size:
-            raise TableError(f"Avro data block ends inside record {i} of {count}; it is corrupt")
-        length = int.from_bytes(view[pos : pos + 4], "big")
-        pos += 4
-        starts[i] = pos
-        pos += length
-        ends[i] = pos
+    unpack = _I32BE.unpack_from
+    starts: list[int] = []
+    lengths: list[int] = []
+    add_start, add_length = starts.append, lengths.append
+    pos = start
+    try:
+        for _ in range(count):  # each record's start follows from the one before: a loop
+            (length,) = unpack(view, pos)
+            pos += 4
+            add_start(pos)
+            add_length(length)
+            pos += length
+    except struct.error:
+        raise TableError(
+            f"Avro data block ends inside record {len(starts)} of {count}; it is corrupt"
+        ) from None
     if pos > size:
         raise TableError(f"Avro data block ends inside record {count - 1}; it is corrupt")
-    return starts, ends
+    first = np.asarray(starts, dtype=np.int64)
+    sizes = np.asarray(lengths, dtype=np.int64)
+    if (sizes < 0).any():
+        raise TableError("negative Avro record length; the data block is corrupt")
+    return first, first + sizes
 
 
 def decode_records(

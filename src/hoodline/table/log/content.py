@@ -147,6 +147,16 @@ def avro_data_block(
     return LogBlock(LogBlockType.AVRO_DATA, _header(instant, json.dumps(schema)), content)
 
 
+def parquet_data_block(
+    records: pa.Table, schema: dict[str, Any], instant: str, compression: str | None
+) -> LogBlock:
+    """A Parquet data block: ``records`` as one whole Parquet file (schema in the header)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(records, sink, compression=compression)
+    content = sink.getvalue().to_pybytes()
+    return LogBlock(LogBlockType.PARQUET_DATA, _header(instant, json.dumps(schema)), content)
+
+
 def delete_block(
     keys: pa.Array | pa.ChunkedArray, partition_path: str, instant: str, schema_json: str
 ) -> LogBlock:

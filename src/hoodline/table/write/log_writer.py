@@ -5,6 +5,7 @@ file slice (``baseInstant`` = its base file's instant; for a group written only 
 the deltacommit that created it). It holds an Avro data block with the upserted records (the five
 meta columns first, ``_hoodie_file_name`` = the file id, as Java writes it) and, when there are
 deletes, a delete block after it; both carry the instant and the write schema in their headers.
+(``hoodie.logfile.data.block.format = parquet``: the data block is a Parquet file instead.)
 Every write opens the next version (local disks and object stores cannot append), created
 exclusively, after its marker; nothing already on disk is changed, so a failed write is undone
 by deleting the files its markers list.
@@ -22,7 +23,7 @@ from hoodline import faults
 from hoodline.faults import FaultPoint
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import FileSlice
-from hoodline.table.log.content import avro_data_block, delete_block
+from hoodline.table.log.content import avro_data_block, delete_block, parquet_data_block
 from hoodline.table.log.names import FIRST_VERSION, LogFileName
 from hoodline.table.markers import Markers
 from hoodline.table.properties import IndexType
@@ -35,6 +36,7 @@ from hoodline.table.write.context import (
     write_token,
 )
 from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import Compression, LogBlockFormat
 from hoodline.table.write.records import (
     COMMIT_TIME,
     FILE_ID,
@@ -94,10 +96,16 @@ def append_log_file(
     blocks = []
     if upserts.num_rows:
         rows = new_rows(upserts, ctx, partition, file_id, task_id)
-        # the same in every record: encoded once
-        constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_id}
-        rows = rows.drop_columns(list(constants))
-        blocks.append(avro_data_block(rows, schema, ctx.instant_ts, constants).serialize())
+        if ctx.options.log_block_format is LogBlockFormat.PARQUET:
+            codec = ctx.options.compression
+            compression = None if codec is Compression.NONE else codec.value
+            block = parquet_data_block(rows, schema, ctx.instant_ts, compression)
+        else:
+            # the same in every record: encoded once
+            constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_id}
+            rows = rows.drop_columns(list(constants))
+            block = avro_data_block(rows, schema, ctx.instant_ts, constants)
+        blocks.append(block.serialize())
     if len(delete_keys):
         block = delete_block(delete_keys, partition, ctx.instant_ts, json.dumps(schema))
         blocks.append(block.serialize())

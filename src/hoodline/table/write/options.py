@@ -23,6 +23,15 @@ class Compression(ConfigEnum):
     NONE = "none"
 
 
+class LogBlockFormat(ConfigEnum):
+    """Data block format of merge-on-read log files (``hoodie.logfile.data.block.format``)."""
+
+    #: Avro records, what Java Hudi writes by default (every Hudi reader reads them)
+    AVRO = "avro"
+    #: a whole Parquet file per block (compressed; Java Hudi reads it, hudi-rs too)
+    PARQUET = "parquet"
+
+
 class PayloadClass(ConfigEnum):
     """How an incoming record merges with the stored one of the same key (Hudi payload classes)."""
 
@@ -158,6 +167,13 @@ COMPACT_INLINE = cfg.option(
     "hoodline (Hudi's Spark writer defaults to off and relies on a separate compaction job); "
     "off: run `hoodline table compact` yourself, or reads keep merging ever more log files.",
 )
+LOG_BLOCK_FORMAT = cfg.option(
+    "hoodie.logfile.data.block.format",
+    LogBlockFormat,
+    LogBlockFormat.AVRO,
+    "Merge-on-read tables: format of the data blocks in log files: avro (Java Hudi's default) or "
+    "parquet (smaller, compressed with 'hoodie.parquet.compression.codec').",
+)
 COMPACT_MAX_DELTA_COMMITS = cfg.option(
     "hoodie.compact.inline.max.delta.commits",
     int,
@@ -190,6 +206,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     WRITE_THREADS,
     COMPACT_INLINE,
     COMPACT_MAX_DELTA_COMMITS,
+    LOG_BLOCK_FORMAT,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
     LOCK_HEARTBEAT_SECONDS,
@@ -217,6 +234,7 @@ class WriteOptions:
     write_threads: int = WRITE_THREADS.default
     compact_inline: bool = COMPACT_INLINE.default
     compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
+    log_block_format: LogBlockFormat = LOG_BLOCK_FORMAT.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
     lock_heartbeat_seconds: float = LOCK_HEARTBEAT_SECONDS.default
@@ -243,6 +261,7 @@ class WriteOptions:
             write_threads=o.get(WRITE_THREADS),
             compact_inline=o.get(COMPACT_INLINE),
             compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
+            log_block_format=o.get(LOG_BLOCK_FORMAT),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
             lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),
