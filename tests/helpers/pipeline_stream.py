@@ -86,7 +86,8 @@ class Stream:
 
 
 def kafka_config(
-    table: Path, bootstrap: str, topic: str, errors: str = "none", **runtime: object
+    table: Path, bootstrap: str, topic: str, errors: str = "none",
+    table_extra: dict[str, object] | None = None, **runtime: object
 ) -> PipelineConfig:
     doc = {
         "source": {"type": "kafka", "format": "json",
@@ -95,7 +96,7 @@ def kafka_config(
                                               "group.id": "pc-test"},
                                "scan.fetch.timeout": 0.05}},
         "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
-                  "precombine-field": "ts", "delete-field": "deleted"},
+                  "precombine-field": "ts", "delete-field": "deleted", **(table_extra or {})},
         "schema": SCHEMA,
         "runtime": {"master": "local[2]", "round": {"min-interval": 0}, **runtime},
         "errors": {"tolerance": errors},

@@ -3,14 +3,17 @@ package; a stream with updates, deletes and tombstones ends up in the table exac
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import psutil
 import pytest
 
 from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
+from hoodline.table.table import HudiTable
 from tests.helpers.pipeline_stream import Stream, create_topic, kafka_config, table_rows, unique
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -29,4 +32,30 @@ def test_pipeline_on_separate_executors(
     with Pipeline(cfg, SparkEngine(spark_cluster)) as p:
         summary = p.run(once=True)
     assert summary.commits == 3 and summary.records_read == 1200
+    assert table_rows(tmp_path / "t") == stream.model
+
+
+def test_merge_on_read_pipeline_compacts_on_the_executors(
+    spark_cluster: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    engine = SparkEngine(spark_cluster)
+    executors = set(spark_cluster.executor_pids())
+    # the tasks run in Python workers the executor JVMs started, not in this process
+    for pid in set(engine.run_tasks(lambda _: os.getpid(), range(4))):
+        assert pid != os.getpid()
+        assert executors & {p.pid for p in psutil.Process(pid).parents()}, pid
+    topic = create_topic(broker.bootstrap_servers, unique("pc-mor"), 3)
+    stream = Stream(broker.bootstrap_servers, topic, 3, seed=17)
+    stream.produce(1500, 300, deletes=0.1, tombstones=0.05)
+    cfg = kafka_config(tmp_path / "t", broker.bootstrap_servers, topic,
+                       table_extra={"type": "MERGE_ON_READ", "options": {
+                           "hoodie.compact.inline.max.delta.commits": 2}},
+                       **{"master": "local-cluster[2,1,1024]", "reader-parallelism": 3,
+                          "round": {"max-records": 500, "min-interval": 0}})
+    with Pipeline(cfg, engine) as p:
+        summary = p.run(once=True)
+    assert summary.commits == 3 and summary.records_read == 1500
+    table = HudiTable.open(tmp_path / "t")
+    compactions = [i for i in table.timeline.completed_commits() if i.action == "commit"]
+    assert len(compactions) == 1  # after the second deltacommit
     assert table_rows(tmp_path / "t") == stream.model

@@ -48,9 +48,9 @@ from hoodline.config.enums import ErrorTolerance
 from hoodline.errors import (
     CommitOutcomeUnknownError,
     ConfigError,
+    HoodlineError,
     PipelineError,
     RoundFailedError,
-    TableError,
     TableNotFoundError,
     is_retryable,
 )
@@ -223,7 +223,9 @@ class RoundDriver:
     # -- start ----------------------------------------------------------------------------------
     def _open(self) -> _Run:
         cfg = self.config
-        client = WriteClient(open_target_table(cfg), dict(cfg.table.options)).open()
+        client = WriteClient(open_target_table(cfg), dict(cfg.table.options))
+        client.task_runner = self.engine.run_tasks  # compaction runs as a job of the engine
+        client.open()
         plugin: SourcePlugin | None = None
         errors_client: WriteClient | None = None
         try:
@@ -424,7 +426,7 @@ class RoundDriver:
             log.warning("round %d committed; notifying the source failed: %s", run.round_id, exc)
         try:
             compacted = run.client.after_commit()
-        except TableError as exc:  # the next write finishes a compaction left pending
+        except HoodlineError as exc:  # the next write finishes a compaction left pending
             log.warning("table services after round %d failed: %s", run.round_id, exc)
         else:
             if compacted is not None:

@@ -27,8 +27,10 @@ from __future__ import annotations
 import importlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -40,6 +42,9 @@ from hoodline.pipeline.tasks import RoundJob, TaskFailure
 from hoodline.table.commit_metadata import WriteStat
 
 __all__ = ["ENGINES", "Engine", "RoundOutput", "RoundOutputBuilder", "default_engine"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -126,6 +131,12 @@ class Engine(ABC):
     @abstractmethod
     def wait_until_idle(self, timeout_s: float = 60.0) -> None:
         """Block until no task runs any more (EngineJobError after ``timeout_s``)."""
+
+    def run_tasks(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """Run ``fn`` on every item as one job (one task per item; ``fn`` and the items are
+        picklable) and return the results in item order: table services such as compaction.
+        This default runs them here, one after the other."""
+        return [fn(item) for item in items]
 
     def close(self) -> None:
         """Release the engine's resources (e.g. stop the Spark session it started)."""

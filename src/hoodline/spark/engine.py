@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from hoodline.errors import EngineJobError, HoodlineError
 from hoodline.pipeline.config import RuntimeSection
@@ -12,6 +14,9 @@ from hoodline.spark.job import decode, round_dataframe
 from hoodline.spark.session import HoodlineSpark, settings_from_runtime, start_session
 
 __all__ = ["SparkEngine"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _ABORTED = re.compile(r"Job aborted due to stage failure: ([^\n]*)")
 #: The last line of a Python traceback inside a Spark error ("SomeError: message").
@@ -60,6 +65,19 @@ class SparkEngine(Engine):
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> None:
         self.spark.wait_until_idle(timeout_s)
+
+    def run_tasks(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """One Spark job, a task per item (on the executors; results collected in order)."""
+        if not items:
+            return []
+        rdd = self.spark.context.parallelize(list(items), len(items))
+        try:
+            results: list[R] = rdd.map(fn).collect()
+        except HoodlineError:
+            raise
+        except Exception as exc:
+            raise EngineJobError(f"a table-service Spark job failed: {_summary(exc)}") from exc
+        return results
 
     def close(self) -> None:
         if self._owns:

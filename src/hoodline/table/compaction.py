@@ -22,7 +22,6 @@ A compaction a crash interrupted is executed again from its plan by the next wri
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,7 @@ from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.fs_view import FileSlice, base_file_name
 from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
 from hoodline.table.markers import Markers
-from hoodline.table.parallel import map_in_threads, resolve_threads
+from hoodline.table.parallel import TaskRunner, thread_runner
 from hoodline.table.read import read_merged_slice, table_schema
 from hoodline.table.schema import arrow_to_avro_schema_json, data_schema
 from hoodline.table.table import HudiTable
@@ -232,17 +231,26 @@ def schedule_compaction(table: HudiTable) -> Instant | None:
     return table.timeline.create_requested(COMPACTION, ts, serialize_plan(operations))
 
 
-def _compact_group(
-    table: HudiTable,
-    ctx: WriteContext,
-    schema: pa.Schema,
-    op: CompactionOperation,
-    is_visible: Callable[[str], bool],
-    task_id: int,
-) -> WriteStat:
+@dataclass(frozen=True)
+class CompactionTask:
+    """One file group of a compaction, with everything a worker needs (picklable)."""
+
+    ctx: WriteContext
+    #: the read schema: meta columns and the table's data columns
+    schema: pa.Schema
+    operation: CompactionOperation
+    #: completed instants whose log blocks are merged
+    visible: frozenset[str]
+    task_id: int
+
+
+def compact_file_group(task: CompactionTask) -> WriteStat:
+    """Write the compacted base file of one file group (runs on any worker)."""
+    ctx, op, schema = task.ctx, task.operation, task.schema
+    table = ctx.table()
     s = op.file_slice()
-    merged = read_merged_slice(table, s, schema, is_visible, threads=False)
-    name = base_file_name(op.file_id, write_token(task_id, 0), ctx.instant_ts)
+    merged = read_merged_slice(table, s, schema, task.visible.__contains__, threads=False)
+    name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
     merged = merged.set_column(
         merged.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(name, merged.num_rows)
     )
@@ -285,9 +293,11 @@ def _compact_group(
 
 
 def run_compaction(
-    table: HudiTable, instant: Instant, options: WriteOptions, threads: int | None = None
+    table: HudiTable, instant: Instant, options: WriteOptions, runner: TaskRunner | None = None
 ) -> Instant:
-    """Execute a requested or inflight compaction; returns its completed commit."""
+    """Execute a requested or inflight compaction; returns its completed commit. ``runner``
+    runs the file groups' tasks (default: threads, ``hoodline.write.threads``); a pipeline
+    passes its engine's, so they run as one job on the workers."""
     tl = table.timeline
     requested = instant.with_state(State.REQUESTED)
     plan_path = tl.path_of(requested)
@@ -307,18 +317,14 @@ def run_compaction(
         operation=WriteOperation.UPSERT,
         data_schema=data,
     )
-    completed = {i.timestamp for i in tl.completed_commits()}
-
-    def is_visible(ts: str) -> bool:
-        return ts < instant.timestamp and ts in completed
-
-    workers = resolve_threads(options.write_threads if threads is None else threads)
-    stats = map_in_threads(
-        lambda item: _compact_group(table, ctx, schema, item[1], is_visible, item[0]),
-        list(enumerate(operations)),
-        workers,
-        cost=lambda item: len(item[1].log_files),
+    visible = frozenset(
+        i.timestamp for i in tl.completed_commits() if i.timestamp < instant.timestamp
     )
+    # costliest first, so no worker is left with a big group at the end
+    order = sorted(range(len(operations)), key=lambda i: -len(operations[i].log_files))
+    tasks = [CompactionTask(ctx, schema, operations[i], visible, i) for i in order]
+    run = runner if runner is not None else thread_runner(options.write_threads)
+    stats = run(compact_file_group, tasks)
     metadata = CommitMetadata(
         partition_to_write_stats={},
         operation_type="COMPACT",
@@ -333,18 +339,23 @@ def run_compaction(
     return done
 
 
-def compact(table: HudiTable, options: WriteOptions, threads: int | None = None) -> Instant | None:
+def compact(
+    table: HudiTable, options: WriteOptions, runner: TaskRunner | None = None
+) -> Instant | None:
     """Schedule and execute one compaction of every file slice with logs (None: nothing to do).
     The caller holds the writer lock."""
     requested = schedule_compaction(table)
     if requested is None:
         return None
-    return run_compaction(table, requested, options, threads)
+    return run_compaction(table, requested, options, runner)
 
 
-def finish_pending_compactions(table: HudiTable, options: WriteOptions) -> list[Instant]:
+def finish_pending_compactions(
+    table: HudiTable, options: WriteOptions, runner: TaskRunner | None = None
+) -> list[Instant]:
     """Execute compactions a crash interrupted (oldest first), from their plans."""
     table.timeline.reload()
     return [
-        run_compaction(table, inst, options) for inst in table.timeline.pending([COMPACTION])
+        run_compaction(table, inst, options, runner)
+        for inst in table.timeline.pending([COMPACTION])
     ]

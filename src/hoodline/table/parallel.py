@@ -11,10 +11,26 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+class TaskRunner(Protocol):
+    """Runs ``fn`` on every item (anywhere: threads here, or an engine's workers; then ``fn``
+    and the items must be picklable) and returns the results in item order."""
+
+    def __call__(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+
+
+def thread_runner(threads: int) -> TaskRunner:
+    """A :class:`TaskRunner` on ``threads`` threads of this process (0: every core)."""
+
+    def run(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        return map_in_threads(fn, items, resolve_threads(threads))
+
+    return run
 
 
 def available_cores() -> int:

@@ -65,7 +65,7 @@ from hoodline.table.index import make_index
 from hoodline.table.instant import COMPACTION, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
-from hoodline.table.parallel import resolve_threads
+from hoodline.table.parallel import TaskRunner, resolve_threads
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
@@ -220,6 +220,8 @@ class WriteClient:
             expiry=self.options.lock_expiry_seconds,
         )
         self.repaired: list[Instant] = []
+        #: runs table-service tasks (compaction's file groups); None: threads of this process
+        self.task_runner: TaskRunner | None = None
         config = self.table.config
         if config.merge_on_read and self.options.payload_class.value != config.payload_class:
             raise TableError(
@@ -235,7 +237,9 @@ class WriteClient:
         self._lock.acquire()
         try:
             self.repaired = rollback_pending(self.table)
-            self.repaired += finish_pending_compactions(self.table, self.options)
+            self.repaired += finish_pending_compactions(
+                self.table, self.options, self.task_runner
+            )
         except BaseException:
             self._lock.release()
             raise
@@ -320,7 +324,7 @@ class WriteClient:
         """Compact every file slice with log files now (None: there were none)."""
         self._require_open()
         self._lock.ensure_held()
-        return compact(self.table, self.options)
+        return compact(self.table, self.options, self.task_runner)
 
     # -- split API ----------------------------------------------------------------------------
     def prepare(self, batch: Batch, operation: str) -> PreparedBatch:
@@ -370,7 +374,7 @@ class WriteClient:
         if self.table.timeline.pending([COMPACTION]):
             # a compaction that failed earlier in this process: no write may log against the
             # slices it replaces until it is complete
-            finish_pending_compactions(self.table, self.options)
+            finish_pending_compactions(self.table, self.options, self.task_runner)
         ts = self.table.new_instant_time()
         requested = self.table.timeline.create_requested(self.table.write_action, ts)
         self.table.timeline.transition_to_inflight(requested)
