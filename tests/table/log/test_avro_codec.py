@@ -18,6 +18,7 @@ from hoodline.table.log.avro_codec import (
     encode_records,
     flat_fields,
     length_prefixed,
+    record_list,
     record_offsets,
 )
 from hoodline.table.schema import arrow_to_avro
@@ -170,3 +171,20 @@ def test_null_in_a_required_field_is_refused_naming_it() -> None:
     schema = {"type": "record", "name": "r", "fields": [{"name": "n", "type": "long"}]}
     with pytest.raises(TableError, match="'n'"):
         encode_records(table, schema)
+
+
+def test_record_list_is_the_lead_then_length_prefixed_datums() -> None:
+    table = _table()
+    schema = arrow_to_avro(table.schema, "t")
+    for constants in (None, {"key": "same"}):
+        expected_rows = table if constants is None else table.drop_columns(["key"]).append_column(
+            "key", pa.array(["same"] * table.num_rows)
+        )
+        datums = encode_records(expected_rows.select(table.column_names), schema)
+        got = record_list(table, schema, constants, lead=b"\x00\x00\x00\x03LEAD")
+        assert bytes(got) == b"\x00\x00\x00\x03LEAD" + length_prefixed(datums)
+    nested = pa.table({"tags": pa.array([["a"], []], pa.list_(pa.string()))})
+    nested_schema = arrow_to_avro(nested.schema, "n")
+    assert bytes(record_list(nested, nested_schema, lead=b"x")) == b"x" + length_prefixed(
+        encode_records(nested, nested_schema)
+    )

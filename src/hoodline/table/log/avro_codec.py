@@ -271,6 +271,40 @@ def _constant_piece(value: str, f: FlatField) -> pa.Scalar:
     return pa.scalar(branch + _zigzag_bytes(len(raw)) + raw, pa.large_binary())
 
 
+def _record_pieces(
+    table: pa.Table, fields: list[FlatField], constants: Mapping[str, str] | None
+) -> list[Piece]:
+    pieces: list[Piece] = []
+    for f in fields:
+        if constants and f.name in constants:
+            pieces.append(_constant_piece(constants[f.name], f))
+            continue
+        if f.name not in table.column_names:
+            raise TableError(f"records lack column '{f.name}' of the Avro schema")
+        pieces.extend(_field_pieces(table.column(f.name).combine_chunks(), f))
+    return pieces
+
+
+def _with_constants(table: pa.Table, constants: Mapping[str, str] | None) -> pa.Table:
+    if not constants:
+        return table
+    table = table.drop_columns([c for c in constants if c in table.column_names])
+    for name, value in constants.items():
+        rows = np.zeros(table.num_rows, np.int64)
+        table = table.append_column(name, pa.array([value], pa.string()).take(rows))
+    return table
+
+
+def _join(pieces: list[Piece], n: int) -> pa.Array:
+    if not any(isinstance(p, pa.Array) for p in pieces):  # one array gives the row count
+        pieces = [*pieces, pa.array([b""] * n, pa.large_binary())]
+    if len(pieces) == 1:
+        only = pieces[0]
+        assert isinstance(only, pa.Array)
+        return only
+    return pc.binary_join_element_wise(*pieces, _EMPTY)
+
+
 def encode_records(
     table: pa.Table, schema: dict[str, Any], constants: Mapping[str, str] | None = None
 ) -> pa.Array:
@@ -281,29 +315,47 @@ def encode_records(
         return pa.array([], pa.large_binary())
     fields = flat_fields(schema)
     if fields is None:
-        if constants:
-            table = table.drop_columns([c for c in constants if c in table.column_names])
-            for name, value in constants.items():
-                table = table.append_column(
-                    name, pa.array([value], pa.string()).take(np.zeros(table.num_rows, np.int64))
-                )
-        return _encode_generic(table, schema)
-    pieces: list[Piece] = []
-    for f in fields:
-        if constants and f.name in constants:
-            pieces.append(_constant_piece(constants[f.name], f))
-            continue
-        if f.name not in table.column_names:
-            raise TableError(f"records lack column '{f.name}' of the Avro schema")
-        pieces.extend(_field_pieces(table.column(f.name).combine_chunks(), f))
-    arrays = [p for p in pieces if isinstance(p, pa.Array)]
-    if not arrays:  # every field constant: one array to give the rows
-        pieces.append(pa.array([b""] * table.num_rows, pa.large_binary()))
-    if len(pieces) == 1:
-        only = pieces[0]
-        assert isinstance(only, pa.Array)
-        return only
-    return pc.binary_join_element_wise(*pieces, _EMPTY)
+        return _encode_generic(_with_constants(table, constants), schema)
+    return _join(_record_pieces(table, fields, constants), table.num_rows)
+
+
+def _piece_lengths(piece: Piece, n: int) -> npt.NDArray[np.int64]:
+    if isinstance(piece, pa.Scalar):
+        return np.full(n, len(piece.as_py()), dtype=np.int64)
+    return np.asarray(pc.binary_length(piece).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def record_list(
+    table: pa.Table,
+    schema: dict[str, Any],
+    constants: Mapping[str, str] | None = None,
+    lead: bytes = b"",
+) -> memoryview:
+    """``lead``, then ``int32 BE length + Avro datum`` of every row (a data block's content):
+    one join of every record's pieces, its buffer returned without a copy."""
+    n = table.num_rows
+    fields = flat_fields(schema)
+    if n == 0 or fields is None:
+        datums = encode_records(table, schema, constants)
+        return memoryview(lead + length_prefixed(datums))
+    pieces = _record_pieces(table, fields, constants)
+    lengths = np.zeros(n, dtype=np.int64)
+    for piece in pieces:
+        lengths += _piece_lengths(piece, n)
+    if (lengths > np.iinfo(np.int32).max).any():
+        raise TableError("an Avro record is larger than 2 GiB; it cannot go into a log block")
+    # the first row's prefix also carries ``lead``
+    prefix = np.zeros((n, len(lead) + 4), dtype=np.uint8)
+    be = lengths.astype(">i4").view(np.uint8).reshape(n, 4)
+    prefix[:, :4] = be
+    prefix[0, : len(lead)] = np.frombuffer(lead, dtype=np.uint8)
+    prefix[0, len(lead) :] = be[0]
+    widths = np.full(n, 4, dtype=np.int64)
+    widths[0] = len(lead) + 4
+    joined = _join([_rows(prefix, widths), *pieces], n)
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
+    first, last = int(offsets[joined.offset]), int(offsets[joined.offset + n])
+    return memoryview(joined.buffers()[2])[first:last]
 
 
 def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:

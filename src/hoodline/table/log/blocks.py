@@ -77,23 +77,26 @@ class LogBlock:
         return value
 
     def serialize(self) -> bytes:
+        return b"".join(self.parts())
+
+    def parts(self) -> list[bytes | memoryview]:
+        """The block's bytes in pieces (the content not copied): write them in order."""
         header = _metadata_bytes(self.header)
         footer = _metadata_bytes({})
-        content = bytes(self.content)
-        block_size = 4 + 4 + len(header) + 8 + len(content) + len(footer) + 8
-        return b"".join(
+        content = self.content
+        size = len(content) if isinstance(content, bytes) else content.nbytes
+        block_size = 4 + 4 + len(header) + 8 + size + len(footer) + 8
+        lead = b"".join(
             (
                 MAGIC,
                 _I64.pack(block_size),
                 _I32.pack(LOG_FORMAT_VERSION),
                 _I32.pack(int(self.type)),
                 header,
-                _I64.pack(len(content)),
-                content,
-                footer,
-                _I64.pack(block_size + len(MAGIC)),
+                _I64.pack(size),
             )
         )
+        return [lead, content, footer + _I64.pack(block_size + len(MAGIC))]
 
 
 def _metadata_bytes(entries: Mapping[HeaderKey, str]) -> bytes:

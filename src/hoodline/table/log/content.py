@@ -27,7 +27,7 @@ from hoodline.table.log.avro_codec import (
     decode_datum,
     decode_records,
     encode_records,
-    length_prefixed,
+    record_list,
     record_offsets,
 )
 from hoodline.table.log.blocks import (
@@ -142,8 +142,8 @@ def avro_data_block(
 ) -> LogBlock:
     """An Avro data block of ``records`` (columns named as ``schema``'s fields; ``constants``:
     string fields with one value in every record, given instead of a column)."""
-    body = length_prefixed(encode_records(records, schema, constants))
-    content = _I32.pack(CONTENT_VERSION) + _I32.pack(records.num_rows) + body
+    lead = _I32.pack(CONTENT_VERSION) + _I32.pack(records.num_rows)
+    content = record_list(records, schema, constants, lead)
     return LogBlock(LogBlockType.AVRO_DATA, _header(instant, json.dumps(schema)), content)
 
 

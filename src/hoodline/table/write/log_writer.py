@@ -105,24 +105,26 @@ def append_log_file(
             constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_id}
             rows = rows.drop_columns(list(constants))
             block = avro_data_block(rows, schema, ctx.instant_ts, constants)
-        blocks.append(block.serialize())
+        blocks.append(block)
     if len(delete_keys):
-        block = delete_block(delete_keys, partition, ctx.instant_ts, json.dumps(schema))
-        blocks.append(block.serialize())
-    data = b"".join(blocks)
+        blocks.append(delete_block(delete_keys, partition, ctx.instant_ts, json.dumps(schema)))
+    parts = [part for block in blocks for part in block.parts()]
+    size = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, log.name, "APPEND")
     path = table.base_path / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     with os.fdopen(fd, "wb") as fh:
-        if faults.armed(FaultPoint.FILE_PARTIAL) and len(data) > 1:
-            fh.write(data[: len(data) // 2])
+        if faults.armed(FaultPoint.FILE_PARTIAL) and size > 1:
+            data = b"".join(parts)
+            fh.write(data[: size // 2])
             fh.flush()
             faults.reach(FaultPoint.FILE_PARTIAL)
-            fh.write(data[len(data) // 2 :])
+            fh.write(data[size // 2 :])
         else:
-            fh.write(data)
+            for part in parts:
+                fh.write(part)
     updates = upserts.num_rows if ctx.config.index_type is IndexType.BLOOM else 0
     existing = [os.path.basename(f) for f in base.log_files] if base is not None else []
     return WriteStat(
@@ -133,10 +135,10 @@ def append_log_file(
         num_deletes=len(delete_keys),
         num_update_writes=updates,
         num_inserts=upserts.num_rows - updates,
-        total_write_bytes=len(data),
+        total_write_bytes=size,
         total_write_errors=0,
         partition_path=partition,
-        file_size_in_bytes=len(data),
+        file_size_in_bytes=size,
         log_version=version,
         base_file=base.file_name if base is not None else "",
         log_files=[*existing, log.name],
