@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 TOPIC = "hoodline-demo-events"
 PARTITIONS = 3
 WAVES = 4
-#: the demo table is merge-on-read, compacted after this many deltacommits
+#: the demo table is merge-on-read; a file group is compacted once it has this many log files
 COMPACT_EVERY = 3
 MALFORMED_PER_WAVE = 2
 
@@ -333,7 +333,8 @@ def _print_summary(console: Console, stream: EventStream, result: DemoResult) ->
                  f"{t.malformed:,} malformed")
     grid.add_row("pipeline", f"{result.rounds} rounds, {result.commits} commits")
     grid.add_row("merge-on-read", f"{result.deltacommits} deltacommits (log files), "
-                 f"{result.compactions} compactions (every {COMPACT_EVERY} deltacommits), "
+                 f"{result.compactions} compactions (of file groups with {COMPACT_EVERY} log "
+                 "files), "
                  f"{result.log_files} log files not yet compacted")
     grid.add_row("table (hudi-rs)", f"{result.rows:,} rows, expected {result.expected_rows:,}: "
                  + ("[green]matches the model[/green]" if result.table_ok

@@ -15,6 +15,8 @@ against it (base instant ``C``).
 
 hoodline compacts inline: a writer schedules and executes a compaction between two writes, so
 no deltacommit ever logs against a pending compaction (hudi-rs 0.5.0 would not read such logs).
+Inline compactions take the slices that have accumulated the most log files, a bounded number
+at a time (:func:`plan_file_slices`), so the work spreads over the rounds.
 A compaction a crash interrupted is executed again from its plan by the next writer
 (:func:`finish_pending_compactions`) before it writes.
 """
@@ -22,6 +24,7 @@ A compaction a crash interrupted is executed again from its plan by the next wri
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,8 +214,28 @@ def deltacommits_since_compaction(table: HudiTable) -> int:
     return count
 
 
-def schedule_compaction(table: HudiTable) -> Instant | None:
-    """Plan compacting every latest file slice that has log files; None when none has."""
+def plan_file_slices(slices: list[FileSlice], due_logs: int | None) -> list[FileSlice]:
+    """The slices a compaction takes (pure policy).
+
+    ``due_logs`` None: every slice with log files (a compaction on demand). Otherwise the
+    slices with at least ``due_logs`` log files (each write adds at most one to a slice, so
+    that many writes went into the group since its last compaction), most log files first, at
+    most ``ceil(slices with logs / due_logs)`` of them: when every group is written every
+    round, each round then compacts about one ``due_logs``-th of the table instead of all of it
+    every ``due_logs`` rounds, so no round waits for a whole-table rewrite."""
+    with_logs = [s for s in slices if s.log_files]
+    if due_logs is None:
+        return with_logs
+    due = [s for s in with_logs if len(s.log_files) >= due_logs]
+    if not due:
+        return []
+    due.sort(key=lambda s: (-len(s.log_files), s.partition_path, s.file_id))
+    return due[: max(1, math.ceil(len(with_logs) / due_logs))]
+
+
+def schedule_compaction(table: HudiTable, due_logs: int | None = None) -> Instant | None:
+    """Plan compacting the latest file slices :func:`plan_file_slices` picks; None when it
+    picks none."""
     view = table.fs_view()
     operations = [
         CompactionOperation(
@@ -222,8 +245,7 @@ def schedule_compaction(table: HudiTable) -> Instant | None:
             s.file_name,
             tuple(f.rsplit("/", 1)[-1] for f in s.log_files),
         )
-        for s in view.latest_file_slices()
-        if s.log_files
+        for s in plan_file_slices(view.latest_file_slices(), due_logs)
     ]
     if not operations:
         return None
@@ -340,11 +362,14 @@ def run_compaction(
 
 
 def compact(
-    table: HudiTable, options: WriteOptions, runner: TaskRunner | None = None
+    table: HudiTable,
+    options: WriteOptions,
+    runner: TaskRunner | None = None,
+    due_logs: int | None = None,
 ) -> Instant | None:
-    """Schedule and execute one compaction of every file slice with logs (None: nothing to do).
-    The caller holds the writer lock."""
-    requested = schedule_compaction(table)
+    """Schedule and execute one compaction (None: nothing to do); ``due_logs``: see
+    :func:`plan_file_slices`. The caller holds the writer lock."""
+    requested = schedule_compaction(table, due_logs)
     if requested is None:
         return None
     return run_compaction(table, requested, options, runner)

@@ -17,6 +17,8 @@ from hoodline.errors import TableError
 from hoodline.faults import InjectedFailure
 from hoodline.table.bloom import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, deserialize
 from hoodline.table.commit_metadata import CommitMetadata
+from hoodline.table.compaction import plan_file_slices
+from hoodline.table.fs_view import FileSlice
 from hoodline.table.log.blocks import LogBlockType, read_blocks
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import K_PAYLOAD_CLASS
@@ -167,16 +169,20 @@ def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
 ) -> None:
     table = _mor(tmp_path, index_type)
     model: Model = {}
-    options = {"hoodie.compact.inline.max.delta.commits": 3}
-    with WriteClient(table, options) as client:
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         for ts, (op, batch) in enumerate(
             [
                 ("upsert", rows(list(range(20)), region=["eu", "us"] * 10, ts=1)),
                 ("upsert", rows([0, 1, 2, 3], region=["eu", "us"] * 2, ts=2, v="w")),
-                ("delete", rows([4, 5], region=["eu", "us"], ts=3)),  # third: compaction
+                ("delete", rows([4, 5], region=["eu", "us"], ts=3)),
+                ("compact", pa.table({})),
                 ("upsert", rows([6, 30], region=["eu", "eu"], ts=4, v="x")),
             ]
         ):
+            if op == "compact":
+                assert client.compact() is not None
+                assert snapshot_dict(table) == model
+                continue
             getattr(client, op)(batch)
             _apply(model, batch, delete=op == "delete")
             assert snapshot_dict(table) == model, ts
@@ -315,3 +321,34 @@ def test_read_optimized_view_is_the_last_compaction(tmp_path: Path) -> None:
     assert optimized == [{"id": 1, "v": "v1"}, {"id": 2, "v": "v2"}]
     assert snapshot_dict(table) == {("eu", 1): (1, "v1"), ("eu", 2): (2, "new2"),
                                     ("eu", 3): (2, "new3")}
+
+
+def _slice(fid: str, logs: int, part: str = "p") -> FileSlice:
+    names = tuple(f"{part}/.{fid}_20260101000000000.log.{v}_0-0-0" for v in range(1, logs + 1))
+    return FileSlice(part, fid, "20260101000000000", None, 0, names)
+
+
+def test_inline_compaction_plans_a_bounded_share_of_the_due_slices() -> None:
+    slices = [_slice("a", 5), _slice("b", 7), _slice("c", 4), _slice("d", 5), _slice("e", 0)]
+    # on demand: every slice with logs
+    assert [s.file_id for s in plan_file_slices(slices, None)] == ["a", "b", "c", "d"]
+    # due at 5 log files: at most ceil(4 slices with logs / 5) = 1, the one with most logs
+    assert [s.file_id for s in plan_file_slices(slices, 5)] == ["b"]
+    # due at 2: ceil(4 / 2) = 2 of the 4 due ones, most log files first
+    assert [s.file_id for s in plan_file_slices(slices, 2)] == ["b", "a"]
+    assert plan_file_slices(slices, 8) == []
+    assert plan_file_slices([_slice("x", 3)], 3)[0].file_id == "x"
+
+
+def test_inline_compaction_runs_when_a_slice_has_enough_log_files(tmp_path: Path) -> None:
+    table = _mor(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
+    with WriteClient(table, {"hoodie.compact.inline.max.delta.commits": 2}) as client:
+        client.upsert(rows([1, 2], ts=1))
+        assert [i.action for i in table.timeline.completed_commits()] == ["deltacommit"]
+        client.upsert(rows([2, 3], ts=2))  # the slice now has 2 log files: compacted
+        client.upsert(rows([4], ts=3))
+    actions = [i.action for i in table.timeline.completed_commits()]
+    assert actions == ["deltacommit", "deltacommit", "commit", "deltacommit"]
+    assert snapshot_dict(table) == {("eu", k): (t, f"v{k}") for k, t in
+                                    ((1, 1), (2, 2), (3, 2), (4, 3))}
+    assert_hudi_matches_hoodline(table)

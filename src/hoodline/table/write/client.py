@@ -55,11 +55,7 @@ from hoodline.errors import (
 from hoodline.faults import FaultPoint
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
-from hoodline.table.compaction import (
-    compact,
-    deltacommits_since_compaction,
-    finish_pending_compactions,
-)
+from hoodline.table.compaction import compact, finish_pending_compactions
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
 from hoodline.table.instant import COMPACTION, Instant, State
@@ -312,13 +308,15 @@ class WriteClient:
         return compacted
 
     def maybe_compact(self) -> Instant | None:
-        """Compact when ``hoodie.compact.inline`` and enough deltacommits accumulated."""
+        """With ``hoodie.compact.inline``: compact the file slices that have accumulated
+        ``hoodie.compact.inline.max.delta.commits`` log files (a bounded share of them, see
+        :func:`~hoodline.table.compaction.plan_file_slices`); None when none has."""
         if not (self.table.config.merge_on_read and self.options.compact_inline):
             return None
-        self.table.timeline.reload()
-        if deltacommits_since_compaction(self.table) < self.options.compact_max_delta_commits:
-            return None
-        return self.compact()
+        self._require_open()
+        self._lock.ensure_held()
+        due = self.options.compact_max_delta_commits
+        return compact(self.table, self.options, self.task_runner, due_logs=due)
 
     def compact(self) -> Instant | None:
         """Compact every file slice with log files now (None: there were none)."""

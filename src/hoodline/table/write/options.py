@@ -161,11 +161,12 @@ COMPACT_INLINE = cfg.option(
     "hoodie.compact.inline",
     bool,
     True,
-    "Merge-on-read tables: after a write, compact the table in the same writer once "
-    "'hoodie.compact.inline.max.delta.commits' deltacommits accumulated since the last "
-    "compaction (every file slice with log files gets a new base file). On by default in "
-    "hoodline (Hudi's Spark writer defaults to off and relies on a separate compaction job); "
-    "off: run `hoodline table compact` yourself, or reads keep merging ever more log files.",
+    "Merge-on-read tables: after a write, compact in the same writer the file slices that have "
+    "accumulated 'hoodie.compact.inline.max.delta.commits' log files (at most 1/N of the slices "
+    "with logs per compaction, most log files first, so the work spreads over the writes). On "
+    "by default in hoodline (Hudi's Spark writer defaults to off and relies on a separate "
+    "compaction job); off: run `hoodline table compact` yourself, or reads keep merging ever "
+    "more log files.",
 )
 LOG_BLOCK_FORMAT = cfg.option(
     "hoodie.logfile.data.block.format",
@@ -178,7 +179,8 @@ COMPACT_MAX_DELTA_COMMITS = cfg.option(
     "hoodie.compact.inline.max.delta.commits",
     int,
     5,
-    "Merge-on-read tables: deltacommits after which an inline compaction runs.",
+    "Merge-on-read tables: N, the number of log files (writes into a file group since its last "
+    "compaction) at which inline compaction takes a file slice.",
     minimum=1,
 )
 LOCK_OWNER = cfg.option(
