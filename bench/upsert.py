@@ -1,8 +1,9 @@
-"""Upsert benchmark: hoodline (copy-on-write BUCKET and BLOOM, merge-on-read BUCKET) vs deltalake
-MERGE vs pyiceberg upsert.
+"""Upsert benchmark: hoodline (copy-on-write BUCKET and BLOOM, merge-on-read BUCKET with Avro or
+Parquet log blocks) vs deltalake MERGE vs pyiceberg upsert.
 
     PYTHONPATH=src .venv/bin/python -m bench.upsert [--rows 5000000] [--batch 1000000]
-        [--systems hoodline-bucket,hoodline-bloom,hoodline-mor-bucket,delta,iceberg]
+        [--systems hoodline-bucket,hoodline-bloom,hoodline-mor-bucket,hoodline-mor-parquet,
+                   delta,iceberg]
         [--buckets 4] [--runs 3] [--record]
 
 The parent makes the data once (fixed seeds) and writes it as Parquet; every system then runs in

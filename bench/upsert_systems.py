@@ -208,7 +208,14 @@ class Iceberg:
         return self.table.scan().to_arrow()
 
 
-SYSTEMS = ("hoodline-bucket", "hoodline-bloom", "hoodline-mor-bucket", "delta", "iceberg")
+SYSTEMS = (
+    "hoodline-bucket",
+    "hoodline-bloom",
+    "hoodline-mor-bucket",
+    "hoodline-mor-parquet",
+    "delta",
+    "iceberg",
+)
 #: the merge-on-read system: inline compaction off, the upsert is one deltacommit
 _MOR_OPTIONS: dict[str, object] = {"hoodie.compact.inline": False}
 
@@ -220,6 +227,9 @@ def make_system(name: str, path: Path, buckets: int) -> System:
         return Hoodline(path, IndexType.BLOOM, buckets)
     if name == "hoodline-mor-bucket":
         return Hoodline(path, IndexType.BUCKET, buckets, _MOR_OPTIONS, TableType.MERGE_ON_READ)
+    if name == "hoodline-mor-parquet":  # log data blocks as Parquet files instead of Avro
+        options = {**_MOR_OPTIONS, "hoodie.logfile.data.block.format": "parquet"}
+        return Hoodline(path, IndexType.BUCKET, buckets, options, TableType.MERGE_ON_READ)
     if name == "delta":
         return Delta(path)
     if name == "iceberg":

@@ -53,8 +53,13 @@ def test_bench_upsert_all_systems_end_identical(tmp_path) -> None:
         assert "error" not in res, (name, res.get("error"))
         assert res["difference"] is None, (name, res["difference"])
         assert res["rows_after"] == ROWS + BATCH // 2
-        assert res["rows_updated"] == BATCH // 2, name
-        assert res["rows_inserted"] == BATCH // 2, name
+        if name.startswith("hoodline-mor"):
+            # log appends with the BUCKET index do not look keys up: updates are not told apart
+            assert res["rows_updated"] + res["rows_inserted"] == BATCH, name
+            assert res["compact_s"] > 0, name
+        else:
+            assert res["rows_updated"] == BATCH // 2, name
+            assert res["rows_inserted"] == BATCH // 2, name
         assert res["bytes_rewritten"] > 0 and res["files_written"] > 0
         assert res["upsert_peak_rss"] >= res["upsert_start_rss"] > 0
     # hoodline's commit stats: every row of every rewritten file is accounted for

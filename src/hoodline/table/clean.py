@@ -64,7 +64,7 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
             fid, _tok, ts = parse_base_file_name(rel)
             if ts in committed:
                 versions.setdefault(fid, {}).setdefault(ts, []).append(rel)
-        for log in logs:
+        for log, _nbytes in logs:
             if log.base_instant in committed:
                 rel = f"{part}/{log.name}" if part else log.name
                 versions.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append(rel)

@@ -214,26 +214,40 @@ def deltacommits_since_compaction(table: HudiTable) -> int:
     return count
 
 
-def plan_file_slices(slices: list[FileSlice], due_logs: int | None) -> list[FileSlice]:
+def plan_file_slices(
+    slices: list[FileSlice], due_logs: int | None, log_size_ratio: float = 0.0
+) -> list[FileSlice]:
     """The slices a compaction takes (pure policy).
 
     ``due_logs`` None: every slice with log files (a compaction on demand). Otherwise the
     slices with at least ``due_logs`` log files (each write adds at most one to a slice, so
-    that many writes went into the group since its last compaction), most log files first, at
-    most ``ceil(slices with logs / due_logs)`` of them: when every group is written every
-    round, each round then compacts about one ``due_logs``-th of the table instead of all of it
-    every ``due_logs`` rounds, so no round waits for a whole-table rewrite."""
+    that many writes went into the group since its last compaction) whose log files also hold
+    at least ``log_size_ratio`` times their base file's bytes (a slice without a base file needs
+    only the count), largest log share first, at most ``ceil(slices with logs / due_logs)`` of
+    them. Rewriting a base file once its logs reached a share of it keeps the rewriting per
+    write proportional to what the writes add, however large the table grows; the bound spreads
+    it over the writes when every group is written each time."""
     with_logs = [s for s in slices if s.log_files]
     if due_logs is None:
         return with_logs
-    due = [s for s in with_logs if len(s.log_files) >= due_logs]
+    due = [
+        s for s in with_logs
+        if len(s.log_files) >= due_logs
+        and (s.base_file is None or s.log_bytes >= log_size_ratio * s.file_size)
+    ]
     if not due:
         return []
-    due.sort(key=lambda s: (-len(s.log_files), s.partition_path, s.file_id))
+
+    def share(s: FileSlice) -> float:
+        return s.log_bytes / s.file_size if s.base_file is not None and s.file_size else 1e18
+
+    due.sort(key=lambda s: (-share(s), -len(s.log_files), s.partition_path, s.file_id))
     return due[: max(1, math.ceil(len(with_logs) / due_logs))]
 
 
-def schedule_compaction(table: HudiTable, due_logs: int | None = None) -> Instant | None:
+def schedule_compaction(
+    table: HudiTable, due_logs: int | None = None, log_size_ratio: float = 0.0
+) -> Instant | None:
     """Plan compacting the latest file slices :func:`plan_file_slices` picks; None when it
     picks none."""
     view = table.fs_view()
@@ -245,7 +259,7 @@ def schedule_compaction(table: HudiTable, due_logs: int | None = None) -> Instan
             s.file_name,
             tuple(f.rsplit("/", 1)[-1] for f in s.log_files),
         )
-        for s in plan_file_slices(view.latest_file_slices(), due_logs)
+        for s in plan_file_slices(view.latest_file_slices(), due_logs, log_size_ratio)
     ]
     if not operations:
         return None
@@ -366,10 +380,11 @@ def compact(
     options: WriteOptions,
     runner: TaskRunner | None = None,
     due_logs: int | None = None,
+    log_size_ratio: float = 0.0,
 ) -> Instant | None:
-    """Schedule and execute one compaction (None: nothing to do); ``due_logs``: see
-    :func:`plan_file_slices`. The caller holds the writer lock."""
-    requested = schedule_compaction(table, due_logs)
+    """Schedule and execute one compaction (None: nothing to do); ``due_logs`` and
+    ``log_size_ratio``: see :func:`plan_file_slices`. The caller holds the writer lock."""
+    requested = schedule_compaction(table, due_logs, log_size_ratio)
     if requested is None:
         return None
     return run_compaction(table, requested, options, runner)

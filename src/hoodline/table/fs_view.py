@@ -72,6 +72,8 @@ class FileSlice:
     #: size of the base file (0 without one)
     file_size: int
     log_files: tuple[str, ...] = ()
+    #: bytes of the log files together
+    log_bytes: int = 0
 
     @property
     def file_name(self) -> str:
@@ -139,11 +141,12 @@ def list_base_files(base_path: Path, partition: str) -> list[tuple[str, int]]:
 
 def list_data_files(
     base_path: Path, partition: str
-) -> tuple[list[tuple[str, int]], list[LogFileName]]:
-    """``(base files as (name, size), log files)`` directly inside a partition folder."""
+) -> tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]:
+    """``(base files as (name, size), log files as (name, size))`` directly inside a partition
+    folder, each list in file order (log files: Java's order)."""
     folder = base_path / partition if partition else base_path
     bases: list[tuple[str, int]] = []
-    logs: list[LogFileName] = []
+    logs: list[tuple[LogFileName, int]] = []
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
@@ -158,7 +161,7 @@ def list_data_files(
         elif name.startswith("."):
             log = LogFileName.parse(name)
             if log is not None and e.is_file():
-                logs.append(log)
+                logs.append((log, e.stat().st_size))
     return sorted(bases), sorted(logs)
 
 
@@ -206,24 +209,29 @@ class FileSystemView:
             bases, logs = list_data_files(self.base_path, part)
             by_id: dict[str, list[FileSlice]] = {}
             log_map: dict[tuple[str, str], list[str]] = {}
-            for log in logs:  # sorted: Java's log file order
+            log_size: dict[tuple[str, str], int] = {}
+            for log, nbytes in logs:  # sorted: Java's log file order
                 if (part, log.file_id) in self._replaced:
                     continue
                 rel = f"{part}/{log.name}" if part else log.name
-                log_map.setdefault((log.file_id, log.base_instant), []).append(rel)
+                key = (log.file_id, log.base_instant)
+                log_map.setdefault(key, []).append(rel)
+                log_size[key] = log_size.get(key, 0) + nbytes
             for name, size in bases:
                 file_id, _token, ts = parse_base_file_name(f"{part}/{name}" if part else name)
                 if ts not in self._visible_ts or (part, file_id) in self._replaced:
                     continue
                 rel = f"{part}/{name}" if part else name
                 slice_logs = tuple(log_map.pop((file_id, ts), ()))
+                nbytes = log_size.get((file_id, ts), 0)
                 by_id.setdefault(file_id, []).append(
-                    FileSlice(part, file_id, ts, rel, size, slice_logs)
+                    FileSlice(part, file_id, ts, rel, size, slice_logs, nbytes)
                 )
             for (file_id, ts), rels in log_map.items():
                 if ts in self._visible_ts:  # a slice that has only log files
+                    nbytes = log_size[(file_id, ts)]
                     by_id.setdefault(file_id, []).append(
-                        FileSlice(part, file_id, ts, None, 0, tuple(rels))
+                        FileSlice(part, file_id, ts, None, 0, tuple(rels), nbytes)
                     )
             part_groups = []
             for file_id in sorted(by_id):

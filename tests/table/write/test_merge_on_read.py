@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 from collections.abc import Callable
@@ -338,6 +339,16 @@ def test_inline_compaction_plans_a_bounded_share_of_the_due_slices() -> None:
     assert [s.file_id for s in plan_file_slices(slices, 2)] == ["b", "a"]
     assert plan_file_slices(slices, 8) == []
     assert plan_file_slices([_slice("x", 3)], 3)[0].file_id == "x"
+    # with base files: due only once the logs hold the share of the base file's bytes
+    small = dataclasses.replace(_slice("s", 3), base_file="p/s.parquet", file_size=1000,
+                                log_bytes=400)
+    grown = dataclasses.replace(small, file_id="g", log_bytes=600)
+    big = dataclasses.replace(small, file_id="b", file_size=100, log_bytes=200)
+    assert plan_file_slices([small, grown], 3, log_size_ratio=0.5) == [grown]
+    assert plan_file_slices([small], 3, log_size_ratio=0.5) == []
+    assert plan_file_slices([small], 3, log_size_ratio=0.0) == [small]
+    # the largest log share first
+    assert plan_file_slices([grown, big], 1, log_size_ratio=0.5) == [big, grown]
 
 
 def test_inline_compaction_runs_when_a_slice_has_enough_log_files(tmp_path: Path) -> None:

@@ -309,14 +309,17 @@ class WriteClient:
 
     def maybe_compact(self) -> Instant | None:
         """With ``hoodie.compact.inline``: compact the file slices that have accumulated
-        ``hoodie.compact.inline.max.delta.commits`` log files (a bounded share of them, see
-        :func:`~hoodline.table.compaction.plan_file_slices`); None when none has."""
+        ``hoodie.compact.inline.max.delta.commits`` log files and enough log bytes (a bounded
+        share of them, see :func:`~hoodline.table.compaction.plan_file_slices`); None when none
+        has."""
         if not (self.table.config.merge_on_read and self.options.compact_inline):
             return None
         self._require_open()
         self._lock.ensure_held()
-        due = self.options.compact_max_delta_commits
-        return compact(self.table, self.options, self.task_runner, due_logs=due)
+        o = self.options
+        return compact(
+            self.table, o, self.task_runner, o.compact_max_delta_commits, o.compact_log_size_ratio
+        )
 
     def compact(self) -> Instant | None:
         """Compact every file slice with log files now (None: there were none)."""

@@ -168,6 +168,16 @@ COMPACT_INLINE = cfg.option(
     "compaction job); off: run `hoodline table compact` yourself, or reads keep merging ever "
     "more log files.",
 )
+COMPACT_LOG_SIZE_RATIO = cfg.option(
+    "hoodline.compaction.log-size-ratio",
+    float,
+    0.5,
+    "Merge-on-read tables: inline compaction also waits until a file slice's log files hold at "
+    "least this share of its base file's bytes (Avro logs are about twice the size of the same "
+    "rows in Parquet), so a base file is rewritten in proportion to what was written into it, "
+    "however large the table grows. 0: the log-file count alone decides.",
+    minimum=0.0,
+)
 LOG_BLOCK_FORMAT = cfg.option(
     "hoodie.logfile.data.block.format",
     LogBlockFormat,
@@ -208,6 +218,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     WRITE_THREADS,
     COMPACT_INLINE,
     COMPACT_MAX_DELTA_COMMITS,
+    COMPACT_LOG_SIZE_RATIO,
     LOG_BLOCK_FORMAT,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
@@ -236,6 +247,7 @@ class WriteOptions:
     write_threads: int = WRITE_THREADS.default
     compact_inline: bool = COMPACT_INLINE.default
     compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
+    compact_log_size_ratio: float = COMPACT_LOG_SIZE_RATIO.default
     log_block_format: LogBlockFormat = LOG_BLOCK_FORMAT.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
@@ -263,6 +275,7 @@ class WriteOptions:
             write_threads=o.get(WRITE_THREADS),
             compact_inline=o.get(COMPACT_INLINE),
             compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
+            compact_log_size_ratio=o.get(COMPACT_LOG_SIZE_RATIO),
             log_block_format=o.get(LOG_BLOCK_FORMAT),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
