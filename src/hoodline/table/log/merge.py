@@ -7,9 +7,11 @@ blocks of its target instant read before it. Then, block by block:
 
 * a data block's records replace the stored records of their keys. With
   ``DefaultHoodieRecordPayload`` a stored record whose ordering value is greater stays (the
-  incoming one is dropped); within one block the last record of a key wins;
+  incoming one is dropped; between log records, ties go to the later one);
 * a delete block removes its keys (hoodline and Spark SQL write ``IntWrapper(0)`` orderings,
   which delete whatever the payload).
+
+:func:`merge_slice` computes that in one vectorised pass over all blocks' events.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -63,18 +66,6 @@ def committed_blocks(
     return kept
 
 
-def _last_per_key(table: pa.Table) -> pa.Table:
-    """The last row of each key (stable)."""
-    keys = table.column(RECORD_KEY)
-    if pc.count_distinct(keys).as_py() == table.num_rows:
-        return table
-    n = table.num_rows
-    idx = pa.table({"k": keys, "i": pa.array(np.arange(n, dtype=np.int64))})
-    last = idx.group_by("k", use_threads=False).aggregate([("i", "max")])
-    rows = np.sort(last.column("i_max").to_numpy())
-    return table.take(pa.array(rows))
-
-
 def merge_slice(
     base: pa.Table | None,
     blocks: Sequence[LogBlock],
@@ -86,36 +77,128 @@ def merge_slice(
     """The rows of a slice: ``base`` (already conformed to ``schema``) with ``blocks`` applied.
 
     ``conform(records, source)`` brings a block's records to ``schema``; ``ordering_field`` set
-    means DefaultHoodieRecordPayload (greater ordering value wins over a later record)."""
-    state = base if base is not None else schema.empty_table()
+    means DefaultHoodieRecordPayload. The blocks' records and deletes become one list of events
+    in replay order, reduced per key in one vectorised pass (the same result as applying the
+    blocks one after the other):
+
+    * a key's events after its last delete decide its log record: the last one, or with an
+      ordering field the one with the greatest ordering value (ties: the later one);
+    * a key with a delete among its events loses its base row; otherwise with an ordering field
+      the base row stays when its ordering value is greater than the log record's."""
+    state = base if base is not None else _nullable(schema.empty_table())
+    records: list[pa.Table] = []
+    seqs: list[npt.NDArray[np.int64]] = []
+    delete_keys: list[pa.Array] = []
+    delete_seqs: list[npt.NDArray[np.int64]] = []
+    seq = 0
     for block in blocks:
-        where = f"{source} (block at offset {block.offset})"
         if block.type is LogBlockType.DELETE:
             keys, _parts = read_delete_block(block)
-            if keys and state.num_rows:
-                gone = pc.is_in(state.column(RECORD_KEY), value_set=pa.array(keys, pa.string()))
-                state = state.filter(pc.invert(gone))
+            delete_keys.append(pa.array(keys, pa.string()))
+            delete_seqs.append(np.arange(seq, seq + len(keys), dtype=np.int64))
+            seq += len(keys)
             continue
-        incoming = _last_per_key(conform(read_data_block(block), where))
-        if incoming.num_rows == 0:
-            continue
-        if state.num_rows == 0:
-            state = incoming
-            continue
-        new_keys = incoming.column(RECORD_KEY).combine_chunks()
-        if ordering_field is not None and ordering_field in schema.names:
-            incoming = _drop_older(state, incoming, ordering_field)
-            new_keys = incoming.column(RECORD_KEY).combine_chunks()
-        replaced = pc.is_in(state.column(RECORD_KEY), value_set=new_keys)
-        state = pa.concat_tables([state.filter(pc.invert(replaced)), incoming])
-    return state
+        where = f"{source} (block at offset {block.offset})"
+        data = conform(read_data_block(block), where)
+        records.append(data)
+        seqs.append(np.arange(seq, seq + data.num_rows, dtype=np.int64))
+        seq += data.num_rows
+    if not records and not delete_keys:
+        return state
+    log = pa.concat_tables(records) if records else _nullable(schema.empty_table())
+    log_seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
+    dkeys = pa.concat_arrays(delete_keys) if delete_keys else pa.array([], pa.string())
+    dseq = np.concatenate(delete_seqs) if delete_seqs else np.zeros(0, dtype=np.int64)
+    # the last delete of every deleted key
+    grouped = pa.table({"k": dkeys, "s": dseq}).group_by("k", use_threads=False)
+    last = grouped.aggregate([("s", "max")])
+    last_delete = pa.table({"k": last.column("k"), "s": last.column("s_max")})
+    ordering = ordering_field if ordering_field in schema.names else None
+    winners = _winners(log, log_seq, last_delete, ordering)
+    touched = pa.concat_arrays([last_delete.column("k").combine_chunks(),
+                                winners.column(RECORD_KEY).combine_chunks()])
+    if ordering is not None and state.num_rows and winners.num_rows:
+        winners = _drop_older(state, winners, ordering, last_delete.column("k"))
+    if state.num_rows:
+        # a key with a delete loses its base row; a key with a winning record replaces it
+        gone = pc.is_in(state.column(RECORD_KEY), value_set=touched)
+        if ordering is not None:  # ... unless the base row beat that record (kept above)
+            kept = pc.is_in(state.column(RECORD_KEY), value_set=_base_keepers(
+                state, winners, touched, last_delete.column("k")))
+            gone = pc.and_(gone, pc.invert(kept))
+        state = state.filter(pc.invert(gone))
+    if winners.num_rows == 0:
+        return state
+    if state.num_rows == 0:
+        return winners
+    return pa.concat_tables([_nullable(state), _nullable(winners)])
 
 
-def _drop_older(state: pa.Table, incoming: pa.Table, field: str) -> pa.Table:
-    """Incoming records whose stored version has a greater ordering value are dropped."""
-    pos = pc.index_in(incoming.column(RECORD_KEY), value_set=state.column(RECORD_KEY))
+def _nullable(table: pa.Table) -> pa.Table:
+    """``table`` with every field nullable (base rows and log records then concatenate)."""
+    schema = pa.schema([f.with_nullable(True) for f in table.schema])
+    return table if schema == table.schema else table.cast(schema)
+
+
+def _winners(
+    log: pa.Table, log_seq: npt.NDArray[np.int64], last_delete: pa.Table, ordering: str | None
+) -> pa.Table:
+    """Per key, the log record its events after its last delete end with (see merge_slice)."""
+    if log.num_rows == 0:
+        return log
+    keys = log.column(RECORD_KEY)
+    after = np.ones(log.num_rows, dtype=bool)
+    if last_delete.num_rows:
+        pos = pc.index_in(keys, value_set=last_delete.column("k"))
+        cut = pc.take(last_delete.column("s"), pos)  # null: the key was never deleted
+        cut_np = pc.fill_null(cut, -1).to_numpy(zero_copy_only=False)
+        after = log_seq > cut_np
+    cols: dict[str, object] = {"k": keys, "s": pa.array(log_seq), "i": pa.array(
+        np.arange(log.num_rows, dtype=np.int64))}
+    # a null ordering value sorts first: any value beats it
+    sort_keys = [("k", "ascending", "at_start")]
+    if ordering is not None:
+        cols["o"] = log.column(ordering)
+        sort_keys.append(("o", "ascending", "at_start"))
+    sort_keys.append(("s", "ascending", "at_start"))
+    idx = pa.table(cols).filter(pa.array(after))
+    if idx.num_rows == 0:
+        return log.schema.empty_table()
+    order = pc.sort_indices(idx, sort_keys=sort_keys)
+    ordered_keys = pc.take(idx.column("k"), order).combine_chunks()
+    rows = pc.take(idx.column("i"), order).to_numpy(zero_copy_only=False)
+    # the last row of every run of equal keys
+    n = len(ordered_keys)
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        same = pc.equal(ordered_keys.slice(1), ordered_keys.slice(0, n - 1))
+        last[:-1] = ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    chosen = np.sort(rows[last])
+    return log.take(pa.array(chosen))
+
+
+def _drop_older(
+    state: pa.Table, winners: pa.Table, field: str, deleted: pa.ChunkedArray | pa.Array
+) -> pa.Table:
+    """Log records of keys never deleted whose base row has a greater ordering value are
+    dropped (the base row stays)."""
+    pos = pc.index_in(winners.column(RECORD_KEY), value_set=state.column(RECORD_KEY))
     stored = pc.take(state.column(field), pos)
-    stored_wins = pc.fill_null(pc.greater(stored, incoming.column(field)), False)
+    stored_wins = pc.fill_null(pc.greater(stored, winners.column(field)), False)
+    if len(deleted):
+        was_deleted = pc.is_in(winners.column(RECORD_KEY), value_set=deleted)
+        stored_wins = pc.and_(stored_wins, pc.invert(was_deleted))
     if not pc.any(stored_wins).as_py():
-        return incoming
-    return incoming.filter(pc.invert(stored_wins))
+        return winners
+    return winners.filter(pc.invert(stored_wins))
+
+
+def _base_keepers(
+    state: pa.Table, winners: pa.Table, touched: pa.Array, deleted: pa.ChunkedArray | pa.Array
+) -> pa.Array:
+    """Keys whose base row stays although the logs touched them: not deleted, and their log
+    record was dropped by :func:`_drop_older`."""
+    keep = pc.filter(touched, pc.invert(pc.is_in(touched, value_set=winners.column(RECORD_KEY))))
+    if len(deleted):
+        keep = pc.filter(keep, pc.invert(pc.is_in(keep, value_set=deleted)))
+    return keep

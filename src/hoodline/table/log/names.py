@@ -9,6 +9,7 @@ attempt``); Java Hudi's parser accepts nothing else.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -52,6 +53,12 @@ class LogFileName:
     @classmethod
     def parse(cls, name: str) -> LogFileName | None:
         """The parts of a log file name, or None when ``name`` is not one."""
+        if cls is LogFileName:
+            return _parse_cached(name)
+        return cls._parse(name)
+
+    @classmethod
+    def _parse(cls, name: str) -> LogFileName | None:
         m = _PATTERN.match(name)
         if m is None:
             return None
@@ -59,6 +66,12 @@ class LogFileName:
             return cls(m.group(2), int(m.group(3)), m.group(4), m.group(1))
         except TableError:
             return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(name: str) -> LogFileName | None:
+    # names are immutable and every write lists its partitions again: parse each name once
+    return LogFileName._parse(name)
 
 
 def is_log_file(name: str) -> bool:
