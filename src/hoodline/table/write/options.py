@@ -171,11 +171,12 @@ COMPACT_INLINE = cfg.option(
 COMPACT_LOG_SIZE_RATIO = cfg.option(
     "hoodline.compaction.log-size-ratio",
     float,
-    0.5,
+    2.0,
     "Merge-on-read tables: inline compaction also waits until a file slice's log files hold at "
-    "least this share of its base file's bytes (Avro logs are about twice the size of the same "
-    "rows in Parquet), so a base file is rewritten in proportion to what was written into it, "
-    "however large the table grows. 0: the log-file count alone decides.",
+    "least this multiple of its base file's bytes, so a base file is rewritten in proportion to "
+    "what was written into it, however large the table grows. Avro log records take about 5x "
+    "the bytes of the same rows in a compressed Parquet base file: 2.0 compacts once the logs "
+    "hold roughly 40 % as many rows as the base. 0: the log-file count alone decides.",
     minimum=0.0,
 )
 LOG_BLOCK_FORMAT = cfg.option(
