@@ -16,8 +16,8 @@ seen every message:
   one file per ``--batch-records`` records; no table semantics (the speed limit of one process).
 * ``delta``: the peer a user would write: the same consume + parse loop calling
   ``deltalake.write_deltalake(mode="append")`` per batch.
-* ``hoodline-insert`` / ``hoodline-upsert`` (``-mor``: into a merge-on-read table, compaction
-  every 5 deltacommits): ``hoodline run --once`` through the pipeline API the
+* ``hoodline-insert`` / ``hoodline-upsert`` (``-mor``: into a merge-on-read table with the
+  default inline compaction): ``hoodline run --once`` through the pipeline API the
   CLI calls (:func:`run_hoodline`; config in :func:`hoodline_config`), Spark ``local[2]``, 2
   readers, timed from before Spark starts to the last commit.
 
@@ -346,7 +346,7 @@ def run_hoodline_bulk_insert_bloom(
 
 
 def run_hoodline_upsert_mor(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
-    """upsert into a merge-on-read table (BUCKET): rounds append logs, compaction every 5."""
+    """upsert into a merge-on-read table (BUCKET): rounds append logs, inline compaction."""
     return run_hoodline(
         bootstrap, total, batch, out, WriteOperation.UPSERT, table_type=TableType.MERGE_ON_READ
     )
