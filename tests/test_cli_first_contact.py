@@ -201,3 +201,23 @@ def test_negative_limit_is_refused(bracket_table: HudiTable) -> None:
     result = runner.invoke(app, ["table", "commits", str(bracket_table.base_path), "--limit", "-2"])
     assert result.exit_code == 2
     assert "--limit" in result.output
+
+
+def test_a_missing_source_directory_fails_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (REPO / "examples" / "files-events.toml").read_text()
+    missing = tmp_path / "no-such-dir"
+    text = text.replace('path = "/tmp/hoodline/incoming"', f'path = "{missing}"')
+    text = text.replace('path = "/tmp/hoodline/events"', f'path = "{tmp_path / "t"}"')
+    path = tmp_path / "files.toml"
+    path.write_text(text)
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark started for a pipeline whose source directory is missing")
+
+    monkeypatch.setattr("hoodline.spark.session.start_session", no_spark)
+    result = runner.invoke(app, ["run", str(path), "--once"])
+    assert result.exit_code == 1, result.output
+    assert f"source directory '{missing}' does not exist" in result.output
+    assert "check option 'path'" in result.output and "Traceback" not in result.output

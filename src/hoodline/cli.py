@@ -145,6 +145,7 @@ def run(
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import load_config
     from hoodline.pipeline.driver import open_target_table
+    from hoodline.pipeline.plugins import load_plugin
     from hoodline.pipeline.progress import make_progress_callback
 
     cfg = load_config(config)
@@ -157,9 +158,11 @@ def run(
         stop.set()
 
     err_console.print(run_banner(cfg, once), highlight=False, markup=False)
-    # the table before Spark: a path that cannot hold it, or a table that does not match the
-    # pipeline file, fails in a moment instead of after Spark's start
+    # the table and the source before Spark: a path that cannot hold the table, a table that
+    # does not match the pipeline file or a missing source directory fails in a moment instead
+    # of after Spark's start
     open_target_table(cfg)
+    load_plugin(cfg).preflight()
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     with Pipeline(cfg) as pipeline:
         pipeline.engine  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own

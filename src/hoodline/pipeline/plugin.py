@@ -209,6 +209,11 @@ class SourcePlugin(ABC):
     def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
         """The splits a logical reader holds after the round (finished ones dropped)."""
 
+    def preflight(self) -> None:
+        """Checks that need no engine, run before it starts (``hoodline run``): fail in a moment
+        on what would otherwise fail only after Spark's start. Default: none."""
+        return None
+
     def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
         """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
         return None

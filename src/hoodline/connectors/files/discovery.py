@@ -24,6 +24,15 @@ from functools import lru_cache
 from hoodline.errors import FileSourceError
 
 
+def require_directory(root: str) -> None:
+    """FileSourceError naming ``root`` unless it is a directory."""
+    if not os.path.isdir(root):
+        raise FileSourceError(
+            f"source directory '{root}' does not exist or is not a directory; "
+            "check option 'path'"
+        )
+
+
 @dataclass(frozen=True, order=True)
 class FileEntry:
     """One file version as seen by a scan."""
@@ -93,11 +102,7 @@ class DirectoryLister:
 
     def list(self) -> list[FileEntry]:
         """All accepted files, sorted by path. Raises FileSourceError if the root is unusable."""
-        if not os.path.isdir(self.root):
-            raise FileSourceError(
-                f"source directory '{self.root}' does not exist or is not a directory; "
-                "check option 'path'"
-            )
+        require_directory(self.root)
         return sorted(self._walk(self.root, ""))
 
     def _walk(self, directory: str, prefix: str) -> Iterator[FileEntry]:

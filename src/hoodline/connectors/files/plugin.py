@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.config.enums import ErrorTolerance
+from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.events import SplitsFinishedEvent
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError
@@ -150,6 +151,10 @@ class FilesPlugin(SourcePlugin):
 
     def preparer(self, config: PipelineConfig) -> FileRecords:
         return FileRecords()
+
+    def preflight(self) -> None:
+        """The source directory exists (the same check the first listing makes)."""
+        require_directory(self.source.config.root)
 
     def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
         for subtask, splits in rounds.held_splits().items():
