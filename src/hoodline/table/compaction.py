@@ -299,18 +299,16 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     path.parent.mkdir(parents=True, exist_ok=True)
     keys = merged.column(RECORD_KEY)
     previous = added = None
+    from_logs = merged.num_rows
     if s.base_file is not None:
         # the old base file's bloom filter already holds its keys: add those the logs brought
         # (records written after the slice's base instant)
         previous = previous_filter(pq.ParquetFile(table.base_path / s.base_file))
         newer = pc.greater(merged.column(COMMIT_TIME), pa.scalar(op.base_instant))
         added = pc.filter(keys, newer).combine_chunks()
+        from_logs = len(added)
     write_parquet(path, merged, footer_for(keys, ctx, previous, added), ctx.options)
     size = path.stat().st_size
-    log_bytes = sum(
-        (table.base_path / f).stat().st_size for f in s.log_files
-        if (table.base_path / f).exists()
-    )
     return WriteStat(
         file_id=op.file_id,
         path=rel,
@@ -324,7 +322,8 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         partition_path=op.partition_path,
         file_size_in_bytes=size,
         total_log_files_compacted=len(op.log_files),
-        total_log_records=0 if log_bytes == 0 else merged.num_rows,
+        # records the logs contributed to the new base file
+        total_log_records=from_logs,
     )
 
 

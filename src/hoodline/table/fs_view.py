@@ -134,11 +134,6 @@ def list_partitions(base_path: Path, partitioned: bool) -> list[str]:
     return result
 
 
-def list_base_files(base_path: Path, partition: str) -> list[tuple[str, int]]:
-    """``(file name, size)`` of every parquet file directly inside a partition folder."""
-    return list_data_files(base_path, partition)[0]
-
-
 def list_data_files(
     base_path: Path, partition: str
 ) -> tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -96,13 +97,7 @@ def read_merged_slice(
     base = None
     if s.base_file is not None:
         path = table.absolute(s.base_file)
-        try:
-            pf = pq.ParquetFile(path, memory_map=True)
-        except FileNotFoundError:
-            raise TableError(
-                f"base file '{path}' of committed instant {s.base_instant} is missing "
-                "(cleaned or deleted outside hoodline)"
-            ) from None
+        pf = _open_base(path, s)
         wanted = [n for n in schema.names if n in pf.schema_arrow.names]
         base = _conform(pf.read(columns=wanted, use_threads=threads), schema, str(path))
         if base_filter is not None:
@@ -148,23 +143,28 @@ def read_file_slices(
             parts.append(merged.select(target.names))
             continue
         path = table.absolute(s.base_file)
-        try:
-            file_schema = pq.read_schema(path)
-        except FileNotFoundError:
-            raise TableError(
-                f"base file '{path}' of committed instant {s.base_instant} is missing "
-                "(cleaned or deleted outside hoodline)"
-            ) from None
+        pf = _open_base(path, s)
+        names = pf.schema_arrow.names
         if row_filter is None:
-            wanted = [n for n in target.names if n in file_schema.names]
-            parts.append(_conform(pq.read_table(path, columns=wanted), target, str(path)))
+            wanted = [n for n in target.names if n in names]
+            parts.append(_conform(pf.read(columns=wanted), target, str(path)))
             continue
-        wanted = [n for n in full.names if n in file_schema.names]
-        data = _conform(pq.read_table(path, columns=wanted), full, str(path))
+        wanted = [n for n in full.names if n in names]
+        data = _conform(pf.read(columns=wanted), full, str(path))
         parts.append(_apply_filter(data, row_filter).select(target.names))
     if not parts:
         return target.empty_table()
     return pa.concat_tables(parts)
+
+
+def _open_base(path: Path, s: FileSlice) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path, memory_map=True)
+    except FileNotFoundError:
+        raise TableError(
+            f"base file '{path}' of committed instant {s.base_instant} is missing "
+            "(cleaned or deleted outside hoodline)"
+        ) from None
 
 
 def _apply_filter(data: pa.Table, row_filter: pc.Expression) -> pa.Table:

@@ -133,9 +133,19 @@ def _varint_matrix(values: npt.NDArray[np.int64]) -> tuple[U8, I64]:
     return mat, nbytes
 
 
-def _zigzag_bytes(n: int) -> bytes:
+def zigzag(n: int) -> bytes:
+    """The zig-zag varint of one integer (Avro ``int``/``long``, block counts)."""
     mat, nbytes = _varint_matrix(np.array([n], dtype=np.int64))
     return bytes(mat[0, : int(nbytes[0])])
+
+
+def concatenated(arr: pa.Array) -> memoryview:
+    """The values of a large-binary array back to back, without a copy."""
+    if len(arr) == 0:
+        return memoryview(b"")
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)
+    first, last = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    return memoryview(arr.buffers()[2])[first:last]
 
 
 def _binary(offsets: I64, data: U8) -> pa.Array:
@@ -268,7 +278,7 @@ def _constant_piece(value: str, f: FlatField) -> pa.Scalar:
         raise TableError(f"constant field '{f.name}' must be a string field, not '{f.kind}'")
     raw = value.encode("utf-8")
     branch = _branch_piece(f.value_branch) if f.value_branch is not None else b""
-    return pa.scalar(branch + _zigzag_bytes(len(raw)) + raw, pa.large_binary())
+    return pa.scalar(branch + zigzag(len(raw)) + raw, pa.large_binary())
 
 
 def _record_pieces(
@@ -352,10 +362,7 @@ def record_list(
     prefix[0, len(lead) :] = be[0]
     widths = np.full(n, 4, dtype=np.int64)
     widths[0] = len(lead) + 4
-    joined = _join([_rows(prefix, widths), *pieces], n)
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
-    first, last = int(offsets[joined.offset]), int(offsets[joined.offset + n])
-    return memoryview(joined.buffers()[2])[first:last]
+    return concatenated(_join([_rows(prefix, widths), *pieces], n))
 
 
 def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
@@ -372,12 +379,7 @@ def length_prefixed(datums: pa.Array) -> bytes:
     """``int32 BE length + datum`` for each datum, concatenated (a data block's record list)."""
     lengths = pc.binary_length(datums).to_numpy(zero_copy_only=False).astype(">i4")
     prefix = _rows(lengths.view(np.uint8).reshape(len(datums), 4))
-    joined = _prefixed(prefix, datums)
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)[
-        joined.offset : joined.offset + len(joined) + 1
-    ]
-    data = joined.buffers()[2]
-    return bytes(memoryview(data)[int(offsets[0]) : int(offsets[-1])])
+    return bytes(concatenated(_prefixed(prefix, datums)))
 
 
 # -- decode ----------------------------------------------------------------------------------------

@@ -17,18 +17,19 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodline.errors import TableError
 from hoodline.table.log.avro_codec import (
+    concatenated,
     decode_datum,
     decode_records,
     encode_records,
     record_list,
     record_offsets,
+    zigzag,
 )
 from hoodline.table.log.blocks import (
     ROLLBACK_COMMAND,
@@ -113,17 +114,6 @@ _DELETE_KEY_SCHEMA: dict[str, Any] = {
 _INT_WRAPPER_ZERO = b"\x04\x00"
 
 
-def _zigzag(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _header(instant: str, schema_json: str | None) -> dict[HeaderKey, str]:
@@ -162,31 +152,16 @@ def delete_block(
 ) -> LogBlock:
     """A delete block removing ``keys`` of one partition (ordering value ``IntWrapper(0)``)."""
     n = len(keys)
-    table = pa.table(
-        {
-            "recordKey": keys,
-            "partitionPath": pa.array([partition_path], pa.string()).take(
-                np.zeros(n, dtype=np.int64)
-            ),
-        }
+    keyed = encode_records(
+        pa.table({"recordKey": keys}), _DELETE_KEY_SCHEMA, {"partitionPath": partition_path}
     )
     datums = pc.binary_join_element_wise(
-        encode_records(table, _DELETE_KEY_SCHEMA),
-        pa.scalar(_INT_WRAPPER_ZERO, pa.large_binary()),
-        pa.scalar(b"", pa.large_binary()),
+        keyed, pa.scalar(_INT_WRAPPER_ZERO, pa.large_binary()), pa.scalar(b"", pa.large_binary())
     )
     # an Avro array: one block of n items, then the empty block
-    body = (_zigzag(n) if n else b"") + _concat(datums) + b"\x00"
+    body = (zigzag(n) if n else b"") + bytes(concatenated(datums)) + b"\x00"
     content = _I32.pack(CONTENT_VERSION) + _I32.pack(len(body)) + body
     return LogBlock(LogBlockType.DELETE, _header(instant, schema_json), content)
-
-
-def _concat(arr: pa.Array) -> bytes:
-    if len(arr) == 0:
-        return b""
-    raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)
-    offsets = raw[arr.offset : arr.offset + len(arr) + 1]
-    return bytes(memoryview(arr.buffers()[2])[int(offsets[0]) : int(offsets[-1])])
 
 
 def rollback_block(instant: str, target_instant: str) -> LogBlock:

@@ -18,8 +18,11 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import (
+    COMMIT_TIME,
+    FILE_NAME,
     IS_DELETE,
     META_COLUMNS,
+    PARTITION_PATH,
     RECORD_KEY,
     align_to_schema,
 )
@@ -92,8 +95,16 @@ def split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:
 
 
 def new_rows(
-    upserts: pa.Table, ctx: WriteContext, partition: str, file_name: str, task_id: int
+    upserts: pa.Table,
+    ctx: WriteContext,
+    partition: str,
+    file_name: str,
+    task_id: int,
+    constant_meta: bool = True,
 ) -> pa.Table:
+    """The meta columns and data columns of written records; ``constant_meta`` False leaves out
+    the meta columns that hold one value in a write (commit time, partition, file name), for
+    writers that encode those once."""
     n = upserts.num_rows
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
@@ -101,6 +112,12 @@ def new_rows(
         "",
     )
     data = align_to_schema(upserts, ctx.data_schema, "the records")
+    schema = output_schema(ctx.data_schema)
+    if not constant_meta:
+        keep = [f for f in schema if f.name not in (COMMIT_TIME, PARTITION_PATH, FILE_NAME)]
+        return pa.Table.from_arrays(
+            [seq, upserts.column(RECORD_KEY), *data.columns], schema=pa.schema(keep)
+        )
     cols = [
         constant_column(ctx.instant_ts, n),
         seq,
@@ -109,6 +126,6 @@ def new_rows(
         constant_column(file_name, n),
         *data.columns,
     ]
-    return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
+    return pa.Table.from_arrays(cols, schema=schema)
 
 

@@ -23,6 +23,7 @@ from hoodline import faults
 from hoodline.faults import FaultPoint
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import FileSlice
+from hoodline.table.log.blocks import LogBlock
 from hoodline.table.log.content import avro_data_block, delete_block, parquet_data_block
 from hoodline.table.log.names import FIRST_VERSION, LogFileName
 from hoodline.table.markers import Markers
@@ -93,17 +94,17 @@ def append_log_file(
     log = LogFileName(base_instant, version, write_token(task_id, attempt), file_id)
     rel = f"{partition}/{log.name}" if partition else log.name
     schema = log_block_schema(ctx.data_schema, ctx.config.name)
-    blocks = []
+    blocks: list[LogBlock] = []
     if upserts.num_rows:
-        rows = new_rows(upserts, ctx, partition, file_id, task_id)
         if ctx.options.log_block_format is LogBlockFormat.PARQUET:
+            rows = new_rows(upserts, ctx, partition, file_id, task_id)
             codec = ctx.options.compression
             compression = None if codec is Compression.NONE else codec.value
             block = parquet_data_block(rows, schema, ctx.instant_ts, compression)
         else:
-            # the same in every record: encoded once
+            # the same in every record: encoded once, no column built for them
             constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_id}
-            rows = rows.drop_columns(list(constants))
+            rows = new_rows(upserts, ctx, partition, file_id, task_id, constant_meta=False)
             block = avro_data_block(rows, schema, ctx.instant_ts, constants)
         blocks.append(block)
     if len(delete_keys):
