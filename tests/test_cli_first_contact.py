@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 import typer
 from rich.console import Console
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from hoodline.cli import _friendly_errors, app, run_banner
 from hoodline.demo.stream_demo import DemoResult, _print_summary, demo_stream
@@ -38,6 +38,16 @@ def _pipeline(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
     path = tmp_path / "p.toml"
     path.write_text(text)
     return path
+
+
+def _run_without_spark(path: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    """``hoodline run PATH --once`` where starting Spark fails the test."""
+
+    def no_spark(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"Spark started for '{path}', which should fail before it")
+
+    monkeypatch.setattr("hoodline.spark.session.start_session", no_spark)
+    return runner.invoke(app, ["run", str(path), "--once"])
 
 
 @pytest.fixture()
@@ -143,11 +153,7 @@ def test_a_table_path_that_cannot_be_created_fails_before_spark_starts(
     path.write_text(path.read_text().replace(f'path = "{tmp_path / "t"}"',
                                              f'path = "{blocker / "t"}"'))
 
-    def no_spark(*args: object, **kwargs: object) -> None:
-        raise AssertionError("Spark started for a pipeline whose table cannot exist")
-
-    monkeypatch.setattr("hoodline.spark.session.start_session", no_spark)
-    result = runner.invoke(app, ["run", str(path), "--once"])
+    result = _run_without_spark(path, monkeypatch)
     assert result.exit_code == 1, result.output
     assert f"cannot create a Hudi table at '{blocker / 't'}'" in result.output
     assert "choose a path where this user can create directories" in result.output
@@ -213,11 +219,7 @@ def test_a_missing_source_directory_fails_before_spark_starts(
     path = tmp_path / "files.toml"
     path.write_text(text)
 
-    def no_spark(*args: object, **kwargs: object) -> None:
-        raise AssertionError("Spark started for a pipeline whose source directory is missing")
-
-    monkeypatch.setattr("hoodline.spark.session.start_session", no_spark)
-    result = runner.invoke(app, ["run", str(path), "--once"])
+    result = _run_without_spark(path, monkeypatch)
     assert result.exit_code == 1, result.output
     assert f"source directory '{missing}' does not exist" in result.output
     assert "check option 'path'" in result.output and "Traceback" not in result.output
