@@ -192,11 +192,13 @@ def test_po_kill9_merge_on_read_upserts_at_write_commit_and_compaction(
     broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
 ) -> None:
     """Merge-on-read: kills while reading, while log files are written, before and after the
-    deltacommit, and while a compaction's base files are written; every restart repairs the
-    table and the drain ends at the model with no stray log or base file."""
+    deltacommit, and while a compaction's base files are written (inline, then in the
+    background beside the rounds); every restart repairs the table and the drain ends at the
+    model with no stray log or base file."""
     sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT, malformed=1,
                   tombstones=True, table_type=TableType.MERGE_ON_READ,
-                  table_options={"hoodie.compact.inline.max.delta.commits": "2"})
+                  table_options={"hoodie.compact.inline.max.delta.commits": "2",
+                                 "hoodline.compaction.async": "false"})
     scenarios.append(sc)
     sc.feeder.start()
     for point in ("read", "write", "before_commit", "after_commit", "compaction-written"):
@@ -211,6 +213,15 @@ def test_po_kill9_merge_on_read_upserts_at_write_commit_and_compaction(
         if expected is not None:
             assert expected in pending, f"no pending {expected} after the kill at {point}"
         sc.check_after_crash(f"at {point}")
+    text = sc.config.read_text()
+    sc.config.write_text(text.replace('"hoodline.compaction.async" = "false"',
+                                      '"hoodline.compaction.async" = "true"'))
+    run = sc.run(pause_at="compaction-written")
+    assert run.wait_paused(START_TIMEOUT_S).split()[1] == "compaction-written"
+    run.kill9()
+    pending = HudiTable.open(sc.table).timeline.pending()
+    assert "compaction" in [i.action for i in pending], "no pending background compaction"
+    sc.check_after_crash("in a background compaction")
     sc.drain_and_check()
     table = HudiTable.open(sc.table)
     assert table.config.merge_on_read

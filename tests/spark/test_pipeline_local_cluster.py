@@ -35,7 +35,7 @@ def test_pipeline_on_separate_executors(
     assert table_rows(tmp_path / "t") == stream.model
 
 
-def test_merge_on_read_pipeline_compacts_on_the_executors(
+def test_merge_on_read_pipeline_compacts_on_the_executors_beside_the_rounds(
     spark_cluster: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     engine = SparkEngine(spark_cluster)
@@ -49,7 +49,8 @@ def test_merge_on_read_pipeline_compacts_on_the_executors(
     stream.produce(1500, 300, deletes=0.1, tombstones=0.05)
     cfg = kafka_config(tmp_path / "t", broker.bootstrap_servers, topic,
                        table_extra={"type": "MERGE_ON_READ", "options": {
-                           "hoodie.compact.inline.max.delta.commits": 2}},
+                           "hoodie.compact.inline.max.delta.commits": 2,
+                           "hoodline.compaction.async": True}},
                        **{"master": "local-cluster[2,1,1024]", "reader-parallelism": 3,
                           "round": {"max-records": 500, "min-interval": 0}})
     with Pipeline(cfg, engine) as p:
@@ -59,4 +60,5 @@ def test_merge_on_read_pipeline_compacts_on_the_executors(
     compactions = [i for i in table.timeline.completed_commits() if i.action == "commit"]
     assert compactions, "no compaction ran although slices reached 2 log files"
     assert all(table.timeline.read_commit_metadata(i).compacted for i in compactions)
+    assert table.timeline.pending() == []  # the pipeline waited for its compaction to finish
     assert table_rows(tmp_path / "t") == stream.model

@@ -46,7 +46,7 @@ class HandWriter:
 
     def _current(self, group: Group) -> pa.Table | None:
         part, fid = group
-        s = self.table.fs_view().latest_file_slice(part, fid)
+        s = self.table.fs_view().write_slice(part, fid)
         if s is None:
             return None
         return pq.read_table(self.table.absolute(s.base_file))
@@ -103,7 +103,7 @@ class HandWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(merged, path)
         size = os.path.getsize(path)
-        prev = self.table.fs_view().latest_file_slice(part, fid)
+        prev = self.table.fs_view().write_slice(part, fid)
         stat = WriteStat(
             file_id=fid,
             path=f"{part}/{name}" if part else name,

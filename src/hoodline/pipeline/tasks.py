@@ -268,7 +268,7 @@ class RoundJob:
             if reduce:
                 rows = resolve(rows, ordering)
             stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
-                                    view.latest_file_slice(partition, file_id), task, attempt)
+                                    view.write_slice(partition, file_id), task, attempt)
             if stat is not None:
                 written = True
                 yield json.dumps(stat.to_dict()).encode()

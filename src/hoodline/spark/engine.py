@@ -15,6 +15,10 @@ from hoodline.spark.session import HoodlineSpark, settings_from_runtime, start_s
 
 __all__ = ["SparkEngine"]
 
+#: the FAIR scheduler pool of table-service jobs
+SERVICES_POOL = "table-services"
+_POOL = "spark.scheduler.pool"
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -70,13 +74,19 @@ class SparkEngine(Engine):
         """One Spark job, a task per item (on the executors; results collected in order)."""
         if not items:
             return []
-        rdd = self.spark.context.parallelize(list(items), len(items))
+        sc = self.spark.context
+        # a pool of its own: a compaction running in the background shares the cores fairly
+        # with the rounds' jobs (FAIR scheduler) instead of taking them first
+        sc.setLocalProperty(_POOL, SERVICES_POOL)
         try:
+            rdd = sc.parallelize(list(items), len(items))
             results: list[R] = rdd.map(fn).collect()
         except HoodlineError:
             raise
         except Exception as exc:
             raise EngineJobError(f"a table-service Spark job failed: {_summary(exc)}") from exc
+        finally:
+            sc.setLocalProperty(_POOL, None)  # type: ignore[arg-type]  # None: unset
         return results
 
     def close(self) -> None:

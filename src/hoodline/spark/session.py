@@ -134,6 +134,9 @@ def spark_conf(
         "spark.sql.shuffle.partitions": str(partitions),
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
+        # table services (a background compaction) run in a pool of their own beside the
+        # rounds' jobs instead of queueing them behind it (see SparkEngine.run_tasks)
+        "spark.scheduler.mode": "FAIR",
     }
     if master.is_local:
         conf["spark.driver.host"] = "127.0.0.1"

@@ -13,30 +13,37 @@ kept except ``_hoodie_file_name`` (the new file's name), with the footer bloom f
 range. Once ``<C>.commit`` exists, the group's latest slice is that base file; later writes log
 against it (base instant ``C``).
 
-hoodline compacts inline: a writer schedules and executes a compaction between two writes, so
-no deltacommit ever logs against a pending compaction (hudi-rs 0.5.0 would not read such logs).
-Inline compactions take the slices that have accumulated the most log files, a bounded number
-at a time (:func:`plan_file_slices`), so the work spreads over the rounds.
-A compaction a crash interrupted is executed again from its plan by the next writer
-(:func:`finish_pending_compactions`) before it writes.
+Two ways to run them (``hoodline.compaction.async``):
+
+* **inline** (the default): a writer schedules and executes a compaction between two writes, so
+  no deltacommit ever logs against a pending compaction;
+* **asynchronous**: the writer schedules the plan between two writes and executes it in the
+  background (:class:`~hoodline.table.background.BackgroundCompactor`) while further
+  writes go on. As in Java Hudi, a write to a file group of a pending plan logs against the
+  compaction instant (``.{fileId}_{C}.log.N``), and readers merge those logs with the slice the
+  plan compacts (:meth:`~hoodline.table.fs_view.FileGroup.latest_merged`) until ``<C>.commit``
+  exists. hudi-rs 0.5.0 does not read such logs before the compaction completes (it returns the
+  slice the plan compacts), which is why inline stays the default.
+
+Compactions take the slices that have accumulated the most log files, a bounded number at a
+time (:func:`plan_file_slices`), so the work spreads over the writes; a file group is in at
+most one pending plan. A compaction a crash interrupted is executed again from its plan by the
+next writer (:func:`finish_pending_compactions`) when it opens.
 """
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
-from typing import Any
 
-import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodline import faults
-from hoodline.errors import TimelineError
 from hoodline.faults import FaultPoint
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
+from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import FileSlice, base_file_name
 from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
 from hoodline.table.markers import Markers
@@ -55,152 +62,22 @@ from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import COMMIT_TIME, FILE_NAME, RECORD_KEY
 
-_NS = "org.apache.hudi.avro.model"
-_OPT_STR: list[Any] = ["null", "string"]
 
-#: ``HoodieCompactionPlan`` (hudi-common ``HoodieCompactionOperation.avsc``, table version 6)
-COMPACTION_PLAN_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "HoodieCompactionPlan",
-    "namespace": _NS,
-    "fields": [
-        {
-            "name": "operations",
-            "type": [
-                "null",
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "record",
-                        "name": "HoodieCompactionOperation",
-                        "namespace": _NS,
-                        "fields": [
-                            {"name": "baseInstantTime", "type": _OPT_STR},
-                            {
-                                "name": "deltaFilePaths",
-                                "type": ["null", {"type": "array", "items": "string"}],
-                                "default": None,
-                            },
-                            {"name": "dataFilePath", "type": _OPT_STR, "default": None},
-                            {"name": "fileId", "type": _OPT_STR},
-                            {"name": "partitionPath", "type": _OPT_STR, "default": None},
-                            {
-                                "name": "metrics",
-                                "type": ["null", {"type": "map", "values": "double"}],
-                                "default": None,
-                            },
-                            {"name": "bootstrapFilePath", "type": _OPT_STR, "default": None},
-                        ],
-                    },
-                },
-            ],
-            "default": None,
-        },
-        {
-            "name": "extraMetadata",
-            "type": ["null", {"type": "map", "values": "string"}],
-            "default": None,
-        },
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {
-            "name": "strategy",
-            "type": [
-                "null",
-                {
-                    "type": "record",
-                    "name": "HoodieCompactionStrategy",
-                    "namespace": _NS,
-                    "fields": [
-                        {"name": "compactorClassName", "type": _OPT_STR, "default": None},
-                        {
-                            "name": "strategyParams",
-                            "type": ["null", {"type": "map", "values": "string"}],
-                            "default": None,
-                        },
-                        {"name": "version", "type": ["int", "null"], "default": 1},
-                    ],
-                },
-            ],
-            "default": None,
-        },
-        {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": False},
-    ],
-}
-PLAN_VERSION = 2
+def planned_slice(op: CompactionOperation) -> FileSlice:
+    """The file slice an operation compacts (paths relative to the table)."""
+    part = op.partition_path
 
+    def rel(name: str) -> str:
+        return f"{part}/{name}" if part else name
 
-@dataclass(frozen=True)
-class CompactionOperation:
-    """One file group to compact: its slice as the plan names it."""
-
-    partition_path: str
-    file_id: str
-    base_instant: str
-    #: base file name ("" for a slice with only log files)
-    base_file: str
-    log_files: tuple[str, ...]
-
-    def to_avro(self) -> dict[str, Any]:
-        return {
-            "baseInstantTime": self.base_instant,
-            "deltaFilePaths": list(self.log_files),
-            "dataFilePath": self.base_file or None,
-            "fileId": self.file_id,
-            "partitionPath": self.partition_path,
-            "metrics": {"TOTAL_LOG_FILES": float(len(self.log_files))},
-            "bootstrapFilePath": None,
-        }
-
-    @classmethod
-    def from_avro(cls, op: dict[str, Any]) -> CompactionOperation:
-        return cls(
-            partition_path=str(op.get("partitionPath") or ""),
-            file_id=str(op["fileId"]),
-            base_instant=str(op["baseInstantTime"]),
-            base_file=str(op.get("dataFilePath") or ""),
-            log_files=tuple(str(f) for f in (op.get("deltaFilePaths") or ())),
-        )
-
-    def file_slice(self) -> FileSlice:
-        part = self.partition_path
-
-        def rel(name: str) -> str:
-            return f"{part}/{name}" if part else name
-
-        return FileSlice(
-            part,
-            self.file_id,
-            self.base_instant,
-            rel(self.base_file) if self.base_file else None,
-            0,
-            tuple(rel(f) for f in self.log_files),
-        )
-
-
-def serialize_plan(operations: list[CompactionOperation]) -> bytes:
-    """The ``.compaction.requested`` bytes: an Avro container file with one plan record."""
-    plan = {
-        "operations": [op.to_avro() for op in operations],
-        "extraMetadata": None,
-        "version": PLAN_VERSION,
-        "strategy": None,
-        "preserveHoodieMetadata": True,
-    }
-    buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(COMPACTION_PLAN_SCHEMA), [plan], codec="null")
-    return buf.getvalue()
-
-
-def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:
-    try:
-        records = list(fastavro.reader(io.BytesIO(data)))
-    except (ValueError, EOFError, StopIteration, TypeError) as exc:
-        raise TimelineError(f"compaction plan '{source}' is not an Avro plan: {exc}") from None
-    if len(records) != 1 or not isinstance(records[0], dict):
-        raise TimelineError(f"compaction plan '{source}' does not hold one plan record")
-    ops = records[0].get("operations") or []
-    return [CompactionOperation.from_avro(op) for op in ops]
-
+    return FileSlice(
+        part,
+        op.file_id,
+        op.base_instant,
+        rel(op.base_file) if op.base_file else None,
+        0,
+        tuple(rel(f) for f in op.log_files),
+    )
 
 def deltacommits_since_compaction(table: HudiTable) -> int:
     """Completed deltacommits after the newest completed commit (a compaction, or a base-file
@@ -219,7 +96,8 @@ def plan_file_slices(
 ) -> list[FileSlice]:
     """The slices a compaction takes (pure policy).
 
-    ``due_logs`` None: every slice with log files (a compaction on demand). Otherwise the
+    Slices of file groups in a pending compaction are never taken. ``due_logs`` None: every
+    slice with log files (a compaction on demand). Otherwise the
     slices with at least ``due_logs`` log files (each write adds at most one to a slice, so
     that many writes went into the group since its last compaction) whose log files also hold
     at least ``log_size_ratio`` times their base file's bytes (a slice without a base file needs
@@ -227,7 +105,7 @@ def plan_file_slices(
     them. Rewriting a base file once its logs reached a share of it keeps the rewriting per
     write proportional to what the writes add, however large the table grows; the bound spreads
     it over the writes when every group is written each time."""
-    with_logs = [s for s in slices if s.log_files]
+    with_logs = [s for s in slices if s.log_files and s.pending_compaction is None]
     if due_logs is None:
         return with_logs
     due = [
@@ -284,7 +162,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     """Write the compacted base file of one file group (runs on any worker)."""
     ctx, op, schema = task.ctx, task.operation, task.schema
     table = ctx.table()
-    s = op.file_slice()
+    s = planned_slice(op)
     merged = read_merged_slice(table, s, schema, task.visible.__contains__, threads=False)
     name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
     merged = merged.set_column(
@@ -334,9 +212,7 @@ def run_compaction(
     runs the file groups' tasks (default: threads, ``hoodline.write.threads``); a pipeline
     passes its engine's, so they run as one job on the workers."""
     tl = table.timeline
-    requested = instant.with_state(State.REQUESTED)
-    plan_path = tl.path_of(requested)
-    operations = parse_plan(tl.read_instant_bytes(requested), str(plan_path))
+    operations = read_plan(tl, instant)
     markers = Markers(table, instant.timestamp)
     for rel in markers.marked_files():  # a crashed attempt's files: written again below
         (table.base_path / rel).unlink(missing_ok=True)

@@ -14,7 +14,12 @@ Mirrors how hudi-rs (and Java's ``HoodieFileGroup``) pick files:
 * a slice lists every log file on disk for it; which *blocks* count is decided by the reader
   from each block's instant (an uncommitted write's blocks are skipped);
 * file groups replaced by a completed replacecommit (at or before the query time) are hidden;
-* the file slice of a group at a time is its newest visible slice.
+* the file slice of a group at a time is its newest visible slice;
+* a file group in a pending compaction plan ``C`` (requested or inflight, at or before the
+  query time) also has a slice at ``C`` holding the log files written against ``C`` (none at
+  first; its base file, while the compaction runs, is partial and hidden). Writers append to
+  that slice (:meth:`FileGroup.latest`); readers merge it with the slice the plan compacts
+  (:meth:`FileGroup.latest_merged`), as Java's ``getLatestMergedFileSlicesBeforeOrOn`` does.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hoodline.errors import TableError
-from hoodline.table.instant import REPLACE_COMMIT, is_timestamp_string, is_valid_timestamp
+from hoodline.table.compaction_plan import read_plan
+from hoodline.table.instant import (
+    COMPACTION,
+    REPLACE_COMMIT,
+    is_timestamp_string,
+    is_valid_timestamp,
+)
 from hoodline.table.log.names import LogFileName
 from hoodline.table.timeline import Timeline
 
@@ -74,6 +85,10 @@ class FileSlice:
     log_files: tuple[str, ...] = ()
     #: bytes of the log files together
     log_bytes: int = 0
+    #: instant of the pending compaction of the file group: this slice is that compaction's
+    #: (log files written against it), or, from :meth:`FileGroup.latest_merged`, the slice the
+    #: compaction compacts merged with them
+    pending_compaction: str | None = None
 
     @property
     def file_name(self) -> str:
@@ -104,7 +119,28 @@ class FileGroup:
 
     @property
     def latest(self) -> FileSlice:
+        """The newest slice: the one a write appends to (a pending compaction's, if any)."""
         return self.slices[-1]
+
+    @property
+    def latest_merged(self) -> FileSlice:
+        """What a reader reads: the newest slice, or while a compaction is pending, the slice
+        it compacts with the log files written against the compaction appended (their blocks
+        are all newer)."""
+        last = self.slices[-1]
+        if last.pending_compaction is None or len(self.slices) < 2:
+            return last
+        prev = self.slices[-2]
+        return FileSlice(
+            prev.partition_path,
+            prev.file_id,
+            prev.base_instant,
+            prev.base_file,
+            prev.file_size,
+            prev.log_files + last.log_files,
+            prev.log_bytes + last.log_bytes,
+            last.pending_compaction,
+        )
 
 
 def list_partitions(base_path: Path, partitioned: bool) -> list[str]:
@@ -186,6 +222,12 @@ class FileSystemView:
                 md = timeline.read_commit_metadata(inst)
                 for part, ids in md.partition_to_replace_file_ids.items():
                     self._replaced.update((part, fid) for fid in ids)
+        #: (partition, file id) -> instant of the pending compaction that plans it
+        self._pending: dict[tuple[str, str], str] = {}
+        for inst in timeline.pending([COMPACTION]):
+            if as_of is None or inst.timestamp <= as_of:
+                for op in read_plan(timeline, inst):
+                    self._pending[(op.partition_path, op.file_id)] = inst.timestamp
         self._groups: dict[str, list[FileGroup]] | None = None
 
     def is_visible(self, instant_ts: str) -> bool:
@@ -228,6 +270,13 @@ class FileSystemView:
                     by_id.setdefault(file_id, []).append(
                         FileSlice(part, file_id, ts, None, 0, tuple(rels), nbytes)
                     )
+            for (ppart, file_id), ts in self._pending.items():
+                if ppart == part and file_id in by_id:
+                    key = (file_id, ts)
+                    by_id[file_id].append(
+                        FileSlice(part, file_id, ts, None, 0, tuple(log_map.get(key, ())),
+                                  log_size.get(key, 0), ts)
+                    )
             part_groups = []
             for file_id in sorted(by_id):
                 slices = sorted(by_id[file_id], key=lambda s: s.base_instant)
@@ -250,9 +299,12 @@ class FileSystemView:
         return [g for part in sorted(groups) for g in groups[part]]
 
     def latest_file_slices(self, partition: str | None = None) -> list[FileSlice]:
-        return [g.latest for g in self.file_groups(partition)]
+        """The slices a reader reads (:meth:`FileGroup.latest_merged`)."""
+        return [g.latest_merged for g in self.file_groups(partition)]
 
-    def latest_file_slice(self, partition: str, file_id: str) -> FileSlice | None:
+    def write_slice(self, partition: str, file_id: str) -> FileSlice | None:
+        """The slice a write to a file group appends to or replaces (:meth:`FileGroup.latest`);
+        None for a group that does not exist yet."""
         for g in self.file_groups(partition):
             if g.file_id == file_id:
                 return g.latest

@@ -35,6 +35,7 @@ tasks' write stats (tasks that saw no data contribute none).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -53,9 +54,10 @@ from hoodline.errors import (
     WriterLockError,
 )
 from hoodline.faults import FaultPoint
+from hoodline.table.background import BackgroundCompactor
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
-from hoodline.table.compaction import compact, finish_pending_compactions
+from hoodline.table.compaction import compact, finish_pending_compactions, schedule_compaction
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
 from hoodline.table.instant import COMPACTION, Instant, State
@@ -93,6 +95,8 @@ from hoodline.table.write.records import (
     Batch,
     as_table,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,7 @@ class WriteClient:
         self.repaired: list[Instant] = []
         #: runs table-service tasks (compaction's file groups); None: threads of this process
         self.task_runner: TaskRunner | None = None
+        self._background = BackgroundCompactor()
         config = self.table.config
         if config.merge_on_read and self.options.payload_class.value != config.payload_class:
             raise TableError(
@@ -242,7 +247,13 @@ class WriteClient:
         return self
 
     def close(self) -> None:
-        self._lock.release()
+        """Wait for a compaction running in the background, then release the lock."""
+        try:
+            done = self._background.close()
+            if done is not None:
+                log.info("compaction %s completed", done.timestamp)
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> WriteClient:
         return self.open()
@@ -311,15 +322,37 @@ class WriteClient:
         """With ``hoodie.compact.inline``: compact the file slices that have accumulated
         ``hoodie.compact.inline.max.delta.commits`` log files and enough log bytes (a bounded
         share of them, see :func:`~hoodline.table.compaction.plan_file_slices`); None when none
-        has."""
+        has. With ``hoodline.compaction.async`` the compaction is only scheduled here and runs
+        in the background; the return value is then the compaction that completed there since
+        the last call, if any."""
         if not (self.table.config.merge_on_read and self.options.compact_inline):
             return None
         self._require_open()
         self._lock.ensure_held()
         o = self.options
+        if o.compact_async:
+            return self._compact_in_background()
         return compact(
             self.table, o, self.task_runner, o.compact_max_delta_commits, o.compact_log_size_ratio
         )
+
+    def _compact_in_background(self) -> Instant | None:
+        done = self._background.collect()
+        if self._background.running is not None:
+            return done
+        tl = self.table.timeline
+        tl.reload()  # the background thread completes compactions on its own timeline object
+        pending = tl.pending([COMPACTION])
+        o = self.options
+        if pending:  # one that failed in the background: again
+            instant: Instant | None = pending[0]
+        else:
+            instant = schedule_compaction(
+                self.table, o.compact_max_delta_commits, o.compact_log_size_ratio
+            )
+        if instant is not None:
+            self._background.submit(self.table.base_path, instant, o, self.task_runner)
+        return done
 
     def compact(self) -> Instant | None:
         """Compact every file slice with log files now (None: there were none)."""
@@ -372,9 +405,9 @@ class WriteClient:
         merge-on-read table); returns ``ts``."""
         self._require_open()
         self.table.timeline.reload()
-        if self.table.timeline.pending([COMPACTION]):
-            # a compaction that failed earlier in this process: no write may log against the
-            # slices it replaces until it is complete
+        if not self.options.compact_async and self.table.timeline.pending([COMPACTION]):
+            # a compaction that failed earlier in this process: inline compaction never lets a
+            # write log against a pending compaction
             finish_pending_compactions(self.table, self.options, self.task_runner)
         ts = self.table.new_instant_time()
         requested = self.table.timeline.create_requested(self.table.write_action, ts)

@@ -362,7 +362,7 @@ def write_file_groups(
     for code, start, stop in groups:
         partition, file_id = partitions[code // width], file_ids[code % width]
         jobs.append(
-            (partition, file_id, order[start:stop], view.latest_file_slice(partition, file_id))
+            (partition, file_id, order[start:stop], view.write_slice(partition, file_id))
         )
 
     threads = resolve_threads(ctx.options.write_threads if threads is None else threads)

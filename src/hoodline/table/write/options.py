@@ -168,6 +168,19 @@ COMPACT_INLINE = cfg.option(
     "compaction job); off: run `hoodline table compact` yourself, or reads keep merging ever "
     "more log files.",
 )
+COMPACT_ASYNC = cfg.option(
+    "hoodline.compaction.async",
+    bool,
+    False,
+    "Merge-on-read tables: run the compactions 'hoodie.compact.inline' schedules in the "
+    "background of the writer (a pipeline: as Spark jobs in a low-priority pool) while the next "
+    "writes go on, instead of before the next write. Writes to a file group whose compaction is "
+    "pending log against the compaction instant, as Java Hudi's do; Java readers and hoodline "
+    "merge them, but hudi-rs 0.5.0 reads such a file group as it was when the compaction was "
+    "planned until the compaction completes, which is why it is off by default. A writer that "
+    "closes waits for its running compaction; one a crash interrupted is finished when the next "
+    "writer opens.",
+)
 COMPACT_LOG_SIZE_RATIO = cfg.option(
     "hoodline.compaction.log-size-ratio",
     float,
@@ -218,6 +231,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     COMBINE_BEFORE_INSERT,
     WRITE_THREADS,
     COMPACT_INLINE,
+    COMPACT_ASYNC,
     COMPACT_MAX_DELTA_COMMITS,
     COMPACT_LOG_SIZE_RATIO,
     LOG_BLOCK_FORMAT,
@@ -247,6 +261,7 @@ class WriteOptions:
     combine_before_insert: bool = COMBINE_BEFORE_INSERT.default
     write_threads: int = WRITE_THREADS.default
     compact_inline: bool = COMPACT_INLINE.default
+    compact_async: bool = COMPACT_ASYNC.default
     compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
     compact_log_size_ratio: float = COMPACT_LOG_SIZE_RATIO.default
     log_block_format: LogBlockFormat = LOG_BLOCK_FORMAT.default
@@ -275,6 +290,7 @@ class WriteOptions:
             combine_before_insert=o.get(COMBINE_BEFORE_INSERT),
             write_threads=o.get(WRITE_THREADS),
             compact_inline=o.get(COMPACT_INLINE),
+            compact_async=o.get(COMPACT_ASYNC),
             compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
             compact_log_size_ratio=o.get(COMPACT_LOG_SIZE_RATIO),
             log_block_format=o.get(LOG_BLOCK_FORMAT),

@@ -50,7 +50,8 @@ class WriteProfile:
         return [
             SmallFile(partition, s.file_id, s.file_size)
             for s in self.view.latest_file_slices(partition)
-            if s.file_size < self.options.small_file_limit
+            # a group a pending compaction rewrites takes no inserts (as in Java Hudi)
+            if s.file_size < self.options.small_file_limit and s.pending_compaction is None
         ]
 
     def records_per_new_file(self) -> int:

@@ -1,0 +1,85 @@
+"""Asynchronous compaction: a writer's compaction plans executed on a background thread.
+
+A writer with ``hoodline.compaction.async`` schedules a plan between two writes (under its
+lock, with no write in flight, as Java requires of a plan's instant) and hands it to a
+:class:`BackgroundCompactor`, which executes it while the writer goes on writing (those writes
+log against the compaction instant, see :mod:`hoodline.table.compaction`). One plan runs at a
+time. A failed execution is logged and its plan stays pending: the writer hands it over again
+after its next write, and a writer that opens the table after a crash finishes it first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from hoodline.table.compaction import run_compaction
+from hoodline.table.instant import Instant
+from hoodline.table.parallel import TaskRunner
+from hoodline.table.table import HudiTable
+from hoodline.table.write.options import WriteOptions
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundCompactor:
+    """Runs one compaction at a time on a thread of this process."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._running: tuple[Instant, Future[Instant]] | None = None
+
+    @property
+    def running(self) -> Instant | None:
+        """The compaction handed over and not yet collected."""
+        return self._running[0] if self._running is not None else None
+
+    def submit(
+        self,
+        base_path: str | os.PathLike[str],
+        instant: Instant,
+        options: WriteOptions,
+        runner: TaskRunner | None,
+    ) -> None:
+        """Start executing the plan of ``instant`` (requested or inflight)."""
+        if self._running is not None:
+            raise RuntimeError(f"compaction {self._running[0].timestamp} is still running")
+
+        def work() -> Instant:
+            # a table object of its own: the writer's timeline is reloaded by the writer thread
+            return run_compaction(HudiTable.open(base_path), instant, options, runner)
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="hoodline-compaction")
+        self._running = (instant, self._pool.submit(work))
+        log.info("compaction %s runs in the background", instant.timestamp)
+
+    def collect(self, wait: bool = False) -> Instant | None:
+        """The completed commit of the compaction handed over, once it finished (``wait``: wait
+        for it); None while it runs, when none was handed over, or when it failed (logged; its
+        plan stays pending)."""
+        if self._running is None:
+            return None
+        instant, future = self._running
+        if not wait and not future.done():
+            return None
+        if not future.done():
+            log.info("waiting for compaction %s to finish", instant.timestamp)
+        self._running = None
+        try:
+            return future.result()
+        except Exception as exc:
+            log.error("compaction %s failed in the background: %s; its plan stays pending and "
+                      "is executed again after the next write (or when a writer next opens the "
+                      "table)", instant.timestamp, exc, exc_info=True)
+            return None
+
+    def close(self) -> Instant | None:
+        """Wait for a running compaction (see :meth:`collect`) and stop the thread."""
+        try:
+            return self.collect(wait=True)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None

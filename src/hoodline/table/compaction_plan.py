@@ -1,0 +1,167 @@
+"""The compaction plan: ``<C>.compaction.requested`` holds an Avro ``HoodieCompactionPlan``
+(one operation per file group: its base file, log files and base instant), as Java Hudi writes
+it for table version 6. Plans never change once written, so a process parses each one once.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+
+from hoodline.errors import TimelineError
+from hoodline.table.instant import Instant, State
+from hoodline.table.timeline import Timeline
+
+_NS = "org.apache.hudi.avro.model"
+_OPT_STR: list[Any] = ["null", "string"]
+
+#: ``HoodieCompactionPlan`` (hudi-common ``HoodieCompactionOperation.avsc``, table version 6)
+COMPACTION_PLAN_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieCompactionPlan",
+    "namespace": _NS,
+    "fields": [
+        {
+            "name": "operations",
+            "type": [
+                "null",
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "HoodieCompactionOperation",
+                        "namespace": _NS,
+                        "fields": [
+                            {"name": "baseInstantTime", "type": _OPT_STR},
+                            {
+                                "name": "deltaFilePaths",
+                                "type": ["null", {"type": "array", "items": "string"}],
+                                "default": None,
+                            },
+                            {"name": "dataFilePath", "type": _OPT_STR, "default": None},
+                            {"name": "fileId", "type": _OPT_STR},
+                            {"name": "partitionPath", "type": _OPT_STR, "default": None},
+                            {
+                                "name": "metrics",
+                                "type": ["null", {"type": "map", "values": "double"}],
+                                "default": None,
+                            },
+                            {"name": "bootstrapFilePath", "type": _OPT_STR, "default": None},
+                        ],
+                    },
+                },
+            ],
+            "default": None,
+        },
+        {
+            "name": "extraMetadata",
+            "type": ["null", {"type": "map", "values": "string"}],
+            "default": None,
+        },
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {
+            "name": "strategy",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "HoodieCompactionStrategy",
+                    "namespace": _NS,
+                    "fields": [
+                        {"name": "compactorClassName", "type": _OPT_STR, "default": None},
+                        {
+                            "name": "strategyParams",
+                            "type": ["null", {"type": "map", "values": "string"}],
+                            "default": None,
+                        },
+                        {"name": "version", "type": ["int", "null"], "default": 1},
+                    ],
+                },
+            ],
+            "default": None,
+        },
+        {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": False},
+    ],
+}
+PLAN_VERSION = 2
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One file group to compact: its slice as the plan names it."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    #: base file name ("" for a slice with only log files)
+    base_file: str
+    log_files: tuple[str, ...]
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "baseInstantTime": self.base_instant,
+            "deltaFilePaths": list(self.log_files),
+            "dataFilePath": self.base_file or None,
+            "fileId": self.file_id,
+            "partitionPath": self.partition_path,
+            "metrics": {"TOTAL_LOG_FILES": float(len(self.log_files))},
+            "bootstrapFilePath": None,
+        }
+
+    @classmethod
+    def from_avro(cls, op: dict[str, Any]) -> CompactionOperation:
+        return cls(
+            partition_path=str(op.get("partitionPath") or ""),
+            file_id=str(op["fileId"]),
+            base_instant=str(op["baseInstantTime"]),
+            base_file=str(op.get("dataFilePath") or ""),
+            log_files=tuple(str(f) for f in (op.get("deltaFilePaths") or ())),
+        )
+
+
+def serialize_plan(operations: list[CompactionOperation]) -> bytes:
+    """The ``.compaction.requested`` bytes: an Avro container file with one plan record."""
+    plan = {
+        "operations": [op.to_avro() for op in operations],
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+        "strategy": None,
+        "preserveHoodieMetadata": True,
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(COMPACTION_PLAN_SCHEMA), [plan], codec="null")
+    return buf.getvalue()
+
+
+def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except (ValueError, EOFError, StopIteration, TypeError) as exc:
+        raise TimelineError(f"compaction plan '{source}' is not an Avro plan: {exc}") from None
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise TimelineError(f"compaction plan '{source}' does not hold one plan record")
+    ops = records[0].get("operations") or []
+    return [CompactionOperation.from_avro(op) for op in ops]
+
+
+def read_plan(timeline: Timeline, instant: Instant) -> tuple[CompactionOperation, ...]:
+    """The operations of a pending or completed compaction's plan."""
+    path = timeline.path_of(instant.with_state(State.REQUESTED))
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise TimelineError(f"compaction plan '{path}' does not exist") from None
+    return _read_plan_file(str(path), size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_plan_file(path: str, size: int) -> tuple[CompactionOperation, ...]:
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) != size:
+        raise TimelineError(f"compaction plan '{path}' changed while it was read")
+    return tuple(parse_plan(data, path))
