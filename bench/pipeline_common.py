@@ -139,9 +139,11 @@ def pipeline_toml(
     min_interval: float = 0.0,
     max_interval: float = 30.0,
     master: str = "local[2]",
+    table_options: dict[str, str] | None = None,
 ) -> str:
     """Pipeline TOML (Kafka JSON topic -> non-partitioned table keyed by ``id``)."""
     fields = "\n".join(f'{k} = "{v}"' for k, v in schema.items())
+    options = "\n".join(f'"{k}" = "{v}"' for k, v in (table_options or {}).items())
     return f"""
 [source]
 type = "kafka"
@@ -157,6 +159,8 @@ type = "{table_type.config_text}"
 index = "{index.config_text}"
 bucket-count = {bucket_count}
 operation = "{operation.config_text}"
+[table.options]
+{options}
 [schema]
 {fields}
 [runtime]

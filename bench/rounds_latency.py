@@ -148,6 +148,7 @@ def driver(
     max_records: int,
     min_interval: float,
     drain_timeout: float,
+    compaction: str = "inline",
 ) -> dict[str, Any]:
     from hoodline.broker import ExactEndProducer
     from hoodline.pipeline.api import Pipeline
@@ -165,6 +166,7 @@ def driver(
             table_type=table_type,
             max_records=max_records,
             min_interval=min_interval,
+            table_options={"hoodline.compaction.async": str(compaction == "async").lower()},
         ),
         "bench-rounds",
     )
@@ -175,6 +177,7 @@ def driver(
         "operation": operation.config_text,
         "index": index.config_text,
         "table_type": table_type.config_text,
+        "compaction": compaction,
         "max_records": max_records,
     }
     with RoleRss() as mem, Pipeline(cfg) as pipeline:
@@ -359,6 +362,7 @@ def run(
     drain_timeout: float = 900,
     timeout: float | None = 3600,
     table_type: TableType = TableType.COPY_ON_WRITE,
+    compaction: str = "inline",
 ) -> dict[str, Any]:
     from hoodline.broker import EmbeddedBroker
 
@@ -390,6 +394,8 @@ def run(
                 index.config_text,
                 "--table-type",
                 table_type.config_text,
+                "--compaction",
+                compaction,
                 "--max-records",
                 str(max_records),
                 "--min-interval",
@@ -419,7 +425,8 @@ def report(rep: dict[str, Any]) -> str:
     m = r["memory_peak"]
     p = s["producer"]
     lines = [
-        f"{r.get('table_type', 'COPY_ON_WRITE')} table, "
+        f"{r.get('table_type', 'COPY_ON_WRITE')} table "
+        f"(compaction {r.get('compaction', 'inline')}), "
         f"operation `{r['operation']}`, index {r.get('index', 'BUCKET')} (8 buckets with BUCKET), "
         "non-partitioned, Spark `local[2]`, "
         f"2 readers, round.max-records {r['max_records']:,}, round.min-interval 0; topic of 8 "
@@ -472,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
                     choices=list(IndexType))
     ap.add_argument("--table-type", type=TableType.parse, default=TableType.COPY_ON_WRITE,
                     choices=list(TableType))
+    ap.add_argument("--compaction", choices=("inline", "async"), default="inline",
+                    help="merge-on-read: compact between rounds or beside them")
     ap.add_argument("--max-records", type=int, default=500_000)
     ap.add_argument("--min-interval", type=float, default=0.0)
     ap.add_argument("--drain-timeout", type=float, default=900)
@@ -502,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_records=args.max_records,
                 min_interval=args.min_interval,
                 drain_timeout=args.drain_timeout,
+                compaction=args.compaction,
             )
         )
         return 0
@@ -517,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         args.drain_timeout,
         args.timeout,
         args.table_type,
+        args.compaction,
     )
     text = report(rep)
     print(text)

@@ -1,14 +1,19 @@
-"""Rollback and clean, checked against hudi-rs after every step."""
+"""Rollback and clean, checked against hudi-rs after every step; their plans and metadata are
+Avro files with Hudi's schemas, and hoodline 0.1's JSON ones still finish."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+from typing import Any
 
+import fastavro
 import pytest
 
 from hoodline.errors import TableError, TimelineError
 from hoodline.table import read
+from hoodline.table.action_metadata import ActionBody, serialize
 from hoodline.table.clean import clean, plan_clean
 from hoodline.table.instant import Instant, State
 from hoodline.table.markers import Markers
@@ -26,6 +31,16 @@ US, EU = ("region=us", "fg-us"), ("region=eu", "fg-eu")
 
 def _parquet_files(table: HudiTable) -> set[str]:
     return {str(p.relative_to(table.base_path)) for p in table.base_path.rglob("*.parquet")}
+
+
+def _avro(data: bytes, record: str) -> dict[str, Any]:
+    """The one record of an Avro container file whose writer schema is Hudi's ``record``."""
+    reader = fastavro.reader(io.BytesIO(data))
+    assert isinstance(reader.writer_schema, dict)
+    assert reader.writer_schema["name"] == f"org.apache.hudi.avro.model.{record}"
+    (value,) = list(reader)
+    assert isinstance(value, dict)
+    return value
 
 
 def _vals(t: object) -> dict[str, int]:
@@ -55,16 +70,23 @@ def test_rollback_of_inflight_deletes_exactly_its_files(
     assert tl.pending() == [] and [i.timestamp for i in tl.completed_commits()] == [c1]
     assert not any(n.startswith(p.ts) for n in os.listdir(table.meta_path))
     assert not Markers(table, p.ts).exists()
-    meta = json.loads(tl.read_instant_bytes(done[0]))
+    meta = _avro(tl.read_instant_bytes(done[0]), "HoodieRollbackMetadata")
     assert meta["commitsRollback"] == [p.ts] and meta["totalFilesDeleted"] == 2
+    assert meta["instantsRollback"] == [{"commitTime": p.ts, "action": "commit"}]
     deleted = sorted(
         os.path.relpath(f, table.base_path)
         for pm in meta["partitionMetadata"].values()
         for f in pm["successDeleteFiles"]
     )
     assert deleted == sorted([f1, f2])
-    plan = json.loads(tl.read_instant_bytes(done[0].with_state(State.REQUESTED)))
+    plan = _avro(tl.read_instant_bytes(done[0].with_state(State.REQUESTED)), "HoodieRollbackPlan")
     assert plan["instantToRollback"] == {"commitTime": p.ts, "action": "commit"}
+    # as Java plans base-file deletions: full paths, no file id or base instant
+    planned = sorted(f for r in plan["RollbackRequests"] for f in r["filesToBeDeleted"])
+    assert planned == sorted(str(table.absolute(f)) for f in (f1, f2))
+    assert all(r["fileId"] == "" and r["logBlocksToBeDeleted"] == {}
+               for r in plan["RollbackRequests"])
+    assert tl.read_instant_bytes(done[0].with_state(State.INFLIGHT)) == b""
     assert_hudi_matches_hoodline(table)
 
     c3 = writer.upsert({US: rows(["b"], "us", [5])})
@@ -85,13 +107,24 @@ def test_rollback_of_requested_only_instant(table: HudiTable, writer: HandWriter
     assert_hudi_matches_hoodline(table)
 
 
-def test_interrupted_rollback_is_finished_once(table: HudiTable, writer: HandWriter) -> None:
+@pytest.mark.parametrize("body", ["avro", "json-0.1"])
+def test_interrupted_rollback_is_finished_once(
+    table: HudiTable, writer: HandWriter, body: str
+) -> None:
     writer.upsert({US: rows(["a"], "us", [1])})
     p = writer.start()
     f = writer.write_group(p, US, rows(["a"], "us", [9]))
-    # a previous repair died right after writing its rollback plan
-    plan = _plan(p.instant, [f])
-    table.timeline.create_requested("rollback", table.new_instant_time(), json.dumps(plan).encode())
+    # a previous repair died right after writing its rollback plan (hoodline 0.1 wrote JSON
+    # with paths relative to the table)
+    if body == "avro":
+        raw = serialize(ActionBody.ROLLBACK_PLAN, _plan(table, p.instant, [f]))
+    else:
+        raw = json.dumps({
+            "instantToRollback": {"commitTime": p.ts, "action": "commit"},
+            "RollbackRequests": [{"partitionPath": "region=us", "filesToBeDeleted": [f]}],
+            "version": 1,
+        }).encode()
+    table.timeline.create_requested("rollback", table.new_instant_time(), raw)
     done = rollback_pending(table)
     assert [i.action for i in done] == ["rollback"]
     assert len(table.timeline.completed(["rollback"])) == 1
@@ -144,8 +177,15 @@ def test_clean_keeps_versions_of_last_n_commits(table: HudiTable, writer: HandWr
     remaining = _parquet_files(table)
     assert sorted(f for f in remaining if f.startswith("region=us")) == us_files[-3:]
     assert any(f.startswith("region=eu") for f in remaining)
-    meta = json.loads(table.timeline.read_instant_bytes(inst))
+    meta = _avro(table.timeline.read_instant_bytes(inst), "HoodieCleanMetadata")
     assert meta["totalFilesDeleted"] == 3 and meta["earliestCommitToRetain"] == commits[-2]
+    assert meta["version"] == 2
+    for state in (State.REQUESTED, State.INFLIGHT):  # the plan, as Java writes both
+        plan = _avro(table.timeline.read_instant_bytes(inst.with_state(state)),
+                     "HoodieCleanerPlan")
+        assert plan["policy"] == "KEEP_LATEST_COMMITS" and plan["version"] == 2
+        assert sorted(e["filePath"] for e in plan["filePathsToBeDeletedPerPartition"][
+            "region=us"]) == sorted(str(table.absolute(f)) for f in us_files[:3])
     assert sorted(meta["partitionMetadata"]["region=us"]["successDeleteFiles"]) == sorted(
         os.path.basename(f) for f in us_files[:3]
     )
@@ -159,20 +199,35 @@ def test_clean_keeps_versions_of_last_n_commits(table: HudiTable, writer: HandWr
     assert_hudi_matches_hoodline(table, max_commits=3)
 
 
-def test_interrupted_clean_finished_by_repair(table: HudiTable, writer: HandWriter) -> None:
+@pytest.mark.parametrize("body", ["avro", "json-0.1"])
+def test_interrupted_clean_finished_by_repair(
+    table: HudiTable, writer: HandWriter, body: str
+) -> None:
     for i in range(4):
         writer.upsert({US: rows(["a"], "us", [i])})
     _earliest, planned = plan_clean(table, 1)
-    plan = {
-        "earliestInstantToRetain": {"timestamp": _earliest},
-        "policy": "KEEP_LATEST_COMMITS",
-        "filePathsToBeDeletedPerPartition": {
-            p: [{"filePath": f} for f in fs] for p, fs in planned.items()
-        },
-    }
+    if body == "avro":  # as Java plans it: full paths (with the scheme Hadoop prints)
+        raw = serialize(ActionBody.CLEANER_PLAN, {
+            "earliestInstantToRetain": {"timestamp": _earliest, "action": "commit",
+                                        "state": "COMPLETED"},
+            "policy": "KEEP_LATEST_COMMITS",
+            "filePathsToBeDeletedPerPartition": {
+                p: [{"filePath": f"file:{table.absolute(f)}", "isBootstrapBaseFile": False}
+                    for f in fs] for p, fs in planned.items()
+            },
+            "version": 2,
+        })
+    else:  # hoodline 0.1: JSON, paths relative to the table
+        raw = json.dumps({
+            "earliestInstantToRetain": {"timestamp": _earliest},
+            "policy": "KEEP_LATEST_COMMITS",
+            "filePathsToBeDeletedPerPartition": {
+                p: [{"filePath": f} for f in fs] for p, fs in planned.items()
+            },
+        }).encode()
     ts = table.new_instant_time()
     inst = table.timeline.transition_to_inflight(
-        table.timeline.create_requested("clean", ts, json.dumps(plan).encode())
+        table.timeline.create_requested("clean", ts, raw)
     )
     os.unlink(table.absolute(planned["region=us"][0]))  # deleted before the crash
     done = rollback_pending(table)

@@ -7,20 +7,22 @@ before ``E`` (so time travel to any retained commit still works); older versions
 File groups replaced by a replacecommit older than ``E`` are deleted entirely. Files of
 uncommitted instants are never touched (rollback owns them).
 
-Deletion happens inside a ``clean`` instant: ``.clean.requested`` holds the plan (files to
-delete), then ``.clean.inflight``, then ``.clean`` with JSON metadata listing deleted files.
+Deletion happens inside a ``clean`` instant: ``.clean.requested`` and ``.clean.inflight`` hold
+the plan (a ``HoodieCleanerPlan``: the files to delete by full path), then ``.clean`` a
+``HoodieCleanMetadata`` listing the deleted files by name (Avro, as Java Hudi writes them; see
+:mod:`hoodline.table.action_metadata`).
 A clean interrupted by a crash is finished by :func:`finish_pending_cleans`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
 
 from hoodline.config.options import option
-from hoodline.errors import TableError, TimelineError
+from hoodline.errors import TableError
+from hoodline.table.action_metadata import ActionBody, deserialize, local_path, serialize
 from hoodline.table.fs_view import list_data_files, list_partitions, parse_base_file_name
 from hoodline.table.instant import CLEAN, REPLACE_COMMIT, Instant, State
 from hoodline.table.table import HudiTable
@@ -102,31 +104,33 @@ def clean(table: HudiTable, retain_commits: int = 10) -> Instant | None:
         "lastCompletedCommitTimestamp": table.timeline.completed_commits()[-1].timestamp,
         "policy": POLICY,
         "filePathsToBeDeletedPerPartition": {
-            p: [{"filePath": f, "isBootstrapBaseFile": False} for f in fs]
+            p: [{"filePath": str(table.absolute(f)), "isBootstrapBaseFile": False} for f in fs]
             for p, fs in to_delete.items()
         },
         "version": 2,
     }
-    requested = table.timeline.create_requested(CLEAN, ts, json.dumps(plan, indent=2).encode())
+    requested = table.timeline.create_requested(
+        CLEAN, ts, serialize(ActionBody.CLEANER_PLAN, plan)
+    )
     return _execute(table, requested, plan, started)
 
 
 def _execute(table: HudiTable, inst: Instant, plan: dict[str, Any], started: float) -> Instant:
     tl = table.timeline
     if inst.state is State.REQUESTED:
-        inst = tl.transition_to_inflight(inst)
+        inst = tl.transition_to_inflight(inst, serialize(ActionBody.CLEANER_PLAN, plan))
     partition_meta: dict[str, Any] = {}
     total = 0
-    for part, entries in plan.get("filePathsToBeDeletedPerPartition", {}).items():
+    for part, entries in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
         ok: list[str] = []
         failed: list[str] = []
         patterns: list[str] = []
         for entry in entries:
-            rel = str(entry["filePath"])
-            name = os.path.basename(rel)
+            path = local_path(str(entry["filePath"]))  # full (or, from hoodline 0.1, relative)
+            name = os.path.basename(path)
             patterns.append(name)
             try:
-                os.unlink(table.absolute(rel))
+                os.unlink(table.absolute(path))
                 ok.append(name)
             except FileNotFoundError:
                 ok.append(name)  # deleted by an earlier, interrupted attempt
@@ -141,17 +145,18 @@ def _execute(table: HudiTable, inst: Instant, plan: dict[str, Any], started: flo
             "failedDeleteFiles": failed,
             "isPartitionDeleted": False,
         }
-    earliest = plan.get("earliestInstantToRetain", {}).get("timestamp")
+    earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
     metadata = {
         "startCleanTime": inst.timestamp,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": total,
-        "earliestCommitToRetain": earliest,
-        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp"),
+        "earliestCommitToRetain": earliest or "",
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
         "partitionMetadata": partition_meta,
         "version": 2,
+        "bootstrapPartitionMetadata": {},
     }
-    return tl.complete(inst, json.dumps(metadata, indent=2).encode("utf-8"))
+    return tl.complete(inst, serialize(ActionBody.CLEAN_METADATA, metadata))
 
 
 def earliest_retained_commit(table: HudiTable) -> str | None:
@@ -161,24 +166,21 @@ def earliest_retained_commit(table: HudiTable) -> str | None:
     cleans = table.timeline.completed([CLEAN])
     if not cleans:
         return None
-    raw = table.timeline.read_instant_bytes(cleans[-1])
-    try:
-        value = json.loads(raw).get("earliestCommitToRetain")
-    except (ValueError, AttributeError):
-        return None
+    tl = table.timeline
+    raw = tl.read_instant_bytes(cleans[-1])
+    value = deserialize(ActionBody.CLEAN_METADATA, raw, str(tl.path_of(cleans[-1]))).get(
+        "earliestCommitToRetain"
+    )
     return str(value) if value else None
 
 
 def finish_pending_cleans(table: HudiTable) -> list[Instant]:
     """Complete clean instants interrupted by a crash (their plan is re-executed)."""
     done = []
-    for inst in table.timeline.pending([CLEAN]):
-        raw = table.timeline.read_instant_bytes(inst.with_state(State.REQUESTED))
-        try:
-            plan = json.loads(raw)
-            if not isinstance(plan, dict):
-                raise ValueError("not an object")
-        except ValueError as exc:
-            raise TimelineError(f"clean plan of {inst} is unreadable: {exc}") from None
+    tl = table.timeline
+    for inst in tl.pending([CLEAN]):
+        requested = inst.with_state(State.REQUESTED)
+        raw = tl.read_instant_bytes(requested)
+        plan = deserialize(ActionBody.CLEANER_PLAN, raw, str(tl.path_of(requested)))
         done.append(_execute(table, inst, plan, time.monotonic()))
     return done

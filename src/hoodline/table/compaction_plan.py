@@ -13,6 +13,7 @@ from typing import Any
 import fastavro
 
 from hoodline.errors import TimelineError
+from hoodline.table.action_metadata import avro_container
 from hoodline.table.instant import Instant, State
 from hoodline.table.timeline import Timeline
 
@@ -132,9 +133,7 @@ def serialize_plan(operations: list[CompactionOperation]) -> bytes:
         "strategy": None,
         "preserveHoodieMetadata": True,
     }
-    buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(COMPACTION_PLAN_SCHEMA), [plan], codec="null")
-    return buf.getvalue()
+    return avro_container(COMPACTION_PLAN_SCHEMA, plan)
 
 
 def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:

@@ -2,14 +2,17 @@
 
 A failed (requested/inflight) data instant is rolled back by a ``rollback`` instant:
 
-1. ``<rb>.rollback.requested`` holds the plan: the instant to roll back and the files to delete,
+1. ``<rb>.rollback.requested`` holds the plan (a ``HoodieRollbackPlan``, Avro as Java writes it,
+   see :mod:`hoodline.table.action_metadata`): the instant to roll back and the files to delete
+   by full path,
    which are exactly the files its markers list (every data file is marked before it is written;
    on merge-on-read tables that includes the log files it appended: every write creates new log
    files, so deleting them removes exactly its blocks);
 2. ``<rb>.rollback.inflight``; the failed instant's inflight/requested files are removed (so it
    can no longer be completed);
 3. the planned files are deleted (missing ones are fine);
-4. ``<rb>.rollback`` is completed with JSON metadata (deleted files per partition);
+4. ``<rb>.rollback`` is completed with a ``HoodieRollbackMetadata`` (deleted files per
+   partition);
 5. the failed instant's marker folder is removed.
 
 Every step is idempotent; a crash anywhere is finished by :func:`rollback_pending`, which a
@@ -18,13 +21,13 @@ writer calls (holding the writer lock) before it writes.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
 from typing import Any
 
 from hoodline.errors import TableError, TimelineError
+from hoodline.table.action_metadata import ActionBody, deserialize, local_path, serialize
 from hoodline.table.clean import finish_pending_cleans
 from hoodline.table.fs_view import parse_base_file_name
 from hoodline.table.instant import DATA_ACTIONS, ROLLBACK, Instant, State
@@ -35,15 +38,16 @@ from hoodline.table.table import HudiTable
 from hoodline.table.timeline import STAGING_DIR
 
 
-def _plan(instant: Instant, files: list[str]) -> dict[str, Any]:
+def _plan(table: HudiTable, instant: Instant, files: list[str]) -> dict[str, Any]:
     by_partition: dict[str, list[str]] = {}
     for f in files:
         part = f.rsplit("/", 1)[0] if "/" in f else ""
-        by_partition.setdefault(part, []).append(f)
+        by_partition.setdefault(part, []).append(str(table.absolute(f)))
     return {
         "instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
         "RollbackRequests": [
-            {"partitionPath": p, "filesToBeDeleted": sorted(fs)}
+            {"partitionPath": p, "fileId": "", "latestBaseInstant": "",
+             "filesToBeDeleted": sorted(fs), "logBlocksToBeDeleted": {}}
             for p, fs in sorted(by_partition.items())
         ],
         "version": 1,
@@ -87,12 +91,13 @@ def _execute(
 ) -> dict[str, Any]:
     partition_meta: dict[str, Any] = {}
     total = 0
-    for req in plan.get("RollbackRequests", []):
+    for req in plan.get("RollbackRequests") or []:
         part = req.get("partitionPath", "")
         ok: list[str] = []
         failed: list[str] = []
-        for rel in req.get("filesToBeDeleted", []):
-            path = table.absolute(rel)
+        for name in req.get("filesToBeDeleted") or []:
+            # full paths (hoodline 0.1 wrote them relative to the table)
+            path = table.absolute(local_path(str(name)))
             try:
                 os.unlink(path)
                 ok.append(str(path))
@@ -111,6 +116,7 @@ def _execute(
             "successDeleteFiles": ok,
             "failedDeleteFiles": failed,
             "rollbackLogFiles": {},
+            "logFilesFromFailedCommit": {},
         }
     return {
         "startRollbackTime": rb_ts,
@@ -141,7 +147,7 @@ def _finish(
             )
         tl.delete_pending_files(pending_target)
     metadata = _execute(table, target, plan, rb.timestamp, started)
-    done = tl.complete(rb, json.dumps(metadata, indent=2).encode("utf-8"))
+    done = tl.complete(rb, serialize(ActionBody.ROLLBACK_METADATA, metadata))
     Markers(table, target.timestamp).delete_all()
     return done
 
@@ -162,26 +168,22 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
     started = time.monotonic()
     files = _files_to_delete(table, current)
     rb_ts = table.new_instant_time()
-    plan = _plan(current, files)
-    rb = table.timeline.create_requested(
-        ROLLBACK, rb_ts, json.dumps(plan, indent=2).encode("utf-8")
-    )
+    plan = _plan(table, current, files)
+    rb = table.timeline.create_requested(ROLLBACK, rb_ts, serialize(ActionBody.ROLLBACK_PLAN, plan))
     return _finish(table, rb, current, plan, started)
 
 
 def _read_plan(table: HudiTable, rb: Instant) -> dict[str, Any]:
-    raw = table.timeline.read_instant_bytes(rb.with_state(State.REQUESTED))
+    source = str(table.timeline.path_of(rb.with_state(State.REQUESTED)))
+    plan = deserialize(ActionBody.ROLLBACK_PLAN, table.timeline.read_instant_bytes(
+        rb.with_state(State.REQUESTED)), source)
     try:
-        plan = json.loads(raw)
         target = plan["instantToRollback"]
         Instant(str(target["commitTime"]), str(target["action"]), State.INFLIGHT)
-    except (ValueError, KeyError, TypeError, TimelineError) as exc:
+    except (KeyError, TypeError, TimelineError) as exc:
         raise TimelineError(
-            f"rollback plan '{table.timeline.path_of(rb.with_state(State.REQUESTED))}' is "
-            f"unreadable ({exc!r}); it was not written by hoodline"
+            f"rollback plan '{source}' names no instant to roll back ({exc!r})"
         ) from None
-    if not isinstance(plan, dict):
-        raise TimelineError(f"rollback plan of {rb} is not a JSON object")
     return plan
 
 

@@ -1,5 +1,5 @@
-"""Java's Avro library (the jar inside pyspark) reads hoodline's log blocks and compaction plans
-with the schemas they name: the records, the deletes and the plan come back as written."""
+"""Java's Avro library (the jar inside pyspark) reads hoodline's log blocks, compaction plans and
+clean/rollback files with the schemas they name: everything comes back as written."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from hoodline.faults import InjectedFailure
+from hoodline.table.instant import State
 from hoodline.table.log.content import DELETE_RECORD_LIST_SCHEMA
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import TableConfig
@@ -105,3 +107,40 @@ def test_java_avro_reads_log_blocks_and_the_compaction_plan(tmp_path: Path) -> N
     assert op["baseInstantTime"] == first
     assert sorted(op["deltaFilePaths"]) == [logs[0].name, logs[1].name]
     assert op["partitionPath"] == "region=eu" and plan["version"] == 2
+
+
+def test_java_avro_reads_clean_and_rollback_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = TableConfig(name="t", record_key_fields=("id",), partition_fields=("region",),
+                         precombine_field="ts")
+    table = HudiTable.create(tmp_path / "t", config)
+    batch = pa.table({"id": ["a", "b"], "region": ["eu", "us"], "ts": [1, 1]})
+    options = {"hoodie.clean.automatic": True, "hoodie.cleaner.commits.retained": 1}
+    with WriteClient(table, options) as client:
+        for _ in range(3):  # the third commit cleans the first one's files
+            client.upsert(batch)
+        monkeypatch.setenv("HOODLINE_FAULT_POINT", "files-written")
+        monkeypatch.setenv("HOODLINE_FAULT_ACTION", "fail")
+        with pytest.raises(InjectedFailure):
+            client.upsert(batch)  # written, then rolled back
+    tl = table.timeline.reload()
+    (cleaned,) = tl.completed(["clean"])
+    (rolled,) = tl.completed(["rollback"])
+    files = [tl.path_of(cleaned.with_state(State.REQUESTED)),
+             tl.path_of(cleaned.with_state(State.INFLIGHT)), tl.path_of(cleaned),
+             tl.path_of(rolled.with_state(State.REQUESTED)), tl.path_of(rolled)]
+    lines = _java("plan", *map(str, files), tmp=tmp_path)
+    assert lines[0::2] == [f"schema org.apache.hudi.avro.model.{n}" for n in (
+        "HoodieCleanerPlan", "HoodieCleanerPlan", "HoodieCleanMetadata", "HoodieRollbackPlan",
+        "HoodieRollbackMetadata")]
+    plan, _inflight, clean_md, rb_plan, rb_md = (json.loads(x) for x in lines[1::2])
+    assert plan["policy"] == "KEEP_LATEST_COMMITS"
+    deleted = sorted(e["filePath"] for fs in plan["filePathsToBeDeletedPerPartition"].values()
+                     for e in fs)
+    assert len(deleted) == 2 and all(os.path.isabs(f) for f in deleted)
+    assert clean_md["totalFilesDeleted"] == 2
+    assert clean_md["earliestCommitToRetain"] == tl.completed_commits()[-1].timestamp
+    target = rb_plan["instantToRollback"]
+    assert target["action"] == "commit" and rb_md["commitsRollback"] == [target["commitTime"]]
+    assert rb_md["totalFilesDeleted"] == 2

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hoodline.errors import WriterLockError
+from hoodline.table import action_metadata
 from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
@@ -381,8 +382,9 @@ def test_failure_mid_write_rolls_the_instant_back(
     assert snapshot_dict(table) == before
     check_all(table)
     # no data file of the failed instant survived
-    rb = json.loads(table.timeline.read_instant_bytes(failed_ts))
-    assert rb, "rollback metadata is empty"
+    rb = action_metadata.deserialize(action_metadata.ActionBody.ROLLBACK_METADATA,
+                                     table.timeline.read_instant_bytes(failed_ts), "rollback")
+    assert rb["totalFilesDeleted"] >= 1, "the rollback deleted nothing"
     for f in Path(table.base_path).rglob("*.parquet"):
         ts = f.name.rsplit("_", 1)[1].removesuffix(".parquet")
         assert table.timeline.is_completed_commit(ts), f"stray file {f}"
