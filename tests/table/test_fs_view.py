@@ -6,7 +6,12 @@ import pytest
 
 from hoodline.errors import TableError
 from hoodline.table.commit_metadata import CommitMetadata
-from hoodline.table.fs_view import base_file_name, list_partitions, parse_base_file_name
+from hoodline.table.fs_view import (
+    CommittedInstants,
+    base_file_name,
+    list_partitions,
+    parse_base_file_name,
+)
 from hoodline.table.markers import Markers, instants_with_markers
 from hoodline.table.table import HudiTable
 
@@ -116,3 +121,65 @@ def test_markers(table: HudiTable) -> None:
         m.create("region=us", "x.parquet", "WRITE")
     m.delete_all()
     assert m.marked_files() == [] and instants_with_markers(table.meta_path) == []
+
+
+def test_instants_before_the_start_of_the_active_timeline_count_as_committed() -> None:
+    committed = CommittedInstants(frozenset({T3}), start=T3, pending=frozenset({T1}))
+    assert committed(T3) and committed(T2)  # T2 was archived
+    assert not committed(T1)  # still pending on the active timeline: a failed write
+    assert not committed("20240101000000004")  # newer and not completed
+    as_of = CommittedInstants(frozenset(), start=T3, as_of=T1)
+    assert not as_of(T2)  # archived, but after the time travel's instant
+
+
+def test_timeline_starts_at_the_first_completed_write_that_is_no_savepoint(
+    table: HudiTable,
+) -> None:
+    tl = table.timeline
+    assert tl.start() is None
+    tl.create_requested("commit", T1)  # pending: not where the timeline starts
+    _commit(table, T2)
+    _commit(table, T3)
+    assert tl.reload().start() == T2
+    (table.meta_path / f"{T2}.savepoint").write_bytes(b"")  # kept by a savepoint past archival
+    assert tl.reload().start() == T3
+
+
+def _archive(table: HudiTable, instants: list[str], into: Path) -> None:
+    """Move every state file of ``instants`` out of ``.hoodie``, as Java's archival does."""
+    into.mkdir(exist_ok=True)
+    for f in table.meta_path.iterdir():
+        if f.is_file() and f.name.split(".")[0] in instants:
+            f.rename(into / f.name)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("index", ["BUCKET", "BLOOM"])
+def test_a_table_whose_old_instants_were_archived_reads_and_upserts_whole(
+    tmp_path: Path, table_type: str, index: str
+) -> None:
+    from hoodline.table.write.client import WriteClient
+    from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+    from tests.table.write.helpers import make_config, rows, snapshot_dict
+
+    table = HudiTable.create(tmp_path / "t", make_config(index, table_type=table_type))
+    options = {"hoodie.compact.inline": False}
+    with WriteClient(table, options) as client:
+        first = client.upsert(rows(list(range(12)), region=["eu", "us"] * 6, ts=1))
+        second = client.upsert(rows([0, 1], region=["eu", "us"], ts=2, v="w"))
+        client.upsert(rows([2], region="eu", ts=3, v="x"))
+        client.upsert(rows([4], region="eu", ts=4, v="y"))
+    expected = snapshot_dict(table)
+    _archive(table, [first, second], table.meta_path / "archived")
+    table.timeline.reload()
+    assert snapshot_dict(table) == expected  # no file group or log block of c1/c2 is lost
+    assert_hudi_matches_hoodline(table)
+    # keys that live only in archived slices are updated in place, not inserted twice
+    with WriteClient(table, options) as client:
+        client.upsert(rows([1, 3], region="us", ts=5, v="z"))
+        if table_type == "MERGE_ON_READ":
+            assert client.compact() is not None  # archived log blocks are merged, not dropped
+    expected[("us", 1)] = (5, "z1")
+    expected[("us", 3)] = (5, "z3")
+    assert snapshot_dict(table) == expected
+    assert_hudi_matches_hoodline(table)

@@ -23,7 +23,12 @@ from typing import Any
 from hoodline.config.options import option
 from hoodline.errors import TableError
 from hoodline.table.action_metadata import ActionBody, deserialize, local_path, serialize
-from hoodline.table.fs_view import list_data_files, list_partitions, parse_base_file_name
+from hoodline.table.fs_view import (
+    CommittedInstants,
+    list_data_files,
+    list_partitions,
+    parse_base_file_name,
+)
 from hoodline.table.instant import CLEAN, REPLACE_COMMIT, Instant, State
 from hoodline.table.table import HudiTable
 
@@ -49,7 +54,7 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
     if len(commits) <= retain_commits:
         return None, {}
     earliest = commits[-retain_commits].timestamp
-    committed = {i.timestamp for i in commits}
+    committed = CommittedInstants.of(tl)  # archived slices too
     replaced_before: set[tuple[str, str]] = set()
     for inst in commits:
         if inst.action == REPLACE_COMMIT and inst.timestamp < earliest:
@@ -64,10 +69,10 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
         for name, _size in bases:
             rel = f"{part}/{name}" if part else name
             fid, _tok, ts = parse_base_file_name(rel)
-            if ts in committed:
+            if committed(ts):
                 versions.setdefault(fid, {}).setdefault(ts, []).append(rel)
         for log, _nbytes in logs:
-            if log.base_instant in committed:
+            if committed(log.base_instant):
                 rel = f"{part}/{log.name}" if part else log.name
                 versions.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append(rel)
         doomed: list[str] = []

@@ -44,7 +44,7 @@ from hoodline import faults
 from hoodline.faults import FaultPoint
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
-from hoodline.table.fs_view import FileSlice, base_file_name
+from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
 from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import TaskRunner, thread_runner
@@ -153,8 +153,8 @@ class CompactionTask:
     #: the read schema: meta columns and the table's data columns
     schema: pa.Schema
     operation: CompactionOperation
-    #: completed instants whose log blocks are merged
-    visible: frozenset[str]
+    #: instants whose log blocks are merged
+    visible: CommittedInstants
     task_id: int
 
 
@@ -163,7 +163,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     ctx, op, schema = task.ctx, task.operation, task.schema
     table = ctx.table()
     s = planned_slice(op)
-    merged = read_merged_slice(table, s, schema, task.visible.__contains__, threads=False)
+    merged = read_merged_slice(table, s, schema, task.visible, threads=False)
     name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
     merged = merged.set_column(
         merged.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(name, merged.num_rows)
@@ -228,9 +228,7 @@ def run_compaction(
         operation=WriteOperation.UPSERT,
         data_schema=data,
     )
-    visible = frozenset(
-        i.timestamp for i in tl.completed_commits() if i.timestamp < instant.timestamp
-    )
+    visible = CommittedInstants.of(tl, as_of=instant.timestamp)
     # costliest first, so no worker is left with a big group at the end
     order = sorted(range(len(operations)), key=lambda i: -len(operations[i].log_files))
     tasks = [CompactionTask(ctx, schema, operations[i], visible, i) for i in order]

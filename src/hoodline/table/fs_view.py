@@ -8,7 +8,8 @@ Mirrors how hudi-rs (and Java's ``HoodieFileGroup``) pick files:
   log files are ``.<fileId>_<baseInstant>.log.<version>_<writeToken>``;
 * a file slice is (base instant, its base file if any, the log files naming that base instant);
   it is visible when the base instant is a completed commit/deltacommit at or before the query
-  time; files of requested/inflight/rolled-back instants are ignored. A slice without a base file
+  time, or older than the start of the active timeline (archived: :class:`CommittedInstants`);
+  files of requested/inflight/rolled-back instants are ignored. A slice without a base file
   (a merge-on-read file group written only to logs so far) is visible from the deltacommit that
   created it;
 * a slice lists every log file on disk for it; which *blocks* count is decided by the reader
@@ -68,6 +69,36 @@ def parse_base_file_name(name: str) -> tuple[str, str, str]:
             "foreign parquet files inside a table make every Hudi read fail: move it out"
         )
     return parts[0], parts[1], parts[2]
+
+
+@dataclass(frozen=True)
+class CommittedInstants:
+    """Which instants' files and log blocks a reader counts (picklable, for workers): completed
+    data instants at or before ``as_of``, and every instant older than ``start``, the start of
+    the active timeline, because Java Hudi archives old completed instants out of ``.hoodie``
+    (except instants still pending there: a failed write older than the first completed one is
+    not committed, whatever its age)."""
+
+    completed: frozenset[str]
+    start: str | None
+    as_of: str | None = None
+    pending: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, timeline: Timeline, as_of: str | None = None) -> CommittedInstants:
+        completed = frozenset(
+            i.timestamp for i in timeline.completed_commits()
+            if as_of is None or i.timestamp <= as_of
+        )
+        pending = frozenset(i.timestamp for i in timeline.pending())
+        return cls(completed, timeline.start(), as_of, pending)
+
+    def __call__(self, instant_ts: str) -> bool:
+        if instant_ts in self.completed:
+            return True
+        return (self.start is not None and instant_ts < self.start
+                and instant_ts not in self.pending
+                and (self.as_of is None or instant_ts <= self.as_of))
 
 
 @dataclass(frozen=True)
@@ -212,12 +243,11 @@ class FileSystemView:
         self.timeline = timeline
         self.partitioned = partitioned
         self.as_of = as_of
-        visible = [
-            i for i in timeline.completed_commits() if as_of is None or i.timestamp <= as_of
-        ]
-        self._visible_ts = {i.timestamp for i in visible}
+        self.committed = CommittedInstants.of(timeline, as_of)
         self._replaced: set[tuple[str, str]] = set()
-        for inst in visible:
+        for inst in timeline.completed_commits():
+            if as_of is not None and inst.timestamp > as_of:
+                continue
             if inst.action == REPLACE_COMMIT:
                 md = timeline.read_commit_metadata(inst)
                 for part, ids in md.partition_to_replace_file_ids.items():
@@ -231,9 +261,9 @@ class FileSystemView:
         self._groups: dict[str, list[FileGroup]] | None = None
 
     def is_visible(self, instant_ts: str) -> bool:
-        """True when ``instant_ts`` is a completed data instant at or before the view's time
-        (log blocks of other instants are skipped by readers)."""
-        return instant_ts in self._visible_ts
+        """True when ``instant_ts`` is a completed data instant at or before the view's time, or
+        an archived one (log blocks of other instants are skipped by readers)."""
+        return self.committed(instant_ts)
 
     def partitions(self) -> list[str]:
         return list_partitions(self.base_path, self.partitioned)
@@ -256,7 +286,7 @@ class FileSystemView:
                 log_size[key] = log_size.get(key, 0) + nbytes
             for name, size in bases:
                 file_id, _token, ts = parse_base_file_name(f"{part}/{name}" if part else name)
-                if ts not in self._visible_ts or (part, file_id) in self._replaced:
+                if not self.committed(ts) or (part, file_id) in self._replaced:
                     continue
                 rel = f"{part}/{name}" if part else name
                 slice_logs = tuple(log_map.pop((file_id, ts), ()))
@@ -265,7 +295,7 @@ class FileSystemView:
                     FileSlice(part, file_id, ts, rel, size, slice_logs, nbytes)
                 )
             for (file_id, ts), rels in log_map.items():
-                if ts in self._visible_ts:  # a slice that has only log files
+                if self.committed(ts):  # a slice that has only log files
                     nbytes = log_size[(file_id, ts)]
                     by_id.setdefault(file_id, []).append(
                         FileSlice(part, file_id, ts, None, 0, tuple(rels), nbytes)

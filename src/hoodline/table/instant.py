@@ -31,9 +31,12 @@ REPLACE_COMMIT = "replacecommit"
 ROLLBACK = "rollback"
 CLEAN = "clean"
 COMPACTION = "compaction"
+SAVEPOINT = "savepoint"
 
 #: Actions hoodline knows how to name. Others found on disk are ignored by the parser.
-ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, CLEAN, COMPACTION)
+ACTIONS: tuple[str, ...] = (
+    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, CLEAN, COMPACTION, SAVEPOINT
+)
 #: Actions whose completed instant makes data visible to readers.
 DATA_ACTIONS: tuple[str, ...] = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 

@@ -19,6 +19,7 @@ from hoodline.table.instant import (
     COMMIT,
     COMPACTION,
     DATA_ACTIONS,
+    SAVEPOINT,
     Instant,
     State,
     is_valid_timestamp,
@@ -119,6 +120,20 @@ class Timeline:
             i for i in self._latest
             if i.is_completed and (wanted is None or i.action in wanted)
         ]
+
+    def start(self) -> str | None:
+        """Where the active timeline starts: the first completed data instant or pending
+        compaction whose time is not a savepoint's (Java's ``getFirstNonSavepointCommit`` of the
+        file-system view's timeline). Older instants were archived: their files and log blocks
+        count as committed (``containsOrBeforeTimelineStarts``). None on an empty timeline."""
+        savepoints = {i.timestamp for i in self.completed([SAVEPOINT])}
+        for i in self._latest:
+            written = i.is_completed and i.action in DATA_ACTIONS
+            if (written or (i.action == COMPACTION and not i.is_completed)) and (
+                i.timestamp not in savepoints
+            ):
+                return i.timestamp
+        return None
 
     def completed_commits(self) -> list[Instant]:
         """Completed instants that make data visible (commit, deltacommit, replacecommit)."""
