@@ -422,11 +422,13 @@ def table_rollback(
     Takes the table's writer lock, so it refuses to run while a live writer is writing."""
     from hoodline.errors import TimelineError
     from hoodline.table.lock import WriterLock
+    from hoodline.table.metadata_table import remove_metadata_table
     from hoodline.table.rollback import rollback_instant, rollback_pending
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
     with WriterLock(table, owner="hoodline table rollback"):
+        remove_metadata_table(table)  # a rollback changes the timeline as a write does
         if instant is None:
             done = rollback_pending(table)
         else:

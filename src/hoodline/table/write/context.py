@@ -65,13 +65,14 @@ def output_schema(data_schema: pa.Schema) -> pa.Schema:
 
 
 def ensure_partition_metadata(base_path: Path, partition: str, instant_ts: str) -> None:
-    """Write ``<partition>/.hoodie_partition_metadata`` once, as Java Hudi does (atomically)."""
+    """Write ``<partition>/.hoodie_partition_metadata`` once, as Java Hudi does (atomically);
+    a non-partitioned table has it in the base path, with depth 0."""
     folder = base_path / partition if partition else base_path
     target = folder / PARTITION_METADATA_FILE
-    if not partition or target.exists():
+    if target.exists():
         return
     folder.mkdir(parents=True, exist_ok=True)
-    depth = len(partition.split("/"))
+    depth = len(partition.split("/")) if partition else 0
     tmp = folder / f".{PARTITION_METADATA_FILE}.{uuid.uuid4().hex}.tmp"
     tmp.write_text(
         f"#partition metadata\ncommitTime={instant_ts}\npartitionDepth={depth}\n", encoding="utf-8"

@@ -1,0 +1,61 @@
+"""Java Hudi's metadata table (``.hoodie/metadata``), which hoodline does not maintain.
+
+Java writers keep the metadata table in step with every commit and expect every writer to. A
+writer that does not (Java's with ``hoodie.metadata.enable=false``) removes it before writing:
+``HoodieTable.maybeDeleteMetadataTable`` → ``HoodieTableMetadataUtil.deleteMetadataTable`` clears
+``hoodie.table.metadata.partitions`` (and ``….inflight``) in ``hoodie.properties``, then deletes
+the folder. Readers then list files instead; a Java writer with the metadata table enabled
+rebuilds it from the timeline on its next write. hoodline does the same when it opens a table
+for writing, so no reader ever trusts a metadata table that misses hoodline's commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+
+from hoodline.errors import TableError
+from hoodline.table.properties import (
+    PROPERTIES_FILE,
+    TableConfig,
+    dumps_properties,
+    loads_properties,
+    properties_path,
+)
+from hoodline.table.table import HudiTable
+
+log = logging.getLogger(__name__)
+
+METADATA_FOLDER = "metadata"
+K_PARTITIONS = "hoodie.table.metadata.partitions"
+K_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+
+
+def remove_metadata_table(table: HudiTable) -> bool:
+    """Clear the metadata partitions in ``hoodie.properties`` and delete ``.hoodie/metadata``
+    (each only if present); True when there was anything to remove."""
+    folder = table.meta_path / METADATA_FOLDER
+    path = properties_path(table.base_path)
+    props = loads_properties(path.read_text(encoding="utf-8"))
+    listed = [k for k in (K_PARTITIONS, K_PARTITIONS_INFLIGHT) if props.get(k)]
+    if not listed and not folder.exists():
+        return False
+    log.warning(
+        "removing the metadata table of '%s' (%s): hoodline does not maintain it, and a stale "
+        "one would hide hoodline's commits from Java readers; a Java writer with "
+        "hoodie.metadata.enable=true rebuilds it", table.base_path,
+        ", ".join(f"{k}={props[k]}" for k in listed) or str(folder),
+    )
+    if listed:  # only these keys change: the rest of Java's properties stays as written
+        for key in listed:
+            props[key] = ""
+        tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
+        tmp.write_text(dumps_properties(props), encoding="utf-8")
+        os.replace(tmp, path)
+        table.config = TableConfig.from_properties(props, source=str(path))
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        raise TableError(f"could not delete the metadata table '{folder}'; delete it by hand")
+    return True
