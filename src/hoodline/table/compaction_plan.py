@@ -136,14 +136,19 @@ def serialize_plan(operations: list[CompactionOperation]) -> bytes:
     return avro_container(COMPACTION_PLAN_SCHEMA, plan)
 
 
-def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:
+def read_plan_record(data: bytes, source: str) -> dict[str, Any]:
+    """The ``HoodieCompactionPlan`` record of a ``.compaction.requested`` file."""
     try:
         records = list(fastavro.reader(io.BytesIO(data)))
     except (ValueError, EOFError, StopIteration, TypeError) as exc:
         raise TimelineError(f"compaction plan '{source}' is not an Avro plan: {exc}") from None
     if len(records) != 1 or not isinstance(records[0], dict):
         raise TimelineError(f"compaction plan '{source}' does not hold one plan record")
-    ops = records[0].get("operations") or []
+    return records[0]
+
+
+def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:
+    ops = read_plan_record(data, source).get("operations") or []
     return [CompactionOperation.from_avro(op) for op in ops]
 
 

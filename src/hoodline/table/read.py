@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodline.errors import TableError
+from hoodline.table.archive import has_archived_instants
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED, earliest_retained_commit
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.instant import is_timestamp_string
@@ -280,12 +281,18 @@ def read_incremental(
         return _select(schema, columns).empty_table()
     end_ts = end if end is not None else commits[-1].timestamp
     _check_not_cleaned(table, end_ts, "incremental end")
-    touched: set[tuple[str, str]] = set()
-    for inst in commits:
-        md = table.timeline.read_commit_metadata(inst)
-        touched.update((s.partition_path, s.file_id) for s in md.write_stats())
     view = table.fs_view(as_of=end_ts)
-    slices = [s for s in view.latest_file_slices() if (s.partition_path, s.file_id) in touched]
+    slices = view.latest_file_slices()
+    timeline_start = table.timeline.start()
+    if timeline_start is None or start >= timeline_start or not has_archived_instants(table):
+        # the commits' write stats name every file group they touched
+        touched: set[tuple[str, str]] = set()
+        for inst in commits:
+            md = table.timeline.read_commit_metadata(inst)
+            touched.update((s.partition_path, s.file_id) for s in md.write_stats())
+        slices = [s for s in slices if (s.partition_path, s.file_id) in touched]
+    # else commits after ``start`` may have been archived: every file group, filtered by
+    # commit time (Java's full-table-scan fallback)
     ct = pc.field(COMMIT_TIME)
     row_filter = (ct > pa.scalar(start)) & (ct <= pa.scalar(end_ts))
 

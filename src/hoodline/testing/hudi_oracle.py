@@ -299,6 +299,12 @@ def assert_hudi_matches_hoodline(
         if max_commits is not None:
             pairs = pairs[-max_commits:]
         pairs.append((ZERO_TS, ours_commits[-1]))
+        from hoodline.table.archive import has_archived_instants
+
+        if has_archived_instants(table):
+            # hudi-rs reads only commits of the active timeline; hoodline (as Java) scans every
+            # file group for a range that starts among archived commits
+            pairs = [(s, e) for s, e in pairs if s >= ours_commits[0]]
         for start, end in pairs:
             assert_rows_equal(
                 hudi_incremental(path, start, end),

@@ -122,6 +122,7 @@ def test_java_avro_reads_clean_and_rollback_files(
             client.upsert(batch)
         monkeypatch.setenv("HOODLINE_FAULT_POINT", "files-written")
         monkeypatch.setenv("HOODLINE_FAULT_ACTION", "fail")
+        monkeypatch.setenv("HOODLINE_FAULT_FILE", str(tmp_path / "failures"))  # counts here
         with pytest.raises(InjectedFailure):
             client.upsert(batch)  # written, then rolled back
     tl = table.timeline.reload()
@@ -144,3 +145,30 @@ def test_java_avro_reads_clean_and_rollback_files(
     target = rb_plan["instantToRollback"]
     assert target["action"] == "commit" and rb_md["commitsRollback"] == [target["commitTime"]]
     assert rb_md["totalFilesDeleted"] == 2
+
+
+def test_java_avro_reads_the_archived_timeline(tmp_path: Path) -> None:
+    config = TableConfig(name="t", record_key_fields=("id",), partition_fields=("region",),
+                         precombine_field="ts")
+    table = HudiTable.create(tmp_path / "t", config)
+    options = {"hoodie.keep.min.commits": 3, "hoodie.keep.max.commits": 4,
+               "hoodie.clean.automatic": True, "hoodie.cleaner.commits.retained": 2}
+    written = []
+    with WriteClient(table, options) as client:
+        for i in range(6):
+            batch = pa.table({"id": ["a", f"n{i}"], "region": ["eu", "us"], "ts": [i, i]})
+            written.append(client.upsert(batch))
+    (archive,) = sorted((table.meta_path / "archived").iterdir())
+    schema_file = tmp_path / "delete_list.avsc"
+    schema_file.write_text(json.dumps(DELETE_RECORD_LIST_SCHEMA))
+    lines = _java("log", str(archive), str(schema_file), tmp=tmp_path)
+    blocks = [line for line in lines if line.startswith("block ")]
+    assert blocks and all(b == "block 3 null" for b in blocks)  # Avro data, no instant time
+    records = [json.loads(line) for line in lines if not line.startswith("block ")]
+    archived = {r["commitTime"] for r in records if r["actionType"] == "commit"}
+    active = {i.timestamp for i in table.timeline.reload().completed_commits()}
+    assert archived and archived == set(written) - active
+    done = [r for r in records if r["actionState"] == "COMPLETED" and r["actionType"] == "commit"]
+    stats = done[0]["hoodieCommitMetadata"]["partitionToWriteStats"]
+    assert {s["partitionPath"] for part in stats.values() for s in part} == {"region=eu",
+                                                                            "region=us"}

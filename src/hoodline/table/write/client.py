@@ -54,6 +54,7 @@ from hoodline.errors import (
     WriterLockError,
 )
 from hoodline.faults import FaultPoint
+from hoodline.table.archive import ArchivalPolicy, archive
 from hoodline.table.background import BackgroundCompactor
 from hoodline.table.clean import clean
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
@@ -63,6 +64,7 @@ from hoodline.table.index import make_index
 from hoodline.table.instant import COMPACTION, Instant, State
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
+from hoodline.table.metadata_table import remove_metadata_table
 from hoodline.table.parallel import TaskRunner, resolve_threads
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
@@ -223,6 +225,7 @@ class WriteClient:
         #: runs table-service tasks (compaction's file groups); None: threads of this process
         self.task_runner: TaskRunner | None = None
         self._background = BackgroundCompactor()
+        self.archival_policy()  # refuses inconsistent hoodie.keep.* settings before writing
         config = self.table.config
         if config.merge_on_read and self.options.payload_class.value != config.payload_class:
             raise TableError(
@@ -234,9 +237,11 @@ class WriteClient:
 
     # -- lifecycle ----------------------------------------------------------------------------
     def open(self) -> WriteClient:
-        """Take the writer lock and roll back what a dead writer left pending."""
+        """Take the writer lock, remove Java's metadata table (hoodline does not maintain it)
+        and roll back what a dead writer left pending."""
         self._lock.acquire()
         try:
+            remove_metadata_table(self.table)
             self.repaired = rollback_pending(self.table)
             self.repaired += finish_pending_compactions(
                 self.table, self.options, self.task_runner
@@ -316,7 +321,19 @@ class WriteClient:
         compacted = self.maybe_compact()
         if self.options.clean_automatic:
             clean(self.table, self.options.clean_commits_retained)
+        if self.options.archive_automatic:
+            archive(self.table, self.archival_policy(), self.options.archival_batch)
         return compacted
+
+    def archival_policy(self) -> ArchivalPolicy:
+        o = self.options
+        return ArchivalPolicy(
+            min_commits=o.keep_min_commits,
+            max_commits=o.keep_max_commits,
+            cleaner_commits_retained=o.clean_commits_retained,
+            merge_on_read=self.table.config.merge_on_read,
+            compact_max_delta_commits=o.compact_max_delta_commits,
+        )
 
     def maybe_compact(self) -> Instant | None:
         """With ``hoodie.compact.inline``: compact the file slices that have accumulated

@@ -168,6 +168,39 @@ COMPACT_INLINE = cfg.option(
     "compaction job); off: run `hoodline table compact` yourself, or reads keep merging ever "
     "more log files.",
 )
+ARCHIVE_AUTOMATIC = cfg.option(
+    "hoodie.archive.automatic",
+    bool,
+    True,
+    "After every commit (and clean), archive old instants out of .hoodie as Java Hudi does, so "
+    "the active timeline stays between 'hoodie.keep.min.commits' and 'hoodie.keep.max.commits' "
+    "commits instead of growing by three files per write. Archived instants move to "
+    ".hoodie/archived/.commits_.archive.N_1-0-1; time travel reaches back to the oldest active "
+    "commit.",
+)
+KEEP_MIN_COMMITS = cfg.option(
+    "hoodie.keep.min.commits",
+    int,
+    20,
+    "Archival leaves at least this many completed commits on the active timeline (raised to "
+    "'hoodie.cleaner.commits.retained' + 1 when lower, as Java does).",
+    minimum=1,
+)
+KEEP_MAX_COMMITS = cfg.option(
+    "hoodie.keep.max.commits",
+    int,
+    30,
+    "Archival runs once more than this many completed commits are active; must be greater "
+    "than 'hoodie.keep.min.commits'.",
+    minimum=2,
+)
+ARCHIVAL_BATCH = cfg.option(
+    "hoodie.commits.archival.batch",
+    int,
+    10,
+    "Archived instants per Avro data block of the archive log file.",
+    minimum=1,
+)
 COMPACT_ASYNC = cfg.option(
     "hoodline.compaction.async",
     bool,
@@ -232,6 +265,10 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     WRITE_THREADS,
     COMPACT_INLINE,
     COMPACT_ASYNC,
+    ARCHIVE_AUTOMATIC,
+    KEEP_MIN_COMMITS,
+    KEEP_MAX_COMMITS,
+    ARCHIVAL_BATCH,
     COMPACT_MAX_DELTA_COMMITS,
     COMPACT_LOG_SIZE_RATIO,
     LOG_BLOCK_FORMAT,
@@ -262,6 +299,10 @@ class WriteOptions:
     write_threads: int = WRITE_THREADS.default
     compact_inline: bool = COMPACT_INLINE.default
     compact_async: bool = COMPACT_ASYNC.default
+    archive_automatic: bool = ARCHIVE_AUTOMATIC.default
+    keep_min_commits: int = KEEP_MIN_COMMITS.default
+    keep_max_commits: int = KEEP_MAX_COMMITS.default
+    archival_batch: int = ARCHIVAL_BATCH.default
     compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
     compact_log_size_ratio: float = COMPACT_LOG_SIZE_RATIO.default
     log_block_format: LogBlockFormat = LOG_BLOCK_FORMAT.default
@@ -291,6 +332,10 @@ class WriteOptions:
             write_threads=o.get(WRITE_THREADS),
             compact_inline=o.get(COMPACT_INLINE),
             compact_async=o.get(COMPACT_ASYNC),
+            archive_automatic=o.get(ARCHIVE_AUTOMATIC),
+            keep_min_commits=o.get(KEEP_MIN_COMMITS),
+            keep_max_commits=o.get(KEEP_MAX_COMMITS),
+            archival_batch=o.get(ARCHIVAL_BATCH),
             compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
             compact_log_size_ratio=o.get(COMPACT_LOG_SIZE_RATIO),
             log_block_format=o.get(LOG_BLOCK_FORMAT),
