@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import datetime
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ from hoodline.table.properties import (
     IndexType,
     TableConfig,
     TableType,
+    TimelineTimezone,
     dumps_properties,
     loads_properties,
     properties_path,
@@ -149,3 +153,34 @@ def test_checksum_matches_java_hudi() -> None:
     )
     assert cfg.to_properties()["hoodie.table.checksum"] == "1632286010"
     assert _cfg().to_properties()["hoodie.table.checksum"] == str(table_checksum("trips"))
+
+
+@pytest.fixture
+def india_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone is UTC+05:30 (no daylight saving) for the test."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("india_time")
+def test_instant_times_follow_the_tables_timeline_timezone(tmp_path: Path) -> None:
+    created = HudiTable.create(tmp_path / "utc", TableConfig("t", ("id",)))
+    text = properties_path(created.base_path).read_text()
+    assert "hoodie.table.timeline.timezone=UTC" in text
+    utc_now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+    def offset(table: HudiTable) -> float:
+        ts = datetime.datetime.strptime(table.new_instant_time()[:14], "%Y%m%d%H%M%S")
+        return (ts - utc_now).total_seconds() / 3600
+
+    assert abs(offset(created)) < 0.1
+    # a Java-written table without the property uses local time, as Java's default (LOCAL)
+    path = properties_path(created.base_path)
+    path.write_text(text.replace("hoodie.table.timeline.timezone=UTC\n", ""))
+    java = HudiTable.open(created.base_path)
+    assert java.config.timeline_timezone is TimelineTimezone.LOCAL
+    assert abs(offset(java) - 5.5) < 0.1
+    assert java.config.to_properties()["hoodie.table.timeline.timezone"] == "LOCAL"

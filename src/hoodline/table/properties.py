@@ -47,6 +47,14 @@ class IndexType(ConfigEnum):
     #: bloom filters (and key ranges) in the base files' footers: looked up.
     BLOOM = "BLOOM"
 
+class TimelineTimezone(ConfigEnum):
+    """``hoodie.table.timeline.timezone``: the clock instant times are read from. Java's
+    default (property absent) is LOCAL; hoodline creates tables with UTC."""
+
+    UTC = "UTC"
+    LOCAL = "LOCAL"
+
+
 # keys (Hudi spelling)
 K_NAME = "hoodie.table.name"
 K_TYPE = "hoodie.table.type"
@@ -117,6 +125,8 @@ class TableConfig:
     index_type: IndexType = IndexType.BUCKET
     bucket_count: int = 4
     url_encode_partitions: bool = False
+    #: (a string is accepted and converted)
+    timeline_timezone: TimelineTimezone = TimelineTimezone.UTC
     table_version: int = SUPPORTED_TABLE_VERSION
     timeline_layout_version: int = SUPPORTED_TIMELINE_LAYOUT_VERSION
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -125,7 +135,11 @@ class TableConfig:
         object.__setattr__(self, "record_key_fields", tuple(self.record_key_fields))
         object.__setattr__(self, "partition_fields", tuple(self.partition_fields))
         object.__setattr__(self, "extra", dict(self.extra))
-        for attr, kind in (("table_type", TableType), ("index_type", IndexType)):
+        kinds: tuple[tuple[str, type[ConfigEnum]], ...] = (
+            ("table_type", TableType), ("index_type", IndexType),
+            ("timeline_timezone", TimelineTimezone),
+        )
+        for attr, kind in kinds:
             value = getattr(self, attr)
             try:
                 object.__setattr__(self, attr, kind.parse(value))
@@ -198,7 +212,7 @@ class TableConfig:
                 K_BASE_FORMAT: "PARQUET",
                 K_POPULATE_META: "true",
                 K_KEYGEN_CLASS: self.key_generator_class,
-                K_TIMEZONE: "UTC",
+                K_TIMEZONE: self.timeline_timezone.value,
                 K_INDEX_TYPE: self.index_type,
                 K_BUCKET_COUNT: str(self.bucket_count),
                 K_BUCKET_HASH_FIELD: ",".join(self.record_key_fields),
@@ -250,6 +264,7 @@ class TableConfig:
         try:
             table_type = TableType.parse(ttype)
             index_type = IndexType.parse(props.get(K_INDEX_TYPE) or IndexType.BLOOM)
+            timezone = TimelineTimezone.parse(props.get(K_TIMEZONE) or TimelineTimezone.LOCAL)
         except ValueError as exc:
             raise UnsupportedTableError(f"table '{name}' at '{source}': {exc}") from None
         try:
@@ -263,6 +278,7 @@ class TableConfig:
                 index_type=index_type,
                 bucket_count=buckets,
                 url_encode_partitions=_bool(props.get(K_URL_ENCODE), False),
+                timeline_timezone=timezone,
                 extra={k: v for k, v in props.items() if k not in _OWN_KEYS},
             )
         except TableError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 from pathlib import Path
 
@@ -14,12 +15,18 @@ from hoodline.table.instant import COMMIT, DELTA_COMMIT, InstantTimeGenerator
 from hoodline.table.properties import (
     META_FOLDER,
     TableConfig,
+    TimelineTimezone,
     properties_path,
     read_table_config,
     write_table_config,
 )
 from hoodline.table.schema import arrow_to_avro_schema_json
 from hoodline.table.timeline import Timeline
+
+
+def _local_now() -> datetime.datetime:
+    return datetime.datetime.now()
+
 
 #: hoodie.properties key holding the Avro schema given at creation (used until the first commit).
 CREATE_SCHEMA_KEY = "hoodie.table.create.schema"
@@ -33,7 +40,9 @@ class HudiTable:
         self.config = config
         self.meta_path = self.base_path / META_FOLDER
         self.timeline = Timeline(self.meta_path)
-        self.instant_time_generator = InstantTimeGenerator()
+        # instant times on the clock the table's timeline uses (Java's default: local time)
+        local = config.timeline_timezone is TimelineTimezone.LOCAL
+        self.instant_time_generator = InstantTimeGenerator(_local_now if local else None)
 
     @classmethod
     def create(
