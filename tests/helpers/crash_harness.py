@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -302,7 +302,8 @@ def assert_table_equals_model(stream: EventStream, table_path: Path) -> int:
 
 def assert_no_leftovers(table_path: Path) -> None:
     """No pending instant and no data file of an uncommitted (rolled back) instant remains."""
-    from hoodline.table.fs_view import parse_base_file_name
+    from hoodline.table.archive import has_archived_instants
+    from hoodline.table.fs_view import CommittedInstants, parse_base_file_name
     from hoodline.table.log.blocks import HeaderKey, read_blocks
     from hoodline.table.log.names import LogFileName
     from hoodline.table.table import HudiTable
@@ -312,13 +313,18 @@ def assert_no_leftovers(table_path: Path) -> None:
     if pending:
         raise AssertionError(f"pending instants left on the timeline: {pending}")
     completed = {i.timestamp for i in table.timeline.completed_commits()}
+    # archived instants count as committed; without archival only the completed ones do
+    committed: Callable[[str], bool] = (
+        CommittedInstants.of(table.timeline) if has_archived_instants(table)
+        else completed.__contains__
+    )
     stray = [str(f.relative_to(table_path)) for f in table_path.rglob("*.parquet")
-             if ".hoodie" not in f.parts and parse_base_file_name(f.name)[2] not in completed]
+             if ".hoodie" not in f.parts and not committed(parse_base_file_name(f.name)[2])]
     for f in table_path.rglob(".*.log.*"):  # merge-on-read: every log file's blocks committed
         if ".hoodie" in f.parts or LogFileName.parse(f.name) is None:
             continue
         instants = {b.header.get(HeaderKey.INSTANT_TIME) for b in read_blocks(f.read_bytes())}
-        if not instants or not instants <= completed:
+        if not instants or not all(committed(str(i)) for i in instants):
             stray.append(str(f.relative_to(table_path)))
     if stray:
         raise AssertionError(f"{len(stray)} data file(s) of uncommitted instants left: "

@@ -198,7 +198,11 @@ def test_po_kill9_merge_on_read_upserts_at_write_commit_and_compaction(
     sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT, malformed=1,
                   tombstones=True, table_type=TableType.MERGE_ON_READ,
                   table_options={"hoodie.compact.inline.max.delta.commits": "2",
-                                 "hoodline.compaction.async": "false"})
+                                 "hoodline.compaction.async": "false",
+                                 # archival after every few rounds, across the kills
+                                 "hoodie.cleaner.commits.retained": "1",
+                                 "hoodie.keep.min.commits": "2",
+                                 "hoodie.keep.max.commits": "3"})
     scenarios.append(sc)
     sc.feeder.start()
     for point in ("read", "write", "before_commit", "after_commit", "compaction-written"):
@@ -227,6 +231,8 @@ def test_po_kill9_merge_on_read_upserts_at_write_commit_and_compaction(
     assert table.config.merge_on_read
     actions = [i.action for i in table.timeline.completed_commits()]
     assert "commit" in actions and "deltacommit" in actions  # compacted, and logged after
+    archived = table.meta_path / "archived"
+    assert archived.is_dir() and any(archived.iterdir()), "no round was archived"
     t = sc.stream.totals
     assert t.update and t.delete
 
