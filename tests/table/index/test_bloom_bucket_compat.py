@@ -9,6 +9,8 @@ Hudi's ``BucketIdentifier`` computes it). Re-generate with the hadoop-client jar
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ from hoodline.table.index.bucket import (
     bucket_ids,
     bucket_of_file_id,
     java_string_hashes,
+    key_bucket_ids,
     new_bucket_file_id,
 )
 
@@ -138,3 +141,39 @@ def test_bucket_file_ids_are_stable_and_carry_the_bucket() -> None:
     assert fid.startswith("00000002-") and fid.endswith("-0") and "_" not in fid
     assert bucket_of_file_id(fid) == 2
     assert bucket_of_file_id("not-a-bucket-id") is None
+
+
+KEYS_AS_JAVA_PARSES_THEM = [
+    "plain", "42", "", "a:b", "id:7", "id:x:y", "id:a,b", "id:__null__", "id:__empty__",
+    "id:a,region:eu", "region:eu,id:a", "id:a,,region:eu", "id:a,region:eu,", "id:a,region:eu,,",
+    ",id:a", "id:,region:", "id::", ":", "::", ",", "a,b", "id:2024-01-01 10:00:00",
+    "2024-01-01 10:00:00", "day:2024-01-01T10:00:00.123Z,id:9", "ü:x", "id:€,region:ü",
+    "other:1,id:2", "id:1,other:2,region:3", "id:a,region:__null__",
+]
+
+
+@pytest.mark.parametrize("fields", [("id",), ("id", "region")])
+def test_bucket_of_a_record_key_is_what_java_parses_out_of_it(
+    tmp_path: Path, fields: tuple[str, ...]
+) -> None:
+    rng = np.random.default_rng(5)
+    alphabet = list("ab:,_x€ü19")
+    keys = KEYS_AS_JAVA_PARSES_THEM + [
+        "".join(rng.choice(alphabet, size=int(rng.integers(1, 12)))) for _ in range(300)
+    ]
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text("\n".join(keys) + "\n", encoding="utf-8")
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
+    out = subprocess.run(
+        [java, str(FIX / "JavaKeyBucket.java"), ",".join(fields), "7", str(keys_file)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    expected = [int(x) for x in out.stdout.split()]
+    assert len(expected) == len(keys)
+    ours = key_bucket_ids(pa.array(keys), fields, 7).tolist()
+    wrong = [(k, o, e) for k, o, e in zip(keys, ours, expected, strict=True) if o != e]
+    assert not wrong, f"{len(wrong)} keys in another bucket than Java's, first: {wrong[:5]}"
+    # keys without ':' keep the plain hash of the whole key
+    assert ours[0] == bucket_ids([pa.array(["plain"])], 7)[0]

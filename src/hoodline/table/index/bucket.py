@@ -3,9 +3,16 @@
 Compatible with Java Hudi's simple bucket index (``BucketIdentifier``), so Hudi writers and
 hoodline agree on where a key lives:
 
-* hash: Java's ``List<String>.hashCode()`` of the hash-field values (the record key fields, in
-  order): ``h = 1; h = 31 * h + s.hashCode()`` per value, with ``String.hashCode`` over UTF-16
-  code units, all in 32-bit two's complement; bucket = ``(h & 0x7fffffff) % buckets``.
+* hash keys: what Java (the 0.14 line: apache/hudi at d924f1816^, Aug 2023) parses back out of
+  the **record key string**
+  (``BucketIdentifier.getHashKeys``): a key without ``:`` is its own one hash key; otherwise it
+  is split at ``,`` (Java ``String.split``: trailing empty parts dropped), each part at the first
+  ``:``, and the values of parts naming a hash field (or parts without ``:``) are kept in order,
+  ``__null__`` read as null and ``__empty__`` as "". So a complex key ``f1:v1,f2:v2`` hashes
+  ``[v1, v2]``, but values holding ``:`` or ``,`` hash as Java splits them, not as written;
+* hash: Java's ``List<String>.hashCode()`` of the hash keys: ``h = 1; h = 31 * h +
+  s.hashCode()`` per value (0 for null), with ``String.hashCode`` over UTF-16 code units, all in
+  32-bit two's complement; bucket = ``(h & 0x7fffffff) % buckets``.
 * file id of bucket *b*: ``%08d`` of *b* followed by the rest of a UUID and ``-0``
   (``00000002-7c1f-4f4e-9d2b-1a0c5e3b9f10-0``); Hudi reads the bucket back from the first
   8 characters. An existing file group of the bucket is always reused; a new one gets a UUID
@@ -29,7 +36,7 @@ import pyarrow.compute as pc
 
 from hoodline.errors import TableError
 from hoodline.table.fs_view import FileSystemView
-from hoodline.table.keygen import value_strings
+from hoodline.table.keygen import KeyGenerator
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, dictionary_codes
 
@@ -101,6 +108,80 @@ def bucket_ids(
     return (h & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_buckets
 
 
+NULL_KEY_PLACEHOLDER = "__null__"
+EMPTY_KEY_PLACEHOLDER = "__empty__"
+
+
+def _powers_of_31(n: int) -> npt.NDArray[np.uint32]:
+    out = np.empty(n + 1, dtype=np.uint32)
+    value = 1
+    for k in range(n + 1):
+        out[k] = value
+        value = (value * 31) & 0xFFFFFFFF
+    return out
+
+
+def key_bucket_ids(
+    record_keys: pa.Array | pa.ChunkedArray, hash_fields: Sequence[str], num_buckets: int
+) -> npt.NDArray[np.int64]:
+    """Bucket of every record key as Java Hudi computes it from the key string (see module
+    docs), column at a time."""
+    if num_buckets < 1:
+        raise ValueError(f"bucket count {num_buckets} must be >= 1")
+    keys = record_keys.combine_chunks() if isinstance(record_keys, pa.ChunkedArray) else record_keys
+    keys = pc.cast(keys, pa.large_string())
+    colon = np.asarray(pc.match_substring(keys, ":").to_numpy(zero_copy_only=False), dtype=bool)
+    if not colon.any():  # every key is its own one hash key
+        return bucket_ids([keys], num_buckets)
+    out = np.empty(len(keys), dtype=np.int64)
+    plain = np.flatnonzero(~colon)
+    if len(plain):
+        out[plain] = bucket_ids([keys.take(pa.array(plain))], num_buckets)
+    parsed = np.flatnonzero(colon)
+    h = _parsed_key_hashes(keys.take(pa.array(parsed)), hash_fields)
+    out[parsed] = (h & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_buckets
+    return out
+
+
+def _parsed_key_hashes(keys: pa.Array, hash_fields: Sequence[str]) -> npt.NDArray[np.uint32]:
+    """``List.hashCode`` of the values Java parses out of keys that contain ``:``."""
+    m = len(keys)
+    parts = pc.split_pattern(keys, ",")
+    row = np.asarray(pc.list_parent_indices(parts).to_numpy(), dtype=np.int64)
+    flat = pc.list_flatten(parts)
+    idx = np.arange(len(flat), dtype=np.int64)
+    # String.split drops trailing empty parts: keep parts up to each row's last non-empty one
+    nonempty = np.asarray(pc.greater(pc.utf8_length(flat), 0).to_numpy(zero_copy_only=False),
+                          dtype=bool)
+    last = np.full(m, -1, dtype=np.int64)
+    np.maximum.at(last, row[nonempty], idx[nonempty])
+    kv = pc.split_pattern(flat, ":", max_splits=1)
+    sizes = np.asarray(pc.list_value_length(kv).to_numpy(zero_copy_only=False), dtype=np.int64)
+    kv_flat = pc.list_flatten(kv)
+    starts = np.asarray(kv.offsets.to_numpy(), dtype=np.int64)[:-1] - kv.offsets[0].as_py()
+    names = kv_flat.take(pa.array(starts))
+    values = kv_flat.take(pa.array(starts + (sizes == 2)))
+    named = np.asarray(pc.is_in(names, pa.array(list(hash_fields), pa.large_string()))
+                       .to_numpy(zero_copy_only=False), dtype=bool)
+    keep = (idx <= last[row]) & ((sizes == 1) | named)
+    kept = np.flatnonzero(keep)
+    krow = row[kept]
+    vals = values.take(pa.array(kept))
+    eh = java_string_hashes(vals)
+    placeholder = np.asarray(
+        pc.is_in(vals, pa.array([NULL_KEY_PLACEHOLDER, EMPTY_KEY_PLACEHOLDER], pa.large_string()))
+        .to_numpy(zero_copy_only=False), dtype=bool)
+    eh[placeholder & (sizes[kept] == 2)] = 0  # null and "" both hash to 0
+    counts = np.bincount(krow, minlength=m)
+    first = np.cumsum(counts) - counts
+    pos = np.arange(len(kept), dtype=np.int64) - first[krow]
+    pw = _powers_of_31(int(counts.max()) if m else 0)
+    contrib = eh * pw[counts[krow] - 1 - pos]
+    sums = np.zeros(m, dtype=np.uint32)
+    np.add.at(sums, krow, contrib)
+    return pw[counts] + sums
+
+
 def bucket_prefix(bucket: int) -> str:
     return f"{bucket:08d}"
 
@@ -125,12 +206,11 @@ class BucketIndex:
         self.num_buckets = config.bucket_count
 
     def bucket_ids(self, records: pa.Table) -> npt.NDArray[np.int64]:
-        fields = self.config.record_key_fields
-        if len(fields) == 1 and RECORD_KEY in records.schema.names:
-            values = [records.column(RECORD_KEY)]  # a one-field key is the value as text
+        if RECORD_KEY in records.schema.names:
+            keys = records.column(RECORD_KEY)
         else:
-            values = [value_strings(records, name, "record key") for name in fields]
-        return bucket_ids(values, self.num_buckets)
+            keys = KeyGenerator(self.config).record_keys(records)
+        return key_bucket_ids(keys, self.config.record_key_fields, self.num_buckets)
 
     def tag(self, records: pa.Table, view: FileSystemView) -> pa.Table:
         """``records`` + ``_hoodline_file_id`` for every row (never null)."""
