@@ -267,3 +267,31 @@ def test_rolled_back_instant_cannot_be_completed_later(
         writer.commit(p)
     assert _vals(read.read_snapshot(table)) == {"a": 1}
     assert_hudi_matches_hoodline(table)
+
+
+def test_clean_keeps_the_file_slices_a_savepoint_lists(
+    table: HudiTable, writer: HandWriter
+) -> None:
+    commits = [writer.upsert({US: rows(["a"], "us", [i])}) for i in range(5)]
+    us_files = sorted(_parquet_files(table))
+    assert len(us_files) == 5
+    # what Java's savepoint command writes for the table as of the second commit
+    savepointed = us_files[1]
+    body = {
+        "savepointedBy": "tester", "savepointedAt": 1700000000, "comments": "before the fix",
+        "partitionMetadata": {"region=us": {
+            "partitionPath": "region=us", "savepointDataFile": [os.path.basename(savepointed)],
+        }},
+        "version": 1,
+    }
+    (table.meta_path / f"{commits[1]}.savepoint.inflight").write_bytes(b"")
+    (table.meta_path / f"{commits[1]}.savepoint").write_bytes(
+        serialize(ActionBody.SAVEPOINT_METADATA, body)
+    )
+    table.timeline.reload()
+    inst = clean(table, retain_commits=1)
+    assert inst is not None
+    # c4 is kept as the newest version before the earliest retained c5; c2 by the savepoint
+    assert sorted(_parquet_files(table)) == [us_files[1], us_files[3], us_files[4]]
+    assert _vals(read.read_snapshot(table)) == {"a": 4}
+    assert_hudi_matches_hoodline(table, max_commits=1)

@@ -201,6 +201,30 @@ ROLLBACK_METADATA_SCHEMA: dict[str, Any] = {
 }
 
 
+SAVEPOINT_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieSavepointMetadata",
+    "namespace": NAMESPACE,
+    "fields": [
+        {"name": "savepointedBy", "type": "string"},
+        {"name": "savepointedAt", "type": "long"},
+        {"name": "comments", "type": "string"},
+        {
+            "name": "partitionMetadata",
+            "type": {"type": "map", "values": {
+                "type": "record",
+                "name": "HoodieSavepointPartitionMetadata",
+                "fields": [
+                    {"name": "partitionPath", "type": "string"},
+                    {"name": "savepointDataFile", "type": _STR_ARRAY},
+                ],
+            }},
+        },
+        _VERSION,
+    ],
+}
+
+
 class ActionBody(Enum):
     """The Avro record an instant file holds (the value: its schema)."""
 
@@ -208,6 +232,8 @@ class ActionBody(Enum):
     CLEAN_METADATA = "HoodieCleanMetadata"
     ROLLBACK_PLAN = "HoodieRollbackPlan"
     ROLLBACK_METADATA = "HoodieRollbackMetadata"
+    #: ``.savepoint`` (written by Java's savepoint command; hoodline only reads it)
+    SAVEPOINT_METADATA = "HoodieSavepointMetadata"
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -223,6 +249,7 @@ _SCHEMAS = {
     ActionBody.CLEAN_METADATA: CLEAN_METADATA_SCHEMA,
     ActionBody.ROLLBACK_PLAN: ROLLBACK_PLAN_SCHEMA,
     ActionBody.ROLLBACK_METADATA: ROLLBACK_METADATA_SCHEMA,
+    ActionBody.SAVEPOINT_METADATA: SAVEPOINT_METADATA_SCHEMA,
 }
 _PARSED: dict[str, Any] = {}
 AVRO_MAGIC = b"Obj\x01"

@@ -5,7 +5,8 @@ commits, a file group keeps every version written at or after ``E`` plus the new
 before ``E`` (so time travel to any retained commit still works); older versions are deleted
 (a merge-on-read slice goes whole: its base file and its log files).
 File groups replaced by a replacecommit older than ``E`` are deleted entirely. Files of
-uncommitted instants are never touched (rollback owns them).
+uncommitted instants are never touched (rollback owns them), nor slices holding a file a
+savepoint lists (``<ts>.savepoint``, written by Java's savepoint command), as Java's cleaner.
 
 Deletion happens inside a ``clean`` instant: ``.clean.requested`` and ``.clean.inflight`` hold
 the plan (a ``HoodieCleanerPlan``: the files to delete by full path), then ``.clean`` a
@@ -29,7 +30,7 @@ from hoodline.table.fs_view import (
     list_partitions,
     parse_base_file_name,
 )
-from hoodline.table.instant import CLEAN, REPLACE_COMMIT, Instant, State
+from hoodline.table.instant import CLEAN, REPLACE_COMMIT, SAVEPOINT, Instant, State
 from hoodline.table.table import HudiTable
 
 CLEANER_COMMITS_RETAINED = option(
@@ -61,6 +62,11 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
             md = tl.read_commit_metadata(inst)
             for part, ids in md.partition_to_replace_file_ids.items():
                 replaced_before.update((part, fid) for fid in ids)
+    savepointed = savepointed_files(table)
+
+    def kept_by_savepoint(files: list[str]) -> bool:
+        return any(os.path.basename(f) in savepointed for f in files)
+
     to_delete: dict[str, list[str]] = {}
     for part in list_partitions(table.base_path, table.config.is_partitioned):
         # file group -> slice (base instant) -> its files: base file and log files
@@ -79,14 +85,28 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
         for fid, slices in versions.items():
             newest_first = sorted(slices, reverse=True)
             if (part, fid) in replaced_before:
-                doomed.extend(rel for ts in newest_first for rel in slices[ts])
+                doomed.extend(rel for ts in newest_first if not kept_by_savepoint(slices[ts])
+                              for rel in slices[ts])
                 continue
             older = [ts for ts in newest_first if ts < earliest]
             # keep the newest slice before the earliest retained commit, whole
-            doomed.extend(rel for ts in older[1:] for rel in slices[ts])
+            doomed.extend(rel for ts in older[1:] if not kept_by_savepoint(slices[ts])
+                          for rel in slices[ts])
         if doomed:
             to_delete[part] = sorted(doomed)
     return earliest, to_delete
+
+
+def savepointed_files(table: HudiTable) -> set[str]:
+    """Names of the files the table's completed savepoints list."""
+    tl = table.timeline
+    names: set[str] = set()
+    for inst in tl.completed([SAVEPOINT]):
+        md = deserialize(ActionBody.SAVEPOINT_METADATA, tl.read_instant_bytes(inst),
+                         str(tl.path_of(inst)))
+        for part in (md.get("partitionMetadata") or {}).values():
+            names.update(os.path.basename(str(f)) for f in part.get("savepointDataFile") or ())
+    return names
 
 
 def clean(table: HudiTable, retain_commits: int = 10) -> Instant | None:
