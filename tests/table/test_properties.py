@@ -184,3 +184,29 @@ def test_instant_times_follow_the_tables_timeline_timezone(tmp_path: Path) -> No
     assert java.config.timeline_timezone is TimelineTimezone.LOCAL
     assert abs(offset(java) - 5.5) < 0.1
     assert java.config.to_properties()["hoodie.table.timeline.timezone"] == "LOCAL"
+
+
+@pytest.mark.parametrize(("declared", "refused"), [
+    ("org.apache.hudi.keygen.SimpleKeyGenerator", False),
+    ("org.apache.hudi.keygen.SimpleAvroKeyGenerator", False),
+    ("org.apache.hudi.keygen.ComplexKeyGenerator", True),  # Java 0.14 writes 'id:5'
+    ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", True),
+    ("org.apache.hudi.keygen.CustomKeyGenerator", True),
+])
+def test_writers_refuse_tables_whose_key_generator_makes_other_keys(
+    tmp_path: Path, declared: str, refused: bool
+) -> None:
+    from hoodline.table.write.client import WriteClient
+
+    table = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ("region",)))
+    path = properties_path(table.base_path)
+    props = loads_properties(path.read_text())
+    assert props["hoodie.table.keygenerator.class"] == "org.apache.hudi.keygen.SimpleKeyGenerator"
+    props["hoodie.table.keygenerator.class"] = declared
+    path.write_text(dumps_properties(props))
+    java_table = HudiTable.open(table.base_path)
+    if refused:
+        with pytest.raises(UnsupportedTableError, match=declared.replace(".", r"\.")):
+            WriteClient(java_table)
+    else:
+        WriteClient(java_table)  # accepted: same keys as hoodline's

@@ -127,6 +127,9 @@ class TableConfig:
     url_encode_partitions: bool = False
     #: (a string is accepted and converted)
     timeline_timezone: TimelineTimezone = TimelineTimezone.UTC
+    #: ``hoodie.table.keygenerator.class`` as the table's properties name it (None: not read
+    #: from a file, or absent); see :meth:`check_key_generator`
+    declared_key_generator: str | None = field(default=None, compare=False)
     table_version: int = SUPPORTED_TABLE_VERSION
     timeline_layout_version: int = SUPPORTED_TIMELINE_LAYOUT_VERSION
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -194,6 +197,28 @@ class TableConfig:
         if len(self.record_key_fields) == 1 and len(self.partition_fields) == 1:
             return KEYGEN_SIMPLE
         return KEYGEN_COMPLEX
+
+    def check_key_generator(self) -> None:
+        """Refuse (:class:`UnsupportedTableError`, naming the class) to write a table whose
+        declared key generator makes other record keys or partition paths than hoodline's for
+        this layout: writing would put a record Java wrote under one key next to a copy under
+        another. hoodline writes Simple (one key, one partition field), Nonpartitioned and
+        Complex (several key fields) keys exactly as Java Hudi does."""
+        declared = self.declared_key_generator
+        if not declared:
+            return
+        short = declared.rsplit(".", 1)[-1].replace("Avro", "")
+        own = self.key_generator_class.rsplit(".", 1)[-1]
+        if short == own:
+            return
+        raise UnsupportedTableError(
+            f"table '{self.name}' declares {K_KEYGEN_CLASS}={declared}; for its "
+            f"{len(self.record_key_fields)} record key field(s) and "
+            f"{len(self.partition_fields)} partition field(s) hoodline writes keys as {own}, "
+            "which differ from that generator's (e.g. 'id:5' instead of '5', or formatted "
+            "timestamps); writing would duplicate records Java wrote. hoodline can read this "
+            "table; write it with Java Hudi"
+        )
 
     # -- serialisation --------------------------------------------------------------------------
     def to_properties(self) -> dict[str, str]:
@@ -279,6 +304,7 @@ class TableConfig:
                 bucket_count=buckets,
                 url_encode_partitions=_bool(props.get(K_URL_ENCODE), False),
                 timeline_timezone=timezone,
+                declared_key_generator=props.get(K_KEYGEN_CLASS) or None,
                 extra={k: v for k, v in props.items() if k not in _OWN_KEYS},
             )
         except TableError as exc:

@@ -227,6 +227,7 @@ class WriteClient:
         self._background = BackgroundCompactor()
         self.archival_policy()  # refuses inconsistent hoodie.keep.* settings before writing
         config = self.table.config
+        config.check_key_generator()
         if config.merge_on_read and self.options.payload_class.value != config.payload_class:
             raise TableError(
                 f"merge-on-read table '{self.table.base_path}' merges log records with payload "
