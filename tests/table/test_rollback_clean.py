@@ -11,7 +11,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from hoodline.errors import TableError, TimelineError
+from hoodline.errors import TableError, TimelineError, WriterLockError
 from hoodline.table import read
 from hoodline.table.action_metadata import ActionBody, serialize
 from hoodline.table.clean import clean, plan_clean
@@ -295,3 +295,46 @@ def test_clean_keeps_the_file_slices_a_savepoint_lists(
     assert sorted(_parquet_files(table)) == [us_files[1], us_files[3], us_files[4]]
     assert _vals(read.read_snapshot(table)) == {"a": 4}
     assert_hudi_matches_hoodline(table, max_commits=1)
+
+
+def _requested_replace(table: HudiTable, operation: str) -> Instant:
+    """A replacecommit.requested as Java writes it (only the field hoodline reads)."""
+    schema = {"type": "record", "name": "HoodieRequestedReplaceMetadata",
+              "namespace": "org.apache.hudi.avro.model",
+              "fields": [{"name": "operationType", "type": ["null", "string"], "default": None}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"operationType": operation}])
+    return table.timeline.create_requested("replacecommit", table.new_instant_time(),
+                                           buf.getvalue())
+
+
+def test_a_pending_clustering_plan_is_not_rolled_back(table: HudiTable, writer: HandWriter) -> None:
+    writer.upsert({US: rows(["a"], "us", [1])})
+    plan = _requested_replace(table, "CLUSTER")
+    overwrite = _requested_replace(table, "INSERT_OVERWRITE")
+    done = rollback_pending(table)
+    # the failed insert_overwrite is rolled back, the clustering plan stays for its service
+    assert [i.action for i in done] == ["rollback"]
+    assert table.timeline.reload().pending() == [plan]
+    assert table.timeline.find(overwrite.timestamp) is None
+    assert _vals(read.read_snapshot(table)) == {"a": 1}
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_write_with_a_live_java_heartbeat_is_not_rolled_back(
+    table: HudiTable, writer: HandWriter
+) -> None:
+    writer.upsert({US: rows(["a"], "us", [1])})
+    p = writer.start()
+    writer.write_group(p, US, rows(["a"], "us", [9]))
+    beat = table.meta_path / ".heartbeat" / p.ts
+    beat.parent.mkdir()
+    beat.write_bytes(b"")
+    now = beat.stat().st_mtime
+    with pytest.raises(WriterLockError, match=rf"{p.ts}.*another writer.*heartbeat is 30 s old"):
+        rollback_pending(table, clock=lambda: now + 30)
+    assert table.timeline.reload().pending()  # untouched
+    # two missed heartbeats later the writer counts as dead: its write is rolled back
+    done = rollback_pending(table, clock=lambda: now + 121)
+    assert [i.action for i in done] == ["rollback"] and table.timeline.pending() == []
+    assert _vals(read.read_snapshot(table)) == {"a": 1}

@@ -17,25 +17,71 @@ A failed (requested/inflight) data instant is rolled back by a ``rollback`` inst
 
 Every step is idempotent; a crash anywhere is finished by :func:`rollback_pending`, which a
 writer calls (holding the writer lock) before it writes.
+
+:func:`rollback_pending` leaves alone what is not a failed write (as Java's eager rollback of
+failed writes does): a pending clustering plan (a ``replacecommit.requested`` holding a
+``HoodieRequestedReplaceMetadata`` of operation CLUSTER) belongs to the table service that
+scheduled it, and a write whose Java writer still sends heartbeats
+(``.hoodie/.heartbeat/<instant>`` touched within :data:`HEARTBEAT_EXPIRY_SECONDS`) is live:
+hoodline refuses to open the table instead of rolling it back under its writer.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from typing import Any
 
-from hoodline.errors import TableError, TimelineError
+import fastavro
+
+from hoodline.errors import TableError, TimelineError, WriterLockError
 from hoodline.table.action_metadata import ActionBody, deserialize, local_path, serialize
 from hoodline.table.clean import finish_pending_cleans
 from hoodline.table.fs_view import parse_base_file_name
-from hoodline.table.instant import DATA_ACTIONS, ROLLBACK, Instant, State
+from hoodline.table.instant import DATA_ACTIONS, REPLACE_COMMIT, ROLLBACK, Instant, State
 from hoodline.table.log.blocks import first_block_instant
 from hoodline.table.log.names import LogFileName
 from hoodline.table.markers import Markers, instants_with_markers
 from hoodline.table.table import HudiTable
 from hoodline.table.timeline import STAGING_DIR
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_FOLDER = ".heartbeat"
+#: how long after its last heartbeat a Java writer counts as alive: Java's defaults,
+#: ``hoodie.client.heartbeat.interval_in_ms`` (60 s) x ``….tolerable.misses`` (2)
+HEARTBEAT_EXPIRY_SECONDS = 120.0
+
+
+def heartbeat_age(table: HudiTable, instant_ts: str, now: float) -> float | None:
+    """Seconds since a writer last touched the heartbeat file of ``instant_ts`` (None: none)."""
+    try:
+        return now - (table.meta_path / HEARTBEAT_FOLDER / instant_ts).stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def is_pending_clustering(table: HudiTable, instant: Instant) -> bool:
+    """Whether a pending replacecommit is a clustering plan (not a failed write)."""
+    if instant.action != REPLACE_COMMIT:
+        return False
+    try:
+        data = table.timeline.read_instant_bytes(instant.with_state(State.REQUESTED))
+    except TimelineError:
+        return False
+    if not data:  # insert_overwrite writes an empty requested file
+        return False
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except (ValueError, EOFError, StopIteration, TypeError, KeyError):
+        return False
+    return bool(records) and isinstance(records[0], dict) and (
+        str(records[0].get("operationType") or "").upper() == "CLUSTER"
+    )
 
 
 def _plan(table: HudiTable, instant: Instant, files: list[str]) -> dict[str, Any]:
@@ -187,7 +233,9 @@ def _read_plan(table: HudiTable, rb: Instant) -> dict[str, Any]:
     return plan
 
 
-def rollback_pending(table: HudiTable) -> list[Instant]:
+def rollback_pending(
+    table: HudiTable, clock: Callable[[], float] = time.time
+) -> list[Instant]:
     """Repair a table left by a dead writer; returns the completed rollback/clean instants.
 
     Finishes interrupted rollbacks and cleans, rolls back every pending data instant, and
@@ -204,7 +252,22 @@ def rollback_pending(table: HudiTable) -> list[Instant]:
         done.append(_finish(table, rb, target, plan, time.monotonic()))
     done.extend(finish_pending_cleans(table))
     tl.reload()
-    for inst in reversed(tl.pending(DATA_ACTIONS)):
+    failed = []
+    for inst in tl.pending(DATA_ACTIONS):
+        if is_pending_clustering(table, inst):
+            log.info("leaving clustering plan %s pending for the service that scheduled it",
+                     inst.timestamp)
+            continue
+        age = heartbeat_age(table, inst.timestamp, clock())
+        if age is not None and age < HEARTBEAT_EXPIRY_SECONDS:
+            raise WriterLockError(
+                f"instant {inst} of '{table.base_path}' is being written by another writer (its "
+                f"heartbeat is {age:.0f} s old, live for {HEARTBEAT_EXPIRY_SECONDS:.0f} s); "
+                "hoodline will not roll it back under it: stop that writer or wait for it to "
+                "finish, then retry"
+            )
+        failed.append(inst)
+    for inst in reversed(failed):
         done.append(rollback_instant(table, inst))
     tl.reload()
     completed = {i.timestamp for i in tl.instants() if i.is_completed}
