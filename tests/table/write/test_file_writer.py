@@ -264,3 +264,35 @@ def test_a_rewritten_file_reuses_its_filter_while_its_size_holds(
     assert not flt.might_contain(pa.array([gone])).any()
     assert len(snapshot_dict(table)) == 120
     assert_hudi_matches_hoodline(table)
+
+
+def test_rewritten_rows_name_the_new_file(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM")
+    client = client_for(table)
+    client.insert(rows(list(range(10)), region="eu"))
+    client.upsert(rows([3], region="eu", ts=2, v="b"))  # rewrites the group, 9 rows carried over
+    (path,) = latest_base_files(table)
+    names = set(pq.read_table(path, columns=["_hoodie_file_name"]).column(0).to_pylist())
+    assert names == {Path(path).name}  # as Java's merge handle rewrites it for every row
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_file_whose_records_were_all_deleted_keeps_an_empty_bloom_filter(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    table = new_table("BLOOM", partition_fields=())
+    client = client_for(table)
+    client.insert(rows([1, 2, 3]))
+    client.delete(rows([1, 2, 3], ts=2))
+    (path,) = latest_base_files(table)
+    assert pq.read_metadata(path).num_rows == 0
+    kv = pq.read_metadata(path).metadata
+    # Java's finalizeMetadata: the filter always, the key range only with keys (the filter may
+    # still answer "maybe" for the deleted keys: hoodline reuses a rewritten file's bits)
+    deserialize(kv[BLOOM_FILTER_KEY.encode()], kv[BLOOM_FILTER_TYPE_KEY.encode()].decode())
+    assert MIN_RECORD_KEY.encode() not in kv and MAX_RECORD_KEY.encode() not in kv
+    client.upsert(rows([2], ts=3))  # the BLOOM index reads the empty file's footer
+    assert snapshot_dict(table) == {("eu", 2): (3, "v2")}
+    assert_hudi_matches_hoodline(table)

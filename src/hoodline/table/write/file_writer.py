@@ -49,6 +49,7 @@ from hoodline.table.parallel import map_in_threads, resolve_threads
 from hoodline.table.properties import IndexType
 from hoodline.table.write.context import (
     WriteContext,
+    constant_column,
     ensure_partition_metadata,
     new_rows,
     output_schema,
@@ -73,12 +74,17 @@ from hoodline.table.write.records import (
 )
 
 
-def _old_rows(table: pa.Table, ctx: WriteContext, source: str) -> pa.Table:
-    meta = [table.column(c) if c in table.schema.names else None for c in META_COLUMNS]
-    if any(m is None for m in meta):
+def _old_rows(table: pa.Table, ctx: WriteContext, source: str, file_name: str) -> pa.Table:
+    """Rows carried over from the old base file: meta columns kept, except
+    ``_hoodie_file_name``, which names the new file (as Java's merge handle rewrites it)."""
+    if any(c not in table.schema.names for c in META_COLUMNS if c != FILE_NAME):
         raise TableError(f"base file '{source}' lacks Hudi meta columns; it cannot be merged")
     data = align_to_schema(table, ctx.data_schema, f"base file '{source}'")
-    cols = [pc.cast(m, pa.string()) for m in meta if m is not None] + list(data.columns)
+    cols = [
+        constant_column(file_name, table.num_rows) if c == FILE_NAME
+        else pc.cast(table.column(c), pa.string())
+        for c in META_COLUMNS
+    ] + list(data.columns)
     return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
 
 
@@ -135,16 +141,15 @@ def footer_for(
     come with the filter, ``HoodieBloomFilterWriteSupport.finalizeMetadata``). ``previous`` and
     ``added``: see :func:`~hoodline.table.bloom.build_filter`."""
     options = ctx.options
-    if len(keys) == 0 or not _writes_bloom_filter(ctx):
+    if not _writes_bloom_filter(ctx):
         return {}
-    mm = pc.min_max(keys)
     flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries, previous, added)
-    return {
-        BLOOM_FILTER_KEY: flt.serialize(),
-        BLOOM_FILTER_TYPE_KEY: SIMPLE,
-        MIN_RECORD_KEY: str(mm["min"].as_py()),
-        MAX_RECORD_KEY: str(mm["max"].as_py()),
-    }
+    footer = {BLOOM_FILTER_KEY: flt.serialize(), BLOOM_FILTER_TYPE_KEY: SIMPLE}
+    if len(keys):  # an empty file (every record deleted) has the filter, no key range
+        mm = pc.min_max(keys)
+        footer[MIN_RECORD_KEY] = str(mm["min"].as_py())
+        footer[MAX_RECORD_KEY] = str(mm["max"].as_py())
+    return footer
 
 
 #: rows looked at per column to choose its encoding: runs of rows spread evenly over the file
@@ -290,7 +295,9 @@ def write_file_group(
         old_file = pq.ParquetFile(base_path, memory_map=True)
         if _writes_bloom_filter(ctx):
             previous = previous_filter(old_file)
-        old = old_file.read(use_threads=read_threads).replace_schema_metadata(None)
+        # every column but the old file name, which carried-over rows do not keep
+        wanted = [n for n in old_file.schema_arrow.names if n != FILE_NAME]
+        old = old_file.read(columns=wanted, use_threads=read_threads).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
         replaced = pc.is_in(old_keys, value_set=new_keys)
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
@@ -303,7 +310,7 @@ def write_file_group(
             num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
             gone = pc.or_(replaced, deleted)
         kept = old if num_updates + num_deletes == 0 else old.filter(pc.invert(gone))
-        parts.append(_old_rows(kept, ctx, str(base_path)))
+        parts.append(_old_rows(kept, ctx, str(base_path), file_name))
     if upserts.num_rows:
         parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
