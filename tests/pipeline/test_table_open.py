@@ -32,3 +32,22 @@ def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
         open_target_table(_cfg(tmp_path / "t"))
     with pytest.raises(ConfigError, match="partition fields"):
         open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_the_payload_class_is_stored_and_writers_must_match_it(
+    tmp_path: Path, table_type: str
+) -> None:
+    from hoodline.errors import TableError
+    from hoodline.table.properties import K_PAYLOAD_CLASS
+    from hoodline.table.write.client import WriteClient
+
+    default = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+    cfg = _cfg(tmp_path / "t", type=table_type,
+               options={"hoodie.datasource.write.payload.class": default})
+    table = open_target_table(cfg)
+    # Java writers and merge-on-read readers merge by the table's payload class
+    assert table.config.extra[K_PAYLOAD_CLASS] == default
+    WriteClient(table, {"hoodie.datasource.write.payload.class": default})
+    with pytest.raises(TableError, match="DefaultHoodieRecordPayload"):
+        WriteClient(table)  # OverwriteWithLatestAvroPayload would merge otherwise

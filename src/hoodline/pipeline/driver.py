@@ -65,7 +65,7 @@ from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
-from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig, TableType
+from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient
 from hoodline.table.write.context import WriteContext
@@ -86,9 +86,9 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     try:
         table = HudiTable.open(t.path)
     except TableNotFoundError:
-        extra = {}
-        if t.table_type is TableType.MERGE_ON_READ:  # readers merge logs by the table's payload
-            extra[K_PAYLOAD_CLASS] = WriteOptions.from_mapping(t.options).payload_class.value
+        # how records merge, for every reader and writer of the table (Java's writers and
+        # merge-on-read readers take it from here)
+        extra = {K_PAYLOAD_CLASS: WriteOptions.from_mapping(t.options).payload_class.value}
         table = HudiTable.create(
             t.path,
             TableConfig(

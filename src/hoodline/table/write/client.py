@@ -66,7 +66,7 @@ from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
 from hoodline.table.metadata_table import remove_metadata_table
 from hoodline.table.parallel import TaskRunner, resolve_threads
-from hoodline.table.properties import IndexType, TableConfig
+from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
     arrow_to_avro_schema_json,
@@ -228,12 +228,14 @@ class WriteClient:
         self.archival_policy()  # refuses inconsistent hoodie.keep.* settings before writing
         config = self.table.config
         config.check_key_generator()
-        if config.merge_on_read and self.options.payload_class.value != config.payload_class:
+        declared = config.merge_on_read or K_PAYLOAD_CLASS in config.extra
+        if declared and self.options.payload_class.value != config.payload_class:
             raise TableError(
-                f"merge-on-read table '{self.table.base_path}' merges log records with payload "
-                f"class {config.payload_class} (hoodie.compaction.payload.class), but the writer "
-                f"is set to {self.options.payload_class.value}; readers would merge differently "
-                "from what the writer intends: set the writer's payload class to the table's"
+                f"table '{self.table.base_path}' merges records with payload class "
+                f"{config.payload_class} (hoodie.compaction.payload.class), but the writer is "
+                f"set to {self.options.payload_class.value}; readers and Java writers would merge "
+                "differently from what this writer intends: set the writer's payload class to "
+                "the table's"
             )
 
     # -- lifecycle ----------------------------------------------------------------------------
