@@ -65,6 +65,7 @@ from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
+from hoodline.table.index.declared import adopt_index, declares_index
 from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient
@@ -103,6 +104,8 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
             ),
             exist_ok=True,
         )
+    if not declares_index(table):  # a table Java created: its writers hold the index settings
+        adopt_index(table, t.index, t.bucket_count)
     c = table.config
     if c.table_type is not t.table_type:
         raise ConfigError(
