@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from hoodline import faults
 from hoodline.broker import EmbeddedBroker
 
 if TYPE_CHECKING:  # importing pyspark costs a second; tests without Spark never pay it
@@ -53,6 +54,14 @@ class SparkProvider:
         current, self._current = self._current, None
         if current is not None:
             current.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fault_counts() -> Iterator[None]:
+    """Injected ``fail`` faults count per test, not per pytest process."""
+    faults.reset_counts()
+    yield
+    faults.reset_counts()
 
 
 @pytest.fixture(scope="session")

@@ -79,6 +79,13 @@ class InjectedFailure(HoodlineError):
 _failed_in_process = 0
 
 
+def reset_counts() -> None:
+    """Forget the failures counted in this process without ``HOODLINE_FAULT_FILE`` (a test
+    harness calls it between tests, so one test's injected failures do not use up the next's)."""
+    global _failed_in_process
+    _failed_in_process = 0
+
+
 def fault_env(
     point: FaultPoint,
     action: FaultAction = FaultAction.PAUSE,
