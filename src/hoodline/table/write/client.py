@@ -149,13 +149,14 @@ def tag_and_assign(
         use_small = False
     else:
         tagged = make_index(table.base_path, config, threads).tag(records, view)
-        # merge-on-read: inserts go to new base files, never into a group's logs, where the
-        # BLOOM index (which reads base file footers) could not find them again
-        use_small = not config.merge_on_read
+        # merge-on-read: inserts go to base files, never into a group's logs, where the BLOOM
+        # index (which reads base file footers) could not find them again: new file groups, or
+        # the partition's small-file target rewritten into a new base file (merge_target)
+        use_small = True
     if config.index_type == IndexType.BLOOM:
         if ctx.operation is WriteOperation.DELETE:
             return tagged.filter(pc.is_valid(tagged.column(FILE_ID)))
-        profile = WriteProfile(view, ctx.options)
+        profile = WriteProfile(view, ctx.options, config.merge_on_read)
         assigner = BucketAssigner(profile, ctx.instant_ts, task_id, num_tasks, use_small, threads)
         tagged = assigner.assign(tagged)
     return tagged

@@ -57,6 +57,7 @@ from hoodline.table.write.context import (
     write_token,
 )
 from hoodline.table.write.log_writer import append_log_file, appends_to_log
+from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import Compression, PayloadClass, WriteOptions
 from hoodline.table.write.records import (
     COMMIT_SEQNO,
@@ -264,7 +265,7 @@ def write_file_group(
 
     ``read_threads``: decode the old base file's columns on pyarrow's thread pool; off, as
     callers usually write several groups at once (more busy threads than cores cost CPU)."""
-    if appends_to_log(ctx, base):
+    if appends_to_log(ctx, base) and not _takes_inserts_into_base(ctx, base, records):
         return append_log_file(ctx, partition, file_id, records, base, task_id, attempt)
     upserts, delete_keys = split_deletes(records)
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
@@ -334,6 +335,29 @@ def write_file_group(
         partition_path=partition,
         file_size_in_bytes=size,
     )
+
+
+def _takes_inserts_into_base(ctx: WriteContext, base: FileSlice | None, records: pa.Table) -> bool:
+    """Merge-on-read with the BLOOM index: whether this write brings new keys to a small base
+    file without log files (the partition's small-file target the assigner gave inserts to,
+    :func:`~.profile.merge_target`). Such a group is rewritten into a new base file, as Java's
+    ``handleUpdate`` does for small file ids, since the index finds keys in base files only."""
+    config, options = ctx.config, ctx.options
+    if not config.merge_on_read or config.index_type is not IndexType.BLOOM:
+        return False
+    if ctx.operation is WriteOperation.BULK_INSERT or options.small_file_limit <= 0:
+        return False
+    if base is None or base.base_file is None or base.log_files or base.pending_compaction:
+        return False
+    if base.file_size >= options.small_file_limit:
+        return False
+    upserts, _deletes = split_deletes(records)
+    if upserts.num_rows == 0:
+        return False
+    stored = pq.read_table(
+        ctx.table().base_path / base.base_file, columns=[RECORD_KEY]
+    ).column(RECORD_KEY)
+    return not pc.all(pc.is_in(upserts.column(RECORD_KEY), value_set=stored)).as_py()
 
 
 def write_file_groups(

@@ -6,13 +6,17 @@
   ``totalWriteBytes / numWrites`` — small commits are dominated by file overhead and would
   overestimate. Without such a commit, ``hoodie.copyonwrite.record.size.estimate`` is used.
 * Small files: latest base files of a partition smaller than ``hoodie.parquet.small.file.limit``.
+  On a merge-on-read table (BLOOM index, which cannot find keys in log files) only the smallest
+  such base file without log files, as Java's ``SparkUpsertDeltaCommitPartitioner`` picks with
+  ``hoodie.merge.small.file.group.candidates.limit`` = 1: the write merges that group's records
+  into a new base file instead of a log (:func:`merge_target`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hoodline.table.fs_view import FileSystemView
+from hoodline.table.fs_view import FileSlice, FileSystemView
 from hoodline.table.timeline import Timeline
 from hoodline.table.write.options import WriteOptions
 
@@ -36,17 +40,38 @@ def average_record_size(timeline: Timeline, options: WriteOptions) -> int:
     return options.record_size_estimate
 
 
+def merge_target(view: FileSystemView, partition: str, options: WriteOptions) -> FileSlice | None:
+    """Merge-on-read with the BLOOM index: the partition's smallest slice with a base file under
+    the small-file limit, no log files and no pending compaction (None: there is none)."""
+    if options.small_file_limit <= 0:
+        return None
+    candidates = [
+        s for s in view.latest_file_slices(partition)
+        if s.base_file is not None and not s.log_files and s.pending_compaction is None
+        and s.file_size < options.small_file_limit
+    ]
+    return min(candidates, key=lambda s: (s.file_size, s.file_id), default=None)
+
+
 class WriteProfile:
     """What the assigner needs to know about the table at the start of an instant."""
 
-    def __init__(self, view: FileSystemView, options: WriteOptions) -> None:
+    def __init__(
+        self, view: FileSystemView, options: WriteOptions, merge_on_read: bool = False
+    ) -> None:
         self.view = view
         self.options = options
+        self.merge_on_read = merge_on_read
         self.avg_record_size = average_record_size(view.timeline, options)
 
     def small_files(self, partition: str) -> list[SmallFile]:
         if self.options.small_file_limit <= 0:
             return []
+        if self.merge_on_read:
+            target = merge_target(self.view, partition, self.options)
+            return [] if target is None else [
+                SmallFile(partition, target.file_id, target.file_size)
+            ]
         return [
             SmallFile(partition, s.file_id, s.file_size)
             for s in self.view.latest_file_slices(partition)
