@@ -44,6 +44,25 @@ def test_show_summarises_table(table: HudiTable) -> None:
     assert "orders" in result.output
     assert "region" in result.output
     assert "completed commits  3" in result.output
+    assert "archived" in result.output and "metadata table     none" in result.output
+
+
+def test_show_reports_archival_and_a_metadata_table(tmp_path: Path) -> None:
+    from hoodline.table.properties import TableConfig
+    from hoodline.table.write.client import WriteClient
+
+    t = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",)))
+    options = {"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 3,
+               "hoodie.cleaner.commits.retained": 1}
+    with WriteClient(t, options) as client:
+        for i in range(5):
+            client.upsert(pa.table({"id": [i]}))
+    (t.meta_path / "metadata").mkdir()
+    result = runner.invoke(app, ["table", "show", str(t.base_path)])
+    assert result.exit_code == 0, result.output
+    assert "1 archive file(s); the active timeline starts at" in result.output
+    assert "present (hoodline writers remove it" in result.output
+    assert "timeline timezone  UTC" in result.output
 
 
 def test_commits_json_lists_operations_and_counts(table: HudiTable) -> None:

@@ -266,6 +266,8 @@ TablePath = Annotated[Path, typer.Argument(help="Base path of the Hudi table.")]
 @_friendly_errors
 def table_show(path: TablePath) -> None:
     """Show the table's configuration and a summary of its current state."""
+    from hoodline.table.archive import ARCHIVE_FOLDER
+    from hoodline.table.metadata_table import METADATA_FOLDER
     from hoodline.table.properties import IndexType
     from hoodline.table.table import HudiTable
 
@@ -289,6 +291,14 @@ def table_show(path: TablePath) -> None:
     pending = ", ".join(str(i) for i in table.timeline.pending())
     _add_row(grid, "pending instants", pending or "none")
     _add_row(grid, "last commit", _fmt_ts(last.timestamp) if last else "(none)")
+    archived = table.meta_path / ARCHIVE_FOLDER
+    files = sorted(archived.iterdir()) if archived.is_dir() else []
+    start = table.timeline.start()
+    _add_row(grid, "archived", f"{len(files)} archive file(s); the active timeline starts at "
+             f"{_fmt_ts(start)}" if files and start else "none")
+    _add_row(grid, "metadata table", "present (hoodline writers remove it: they do not maintain "
+             "it)" if (table.meta_path / METADATA_FOLDER).exists() else "none")
+    _add_row(grid, "timeline timezone", cfg.timeline_timezone.value)
     _add_row(grid, "partitions", str(len(view.partitions())))
     _add_row(grid, "file groups", str(len(slices)))
     _add_row(grid, "size", _human_bytes(sum(s.file_size for s in slices)))
