@@ -21,28 +21,19 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 from hoodline.table.write.options import WriteOptions
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
-from tests.table.write.helpers import make_config, rows, snapshot_dict
+from tests.table.write.helpers import (
+    Model,
+    apply_to_model,
+    mor_table,
+    rows,
+    snapshot_dict,
+)
 
-Model = dict[tuple[str, int], tuple[int, str]]
 ASYNC = {
     "hoodline.compaction.async": True,
     "hoodie.compact.inline.max.delta.commits": 2,
     "hoodline.compaction.log-size-ratio": 0.0,
 }
-
-
-def _mor(tmp_path: Path, index: str, **kw: object) -> HudiTable:
-    return HudiTable.create(
-        tmp_path / f"mor_{index}", make_config(index, table_type="MERGE_ON_READ", **kw)
-    )
-
-
-def _apply(model: Model, batch: pa.Table, delete: bool = False) -> None:
-    for r in batch.to_pylist():
-        if delete:
-            model.pop((r["region"], r["id"]), None)
-        else:
-            model[(r["region"], r["id"])] = (r["ts"], r["v"])
 
 
 def _logs(table: HudiTable) -> list[LogFileName]:
@@ -57,7 +48,7 @@ INDEXES = pytest.mark.parametrize("index_type", ["BUCKET", "BLOOM"])
 def test_writes_during_a_pending_compaction_log_against_it_and_read_merged(
     tmp_path: Path, index_type: str
 ) -> None:
-    table = _mor(tmp_path, index_type)
+    table = mor_table(tmp_path, index_type)
     model: Model = {}
     at_commit: dict[str, Model] = {}
     # writes that may log against a pending compaction, and schedule none themselves
@@ -66,7 +57,7 @@ def test_writes_during_a_pending_compaction_log_against_it_and_read_merged(
         for batch in (rows(list(range(12)), region=["eu", "us"] * 6, ts=1),
                       rows([0, 1, 2], region=["eu", "us", "eu"], ts=2, v="w")):
             ts = client.upsert(batch)
-            _apply(model, batch)
+            apply_to_model(model, batch)
             at_commit[ts] = dict(model)
         planned = schedule_compaction(table)
         assert planned is not None
@@ -84,7 +75,7 @@ def test_writes_during_a_pending_compaction_log_against_it_and_read_merged(
         ]
         for op, batch in steps:
             ts = getattr(client, op)(batch)
-            _apply(model, batch, delete=op == "delete")
+            apply_to_model(model, batch, delete=op == "delete")
             at_commit[ts] = dict(model)
             assert snapshot_dict(table) == model, op
         # the writes appended to the compaction's slices (base instant C), version 1 first
@@ -126,7 +117,7 @@ def _blocking_runner(
 def test_a_writer_goes_on_while_its_compaction_runs_in_the_background(
     tmp_path: Path, index_type: str
 ) -> None:
-    table = _mor(tmp_path, index_type)
+    table = mor_table(tmp_path, index_type)
     release, started = threading.Event(), threading.Event()
     model: Model = {}
     with WriteClient(table, ASYNC) as client:
@@ -136,14 +127,14 @@ def test_a_writer_goes_on_while_its_compaction_runs_in_the_background(
             batch = rows([0, 1, 4] if writes else list(range(10)), region=["eu", "us"] * 5
                          if not writes else ["eu", "us", "eu"], ts=writes + 1, v=f"w{writes}")
             client.upsert(batch)
-            _apply(model, batch)
+            apply_to_model(model, batch)
             writes += 1
             assert writes <= 3, "two log files per slice make it due"
         assert started.wait(30)  # planned and handed to the background
         (c,) = table.timeline.reload().pending([COMPACTION])
         batch = rows([0, 3, 20], region=["eu", "us", "us"], ts=3, v="x")
         assert client.upsert(batch) > c.timestamp
-        _apply(model, batch)
+        apply_to_model(model, batch)
         assert table.timeline.reload().pending([COMPACTION]) == [c]
         assert any(n.base_instant == c.timestamp for n in _logs(table))
         assert snapshot_dict(table) == model
@@ -159,7 +150,7 @@ def test_a_writer_goes_on_while_its_compaction_runs_in_the_background(
 def test_a_compaction_that_fails_in_the_background_is_run_again_after_the_next_write(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    table = _mor(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
     calls: list[int] = []
 
     def flaky(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
@@ -175,7 +166,7 @@ def test_a_compaction_that_fails_in_the_background_is_run_again_after_the_next_w
         for t in range(1, 4):
             batch = rows([t, t + 1], ts=t, v=f"w{t}")
             client.upsert(batch)
-            _apply(model, batch)
+            apply_to_model(model, batch)
             client._background.collect(wait=True)  # deterministic: let the plan run now
             if t == 2:
                 (c,) = table.timeline.reload().pending([COMPACTION])

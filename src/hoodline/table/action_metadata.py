@@ -272,24 +272,28 @@ def serialize(kind: ActionBody, record: dict[str, Any]) -> bytes:
     return avro_container(kind.schema, record)
 
 
+def avro_record(data: bytes, source: str, record: str) -> dict[str, Any]:
+    """The one record of an Avro container file whose schema is Hudi's ``record``
+    (:class:`TimelineError` naming ``source`` otherwise)."""
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        schema = reader.writer_schema
+        name = schema.get("name") if isinstance(schema, dict) else None
+        records = list(reader)
+    except (ValueError, EOFError, StopIteration, TypeError, KeyError) as exc:
+        raise TimelineError(f"'{source}' is not a readable Avro file: {exc}") from None
+    if name not in (record, f"{NAMESPACE}.{record}"):
+        raise TimelineError(f"'{source}' holds a {name} record, expected {NAMESPACE}.{record}")
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise TimelineError(f"'{source}' does not hold exactly one {record} record")
+    return records[0]
+
+
 def deserialize(kind: ActionBody, data: bytes, source: str) -> dict[str, Any]:
     """The record of an instant body written by Java Hudi or hoodline (Avro), or by hoodline
     0.1 (JSON). :class:`TimelineError` naming ``source`` if it is neither."""
     if data.startswith(AVRO_MAGIC):
-        try:
-            reader = fastavro.reader(io.BytesIO(data))
-            name = reader.writer_schema.get("name") if isinstance(reader.writer_schema, dict) \
-                else None
-            records = list(reader)
-        except (ValueError, EOFError, StopIteration, TypeError, KeyError) as exc:
-            raise TimelineError(f"'{source}' is not a readable Avro file: {exc}") from None
-        if name not in (kind.value, kind.full_name):
-            raise TimelineError(
-                f"'{source}' holds a {name} record, expected {kind.full_name}"
-            )
-        if len(records) != 1 or not isinstance(records[0], dict):
-            raise TimelineError(f"'{source}' does not hold exactly one {kind.value} record")
-        return records[0]
+        return avro_record(data, source, kind.value)
     try:
         value = json.loads(data)
     except ValueError as exc:

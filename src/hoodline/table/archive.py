@@ -307,7 +307,11 @@ def archive(
     """Archive what :func:`instants_to_archive` picks; returns those instants (latest states).
     The caller holds the writer lock."""
     tl = table.timeline.reload()
-    chosen = instants_to_archive(tl.instants(), policy, earliest_retained_commit(table))
+    instants = tl.instants()
+    commits = sum(1 for i in instants if i.is_completed and i.action in DATA_ACTIONS)
+    # the last clean's body is read only when commits may be archived (not after every write)
+    retains = earliest_retained_commit(table) if commits > policy.bounds(commits)[1] else None
+    chosen = instants_to_archive(instants, policy, retains)
     if not chosen:
         return []
     keys = {(i.timestamp, i.comparable_action) for i in chosen}

@@ -6,14 +6,11 @@ it for table version 6. Plans never change once written, so a process parses eac
 from __future__ import annotations
 
 import functools
-import io
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
-
 from hoodline.errors import TimelineError
-from hoodline.table.action_metadata import avro_container
+from hoodline.table.action_metadata import avro_container, avro_record
 from hoodline.table.instant import Instant, State
 from hoodline.table.timeline import Timeline
 
@@ -138,13 +135,7 @@ def serialize_plan(operations: list[CompactionOperation]) -> bytes:
 
 def read_plan_record(data: bytes, source: str) -> dict[str, Any]:
     """The ``HoodieCompactionPlan`` record of a ``.compaction.requested`` file."""
-    try:
-        records = list(fastavro.reader(io.BytesIO(data)))
-    except (ValueError, EOFError, StopIteration, TypeError) as exc:
-        raise TimelineError(f"compaction plan '{source}' is not an Avro plan: {exc}") from None
-    if len(records) != 1 or not isinstance(records[0], dict):
-        raise TimelineError(f"compaction plan '{source}' does not hold one plan record")
-    return records[0]
+    return avro_record(data, source, "HoodieCompactionPlan")
 
 
 def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:

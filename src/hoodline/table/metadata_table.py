@@ -12,18 +12,10 @@ for writing, so no reader ever trusts a metadata table that misses hoodline's co
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import uuid
 
 from hoodline.errors import TableError
-from hoodline.table.properties import (
-    PROPERTIES_FILE,
-    TableConfig,
-    dumps_properties,
-    loads_properties,
-    properties_path,
-)
+from hoodline.table.properties import loads_properties, properties_path, update_properties
 from hoodline.table.table import HudiTable
 
 log = logging.getLogger(__name__)
@@ -49,12 +41,7 @@ def remove_metadata_table(table: HudiTable) -> bool:
         ", ".join(f"{k}={props[k]}" for k in listed) or str(folder),
     )
     if listed:  # only these keys change: the rest of Java's properties stays as written
-        for key in listed:
-            props[key] = ""
-        tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
-        tmp.write_text(dumps_properties(props), encoding="utf-8")
-        os.replace(tmp, path)
-        table.config = TableConfig.from_properties(props, source=str(path))
+        table.config = update_properties(table.base_path, dict.fromkeys(listed, ""))
     shutil.rmtree(folder, ignore_errors=True)
     if folder.exists():
         raise TableError(f"could not delete the metadata table '{folder}'; delete it by hand")

@@ -428,11 +428,28 @@ def read_table_config(base_path: str | os.PathLike[str]) -> TableConfig:
     return TableConfig.from_properties(loads_properties(text), source=str(path))
 
 
+def _replace_properties(path: Path, props: Mapping[str, str]) -> None:
+    """Write ``props`` to ``path`` atomically (temp file + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(dumps_properties(props), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def write_table_config(base_path: str | os.PathLike[str], config: TableConfig) -> Path:
     """Write ``hoodie.properties`` atomically (temp file + rename)."""
     path = properties_path(base_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(dumps_properties(config.to_properties()), encoding="utf-8")
-    os.replace(tmp, path)
+    _replace_properties(path, config.to_properties())
     return path
+
+
+def update_properties(
+    base_path: str | os.PathLike[str], changes: Mapping[str, str]
+) -> TableConfig:
+    """Set ``changes`` in ``hoodie.properties``, every other key as written (also ones
+    hoodline does not know, as Java wrote them); returns the table's new config."""
+    path = properties_path(base_path)
+    props = loads_properties(path.read_text(encoding="utf-8"))
+    props.update(changes)
+    _replace_properties(path, props)
+    return TableConfig.from_properties(props, source=str(path))

@@ -66,3 +66,23 @@ def rows(
 def snapshot_dict(table: HudiTable) -> dict[tuple[str, int], tuple[int, str]]:
     snap = read_snapshot(table, columns=["region", "id", "ts", "v"])
     return {(r["region"], r["id"]): (r["ts"], r["v"]) for r in snap.to_pylist()}
+
+
+#: (region, id) -> (ts, v): what a table written with :func:`rows` should hold
+Model = dict[tuple[str, int], tuple[int, str]]
+
+
+def mor_table(tmp_path: Path, index: str, **kw: object) -> HudiTable:
+    """A merge-on-read table of the :func:`make_config` layout at ``tmp_path/mor_<index>``."""
+    return HudiTable.create(
+        tmp_path / f"mor_{index}", make_config(index, table_type="MERGE_ON_READ", **kw)
+    )
+
+
+def apply_to_model(model: Model, batch: pa.Table, delete: bool = False) -> None:
+    """``batch`` upserted into (or, ``delete``, deleted from) ``model``."""
+    for r in batch.to_pylist():
+        if delete:
+            model.pop((r["region"], r["id"]), None)
+        else:
+            model[(r["region"], r["id"])] = (r["ts"], r["v"])

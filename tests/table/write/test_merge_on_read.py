@@ -28,24 +28,15 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
-from tests.table.write.helpers import make_config, rows, snapshot_dict
+from tests.table.write.helpers import (
+    Model,
+    apply_to_model,
+    mor_table,
+    rows,
+    snapshot_dict,
+)
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-Model = dict[tuple[str, int], tuple[int, str]]
-
-
-def _mor(tmp_path: Path, index: str, **kw: object) -> HudiTable:
-    return HudiTable.create(
-        tmp_path / f"mor_{index}", make_config(index, table_type="MERGE_ON_READ", **kw)
-    )
-
-
-def _apply(model: Model, batch: pa.Table, delete: bool = False) -> None:
-    for r in batch.to_pylist():
-        if delete:
-            model.pop((r["region"], r["id"]), None)
-        else:
-            model[(r["region"], r["id"])] = (r["ts"], r["v"])
 
 
 def _log_files(table: HudiTable) -> list[LogFileName]:
@@ -56,7 +47,7 @@ def _log_files(table: HudiTable) -> list[LogFileName]:
 
 
 def test_writes_match_the_model_and_hudi_rs(tmp_path: Path, index_type: str) -> None:
-    table = _mor(tmp_path, index_type)
+    table = mor_table(tmp_path, index_type)
     model: Model = {}
     steps: list[tuple[str, pa.Table]] = [
         ("upsert", rows(list(range(40)), region=["eu", "us"] * 20, ts=1)),
@@ -68,7 +59,7 @@ def test_writes_match_the_model_and_hudi_rs(tmp_path: Path, index_type: str) -> 
     with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         for op, batch in steps:
             getattr(client, op)(batch)
-            _apply(model, batch, delete=op == "delete")
+            apply_to_model(model, batch, delete=op == "delete")
             assert snapshot_dict(table) == model, op
     actions = {i.action for i in table.timeline.completed_commits()}
     assert actions == {"deltacommit"}
@@ -78,7 +69,7 @@ def test_writes_match_the_model_and_hudi_rs(tmp_path: Path, index_type: str) -> 
 
 
 def test_every_write_opens_the_next_log_version_of_the_slice(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
     with WriteClient(table) as client:
         first = client.upsert(rows([1, 2], ts=1))
         second = client.upsert(rows([2, 3], ts=2))
@@ -107,7 +98,7 @@ def test_every_write_opens_the_next_log_version_of_the_slice(tmp_path: Path) -> 
 
 
 def test_a_failed_write_is_rolled_back_by_deleting_its_log_files(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET")
+    table = mor_table(tmp_path, "BUCKET")
     with WriteClient(table) as client:
         client.upsert(rows([1, 2, 3], region=["eu", "us", "eu"], ts=1))
         before = snapshot_dict(table)
@@ -135,7 +126,7 @@ def test_a_failed_write_is_rolled_back_by_deleting_its_log_files(tmp_path: Path)
 def test_default_payload_keeps_the_record_with_the_greater_ordering_value(
     tmp_path: Path, index_type: str
 ) -> None:
-    table = _mor(tmp_path, index_type, extra={K_PAYLOAD_CLASS: DEFAULT_PAYLOAD})
+    table = mor_table(tmp_path, index_type, extra={K_PAYLOAD_CLASS: DEFAULT_PAYLOAD})
     options = {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD}
     with WriteClient(table, options) as client:
         client.upsert(rows([1, 2], ts=5))
@@ -146,7 +137,7 @@ def test_default_payload_keeps_the_record_with_the_greater_ordering_value(
 
 
 def test_a_writer_with_another_payload_class_is_refused(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET")
+    table = mor_table(tmp_path, "BUCKET")
     with pytest.raises(TableError, match="OverwriteWithLatestAvroPayload"):
         WriteClient(table, {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD})
 
@@ -154,7 +145,7 @@ def test_a_writer_with_another_payload_class_is_refused(tmp_path: Path) -> None:
 def test_deletes_of_unknown_keys_and_reinserts_read_back(
     tmp_path: Path, new_table: Callable[..., HudiTable]
 ) -> None:
-    table = _mor(tmp_path, "BUCKET", bucket_count=2)
+    table = mor_table(tmp_path, "BUCKET", bucket_count=2)
     with WriteClient(table) as client:
         client.delete(rows([7], ts=1))  # nothing stored yet: no file group is created
         assert _log_files(table) == []
@@ -168,7 +159,7 @@ def test_deletes_of_unknown_keys_and_reinserts_read_back(
 def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
     tmp_path: Path, index_type: str
 ) -> None:
-    table = _mor(tmp_path, index_type)
+    table = mor_table(tmp_path, index_type)
     model: Model = {}
     with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         for ts, (op, batch) in enumerate(
@@ -185,7 +176,7 @@ def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
                 assert snapshot_dict(table) == model
                 continue
             getattr(client, op)(batch)
-            _apply(model, batch, delete=op == "delete")
+            apply_to_model(model, batch, delete=op == "delete")
             assert snapshot_dict(table) == model, ts
     commits = table.timeline.completed_commits()
     assert [c.action for c in commits] == ["deltacommit"] * 3 + ["commit", "deltacommit"]
@@ -222,7 +213,7 @@ def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
 
 
 def test_compaction_plan_is_an_avro_file_with_hudis_plan_schema(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET", bucket_count=1)
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1)
     with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         first = client.upsert(rows([1, 2], ts=1))
         client.upsert(rows([2], ts=2))
@@ -245,7 +236,7 @@ def test_compaction_plan_is_an_avro_file_with_hudis_plan_schema(tmp_path: Path) 
 def test_a_compaction_killed_before_its_commit_is_finished_by_the_next_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table = _mor(tmp_path, "BUCKET")
+    table = mor_table(tmp_path, "BUCKET")
     with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         client.upsert(rows([1, 2, 3], region=["eu", "us", "eu"], ts=1))
         client.upsert(rows([1], ts=2, v="w"))
@@ -267,7 +258,7 @@ def test_a_compaction_killed_before_its_commit_is_finished_by_the_next_writer(
 
 
 def test_cleaning_removes_compacted_slices_whole(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
     options = {"hoodie.compact.inline.max.delta.commits": 2, "hoodie.cleaner.commits.retained": 2}
     with WriteClient(table, options) as client:
         for i in range(6):
@@ -288,7 +279,7 @@ def test_cleaning_removes_compacted_slices_whole(tmp_path: Path) -> None:
 
 
 def test_parquet_data_blocks_read_back_and_compact(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET")
+    table = mor_table(tmp_path, "BUCKET")
     options = {"hoodie.logfile.data.block.format": "parquet", "hoodie.compact.inline": False}
     model: Model = {}
     with WriteClient(table, options) as client:
@@ -298,7 +289,7 @@ def test_parquet_data_blocks_read_back_and_compact(tmp_path: Path) -> None:
             ("delete", rows([2], region="eu", ts=3)),
         ]:
             getattr(client, op)(batch)
-            _apply(model, batch, delete=op == "delete")
+            apply_to_model(model, batch, delete=op == "delete")
         types = {
             b.type
             for n in _log_files(table)
@@ -315,7 +306,7 @@ def test_parquet_data_blocks_read_back_and_compact(tmp_path: Path) -> None:
 
 
 def test_read_optimized_view_is_the_last_compaction(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET", bucket_count=1)
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1)
     with WriteClient(table, {"hoodie.compact.inline": False}) as client:
         client.upsert(rows([1, 2], ts=1))
         assert read_optimized(table).num_rows == 0  # only log files so far
@@ -355,7 +346,7 @@ def test_inline_compaction_plans_a_bounded_share_of_the_due_slices() -> None:
 
 
 def test_inline_compaction_runs_when_a_slice_has_enough_log_files(tmp_path: Path) -> None:
-    table = _mor(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
     with WriteClient(table, {"hoodie.compact.inline.max.delta.commits": 2}) as client:
         client.upsert(rows([1, 2], ts=1))
         assert [i.action for i in table.timeline.completed_commits()] == ["deltacommit"]
@@ -372,7 +363,7 @@ def test_bloom_inserts_fill_the_smallest_base_file_without_logs(tmp_path: Path) 
     """As Java's SparkUpsertDeltaCommitPartitioner (candidates limit 1): new keys go to the
     partition's smallest base file that has no log files, rewritten into a new base file;
     updates alone append logs; a group with logs takes no inserts."""
-    table = _mor(tmp_path, "BLOOM", partition_fields=())
+    table = mor_table(tmp_path, "BLOOM", partition_fields=())
     model: Model = {}
 
     def groups() -> list[FileSlice]:
@@ -382,20 +373,20 @@ def test_bloom_inserts_fill_the_smallest_base_file_without_logs(tmp_path: Path) 
         for op, batch in [("insert", rows(list(range(10)), ts=1)),
                           ("insert", rows([20, 21, 22], ts=2))]:
             getattr(client, op)(batch)
-            _apply(model, batch)
+            apply_to_model(model, batch)
         (g,) = groups()
         assert g.base_file is not None and not g.log_files  # rewritten, not logged
         assert g.base_instant == table.timeline.completed_commits()[-1].timestamp
         client.upsert(rows([1, 21], ts=3, v="u"))  # updates only: a log file
-        _apply(model, rows([1, 21], ts=3, v="u"))
+        apply_to_model(model, rows([1, 21], ts=3, v="u"))
         (g2,) = groups()
         assert g2.file_id == g.file_id and len(g2.log_files) == 1
         client.insert(rows([30, 31], ts=4))  # the only group has logs: a new file group
-        _apply(model, rows([30, 31], ts=4))
+        apply_to_model(model, rows([30, 31], ts=4))
         assert len(groups()) == 2 and _log_files(table)
         assert snapshot_dict(table) == model
         client.upsert(rows([30, 22], ts=5, v="z"))  # found by the index in both base files
-        _apply(model, rows([30, 22], ts=5, v="z"))
+        apply_to_model(model, rows([30, 22], ts=5, v="z"))
     assert snapshot_dict(table) == model
     assert len(read_snapshot(table)) == len(model)  # no key twice
     assert_hudi_matches_hoodline(table)

@@ -12,8 +12,6 @@ is refused, since new file groups without bucket ids would break Java's bucket i
 from __future__ import annotations
 
 import logging
-import os
-import uuid
 
 from hoodline.errors import ConfigError
 from hoodline.table.index.bucket import bucket_of_file_id
@@ -21,12 +19,10 @@ from hoodline.table.properties import (
     K_BUCKET_COUNT,
     K_BUCKET_HASH_FIELD,
     K_INDEX_TYPE,
-    PROPERTIES_FILE,
     IndexType,
-    TableConfig,
-    dumps_properties,
     loads_properties,
     properties_path,
+    update_properties,
 )
 from hoodline.table.table import HudiTable
 
@@ -61,16 +57,11 @@ def adopt_index(table: HudiTable, index_type: IndexType, bucket_count: int) -> N
             "written with Java's bucket index, which new BLOOM file groups would break; set "
             "table.index = 'BUCKET' and table.bucket-count as its writers have them"
         )
-    path = properties_path(table.base_path)
-    props = loads_properties(path.read_text(encoding="utf-8"))
-    props[K_INDEX_TYPE] = index_type.value
+    changes = {K_INDEX_TYPE: index_type.value}
     if index_type is IndexType.BUCKET:
-        props[K_BUCKET_COUNT] = str(bucket_count)
-        props[K_BUCKET_HASH_FIELD] = ",".join(table.config.record_key_fields)
-    tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(dumps_properties(props), encoding="utf-8")
-    os.replace(tmp, path)
-    table.config = TableConfig.from_properties(props, source=str(path))
+        changes[K_BUCKET_COUNT] = str(bucket_count)
+        changes[K_BUCKET_HASH_FIELD] = ",".join(table.config.record_key_fields)
+    table.config = update_properties(table.base_path, changes)
     log.info("table '%s' did not record its index: recorded %s%s from the pipeline's settings",
              table.base_path, index_type.value,
              f" with {bucket_count} buckets" if index_type is IndexType.BUCKET else "")
