@@ -45,6 +45,21 @@ def test_show_summarises_table(table: HudiTable) -> None:
     assert "region" in result.output
     assert "completed commits  3" in result.output
     assert "archived" in result.output and "metadata table     none" in result.output
+    assert "key generator      SimpleKeyGenerator" in result.output
+
+
+def test_show_names_a_timestamp_key_generator_and_its_settings(tmp_path: Path) -> None:
+    from hoodline.table.properties import TableConfig
+
+    settings = {"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+                "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+                "hoodie.keygen.timebased.output.timezone": "UTC"}
+    t = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ("ts",),
+                                                     key_generator="timestamp", extra=settings))
+    result = runner.invoke(app, ["table", "show", str(t.base_path)])
+    assert result.exit_code == 0, result.output
+    assert ("TimestampBasedKeyGenerator (output.dateformat=yyyy/MM/dd, output.timezone=UTC, "
+            "timestamp.type=EPOCHMILLISECONDS)") in result.output
 
 
 def test_show_reports_archival_and_a_metadata_table(tmp_path: Path) -> None:

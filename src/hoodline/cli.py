@@ -31,6 +31,7 @@ from hoodline.errors import ConfigError, HoodlineError
 
 if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
+    from hoodline.table.properties import TableConfig
 
 app = typer.Typer(
     name="hoodline",
@@ -239,6 +240,18 @@ def demo(
 # --- table inspection --------------------------------------------------------------------------
 
 
+def _key_generator_text(cfg: TableConfig) -> str:
+    from hoodline.table.keygen.timestamp import PREFIX as TIMESTAMP_PREFIX
+    from hoodline.table.keygen.timestamp import timestamp_settings
+
+    text = f"{cfg.key_generator_class.rsplit('.', 1)[-1]}"
+    settings = timestamp_settings(cfg.extra)
+    if settings:
+        text += " (" + ", ".join(f"{k.removeprefix(TIMESTAMP_PREFIX)}={v}"
+                                 for k, v in sorted(settings.items())) + ")"
+    return text
+
+
 def _fmt_ts(ts: str) -> str:
     try:
         return datetime.strptime(ts, "%Y%m%d%H%M%S%f").strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
@@ -283,7 +296,9 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "name", cfg.name)
     _add_row(grid, "type", cfg.table_type)
     _add_row(grid, "record key", ", ".join(cfg.record_key_fields))
-    _add_row(grid, "partition fields", ", ".join(cfg.partition_fields) or "(none)")
+    _add_row(grid, "partition fields", (cfg.custom_partition_spec if cfg.partition_kinds else
+                                        ", ".join(cfg.partition_fields)) or "(none)")
+    _add_row(grid, "key generator", _key_generator_text(cfg))
     _add_row(grid, "precombine field", cfg.precombine_field or "(none)")
     _add_row(grid, "index", f"{cfg.index_type}" + (
         f" ({cfg.bucket_count} buckets)" if cfg.index_type is IndexType.BUCKET else ""))

@@ -92,3 +92,93 @@ def test_a_table_that_does_not_record_its_index_takes_the_pipelines_if_its_files
     table = open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 4}))
     assert declares_index(HudiTable.open(tmp_path / "t"))
     assert table.config.index_type == "BUCKET" and table.config.bucket_count == 4
+
+
+TIME = {
+    "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+    "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+}
+
+
+def _custom_cfg(path: Path, options: dict[str, object] | None = None) -> PipelineConfig:
+    return config_from_dict({
+        "source": {"type": "kafka", "options": {"topic": "t",
+                                                "properties.bootstrap.servers": "b:9092"}},
+        "table": {"path": str(path), "record-key": ["id"], "key-generator": "custom",
+                  "partition-fields": ["day:simple", "ts:timestamp"],
+                  "options": dict(TIME if options is None else options)},
+        "schema": {"id": "int64", "day": "string", "ts": "int64"},
+    })
+
+
+def test_a_new_custom_table_records_its_generator_types_and_utc_zones(tmp_path: Path) -> None:
+    from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
+
+    cfg = _custom_cfg(tmp_path / "t")
+    assert cfg.table.partition_fields == ("day", "ts")
+    table = open_target_table(cfg)
+    c = table.config
+    assert c.key_generator is KeyGeneratorKind.CUSTOM
+    assert c.partition_kinds == (PartitionKind.SIMPLE, PartitionKind.TIMESTAMP)
+    # Java would use its JVM's zone: the table records the one hoodline writes in
+    assert c.extra["hoodie.keygen.timebased.output.timezone"] == "UTC"
+    assert open_target_table(cfg).config == c
+    with pytest.raises(ConfigError, match=r"records hoodie\.keygen\.timebased\.output\.dateformat"):
+        open_target_table(_custom_cfg(
+            tmp_path / "t", dict(TIME, **{"hoodie.keygen.timebased.output.dateformat": "yyyy"})
+        ))
+
+
+def test_a_java_custom_table_takes_the_pipelines_partition_types_and_settings(
+    tmp_path: Path,
+) -> None:
+    from hoodline.table.properties import (
+        K_CUSTOM_PARTITIONS,
+        dumps_properties,
+        loads_properties,
+        properties_path,
+    )
+
+    path = tmp_path / "t"
+    open_target_table(_custom_cfg(path))
+    props = loads_properties(properties_path(path).read_text())
+    # as Java 0.14 writes it: field names only, no zones, no timestamp type
+    for key in (K_CUSTOM_PARTITIONS, "hoodie.keygen.timebased.output.timezone",
+                "hoodie.keygen.timebased.timestamp.type"):
+        del props[key]
+    properties_path(path).write_text(dumps_properties(props))
+    zone = {"hoodie.keygen.timebased.output.timezone": "Asia/Tokyo"}
+    table = open_target_table(_custom_cfg(path, dict(TIME, **zone)))
+    props = loads_properties(properties_path(path).read_text())
+    assert props[K_CUSTOM_PARTITIONS] == "day:simple,ts:timestamp"
+    assert props["hoodie.keygen.timebased.output.timezone"] == "Asia/Tokyo"
+    assert table.config.custom_partition_spec == "day:simple,ts:timestamp"
+    with pytest.raises(ConfigError, match="keeps its key generator"):
+        open_target_table(_with_default_generator(_custom_cfg(path)))
+
+
+def _with_default_generator(cfg: PipelineConfig) -> PipelineConfig:
+    """The same pipeline with the default generator (as the config file cannot say with
+    timestamp fields: that combination is refused when it loads)."""
+    import dataclasses
+
+    from hoodline.table.keygen.kinds import KeyGeneratorKind
+
+    table = dataclasses.replace(cfg.table, key_generator=KeyGeneratorKind.DEFAULT,
+                                partition_kinds=(), options={})
+    return dataclasses.replace(cfg, table=table)
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"partition-fields": ["day:simple"]}, "only the custom key generator"),
+    ({"key-generator": "custom", "partition-fields": ["day"]}, "'name:simple' or"),
+    ({"key-generator": "custom", "partition-fields": ["day:hourly"]}, "type 'hourly' is unknown"),
+    ({"key-generator": "timestamp", "partition-fields": ["day", "id"]}, "one partition field"),
+    ({"key-generator": "timestamp"}, "timestamp.type' is not set"),
+    ({"options": TIME}, "no partition field is a time"),
+])
+def test_key_generator_settings_are_checked_when_the_config_loads(
+    tmp_path: Path, table: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _cfg(tmp_path / "t", **table)

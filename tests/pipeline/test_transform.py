@@ -156,3 +156,47 @@ def test_error_rows_take_their_day_from_the_message_timestamp() -> None:
     days = [e["day"] for e in prepare_kafka(_spec(), batch).errors.to_pylist()]
     assert days[0] == "2023-05-06"  # replays on another day land on the same row
     assert days[1] == dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")  # no timestamp: today
+
+
+def _dated_spec() -> RecordSpec:
+    """Partitioned by a date string the timestamp key generator reads."""
+    p = "hoodie.keygen.timebased."
+    config = TableConfig(
+        "t", ("id",), ("region",), "ts", key_generator="timestamp",
+        extra={p + "timestamp.type": "DATE_STRING", p + "input.dateformat": "yyyy-MM-dd",
+               p + "input.timezone": "UTC", p + "output.timezone": "UTC",
+               p + "output.dateformat": "yyyy/MM"},
+    )
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
+                       DECLARED)
+    return RecordSpec(ctx, DECLARED, "deleted", 7)
+
+
+def test_date_strings_no_format_reads_become_error_rows_not_a_failed_round() -> None:
+    def rec(i: int, day: str | None) -> bytes:
+        return json.dumps({"id": i, "name": "n", "region": day, "ts": 1,
+                           "deleted": False}).encode()
+
+    batch = _kafka([rec(1, "2024-05-01"), rec(2, "May 1st"), rec(3, None), rec(4, "2024-02-30"),
+                    None],
+                   [b"k"] * 4 + [json.dumps({"id": 5, "region": "someday"}).encode()])
+    out = prepare_kafka(_dated_spec(), batch)
+    assert out.records.column("_hoodie_partition_path").to_pylist() == ["region=2024/05"]
+    errors = out.errors.to_pylist()
+    assert sorted((e["offset"], e["reason"]) for e in errors) == [
+        (101, "unreadable_partition"), (102, "missing_key"), (103, "unreadable_partition"),
+        (104, "unreadable_partition"),
+    ]
+    assert "value 'May 1st' matches no input date format" in next(
+        e["detail"] for e in errors if e["offset"] == 101)
+    rows = pa.RecordBatch.from_pylist(
+        [{"id": 1, "name": "a", "region": "2024-05-01", "ts": 1, "deleted": False},
+         {"id": 2, "name": "b", "region": None, "ts": 2, "deleted": False},
+         {"id": 3, "name": "c", "region": "05/01/2024", "ts": 3, "deleted": False}],
+        schema=DECLARED,
+    )
+    files = FileRecords.prepare_batch(_dated_spec(), rows, "/in/f.jsonl", 0)
+    assert files.records.column(SEQ).to_pylist() == [0]
+    assert [(e["row"], e["reason"]) for e in files.errors.to_pylist()] == [
+        (1, "missing_key"), (2, "unreadable_partition")
+    ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hoodline.errors import TableError, TableNotFoundError, UnsupportedTableError
+from hoodline.errors import ConfigError, TableError, TableNotFoundError, UnsupportedTableError
 from hoodline.table.properties import (
     IndexType,
     TableConfig,
@@ -190,8 +190,8 @@ def test_instant_times_follow_the_tables_timeline_timezone(tmp_path: Path) -> No
     ("org.apache.hudi.keygen.SimpleKeyGenerator", False),
     ("org.apache.hudi.keygen.SimpleAvroKeyGenerator", False),
     ("org.apache.hudi.keygen.ComplexKeyGenerator", True),  # Java 0.14 writes 'id:5'
-    ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", True),
-    ("org.apache.hudi.keygen.CustomKeyGenerator", True),
+    ("org.apache.hudi.keygen.GlobalDeleteKeyGenerator", True),
+    ("com.example.MyKeyGenerator", True),
 ])
 def test_writers_refuse_tables_whose_key_generator_makes_other_keys(
     tmp_path: Path, declared: str, refused: bool
@@ -210,3 +210,53 @@ def test_writers_refuse_tables_whose_key_generator_makes_other_keys(
             WriteClient(java_table)
     else:
         WriteClient(java_table)  # accepted: same keys as hoodline's
+
+
+@pytest.mark.parametrize(("declared", "error", "names"), [
+    ("org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator", ConfigError,
+     "hoodie.keygen.timebased.timestamp.type"),
+    ("org.apache.hudi.keygen.CustomKeyGenerator", UnsupportedTableError,
+     r"table.partition-fields = \['region:simple\|timestamp'\]"),
+])
+def test_java_timestamp_and_custom_tables_need_their_settings_before_a_write(
+    tmp_path: Path, declared: str, error: type[Exception], names: str
+) -> None:
+    """Java keeps the timestamp type and the custom partition types in its writers' settings,
+    not in version-6 tables: a writer refuses until they are given, naming what to set."""
+    from hoodline.table.write.client import WriteClient
+
+    table = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ("region",)))
+    path = properties_path(table.base_path)
+    props = loads_properties(path.read_text())
+    props["hoodie.table.keygenerator.class"] = declared
+    path.write_text(dumps_properties(props))
+    java_table = HudiTable.open(table.base_path)
+    assert java_table.config.key_generator.value in declared.lower()
+    with pytest.raises(error, match=names):
+        WriteClient(java_table)
+
+
+def test_custom_partition_types_round_trip_under_hoodlines_own_key() -> None:
+    cfg = TableConfig(
+        "t", ("id",), ("region", "ts"), key_generator="custom",
+        partition_kinds=("simple", "timestamp"),
+        extra={"hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS"},
+    )
+    props = cfg.to_properties()
+    assert props["hoodie.table.keygenerator.class"] == "org.apache.hudi.keygen.CustomKeyGenerator"
+    assert props["hoodie.table.partition.fields"] == "region,ts"  # names only, as version 6
+    assert props["hoodline.keygen.custom.partition.fields"] == "region:simple,ts:timestamp"
+    back = TableConfig.from_properties(props)
+    assert back.partition_kinds == cfg.partition_kinds
+    assert back.key_generator is cfg.key_generator
+    assert back.extra["hoodie.keygen.timebased.timestamp.type"] == "EPOCHMILLISECONDS"
+    props["hoodline.keygen.custom.partition.fields"] = "ts:timestamp,region:simple"
+    with pytest.raises(UnsupportedTableError, match="does not name the partition fields"):
+        TableConfig.from_properties(props)
+
+
+def test_timestamp_generator_takes_one_key_and_one_partition_field() -> None:
+    with pytest.raises(TableError, match="one record key field and one partition field"):
+        TableConfig("t", ("id",), ("a", "b"), key_generator="timestamp")
+    with pytest.raises(TableError, match="custom key generator only"):
+        TableConfig("t", ("id",), ("a",), partition_kinds=("simple",))

@@ -47,8 +47,10 @@ NOT_OBJECT = "not_object"
 WRONG_TYPE = "wrong_type"
 MISSING_KEY = "missing_key"
 NULL_VALUE = "null_value"
+#: a partition value the table's key generator cannot read as a time
+UNREADABLE_PARTITION = "unreadable_partition"
 
-REASONS = (UNPARSEABLE, NOT_OBJECT, WRONG_TYPE, MISSING_KEY, NULL_VALUE)
+REASONS = (UNPARSEABLE, NOT_OBJECT, WRONG_TYPE, MISSING_KEY, NULL_VALUE, UNREADABLE_PARTITION)
 
 _OBJECT_SHAPE = r"^[ \t\r\n]*\{(?s:.*)\}[ \t\r\n]*$"
 _MIN_BLOCK = 1 << 20

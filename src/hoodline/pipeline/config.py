@@ -54,6 +54,13 @@ from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
 from hoodline.pipeline.plugins import SourceType, plugin_class
+from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind, parse_partition_spec
+from hoodline.table.keygen.timestamp import PREFIX as TIMESTAMP_PREFIX
+from hoodline.table.keygen.timestamp import (
+    TimestampKeyOptions,
+    creation_defaults,
+    timestamp_settings,
+)
 from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
@@ -96,7 +103,19 @@ RECORD_KEY = option(
 )
 PARTITION_FIELDS = option(
     "table.partition-fields", tuple, (), "Partition field(s), one folder level each; none = "
-    "unpartitioned table."
+    "unpartitioned table. With table.key-generator = custom each entry is `name:simple` or "
+    "`name:timestamp` (Java's CustomKeyGenerator syntax)."
+)
+KEY_GENERATOR = option(
+    "table.key-generator",
+    KeyGeneratorKind,
+    KeyGeneratorKind.DEFAULT,
+    "How record keys and partition paths are made, as Java Hudi's key generators do: default "
+    "(Simple, Nonpartitioned or Complex by the number of key and partition fields), timestamp "
+    "(TimestampBasedKeyGenerator: the one partition field read as a time and written with a "
+    "date pattern, settings `hoodie.keygen.timebased.*` in [table.options]) or custom "
+    "(CustomKeyGenerator: `name:simple` / `name:timestamp` partition fields). An existing table "
+    "keeps its generator.",
 )
 PRECOMBINE_FIELD = option(
     "table.precombine-field",
@@ -220,8 +239,8 @@ ERRORS_TABLE_PATH = option(
 SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
     "source": (SOURCE_TYPE, SOURCE_FORMAT),
     "table": (
-        TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, PRECOMBINE_FIELD, TABLE_TYPE,
-        INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
+        TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, KEY_GENERATOR, PRECOMBINE_FIELD,
+        TABLE_TYPE, INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
     ),
     "runtime": (
         RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE,
@@ -263,6 +282,9 @@ class TableSection:
     operation: WriteOperation
     delete_field: str | None
     options: Mapping[str, object] = field(default_factory=MaskedDict)
+    key_generator: KeyGeneratorKind = KeyGeneratorKind.DEFAULT
+    #: each partition field's type with the custom key generator (else empty)
+    partition_kinds: tuple[PartitionKind, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,7 +339,12 @@ class PipelineConfig:
         t = self.table
         out.update({
             TABLE_PATH.key: t.path, TABLE_NAME.key: t.name, RECORD_KEY.key: list(t.record_key),
-            PARTITION_FIELDS.key: list(t.partition_fields),
+            PARTITION_FIELDS.key: (
+                [f"{n}:{k.value}" for n, k in zip(t.partition_fields, t.partition_kinds,
+                                                  strict=True)]
+                if t.partition_kinds else list(t.partition_fields)
+            ),
+            KEY_GENERATOR.key: t.key_generator.config_text,
             PRECOMBINE_FIELD.key: t.precombine_field or "", INDEX.key: t.index.config_text,
             TABLE_TYPE.key: t.table_type.config_text,
             BUCKET_COUNT.key: t.bucket_count, OPERATION.key: t.operation.config_text,
@@ -424,11 +451,17 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
             raise ConfigError(f"option '{required.key}' is required: {required.description}")
     path = tbl.get(TABLE_PATH)
     record_key = tbl.get(RECORD_KEY)
+    key_generator = tbl.get(KEY_GENERATOR)
+    partition_fields, partition_kinds = _partition_fields(
+        _names(tbl.get(PARTITION_FIELDS), PARTITION_FIELDS), key_generator
+    )
     table = TableSection(
         path=path,
         name=tbl.get(TABLE_NAME) or _default_name(path),
         record_key=_names(record_key, RECORD_KEY),
-        partition_fields=_names(tbl.get(PARTITION_FIELDS), PARTITION_FIELDS),
+        partition_fields=partition_fields,
+        key_generator=key_generator,
+        partition_kinds=partition_kinds,
         precombine_field=tbl.get(PRECOMBINE_FIELD) or None,
         index=tbl.get(INDEX),
         bucket_count=tbl.get(BUCKET_COUNT),
@@ -514,6 +547,57 @@ def _names(values: tuple[Any, ...], opt: ConfigOption[Any]) -> tuple[str, ...]:
     return out
 
 
+def _partition_fields(
+    entries: tuple[str, ...], kind: KeyGeneratorKind
+) -> tuple[tuple[str, ...], tuple[PartitionKind, ...]]:
+    """Names and (custom generator) types of ``table.partition-fields``."""
+    if kind is not KeyGeneratorKind.CUSTOM:
+        typed = [e for e in entries if ":" in e]
+        if typed:
+            raise ConfigError(
+                f"option '{PARTITION_FIELDS.key}' entry {typed[0]!r} has a type, which only the "
+                f"custom key generator takes; set {KEY_GENERATOR.key} = 'custom' or remove it"
+            )
+        return entries, ()
+    if not entries:
+        raise ConfigError(
+            f"option '{KEY_GENERATOR.key}' = 'custom' needs '{PARTITION_FIELDS.key}' such as "
+            "['region:simple', 'ts:timestamp']"
+        )
+    specs = []
+    for entry in entries:
+        try:
+            specs.append(parse_partition_spec(entry))
+        except ValueError as exc:
+            raise ConfigError(f"option '{PARTITION_FIELDS.key}': {exc}") from None
+    names = _names(tuple(n for n, _ in specs), PARTITION_FIELDS)
+    return names, tuple(k for _, k in specs)
+
+
+def _check_key_generator(table: TableSection) -> None:
+    kind = table.key_generator
+    if kind is KeyGeneratorKind.TIMESTAMP and (
+        len(table.partition_fields) != 1 or len(table.record_key) != 1
+    ):
+        raise ConfigError(
+            f"option '{KEY_GENERATOR.key}' = 'timestamp' takes one record key field and one "
+            f"partition field (the pipeline sets {list(table.record_key)} and "
+            f"{list(table.partition_fields)}); use 'custom' for several partition fields"
+        )
+    uses_time = kind is KeyGeneratorKind.TIMESTAMP or PartitionKind.TIMESTAMP in (
+        table.partition_kinds
+    )
+    settings = timestamp_settings(table.options)
+    if uses_time:
+        # what a new table would record; an existing table's recorded values must agree
+        TimestampKeyOptions.from_settings(creation_defaults(settings), table.name)
+    elif settings and any(k.startswith(TIMESTAMP_PREFIX) for k in settings):
+        raise ConfigError(
+            f"[table.options] set {sorted(settings)[0]}, but no partition field is a time: "
+            f"set {KEY_GENERATOR.key} = 'timestamp' (or a 'name:timestamp' field with 'custom')"
+        )
+
+
 def _default_name(path: str) -> str:
     name = path.rstrip("/").rsplit("/", 1)[-1]
     return re.sub(r"[^A-Za-z0-9_]", "_", name) or "hoodline_table"
@@ -526,6 +610,7 @@ def _check_cross(
     runtime: RuntimeSection,
     errors: ErrorsSection,
 ) -> None:
+    _check_key_generator(table)
     if runtime.round_min_interval_s > runtime.round_max_interval_s:
         raise ConfigError(
             f"option '{ROUND_MIN_INTERVAL.key}' ({runtime.round_min_interval_s}s) must not "

@@ -66,6 +66,9 @@ from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.table.index.declared import adopt_index, declares_index
+from hoodline.table.keygen.adopt import adopt_key_generator
+from hoodline.table.keygen.kinds import KeyGeneratorKind
+from hoodline.table.keygen.timestamp import creation_defaults, timestamp_settings
 from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient
@@ -90,12 +93,16 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
         # how records merge, for every reader and writer of the table (Java's writers and
         # merge-on-read readers take it from here)
         extra = {K_PAYLOAD_CLASS: WriteOptions.from_mapping(t.options).payload_class.value}
+        if t.key_generator is not KeyGeneratorKind.DEFAULT:
+            extra.update(creation_defaults(timestamp_settings(t.options)))
         table = HudiTable.create(
             t.path,
             TableConfig(
                 name=t.name,
                 record_key_fields=t.record_key,
                 partition_fields=t.partition_fields,
+                key_generator=t.key_generator,
+                partition_kinds=t.partition_kinds,
                 precombine_field=t.precombine_field,
                 table_type=t.table_type,
                 index_type=t.index,
@@ -106,6 +113,7 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
         )
     if not declares_index(table):  # a table Java created: its writers hold the index settings
         adopt_index(table, t.index, t.bucket_count)
+    adopt_key_generator(table, t.key_generator, t.partition_kinds, t.options)
     c = table.config
     if c.table_type is not t.table_type:
         raise ConfigError(

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.formats.json_decoder import MISSING_KEY, BadRecords
+from hoodline.formats.json_decoder import MISSING_KEY, UNREADABLE_PARTITION, BadRecords
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
-from hoodline.table.keygen import KeyGenerator
+from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.prepare import dedupe
@@ -105,8 +105,10 @@ def remap_bad(bad: BadRecords, rows: pa.Array) -> BadRecords:
     return BadRecords(pc.take(rows, bad.index), bad.reason, bad.detail)
 
 
-def missing_required(spec: RecordSpec, data: pa.Table) -> BadRecords:
-    """Rows whose key, partition or ordering fields are null or absent."""
+def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
+    """Rows that cannot be keyed: key, partition or ordering fields null or absent
+    (``missing_key``), or else a partition value the key generator cannot read
+    (:func:`unreadable_partitions`)."""
     n = data.num_rows
     nulls: pa.Array | pa.ChunkedArray | None = None
     for name in spec.required:
@@ -116,16 +118,44 @@ def missing_required(spec: RecordSpec, data: pa.Table) -> BadRecords:
             m = data.column(name).is_null()
         nulls = m if nulls is None else pc.or_(nulls, m)
     if nulls is None or not pc.any(nulls).as_py():
-        return concat_bad([])
-    idx = pc.filter(pa.array(np.arange(n, dtype=np.int64)), nulls)
-    if isinstance(idx, pa.ChunkedArray):
-        idx = idx.combine_chunks()
-    return BadRecords(
+        return unreadable_partitions(spec, data)
+    rows = pa.array(np.arange(n, dtype=np.int64))
+    idx = _combined(pc.filter(rows, nulls))
+    missing = BadRecords(
         idx,
         pa.array([MISSING_KEY] * len(idx), pa.string()),
         pa.array([f"null or missing in field(s) {', '.join(spec.required)}"] * len(idx),
                  pa.string()),
     )
+    complete = _combined(pc.filter(rows, pc.invert(nulls)))
+    unreadable = unreadable_partitions(spec, data.take(complete))
+    return concat_bad([missing, remap_bad(unreadable, complete)])
+
+
+def unreadable_partitions(spec: RecordSpec, data: pa.Table) -> BadRecords:
+    """Rows whose date string no input format of the table's timestamp key generator reads
+    (``unreadable_partition``): bad records, not a reason to stop the job."""
+    parts: list[BadRecords] = []
+    taken: pa.Array | None = None
+    for name, mask in KeyGenerator(spec.ctx.config).unreadable_rows(data):
+        if taken is not None:
+            mask = pc.and_(mask, pc.invert(taken))
+        idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), mask))
+        if not len(idx):
+            continue
+        values = pc.cast(pc.take(data.column(name), idx), pa.string())
+        detail = pc.binary_join_element_wise(
+            pa.scalar(f"partition field '{name}' value '"), values,
+            pa.scalar("' matches no input date format of the table's key generator"), "",
+        )
+        parts.append(BadRecords(idx, pa.array([UNREADABLE_PARTITION] * len(idx), pa.string()),
+                                _combined(detail)))
+        taken = mask if taken is None else pc.or_(taken, mask)
+    return concat_bad(parts)
+
+
+def _combined(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
 def without_rows(data: pa.Table, seq: pa.Array, bad: BadRecords) -> tuple[pa.Table, pa.Array]:

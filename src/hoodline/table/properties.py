@@ -21,6 +21,18 @@ from hoodline.errors import (
     TableNotFoundError,
     UnsupportedTableError,
 )
+from hoodline.table.keygen.kinds import (
+    KEYGEN_COMPLEX,
+    KEYGEN_CUSTOM,
+    KEYGEN_NON_PARTITIONED,
+    KEYGEN_SIMPLE,
+    KEYGEN_TIMESTAMP,
+    KeyGeneratorKind,
+    PartitionKind,
+    kind_of_class,
+    parse_partition_spec,
+    short_name,
+)
 
 PROPERTIES_FILE = "hoodie.properties"
 META_FOLDER = ".hoodie"
@@ -79,18 +91,20 @@ K_DATABASE = "hoodie.database.name"
 K_PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
+#: each partition field's type with the custom key generator (``region:simple,ts:timestamp``).
+#: Table version 6 keeps only the names in ``hoodie.table.partition.fields`` (version 8 adds the
+#: types there); hoodline records the types under its own key so later runs need not repeat them.
+K_CUSTOM_PARTITIONS = "hoodline.keygen.custom.partition.fields"
+
 _OWN_KEYS = frozenset(
     {
         K_NAME, K_TYPE, K_VERSION, K_LAYOUT, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE,
         K_HIVE_STYLE, K_URL_ENCODE, K_DROP_PARTITION_COLUMNS, K_BASE_FORMAT, K_POPULATE_META,
         K_KEYGEN_CLASS, K_TIMEZONE, K_INDEX_TYPE, K_BUCKET_COUNT,
-        K_BUCKET_HASH_FIELD, K_CHECKSUM,
+        K_BUCKET_HASH_FIELD, K_CHECKSUM, K_CUSTOM_PARTITIONS,
     }
 )
 
-KEYGEN_SIMPLE = "org.apache.hudi.keygen.SimpleKeyGenerator"
-KEYGEN_COMPLEX = "org.apache.hudi.keygen.ComplexKeyGenerator"
-KEYGEN_NON_PARTITIONED = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -130,6 +144,12 @@ class TableConfig:
     #: ``hoodie.table.keygenerator.class`` as the table's properties name it (None: not read
     #: from a file, or absent); see :meth:`check_key_generator`
     declared_key_generator: str | None = field(default=None, compare=False)
+    #: which generator makes keys and partition paths (a string is accepted and converted); its
+    #: date settings (``hoodie.keygen.timebased.*``) are kept in ``extra``
+    key_generator: KeyGeneratorKind = KeyGeneratorKind.DEFAULT
+    #: with the custom generator, each partition field's type (empty: not known, e.g. a table
+    #: Java created; writers then need them from the pipeline)
+    partition_kinds: tuple[PartitionKind, ...] = ()
     table_version: int = SUPPORTED_TABLE_VERSION
     timeline_layout_version: int = SUPPORTED_TIMELINE_LAYOUT_VERSION
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -138,9 +158,12 @@ class TableConfig:
         object.__setattr__(self, "record_key_fields", tuple(self.record_key_fields))
         object.__setattr__(self, "partition_fields", tuple(self.partition_fields))
         object.__setattr__(self, "extra", dict(self.extra))
+        object.__setattr__(
+            self, "partition_kinds", tuple(PartitionKind.parse(k) for k in self.partition_kinds)
+        )
         kinds: tuple[tuple[str, type[ConfigEnum]], ...] = (
             ("table_type", TableType), ("index_type", IndexType),
-            ("timeline_timezone", TimelineTimezone),
+            ("timeline_timezone", TimelineTimezone), ("key_generator", KeyGeneratorKind),
         )
         for attr, kind in kinds:
             value = getattr(self, attr)
@@ -170,11 +193,65 @@ class TableConfig:
                 f"table '{self.name}': partition fields {list(self.partition_fields)} "
                 "repeat a field"
             )
+        self._validate_key_generator()
         if self.bucket_count < 1:
             raise TableError(
                 f"table '{self.name}': bucket count {self.bucket_count} must be >= 1 "
                 f"('{K_BUCKET_COUNT}')"
             )
+
+    def _validate_key_generator(self) -> None:
+        kind = self.key_generator
+        if kind is KeyGeneratorKind.TIMESTAMP and (
+            len(self.partition_fields) != 1 or len(self.record_key_fields) != 1
+        ):
+            raise TableError(
+                f"table '{self.name}': the timestamp key generator takes one record key field "
+                f"and one partition field (it has {list(self.record_key_fields)} and "
+                f"{list(self.partition_fields)}); use the custom generator for several "
+                "partition fields"
+            )
+        if kind is KeyGeneratorKind.CUSTOM:
+            if not self.partition_fields:
+                raise TableError(
+                    f"table '{self.name}': the custom key generator needs partition fields"
+                )
+            if self.partition_kinds and len(self.partition_kinds) != len(self.partition_fields):
+                raise TableError(
+                    f"table '{self.name}': {len(self.partition_kinds)} partition field type(s) "
+                    f"for partition fields {list(self.partition_fields)}"
+                )
+        elif self.partition_kinds:
+            raise TableError(
+                f"table '{self.name}': partition field types are for the custom key generator "
+                f"only (this table's is {self.key_generator})"
+            )
+
+    @property
+    def partition_field_kinds(self) -> tuple[PartitionKind, ...]:
+        """How each partition field is written; :class:`UnsupportedTableError` for a custom
+        generator whose field types are unknown."""
+        if self.key_generator is KeyGeneratorKind.TIMESTAMP:
+            return (PartitionKind.TIMESTAMP,)
+        if self.key_generator is KeyGeneratorKind.CUSTOM:
+            if not self.partition_kinds:
+                raise UnsupportedTableError(
+                    f"table '{self.name}' uses Java's CustomKeyGenerator, whose partition field "
+                    "types the table does not record; name them in the pipeline as "
+                    "table.partition-fields = ["
+                    + ", ".join(f"'{f}:simple|timestamp'" for f in self.partition_fields)
+                    + "] (as in the Java writers' hoodie.datasource.write.partitionpath.field)"
+                )
+            return self.partition_kinds
+        return (PartitionKind.SIMPLE,) * len(self.partition_fields)
+
+    @property
+    def custom_partition_spec(self) -> str:
+        """``region:simple,ts:timestamp`` (custom generator with known types; else empty)."""
+        return ",".join(
+            f"{name}:{kind.value}"
+            for name, kind in zip(self.partition_fields, self.partition_kinds, strict=False)
+        )
 
     @property
     def is_partitioned(self) -> bool:
@@ -191,7 +268,11 @@ class TableConfig:
 
     @property
     def key_generator_class(self) -> str:
-        """The Java key generator matching this layout (recorded for Java Hudi readers)."""
+        """The Java key generator making this table's keys (recorded for Java Hudi)."""
+        if self.key_generator is KeyGeneratorKind.TIMESTAMP:
+            return KEYGEN_TIMESTAMP
+        if self.key_generator is KeyGeneratorKind.CUSTOM:
+            return KEYGEN_CUSTOM
         if not self.partition_fields:
             return KEYGEN_NON_PARTITIONED
         if len(self.record_key_fields) == 1 and len(self.partition_fields) == 1:
@@ -202,13 +283,14 @@ class TableConfig:
         """Refuse (:class:`UnsupportedTableError`, naming the class) to write a table whose
         declared key generator makes other record keys or partition paths than hoodline's for
         this layout: writing would put a record Java wrote under one key next to a copy under
-        another. hoodline writes Simple (one key, one partition field), Nonpartitioned and
-        Complex (several key fields) keys exactly as Java Hudi does."""
+        another. hoodline writes Simple (one key, one partition field), Nonpartitioned,
+        Complex (several key fields), TimestampBased and Custom keys exactly as Java Hudi
+        does (the date settings of the last two are checked by the key generator itself)."""
         declared = self.declared_key_generator
         if not declared:
             return
-        short = declared.rsplit(".", 1)[-1].replace("Avro", "")
-        own = self.key_generator_class.rsplit(".", 1)[-1]
+        short = short_name(declared)
+        own = short_name(self.key_generator_class)
         if short == own:
             return
         raise UnsupportedTableError(
@@ -245,6 +327,8 @@ class TableConfig:
         )
         if self.precombine_field:
             props[K_PRECOMBINE] = self.precombine_field
+        if self.partition_kinds:
+            props[K_CUSTOM_PARTITIONS] = self.custom_partition_spec
         props[K_CHECKSUM] = str(table_checksum(self.name, props.get(K_DATABASE, "")))
         return props
 
@@ -286,6 +370,22 @@ class TableConfig:
                 f"table '{name}' at '{source}' has {K_BUCKET_COUNT}='{bucket_raw}', not an integer"
             ) from None
         precombine = props.get(K_PRECOMBINE) or props.get("hoodie.table.ordering.fields") or None
+        declared = props.get(K_KEYGEN_CLASS) or None
+        partition_kinds: tuple[PartitionKind, ...] = ()
+        if props.get(K_CUSTOM_PARTITIONS):
+            try:
+                specs = [parse_partition_spec(p) for p in _split(props[K_CUSTOM_PARTITIONS])]
+            except ValueError as exc:
+                raise UnsupportedTableError(
+                    f"table '{name}' at '{source}': {K_CUSTOM_PARTITIONS}: {exc}"
+                ) from None
+            if [n for n, _ in specs] != list(_split(props.get(K_PARTITION_FIELDS))):
+                raise UnsupportedTableError(
+                    f"table '{name}' at '{source}': {K_CUSTOM_PARTITIONS}="
+                    f"'{props[K_CUSTOM_PARTITIONS]}' does not name the partition fields "
+                    f"'{props.get(K_PARTITION_FIELDS, '')}'"
+                )
+            partition_kinds = tuple(k for _, k in specs)
         try:
             table_type = TableType.parse(ttype)
             index_type = IndexType.parse(props.get(K_INDEX_TYPE) or IndexType.BLOOM)
@@ -304,7 +404,9 @@ class TableConfig:
                 bucket_count=buckets,
                 url_encode_partitions=_bool(props.get(K_URL_ENCODE), False),
                 timeline_timezone=timezone,
-                declared_key_generator=props.get(K_KEYGEN_CLASS) or None,
+                declared_key_generator=declared,
+                key_generator=kind_of_class(declared),
+                partition_kinds=partition_kinds,
                 extra={k: v for k, v in props.items() if k not in _OWN_KEYS},
             )
         except TableError as exc:

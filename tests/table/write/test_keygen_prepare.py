@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pytest
 
 from hoodline.errors import InvalidRecordsError
-from hoodline.table.keygen import KeyGenerator
+from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.properties import TableConfig
 from hoodline.table.write import records
 from hoodline.table.write.prepare import (

@@ -46,7 +46,7 @@ from hoodline.pipeline.transform import (
     delete_flags,
     empty_errors,
     key_records,
-    missing_required,
+    unkeyable_records,
     without_rows,
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
@@ -89,7 +89,7 @@ class FileRecords(RecordPreparer):
         data = pa.Table.from_batches([batch])
         n = data.num_rows
         seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
-        bad = missing_required(spec, data)
+        bad = unkeyable_records(spec, data)
         errors = empty_errors()
         if len(bad):
             raw = pa.array(

@@ -53,8 +53,9 @@ from hoodline.pipeline.transform import (
     delete_flags,
     empty_errors,
     key_records,
-    missing_required,
     remap_bad,
+    unkeyable_records,
+    unreadable_partitions,
     without_rows,
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
@@ -110,7 +111,7 @@ class KafkaRecords(RecordPreparer):
         offsets = batch.column("offset")
         if self.raw:
             data = pa.Table.from_batches([batch]).select(RAW_KAFKA_SCHEMA.names)
-            bad = missing_required(spec, data)
+            bad = unkeyable_records(spec, data)
             data, seq = without_rows(data, offsets, bad)
             recs = key_records(spec, data, delete_flags(spec, data), seq)
             return Prepared(recs, _errors(spec, batch, bad))
@@ -127,13 +128,21 @@ class KafkaRecords(RecordPreparer):
         )
         bad_parts = [remap_bad(decoded.errors, value_rows)]
         good_rows = pc.take(value_rows, decoded.row_index)
-        data = decoded.records
-        tables = [key_records(spec, data, delete_flags(spec, data), pc.take(offsets, good_rows))]
+        data, seq = decoded.records, pc.take(offsets, good_rows)
+        unkeyable = unreadable_partitions(spec, data)  # the decoder refused null fields
+        if len(unkeyable):
+            bad_parts.append(remap_bad(unkeyable, good_rows))
+            data, seq = without_rows(data, seq, unkeyable)
+        tables = [key_records(spec, data, delete_flags(spec, data), seq)]
         if has_tomb:
             tomb_rows = pc.filter(all_rows, tomb)
             key_cols, ok_rows, bad = _tombstone_keys(spec, pc.take(keys, tomb_rows))
             bad_parts.append(remap_bad(bad, tomb_rows))
             rows = pc.take(tomb_rows, ok_rows)
+            unkeyable = unreadable_partitions(spec, key_cols)
+            if len(unkeyable):
+                bad_parts.append(remap_bad(unkeyable, rows))
+                key_cols, rows = without_rows(key_cols, rows, unkeyable)
             if key_cols.num_rows:
                 flags = pa.array(np.ones(key_cols.num_rows, dtype=bool))
                 tables.append(key_records(spec, key_cols, flags, pc.take(offsets, rows)))

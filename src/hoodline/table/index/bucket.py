@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from hoodline.errors import TableError
 from hoodline.table.fs_view import FileSystemView
-from hoodline.table.keygen import KeyGenerator
+from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, dictionary_codes
 

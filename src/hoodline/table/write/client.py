@@ -62,6 +62,7 @@ from hoodline.table.compaction import compact, finish_pending_compactions, sched
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
 from hoodline.table.instant import COMPACTION, Instant, State
+from hoodline.table.keygen.generator import check_key_generator_settings
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
 from hoodline.table.metadata_table import remove_metadata_table
@@ -229,6 +230,7 @@ class WriteClient:
         self.archival_policy()  # refuses inconsistent hoodie.keep.* settings before writing
         config = self.table.config
         config.check_key_generator()
+        check_key_generator_settings(config)
         declared = config.merge_on_read or K_PAYLOAD_CLASS in config.extra
         if declared and self.options.payload_class.value != config.payload_class:
             raise TableError(

@@ -9,6 +9,7 @@ from typing import Any
 from hoodline.config import options as cfg
 from hoodline.config.enums import ConfigEnum
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED
+from hoodline.table.keygen.timestamp import TIMESTAMP_OPTIONS
 from hoodline.table.lock import LOCK_EXPIRY_SECONDS, LOCK_HEARTBEAT_SECONDS
 
 MB = 1024 * 1024
@@ -275,6 +276,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
     LOCK_HEARTBEAT_SECONDS,
+    *TIMESTAMP_OPTIONS,  # the table's key generator settings (kept in hoodie.properties)
 )
 
 

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import InvalidRecordsError
-from hoodline.table.keygen import KeyGenerator, require_no_nulls
+from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.table.keygen.values import require_no_nulls
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.records import (

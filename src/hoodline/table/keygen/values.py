@@ -1,6 +1,7 @@
-"""Record keys and partition paths, computed column-at-a-time with ``pyarrow.compute``.
+"""Key and partition columns checked and rendered as strings, column-at-a-time with
+``pyarrow.compute``.
 
-Hudi's key generators, as hoodline writes them:
+Hudi's Simple, Complex and Nonpartitioned key generators, as hoodline writes them:
 
 * **record key** of one field: the value as a string (``42``, ``abc``); of several fields Hudi's
   complex-key form ``f1:v1,f2:v2`` (``ComplexKeyGenerator``).
@@ -25,7 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import InvalidRecordsError
-from hoodline.table.properties import TableConfig
 
 Batch: TypeAlias = "pa.Table | pa.RecordBatch"
 
@@ -128,65 +128,14 @@ def first_row_of(indices: pa.Array, bad_values: pa.Array) -> int:
     return first_true_index(pc.is_in(indices, value_set=pa.array(bad, indices.type)))
 
 
-def _join(parts: Sequence[pa.Array | pa.ChunkedArray | pa.Scalar], sep: str) -> pa.ChunkedArray:
+def join_strings(
+    parts: Sequence[pa.Array | pa.ChunkedArray | pa.Scalar], sep: str
+) -> pa.ChunkedArray:
     return pc.binary_join_element_wise(*parts, sep)
 
 
-def _escape_partition_values(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+def escape_partition_values(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     out = values
     for ch in _ESCAPED_CHARS:
         out = pc.replace_substring(out, pattern=ch, replacement=f"%{ord(ch):02X}")
     return out
-
-
-class KeyGenerator:
-    """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for a batch."""
-
-    def __init__(self, config: TableConfig) -> None:
-        self.config = config
-
-    @property
-    def is_complex(self) -> bool:
-        return len(self.config.record_key_fields) > 1
-
-    def record_keys(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
-        fields = self.config.record_key_fields
-        if len(fields) == 1:
-            return value_strings(batch, fields[0], "record key")
-        parts: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
-        for name in fields:
-            parts.append(
-                _join([pa.scalar(f"{name}:"), value_strings(batch, name, "record key")], "")
-            )
-        return _join(parts, ",")
-
-    def partition_paths(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
-        fields = self.config.partition_fields
-        if not fields:
-            return pc.fill_null(pa.nulls(batch.num_rows, pa.string()), "")
-        levels: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
-        for name in fields:
-            # rendered and checked once per distinct value, then spread over the rows
-            values, indices = distinct_value_strings(batch, name, "partition")
-            if self.config.url_encode_partitions:
-                values = _escape_partition_values(values)
-            else:
-                bad = pc.or_(
-                    pc.match_substring(values, "/"),
-                    pc.is_in(values, value_set=pa.array([".", ".."])),
-                )
-                row = first_row_of(indices, bad)
-                if row >= 0:
-                    value = values[indices[row].as_py()].as_py()
-                    raise InvalidRecordsError(
-                        f"partition column '{name}' has value {value!r} at row "
-                        f"{row}, which is not a valid folder name ('/', '.' and '..' are not "
-                        "allowed); clean the value or enable "
-                        "'hoodie.datasource.write.partitionpath.urlencode' on the table"
-                    )
-            if self.config.hive_style_partitioning:
-                values = _join([pa.scalar(f"{name}="), values], "")
-            levels.append(pc.take(values, indices))
-        if len(levels) == 1:
-            return levels[0]
-        return _join(levels, "/")

@@ -1,0 +1,139 @@
+"""``_hoodie_record_key`` and ``_hoodie_partition_path`` of a batch, with the table's generator.
+
+* **record key** of one field: the value as a string (``42``, ``abc``); of several fields Hudi's
+  complex-key form ``f1:v1,f2:v2``. Every generator hoodline writes makes keys this way.
+* **partition path** of zero fields: ``""``; of one or more fields, one part per field joined with
+  ``/``: the value (``simple`` fields, and every field of the default generator) or the value read
+  as a time and written with the table's date pattern (``timestamp`` fields; the pattern may
+  itself hold ``/``, one folder level each, as Java writes ``yyyy/MM/dd``). ``f=part`` with
+  hive-style partitioning; with ``hoodie.datasource.write.partitionpath.urlencode`` parts are
+  escaped like Hive/Hudi do (``%2F`` for ``/``). Without it a simple value holding ``/`` is
+  refused (it would silently add a folder level readers then misparse).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.errors import InvalidRecordsError
+from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
+from hoodline.table.keygen.timestamp import TimestampKeyOptions
+from hoodline.table.keygen.values import (
+    Batch,
+    distinct_value_strings,
+    escape_partition_values,
+    first_row_of,
+    join_strings,
+    require_no_nulls,
+    value_strings,
+)
+from hoodline.table.properties import TableConfig
+
+
+class KeyGenerator:
+    """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for a batch."""
+
+    def __init__(self, config: TableConfig) -> None:
+        self.config = config
+        self.kinds = config.partition_field_kinds
+        self._timestamp: TimestampKeyOptions | None = None
+        if PartitionKind.TIMESTAMP in self.kinds:
+            self._timestamp = TimestampKeyOptions.from_settings(config.extra, config.name)
+
+    @property
+    def is_complex(self) -> bool:
+        return len(self.config.record_key_fields) > 1
+
+    def record_keys(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
+        fields = self.config.record_key_fields
+        if len(fields) == 1:
+            return value_strings(batch, fields[0], "record key")
+        parts: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
+        for name in fields:
+            parts.append(
+                join_strings([pa.scalar(f"{name}:"), value_strings(batch, name, "record key")], "")
+            )
+        return join_strings(parts, ",")
+
+    def partition_paths(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
+        fields = self.config.partition_fields
+        if not fields:
+            return pc.fill_null(pa.nulls(batch.num_rows, pa.string()), "")
+        levels: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
+        for name, kind in zip(fields, self.kinds, strict=True):
+            # rendered and checked once per distinct value, then spread over the rows
+            if kind is PartitionKind.TIMESTAMP:
+                values, indices = self._timestamp_parts(batch, name)
+            else:
+                values, indices = self._simple_parts(batch, name)
+            if self.config.hive_style_partitioning:
+                values = join_strings([pa.scalar(f"{name}="), values], "")
+            levels.append(pc.take(values, indices))
+        if len(levels) == 1:
+            return levels[0]
+        return join_strings(levels, "/")
+
+    def unreadable_rows(self, batch: Batch) -> list[tuple[str, pa.Array]]:
+        """(field, mask) of rows whose timestamp partition value cannot be read (date strings no
+        input format matches): bad records, for the error table."""
+        if self._timestamp is None:
+            return []
+        out = []
+        for name, kind in zip(self.config.partition_fields, self.kinds, strict=True):
+            if kind is PartitionKind.TIMESTAMP and name in batch.schema.names:
+                mask = self._timestamp.unreadable(batch.column(name))
+                if pc.any(mask).as_py():
+                    out.append((name, mask))
+        return out
+
+    def _simple_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
+        values, indices = distinct_value_strings(batch, name, "partition")
+        if self.config.url_encode_partitions:
+            return escape_partition_values(values), indices
+        bad = pc.or_(
+            pc.match_substring(values, "/"),
+            pc.is_in(values, value_set=pa.array([".", ".."])),
+        )
+        row = first_row_of(indices, bad)
+        if row >= 0:
+            value = values[indices[row].as_py()].as_py()
+            raise InvalidRecordsError(
+                f"partition column '{name}' has value {value!r} at row "
+                f"{row}, which is not a valid folder name ('/', '.' and '..' are not "
+                "allowed); clean the value or enable "
+                "'hoodie.datasource.write.partitionpath.urlencode' on the table"
+            )
+        return values, indices
+
+    def _timestamp_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
+        assert self._timestamp is not None
+        col = require_no_nulls(batch, name, "partition")
+        if pa.types.is_dictionary(col.type):
+            col = pc.cast(col, col.type.value_type)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        encoded = pc.dictionary_encode(arr)
+        text = self._timestamp.partition_values(encoded.dictionary, name)
+        if self.config.url_encode_partitions:
+            return escape_partition_values(text), encoded.indices
+        # the pattern's own '/' make folder levels; none may be empty, '.' or '..'
+        levels = pc.split_pattern(text, "/")
+        flat = pc.list_flatten(levels)
+        bad_level = pc.or_(pc.equal(pc.utf8_length(flat), 0),
+                           pc.is_in(flat, value_set=pa.array([".", ".."])))
+        if pc.any(bad_level).as_py():
+            first = int(pc.index(bad_level, True).as_py())
+            parent = pc.list_parent_indices(levels)[first].as_py()
+            raise InvalidRecordsError(
+                f"partition column '{name}' writes path {text[parent].as_py()!r} with the "
+                f"date pattern {self._timestamp.output_format.pattern!r}, which has an empty, "
+                "'.' or '..' folder level; change 'hoodie.keygen.timebased.output.dateformat'"
+            )
+        return text, encoded.indices
+
+
+def check_key_generator_settings(config: TableConfig) -> None:
+    """:class:`~hoodline.errors.ConfigError` if the table's timestamp settings are incomplete or
+    would make other paths than Java's (checked when a writer opens the table)."""
+    if config.key_generator is not KeyGeneratorKind.DEFAULT:
+        KeyGenerator(config)

@@ -1,0 +1,94 @@
+"""Partition paths of the timestamp and custom key generators (pure, no I/O)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import ConfigError, InvalidRecordsError
+from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.table.properties import TableConfig
+
+P = "hoodie.keygen.timebased."
+DAY_MS = 86_400_000
+MILLIS = {P + "timestamp.type": "EPOCHMILLISECONDS", P + "output.timezone": "UTC"}
+
+
+def _config(fields: tuple[str, ...], kind: str, pattern: str, **kw: object) -> TableConfig:
+    extra = dict(MILLIS, **{P + "output.dateformat": pattern})
+    return TableConfig("t", ("id",), fields, key_generator=kind, extra=extra, **kw)  # type: ignore[arg-type]
+
+
+def _batch() -> pa.Table:
+    return pa.table({"id": [1, 2, 3], "region": ["eu", "us", "eu"],
+                     "ts": [0, 45 * DAY_MS + 3_600_000, -1]})
+
+
+def test_timestamp_generator_writes_dated_folder_levels() -> None:
+    kg = KeyGenerator(_config(("ts",), "timestamp", "yyyy/MM/dd"))
+    assert kg.partition_paths(_batch()).to_pylist() == [
+        "ts=1970/01/01", "ts=1970/02/15", "ts=1969/12/31"
+    ]
+    assert kg.record_keys(_batch()).to_pylist() == ["1", "2", "3"]  # Simple keys
+    plain = KeyGenerator(_config(("ts",), "timestamp", "yyyyMMdd", hive_style_partitioning=False))
+    assert plain.partition_paths(_batch()).to_pylist() == ["19700101", "19700215", "19691231"]
+    encoded = KeyGenerator(_config(("ts",), "timestamp", "yyyy/MM", url_encode_partitions=True))
+    assert encoded.partition_paths(_batch()).to_pylist()[0] == "ts=1970%2F01"
+
+
+def test_custom_generator_mixes_simple_and_timestamp_fields() -> None:
+    cfg = _config(("region", "ts"), "custom", "yyyy-MM",
+                  partition_kinds=("simple", "timestamp"), hive_style_partitioning=False)
+    kg = KeyGenerator(cfg)
+    assert kg.partition_paths(_batch()).to_pylist() == ["eu/1970-01", "us/1970-02", "eu/1969-12"]
+    two_keys = TableConfig("t", ("id", "region"), ("region",), key_generator="custom",
+                           partition_kinds=("simple",))
+    assert KeyGenerator(two_keys).record_keys(_batch()).to_pylist()[0] == "id:1,region:eu"
+
+
+def test_null_and_unreadable_partition_values_are_refused_with_the_value() -> None:
+    kg = KeyGenerator(_config(("ts",), "timestamp", "yyyy"))
+    with pytest.raises(InvalidRecordsError, match="'ts' is null in 1 of 2"):
+        kg.partition_paths(pa.table({"id": [1, 2], "ts": [1, None]}))
+    with pytest.raises(InvalidRecordsError, match="holds strings"):
+        kg.partition_paths(pa.table({"id": [1], "ts": ["2024"]}))
+    empty_level = KeyGenerator(_config(("ts",), "timestamp", "yyyy//MM"))
+    with pytest.raises(InvalidRecordsError, match=r"empty, '\.' or '\.\.' folder level"):
+        empty_level.partition_paths(_batch())
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({P + "output.dateformat": "yyyy"}, "timestamp.type' is not set"),
+    ({P + "timestamp.type": "SCALAR"}, "output.dateformat' is not set"),
+    ({P + "timestamp.type": "SCALAR", P + "output.dateformat": "yyyy"},
+     "JVM's default time zone"),
+    ({P + "timestamp.type": "DATE_STRING", P + "output.dateformat": "yyyy",
+      P + "output.timezone": "UTC"}, "input.dateformat' is not set"),
+    ({P + "timestamp.type": "DATE_STRING", P + "output.dateformat": "yyyy",
+      P + "output.timezone": "UTC", P + "input.dateformat": "yyyy-MM-dd"}, "no offset"),
+    ({P + "timestamp.type": "SCALAR", P + "output.dateformat": "yyyy MMM",
+      P + "output.timezone": "UTC"}, "month names"),
+    ({P + "timestamp.type": "SCALAR", P + "output.dateformat": "yyyy",
+      P + "output.timezone": "PST"}, "ambiguous"),
+    ({P + "timestamp.type": "SCALAR", P + "output.dateformat": "yyyy",
+      P + "output.timezone": "Mars/Olympus"}, "not a known IANA zone"),
+    ({P + "timestamp.type": "SECONDS", P + "output.dateformat": "yyyy",
+      P + "output.timezone": "UTC"}, "'SECONDS'"),
+    ({P + "timestamp.type": "SCALAR", P + "output.dateformat": "yyyy EEE",
+      P + "output.timezone": "UTC"}, "letter 'E'"),
+])
+def test_incomplete_or_ambiguous_settings_are_refused_naming_the_key(
+    settings: dict[str, str], message: str
+) -> None:
+    cfg = TableConfig("t", ("id",), ("ts",), key_generator="timestamp", extra=settings)
+    with pytest.raises(ConfigError, match=message):
+        KeyGenerator(cfg)
+
+
+def test_deprecated_zone_key_sets_both_zones() -> None:
+    settings = {P + "timestamp.type": "DATE_STRING", P + "output.dateformat": "HH",
+                P + "input.dateformat": "yyyy-MM-dd HH", P + "timezone": "GMT+02:00"}
+    cfg = TableConfig("t", ("id",), ("ts",), key_generator="timestamp", extra=settings,
+                      hive_style_partitioning=False)
+    paths = KeyGenerator(cfg).partition_paths(pa.table({"id": [1], "ts": ["2024-01-05 10"]}))
+    assert paths.to_pylist() == ["10"]
