@@ -185,3 +185,40 @@ def test_declared_types_survive_the_spark_exchange(
     assert [(r["id"], str(r["amount"]), r["tags"], r["nested"]) for r in got] == [
         (i, f"{i}.25", ["a", str(i)], {"x": i}) for i in range(30)]
     assert table.column("at")[1].as_py().isoformat() == "2024-03-02T10:00:00.123000+00:00"
+
+
+def test_custom_key_generator_writes_dated_folders_through_spark(
+    spark: HoodlineSpark, tmp_path: Path
+) -> None:
+    """The custom generator runs in the Spark tasks: one simple and one timestamp partition
+    field (date strings, several input formats, written as yyyy/MM in Tokyo time); a date no
+    format reads goes to the error table; hudi-rs reads the model."""
+    root = tmp_path / "in"
+    root.mkdir()
+    days = ["2024-01-31T20:00:00Z", "2024-02-01 09:30", "not a date", "2024-02-29T23:59:59+09:00"]
+    rows = [{"id": i, "kind": f"k{i % 2}", "day": days[i % 4], "v": i} for i in range(20)]
+    (root / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    p = "hoodie.keygen.timebased."
+    cfg = config_from_dict({
+        "source": {"type": "files", "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"], "key-generator": "custom",
+                  "partition-fields": ["kind:simple", "day:timestamp"],
+                  "options": {p + "timestamp.type": "DATE_STRING",
+                              p + "input.dateformat": "yyyy-MM-dd'T'HH:mm:ssZ,yyyy-MM-dd HH:mm",
+                              p + "input.timezone": "UTC", p + "output.timezone": "Asia/Tokyo",
+                              p + "output.dateformat": "yyyy/MM"}},
+        "schema": {"id": "int64", "kind": "string", "day": "string", "v": "int64"},
+        "errors": {"tolerance": "all"},
+    })
+    with Pipeline(cfg, SparkEngine(spark)) as pipe:
+        assert pipe.run(once=True).records_read == 20
+    table = HudiTable.open(tmp_path / "t")
+    got = hudi_snapshot(tmp_path / "t").select(["id", "_hoodie_partition_path"]).to_pylist()
+    want_month = {0: "2024/02", 1: "2024/02", 3: "2024/02"}  # Tokyo is UTC+9
+    assert sorted((r["id"], r["_hoodie_partition_path"]) for r in got) == sorted(
+        (i, f"kind=k{i % 2}/day={want_month[i % 4]}") for i in range(20) if i % 4 != 2
+    )
+    assert table.config.custom_partition_spec == "kind:simple,day:timestamp"
+    errors = hudi_snapshot(tmp_path / "t_errors").to_pylist()
+    assert sorted(e["row"] for e in errors) == [i for i in range(20) if i % 4 == 2]
+    assert {e["reason"] for e in errors} == {"unreadable_partition"}
