@@ -95,13 +95,16 @@ OVERWRITE_WITH_LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLates
 #: Table version 6 keeps only the names in ``hoodie.table.partition.fields`` (version 8 adds the
 #: types there); hoodline records the types under its own key so later runs need not repeat them.
 K_CUSTOM_PARTITIONS = "hoodline.keygen.custom.partition.fields"
+#: with Java's ComplexKeyGenerator over one key field: whether keys carry the field name
+#: (``id:5``, Java 0.14.0) or not (``5``, after HUDI-7001); read from the stored keys once
+K_SINGLE_KEY_WITH_NAME = "hoodline.keygen.complex.single.key.with.field.name"
 
 _OWN_KEYS = frozenset(
     {
         K_NAME, K_TYPE, K_VERSION, K_LAYOUT, K_RECORD_KEYS, K_PARTITION_FIELDS, K_PRECOMBINE,
         K_HIVE_STYLE, K_URL_ENCODE, K_DROP_PARTITION_COLUMNS, K_BASE_FORMAT, K_POPULATE_META,
         K_KEYGEN_CLASS, K_TIMEZONE, K_INDEX_TYPE, K_BUCKET_COUNT,
-        K_BUCKET_HASH_FIELD, K_CHECKSUM, K_CUSTOM_PARTITIONS,
+        K_BUCKET_HASH_FIELD, K_CHECKSUM, K_CUSTOM_PARTITIONS, K_SINGLE_KEY_WITH_NAME,
     }
 )
 
@@ -150,6 +153,9 @@ class TableConfig:
     #: with the custom generator, each partition field's type (empty: not known, e.g. a table
     #: Java created; writers then need them from the pipeline)
     partition_kinds: tuple[PartitionKind, ...] = ()
+    #: a table declared Complex with one key field: whether its keys read ``field:value``
+    #: (None: not known yet; see :func:`hoodline.table.keygen.adopt.detect_single_key_form`)
+    single_key_with_field_name: bool | None = None
     table_version: int = SUPPORTED_TABLE_VERSION
     timeline_layout_version: int = SUPPORTED_TIMELINE_LAYOUT_VERSION
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -175,6 +181,13 @@ class TableConfig:
                     f"{exc}"
                 ) from None
         self.validate()
+        if (
+            self.single_key_with_field_name is None
+            and self.declared_key_generator is None
+            and len(self.record_key_fields) == 1
+            and self.key_generator_class == KEYGEN_COMPLEX
+        ):  # a layout hoodline itself declares Complex (several partition fields): bare keys
+            object.__setattr__(self, "single_key_with_field_name", False)
 
     def validate(self) -> None:
         """Raise :class:`TableError` naming the first bad setting."""
@@ -267,12 +280,23 @@ class TableConfig:
         return self.extra.get(K_PAYLOAD_CLASS) or OVERWRITE_WITH_LATEST_PAYLOAD
 
     @property
+    def complex_single_key(self) -> bool:
+        """Declared Complex with one record key field (keys as Java's version wrote them)."""
+        return (
+            self.key_generator is KeyGeneratorKind.DEFAULT
+            and len(self.record_key_fields) == 1
+            and short_name(self.declared_key_generator or "") == short_name(KEYGEN_COMPLEX)
+        )
+
+    @property
     def key_generator_class(self) -> str:
         """The Java key generator making this table's keys (recorded for Java Hudi)."""
         if self.key_generator is KeyGeneratorKind.TIMESTAMP:
             return KEYGEN_TIMESTAMP
         if self.key_generator is KeyGeneratorKind.CUSTOM:
             return KEYGEN_CUSTOM
+        if self.complex_single_key:
+            return KEYGEN_COMPLEX
         if not self.partition_fields:
             return KEYGEN_NON_PARTITIONED
         if len(self.record_key_fields) == 1 and len(self.partition_fields) == 1:
@@ -291,15 +315,14 @@ class TableConfig:
             return
         short = short_name(declared)
         own = short_name(self.key_generator_class)
-        if short == own:
+        if short == own:  # also Complex over one key field, in the form its keys have
             return
         raise UnsupportedTableError(
             f"table '{self.name}' declares {K_KEYGEN_CLASS}={declared}; for its "
             f"{len(self.record_key_fields)} record key field(s) and "
             f"{len(self.partition_fields)} partition field(s) hoodline writes keys as {own}, "
-            "which differ from that generator's (e.g. 'id:5' instead of '5', or formatted "
-            "timestamps); writing would duplicate records Java wrote. hoodline can read this "
-            "table; write it with Java Hudi"
+            "which differ from that generator's; writing would duplicate records Java wrote. "
+            "hoodline can read this table; write it with Java Hudi"
         )
 
     # -- serialisation --------------------------------------------------------------------------
@@ -329,6 +352,8 @@ class TableConfig:
             props[K_PRECOMBINE] = self.precombine_field
         if self.partition_kinds:
             props[K_CUSTOM_PARTITIONS] = self.custom_partition_spec
+        if self.single_key_with_field_name is not None:
+            props[K_SINGLE_KEY_WITH_NAME] = str(self.single_key_with_field_name).lower()
         props[K_CHECKSUM] = str(table_checksum(self.name, props.get(K_DATABASE, "")))
         return props
 
@@ -407,6 +432,10 @@ class TableConfig:
                 declared_key_generator=declared,
                 key_generator=kind_of_class(declared),
                 partition_kinds=partition_kinds,
+                single_key_with_field_name=(
+                    _bool(props[K_SINGLE_KEY_WITH_NAME], False)
+                    if props.get(K_SINGLE_KEY_WITH_NAME) else None
+                ),
                 extra={k: v for k, v in props.items() if k not in _OWN_KEYS},
             )
         except TableError as exc:

@@ -1,4 +1,5 @@
-"""Key generator settings a table's properties do not hold, taken from the writer's.
+"""Key generator settings a table's properties do not hold, taken from the writer's or read
+from the table's own keys.
 
 Java Hudi (table version 6) keeps the timestamp type and a custom generator's partition field
 types only in each writer's configuration, and the date formats and zones in the table's
@@ -13,11 +14,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+import pyarrow.parquet as pq
+
 from hoodline.errors import ConfigError
+from hoodline.table.bloom import MAX_RECORD_KEY, MIN_RECORD_KEY
 from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
 from hoodline.table.keygen.timestamp import timestamp_settings
-from hoodline.table.properties import K_CUSTOM_PARTITIONS, update_properties
+from hoodline.table.properties import (
+    K_CUSTOM_PARTITIONS,
+    K_SINGLE_KEY_WITH_NAME,
+    update_properties,
+)
+from hoodline.table.read import read_snapshot
 from hoodline.table.table import HudiTable
+from hoodline.table.write.records import RECORD_KEY
 
 log = logging.getLogger(__name__)
 
@@ -66,3 +76,42 @@ def adopt_key_generator(
         table.config = update_properties(table.base_path, changes)
         log.info("table '%s': recorded the key generator settings %s from the pipeline",
                  table.base_path, ", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
+
+
+def detect_single_key_form(table: HudiTable) -> None:
+    """For a table declared with Java's ComplexKeyGenerator over one key field, read from its
+    stored keys whether they carry the field name (``id:5``, as Java 0.14.0 writes them) or not
+    (``5``, after HUDI-7001) and record it, so hoodline writes the same form. A table without
+    files takes the bare form of current Java versions."""
+    c = table.config
+    if not c.complex_single_key or c.single_key_with_field_name is not None:
+        return
+    keys = stored_keys_sample(table)
+    prefix = f"{c.record_key_fields[0]}:"
+    with_name = bool(keys) and all(k.startswith(prefix) for k in keys)
+    table.config = update_properties(
+        table.base_path, {K_SINGLE_KEY_WITH_NAME: str(with_name).lower()}
+    )
+    log.info("table '%s' is declared ComplexKeyGenerator over the key field '%s': its keys "
+             "read %s (from %s), and hoodline writes them so", table.base_path,
+             c.record_key_fields[0], f"'{prefix}<value>'" if with_name else "'<value>'",
+             f"stored keys such as {keys[0]!r}" if keys else "an empty table")
+
+
+def stored_keys_sample(table: HudiTable) -> list[str]:
+    """The smallest and largest record key of the first base file (from its footer), else
+    of the snapshot's first rows; empty for a table without records."""
+    for file_slice in table.fs_view().latest_file_slices():
+        if file_slice.base_file is None:
+            continue
+        meta = pq.read_metadata(table.base_path / file_slice.base_file).metadata or {}
+        keys = [meta[k].decode() for k in (MIN_RECORD_KEY.encode(), MAX_RECORD_KEY.encode())
+                if k in meta]
+        if keys:
+            return keys
+        column = pq.read_table(table.base_path / file_slice.base_file,
+                               columns=[RECORD_KEY]).column(RECORD_KEY)
+        if len(column):
+            return [str(column[0].as_py()), str(column[len(column) - 1].as_py())]
+    snapshot = read_snapshot(table, columns=[RECORD_KEY])
+    return [str(k) for k in snapshot.column(RECORD_KEY).slice(0, 2).to_pylist()]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.errors import InvalidRecordsError
+from hoodline.errors import InvalidRecordsError, UnsupportedTableError
 from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
 from hoodline.table.keygen.timestamp import TimestampKeyOptions
 from hoodline.table.keygen.values import (
@@ -47,7 +47,7 @@ class KeyGenerator:
 
     def record_keys(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
         fields = self.config.record_key_fields
-        if len(fields) == 1:
+        if len(fields) == 1 and not self._single_key_with_name():
             return value_strings(batch, fields[0], "record key")
         parts: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
         for name in fields:
@@ -55,6 +55,19 @@ class KeyGenerator:
                 join_strings([pa.scalar(f"{name}:"), value_strings(batch, name, "record key")], "")
             )
         return join_strings(parts, ",")
+
+    def _single_key_with_name(self) -> bool:
+        c = self.config
+        if not c.complex_single_key:
+            return False
+        if c.single_key_with_field_name is None:
+            raise UnsupportedTableError(
+                f"table '{c.name}' is declared with Java's ComplexKeyGenerator over one key "
+                f"field, whose keys read '{c.record_key_fields[0]}:<value>' or '<value>' "
+                "depending on the Java version that wrote them; open it with a WriteClient, "
+                "which reads the form from the stored keys"
+            )
+        return c.single_key_with_field_name
 
     def partition_paths(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
         fields = self.config.partition_fields

@@ -62,6 +62,7 @@ from hoodline.table.compaction import compact, finish_pending_compactions, sched
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index import make_index
 from hoodline.table.instant import COMPACTION, Instant, State
+from hoodline.table.keygen.adopt import detect_single_key_form
 from hoodline.table.keygen.generator import check_key_generator_settings
 from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
@@ -249,6 +250,7 @@ class WriteClient:
         try:
             remove_metadata_table(self.table)
             self.repaired = rollback_pending(self.table)
+            detect_single_key_form(self.table)
             self.repaired += finish_pending_compactions(
                 self.table, self.options, self.task_runner
             )
