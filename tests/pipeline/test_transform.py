@@ -200,3 +200,20 @@ def test_date_strings_no_format_reads_become_error_rows_not_a_failed_round() -> 
     assert [(e["row"], e["reason"]) for e in files.errors.to_pylist()] == [
         (1, "missing_key"), (2, "unreadable_partition")
     ]
+
+
+def test_a_multi_field_key_needs_one_of_its_fields() -> None:
+    config = TableConfig("t", ("id", "name"), ("region",), "ts")
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
+                       DECLARED)
+    spec = RecordSpec(ctx, DECLARED, "deleted", 7)
+
+    def rec(i: int | None, name: str | None) -> bytes:
+        return json.dumps({"id": i, "name": name, "region": "r1", "ts": 1}).encode()
+
+    out = prepare_kafka(spec, _kafka([rec(1, None), rec(None, ""), rec(None, "n")], [b"k"] * 3))
+    assert out.records.column(RECORD_KEY).to_pylist() == ["id:1,name:__null__",
+                                                          "id:__null__,name:n"]
+    errors = out.errors.to_pylist()
+    assert [(e["offset"], e["reason"]) for e in errors] == [(101, "missing_key")]
+    assert "id, name are all null or empty" in errors[0]["detail"]

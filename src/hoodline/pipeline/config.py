@@ -98,7 +98,8 @@ RECORD_KEY = option(
     tuple,
     (),
     "Record key field(s); records with equal keys are the same row (upserts, deletes). "
-    "Required; must be declared in [schema] and must not be null.",
+    "Required; must be declared in [schema] and must not be null (with several fields, one of "
+    "them may be: Java's `f:__null__` / `f:__empty__` parts).",
     validator=lambda v: None if v else "give at least one key field",
 )
 PARTITION_FIELDS = option(

@@ -62,9 +62,10 @@ class RecordSpec:
 
     @property
     def required(self) -> tuple[str, ...]:
-        """Fields every record must carry (key, partition, ordering)."""
+        """Fields every record must carry (a single key field, partition, ordering); a
+        multi-field key needs one of its fields (:func:`unkeyable_values`)."""
         cfg = self.ctx.config
-        fields = [*cfg.record_key_fields, *cfg.partition_fields]
+        fields = [*cfg.non_null_key_fields, *cfg.partition_fields]
         if cfg.precombine_field:
             fields.append(cfg.precombine_field)
         return tuple(dict.fromkeys(fields))
@@ -106,9 +107,8 @@ def remap_bad(bad: BadRecords, rows: pa.Array) -> BadRecords:
 
 
 def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
-    """Rows that cannot be keyed: key, partition or ordering fields null or absent
-    (``missing_key``), or else a partition value the key generator cannot read
-    (:func:`unreadable_partitions`)."""
+    """Rows that cannot be keyed: a single key field, partition or ordering fields null or
+    absent (``missing_key``), or else :func:`unkeyable_values`."""
     n = data.num_rows
     nulls: pa.Array | pa.ChunkedArray | None = None
     for name in spec.required:
@@ -118,7 +118,7 @@ def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
             m = data.column(name).is_null()
         nulls = m if nulls is None else pc.or_(nulls, m)
     if nulls is None or not pc.any(nulls).as_py():
-        return unreadable_partitions(spec, data)
+        return unkeyable_values(spec, data)
     rows = pa.array(np.arange(n, dtype=np.int64))
     idx = _combined(pc.filter(rows, nulls))
     missing = BadRecords(
@@ -128,16 +128,28 @@ def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
                  pa.string()),
     )
     complete = _combined(pc.filter(rows, pc.invert(nulls)))
-    unreadable = unreadable_partitions(spec, data.take(complete))
+    unreadable = unkeyable_values(spec, data.take(complete))
     return concat_bad([missing, remap_bad(unreadable, complete)])
 
 
-def unreadable_partitions(spec: RecordSpec, data: pa.Table) -> BadRecords:
-    """Rows whose date string no input format of the table's timestamp key generator reads
+def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
+    """Rows with all fields of a multi-field key null or empty (``missing_key``), or whose date
+    string no input format of the table's timestamp key generator reads
     (``unreadable_partition``): bad records, not a reason to stop the job."""
     parts: list[BadRecords] = []
     taken: pa.Array | None = None
-    for name, mask in KeyGenerator(spec.ctx.config).unreadable_rows(data):
+    keygen = KeyGenerator(spec.ctx.config)
+    keyless = keygen.keyless_rows(data) if data.num_rows else None
+    if keyless is not None and pc.any(keyless).as_py():
+        idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), keyless))
+        fields = ", ".join(spec.ctx.config.record_key_fields)
+        parts.append(BadRecords(
+            idx, pa.array([MISSING_KEY] * len(idx), pa.string()),
+            pa.array([f"record key fields {fields} are all null or empty"] * len(idx),
+                     pa.string()),
+        ))
+        taken = keyless
+    for name, mask in keygen.unreadable_rows(data):
         if taken is not None:
             mask = pc.and_(mask, pc.invert(taken))
         idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), mask))

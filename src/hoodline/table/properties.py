@@ -280,6 +280,12 @@ class TableConfig:
         return self.extra.get(K_PAYLOAD_CLASS) or OVERWRITE_WITH_LATEST_PAYLOAD
 
     @property
+    def non_null_key_fields(self) -> tuple[str, ...]:
+        """Key fields no record may leave null: the one field of a single-field key. A part of
+        a multi-field key may be null or empty (Java writes ``f:__null__``), not all of them."""
+        return self.record_key_fields if len(self.record_key_fields) == 1 else ()
+
+    @property
     def complex_single_key(self) -> bool:
         """Declared Complex with one record key field (keys as Java's version wrote them)."""
         return (

@@ -92,3 +92,20 @@ def test_deprecated_zone_key_sets_both_zones() -> None:
                       hive_style_partitioning=False)
     paths = KeyGenerator(cfg).partition_paths(pa.table({"id": [1], "ts": ["2024-01-05 10"]}))
     assert paths.to_pylist() == ["10"]
+
+
+def test_multi_field_keys_write_null_and_empty_parts_as_java_does() -> None:
+    """KeyGenUtils.getRecordKey: a null part is `f:__null__`, an empty one `f:__empty__`; a key
+    whose parts are all null or empty is refused (by Java too)."""
+    cfg = TableConfig("t", ("a", "b"), ())
+    batch = pa.table({"a": pa.array([1, 2, 3, None], pa.int64()),
+                      "b": pa.array(["x", "", None, "y"])})
+    assert KeyGenerator(cfg).record_keys(batch).to_pylist() == [
+        "a:1,b:x", "a:2,b:__empty__", "a:3,b:__null__", "a:__null__,b:y"
+    ]
+    keyless = pa.table({"a": pa.array([1, None], pa.int64()), "b": pa.array(["x", ""])})
+    with pytest.raises(InvalidRecordsError, match="a, b are all null or empty at row 1"):
+        KeyGenerator(cfg).record_keys(keyless)
+    single = TableConfig("t", ("a",), ())
+    with pytest.raises(InvalidRecordsError, match="'a' is null"):
+        KeyGenerator(single).record_keys(batch)

@@ -55,7 +55,7 @@ from hoodline.pipeline.transform import (
     key_records,
     remap_bad,
     unkeyable_records,
-    unreadable_partitions,
+    unkeyable_values,
     without_rows,
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
@@ -129,7 +129,7 @@ class KafkaRecords(RecordPreparer):
         bad_parts = [remap_bad(decoded.errors, value_rows)]
         good_rows = pc.take(value_rows, decoded.row_index)
         data, seq = decoded.records, pc.take(offsets, good_rows)
-        unkeyable = unreadable_partitions(spec, data)  # the decoder refused null fields
+        unkeyable = unkeyable_values(spec, data)  # the decoder refused null fields
         if len(unkeyable):
             bad_parts.append(remap_bad(unkeyable, good_rows))
             data, seq = without_rows(data, seq, unkeyable)
@@ -139,7 +139,7 @@ class KafkaRecords(RecordPreparer):
             key_cols, ok_rows, bad = _tombstone_keys(spec, pc.take(keys, tomb_rows))
             bad_parts.append(remap_bad(bad, tomb_rows))
             rows = pc.take(tomb_rows, ok_rows)
-            unkeyable = unreadable_partitions(spec, key_cols)
+            unkeyable = unkeyable_values(spec, key_cols)
             if len(unkeyable):
                 bad_parts.append(remap_bad(unkeyable, rows))
                 key_cols, rows = without_rows(key_cols, rows, unkeyable)

@@ -24,7 +24,9 @@ from hoodline.table.keygen.values import (
     distinct_value_strings,
     escape_partition_values,
     first_row_of,
+    first_true_index,
     join_strings,
+    key_part_strings,
     require_no_nulls,
     value_strings,
 )
@@ -51,10 +53,30 @@ class KeyGenerator:
             return value_strings(batch, fields[0], "record key")
         parts: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
         for name in fields:
-            parts.append(
-                join_strings([pa.scalar(f"{name}:"), value_strings(batch, name, "record key")], "")
+            text, _missing = key_part_strings(batch, name)
+            parts.append(join_strings([pa.scalar(f"{name}:"), text], ""))
+        keyless = self.keyless_rows(batch)
+        if keyless is not None and pc.any(keyless).as_py():
+            row = first_true_index(keyless)
+            raise InvalidRecordsError(
+                f"record key fields {', '.join(fields)} are all null or empty at row {row} "
+                f"({int(pc.sum(keyless).as_py())} record(s)); every record needs a key "
+                "(Java refuses such keys too)"
             )
         return join_strings(parts, ",")
+
+    def keyless_rows(self, batch: Batch) -> pa.Array | None:
+        """With Java's complex keys: per row, whether every key field is null or empty (no key,
+        as Java counts it); None for a plain single-field key (its nulls are refused as
+        nulls)."""
+        fields = self.config.record_key_fields
+        if len(fields) == 1 and not self._single_key_with_name():
+            return None
+        out: pa.Array | None = None
+        for name in fields:
+            _text, missing = key_part_strings(batch, name)
+            out = missing if out is None else pc.and_(out, missing)
+        return out
 
     def _single_key_with_name(self) -> bool:
         c = self.config

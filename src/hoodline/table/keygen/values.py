@@ -13,7 +13,9 @@ Hudi's Simple, Complex and Nonpartitioned key generators, as hoodline writes the
 
 Null or empty values are refused with :class:`~hoodline.errors.InvalidRecordsError` naming the
 column, the first offending row and its value — hoodline never invents a default key or
-partition (Java Hudi's ``__HIVE_DEFAULT_PARTITION__`` hides data-quality bugs).
+partition (Java Hudi's ``__HIVE_DEFAULT_PARTITION__`` hides data-quality bugs). The exception is
+one field of a multi-field key, which Java writes as ``f:__null__`` / ``f:__empty__`` (a key
+with all its fields null or empty is refused, by Java too).
 """
 
 from __future__ import annotations
@@ -101,6 +103,26 @@ def value_strings(batch: Batch, name: str, role: str) -> pa.Array | pa.ChunkedAr
     if pc.any(empty).as_py():
         raise _empty_string_error(name, role, first_true_index(empty))
     return text
+
+
+#: what Java's ComplexKeyGenerator writes for a null or empty part of a multi-field key
+NULL_KEY_PART = "__null__"
+EMPTY_KEY_PART = "__empty__"
+
+
+def key_part_strings(batch: Batch, name: str) -> tuple[pa.Array | pa.ChunkedArray, pa.Array]:
+    """One field of a multi-field record key as Java renders it (``__null__`` / ``__empty__``
+    for null or empty values), and per row whether the value was null or empty."""
+    col = _column(batch, name, "record key")
+    _require_key_type(col, name, "record key")
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    text = pc.cast(col, pa.string())
+    empty = pc.fill_null(pc.equal(pc.utf8_length(text), 0), False)
+    null = pc.is_null(text)
+    text = pc.fill_null(pc.if_else(empty, EMPTY_KEY_PART, text), NULL_KEY_PART)
+    missing = pc.or_(empty, null)
+    return text, missing.combine_chunks() if isinstance(missing, pa.ChunkedArray) else missing
 
 
 def distinct_value_strings(batch: Batch, name: str, role: str) -> tuple[pa.Array, pa.Array]:

@@ -93,9 +93,10 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
 
 
 def check_required_columns(batch: Batch, config: TableConfig, with_ordering: bool = True) -> None:
-    """Key, partition and (optionally) ordering columns exist and hold no nulls."""
+    """Key, partition and (optionally) ordering columns exist and hold no nulls (one field of
+    a multi-field key may be null: the key generator refuses keys without any)."""
     table = as_table(batch)
-    for name in config.record_key_fields:
+    for name in config.non_null_key_fields:
         require_no_nulls(table, name, "record key")
     for name in config.partition_fields:
         require_no_nulls(table, name, "partition")
