@@ -19,6 +19,7 @@ from hoodline.broker import EmbeddedBroker
 
 if TYPE_CHECKING:  # importing pyspark costs a second; tests without Spark never pay it
     from hoodline.spark.session import HoodlineSpark
+    from tests.helpers.standalone import StandaloneCluster
 
 LOCAL = "local[2]"
 LOCAL_CLUSTER = "local-cluster[2,1,1024]"
@@ -90,6 +91,19 @@ def spark(spark_provider: SparkProvider) -> HoodlineSpark:
 def spark_cluster(spark_provider: SparkProvider) -> HoodlineSpark:
     """A ``local-cluster[2,1,1024]`` session with both executors registered."""
     return spark_provider.get(LOCAL_CLUSTER)
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """A Spark standalone master and two 1-core workers on 127.0.0.1, started from pyspark's
+    own launcher; stopped (daemons, executors and their Python workers, by PID) at the end."""
+    from tests.helpers.standalone import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
 
 
 def _module(item: pytest.Item) -> str:

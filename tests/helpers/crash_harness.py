@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -23,14 +24,20 @@ from typing import Any
 import pyarrow.compute as pc
 
 from hoodline import faults
+from hoodline.broker import EmbeddedBroker
 from hoodline.demo.events import (
     MODEL_COLUMNS,
     EventStream,
     Row,
+    StreamKind,
     describe_mismatch,
     find_committed_prefixes,
 )
+from hoodline.demo.feed import WaveFeeder, create_topic
+from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.faults import FaultPoint
+from hoodline.table.properties import IndexType, TableType
+from hoodline.table.write.operation import WriteOperation
 from hoodline.testing.hudi_oracle import hudi_snapshot
 from tests.helpers.paths import SRC
 
@@ -54,9 +61,9 @@ def _alive(pid: int) -> bool:
     return st is not None and st[1] != "Z"
 
 
-def marked_pids(marker: str) -> list[int]:
-    """PIDs of live processes whose environment carries ``MARKER_ENV=marker``."""
-    needle = f"{MARKER_ENV}={marker}".encode()
+def marked_pids(marker: str, env_name: str = MARKER_ENV) -> list[int]:
+    """PIDs of live processes whose environment carries ``env_name=marker``."""
+    needle = f"{env_name}={marker}".encode()
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -368,3 +375,79 @@ __all__: Sequence[str] = (
     "marked_pids",
     "read_rows",
 )
+
+
+PARTITIONS = 2
+START_TIMEOUT_S = 240.0  # Spark start + first round on 2 shared cores
+DRAIN_TIMEOUT_S = 300.0
+
+
+class Scenario:
+    """A topic, a table, a stream feeding the topic and pipeline runs against them."""
+
+    def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: StreamKind,
+                 operation: WriteOperation, index: IndexType = IndexType.BUCKET,
+                 master: str = "local[2]", wave: int = 20,
+                 malformed: int = 1, tombstones: bool = False,
+                 spark_conf: dict[str, str] | None = None,
+                 table_type: TableType = TableType.COPY_ON_WRITE,
+                 table_options: dict[str, str] | None = None) -> None:
+        self.topic = f"po-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap_servers, self.topic, PARTITIONS)
+        self.tmp = tmp
+        self.table = tmp / "table"
+        self.errors = tmp / "table_errors"
+        scratch = tmp / "scratch"
+        scratch.mkdir()
+        self.config = tmp / "pipeline.toml"
+        self.config.write_text(event_pipeline_toml(
+            bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=self.table,
+            operation=operation, index=index, master=master, readers=2, bucket_count=2,
+            max_records=1000,
+            min_interval="100ms", max_interval="1s",
+            spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
+            table_type=table_type, table_options=table_options,
+        ))
+        self.env = {"TMPDIR": str(scratch)}
+        self.stream = EventStream(partitions=PARTITIONS, kind=kind,
+                                  seed=random.randrange(1 << 30), tombstones=tombstones)
+        self.feeder = WaveFeeder(broker.bootstrap_servers, self.topic, self.stream,
+                                 lambda s: s.wave(wave, malformed=malformed), interval_s=0.5)
+        self.runs: list[PipelineProcess] = []
+        self.prefix: dict[int, int] | None = None
+
+    def run(self, *, once: bool = False, pause_at: str | None = None) -> PipelineProcess:
+        run = PipelineProcess(self.config, self.tmp, once=once, pause_at=pause_at,
+                              extra_env=self.env)
+        self.runs.append(run)
+        return run.start()
+
+    def check_after_crash(self, label: str) -> None:
+        """With the producer paused: the table is a committed prefix, not behind the last one."""
+        self.feeder.pause()
+        try:
+            self.prefix = assert_consistent_prefix(self.stream, self.table, self.prefix)
+        except AssertionError as exc:
+            raise AssertionError(f"after the kill {label}: {exc}") from None
+        assert_errors_subset(self.stream, self.errors)
+        self.feeder.start()
+
+    def drain_and_check(self) -> None:
+        """Stop producing, restart once more and drain: the table equals the whole model."""
+        self.feeder.pause()
+        run = self.run(once=True)
+        code = run.wait(DRAIN_TIMEOUT_S)
+        assert code == 0, f"draining run failed ({code}):\n{run.tail()}"
+        run.cleanup()
+        assert_table_equals_model(self.stream, self.table)
+        assert_errors_subset(self.stream, self.errors, exact=True)
+        assert_no_leftovers(self.table)
+        assert_no_leftovers(self.errors)
+        assert self.stream.totals.messages > 0
+
+    def close(self) -> None:
+        try:
+            self.feeder.pause()
+        finally:
+            for run in self.runs:
+                run.cleanup()

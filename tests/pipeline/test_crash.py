@@ -20,24 +20,20 @@ import os
 import random
 import signal
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hoodline.broker import EmbeddedBroker, free_port
-from hoodline.demo.events import EventStream, StreamKind
-from hoodline.demo.feed import WaveFeeder, create_topic
-from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.table.properties import IndexType, TableType
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from tests.helpers.crash_harness import (
-    PipelineProcess,
-    assert_consistent_prefix,
+    DRAIN_TIMEOUT_S,
+    START_TIMEOUT_S,
+    Scenario,
     assert_errors_subset,
-    assert_no_leftovers,
     assert_table_equals_model,
     read_rows,
     spark_running_tasks,
@@ -45,82 +41,8 @@ from tests.helpers.crash_harness import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka]
 
-PARTITIONS = 2
-START_TIMEOUT_S = 240.0  # Spark start + first round on 2 shared cores
-DRAIN_TIMEOUT_S = 300.0
 #: kills at random times (each costs a Spark start, ~20 s here); raise it for a longer soak
 RANDOM_KILLS = int(os.environ.get("HOODLINE_PO_RANDOM_KILLS", "2"))
-
-
-class Scenario:
-    """A topic, a table, a stream feeding the topic and pipeline runs against them."""
-
-    def __init__(self, broker: EmbeddedBroker, tmp: Path, *, kind: StreamKind,
-                 operation: WriteOperation, index: IndexType = IndexType.BUCKET,
-                 master: str = "local[2]", wave: int = 20,
-                 malformed: int = 1, tombstones: bool = False,
-                 spark_conf: dict[str, str] | None = None,
-                 table_type: TableType = TableType.COPY_ON_WRITE,
-                 table_options: dict[str, str] | None = None) -> None:
-        self.topic = f"po-{uuid.uuid4().hex[:8]}"
-        create_topic(broker.bootstrap_servers, self.topic, PARTITIONS)
-        self.tmp = tmp
-        self.table = tmp / "table"
-        self.errors = tmp / "table_errors"
-        scratch = tmp / "scratch"
-        scratch.mkdir()
-        self.config = tmp / "pipeline.toml"
-        self.config.write_text(event_pipeline_toml(
-            bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=self.table,
-            operation=operation, index=index, master=master, readers=2, bucket_count=2,
-            max_records=1000,
-            min_interval="100ms", max_interval="1s",
-            spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
-            table_type=table_type, table_options=table_options,
-        ))
-        self.env = {"TMPDIR": str(scratch)}
-        self.stream = EventStream(partitions=PARTITIONS, kind=kind,
-                                  seed=random.randrange(1 << 30), tombstones=tombstones)
-        self.feeder = WaveFeeder(broker.bootstrap_servers, self.topic, self.stream,
-                                 lambda s: s.wave(wave, malformed=malformed), interval_s=0.5)
-        self.runs: list[PipelineProcess] = []
-        self.prefix: dict[int, int] | None = None
-
-    def run(self, *, once: bool = False, pause_at: str | None = None) -> PipelineProcess:
-        run = PipelineProcess(self.config, self.tmp, once=once, pause_at=pause_at,
-                              extra_env=self.env)
-        self.runs.append(run)
-        return run.start()
-
-    def check_after_crash(self, label: str) -> None:
-        """With the producer paused: the table is a committed prefix, not behind the last one."""
-        self.feeder.pause()
-        try:
-            self.prefix = assert_consistent_prefix(self.stream, self.table, self.prefix)
-        except AssertionError as exc:
-            raise AssertionError(f"after the kill {label}: {exc}") from None
-        assert_errors_subset(self.stream, self.errors)
-        self.feeder.start()
-
-    def drain_and_check(self) -> None:
-        """Stop producing, restart once more and drain: the table equals the whole model."""
-        self.feeder.pause()
-        run = self.run(once=True)
-        code = run.wait(DRAIN_TIMEOUT_S)
-        assert code == 0, f"draining run failed ({code}):\n{run.tail()}"
-        run.cleanup()
-        assert_table_equals_model(self.stream, self.table)
-        assert_errors_subset(self.stream, self.errors, exact=True)
-        assert_no_leftovers(self.table)
-        assert_no_leftovers(self.errors)
-        assert self.stream.totals.messages > 0
-
-    def close(self) -> None:
-        try:
-            self.feeder.pause()
-        finally:
-            for run in self.runs:
-                run.cleanup()
 
 
 @pytest.fixture
