@@ -19,6 +19,7 @@ from hoodline.broker import EmbeddedBroker
 
 if TYPE_CHECKING:  # importing pyspark costs a second; tests without Spark never pay it
     from hoodline.spark.session import HoodlineSpark
+    from tests.helpers.moto_s3 import MotoS3
     from tests.helpers.standalone import StandaloneCluster
 
 LOCAL = "local[2]"
@@ -104,6 +105,18 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
         yield cluster.start()
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
+    """moto's S3 server on 127.0.0.1, one per test session, stopped (by PID) at the end."""
+    from tests.helpers.moto_s3 import MotoS3
+
+    server = MotoS3(tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
 
 
 def _module(item: pytest.Item) -> str:

@@ -307,7 +307,7 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "pending instants", pending or "none")
     _add_row(grid, "last commit", _fmt_ts(last.timestamp) if last else "(none)")
     archived = table.meta_path / ARCHIVE_FOLDER
-    files = sorted(archived.iterdir()) if archived.is_dir() else []
+    files = sorted(str(f) for f in archived.iterdir()) if archived.is_dir() else []
     start = table.timeline.start()
     _add_row(grid, "archived", f"{len(files)} archive file(s); the active timeline starts at "
              f"{_fmt_ts(start)}" if files and start else "none")

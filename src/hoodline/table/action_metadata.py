@@ -303,12 +303,3 @@ def deserialize(kind: ActionBody, data: bytes, source: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TimelineError(f"'{source}' holds JSON that is not an object")
     return value
-
-
-def local_path(path: str) -> str:
-    """A path from a Java-written plan without the local file system's ``file:`` scheme."""
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if path.startswith("file:"):
-        return path[len("file:"):]
-    return path

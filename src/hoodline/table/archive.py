@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hoodline.errors import ConfigError
+from hoodline.storage.ops import create_exclusive, list_names
 from hoodline.table.action_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
@@ -61,7 +61,7 @@ from hoodline.table.log.avro_codec import encode_datum
 from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType
 from hoodline.table.markers import Markers
 from hoodline.table.table import HudiTable
-from hoodline.table.timeline import STAGING_DIR, Timeline, atomic_create
+from hoodline.table.timeline import STAGING_DIR, Timeline
 
 log = logging.getLogger(__name__)
 
@@ -323,8 +323,8 @@ def archive(
         _archive_block(entries[i:i + max(1, batch)]).serialize()
         for i in range(0, len(entries), max(1, batch))
     )
-    name = archive_file_name(os.listdir(folder))
-    atomic_create(folder / name, data, table.meta_path / STAGING_DIR)
+    name = archive_file_name(list_names(folder))
+    create_exclusive(folder / name, data, table.meta_path / STAGING_DIR)
     for ts in sorted({i.timestamp for i in chosen}):
         Markers(table, ts).delete_all()
     # requested/inflight before completed: no reader ever sees a pending instant whose

@@ -23,7 +23,7 @@ from typing import Any
 
 from hoodline.config.options import option
 from hoodline.errors import TableError
-from hoodline.table.action_metadata import ActionBody, deserialize, local_path, serialize
+from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.fs_view import (
     CommittedInstants,
     list_data_files,
@@ -151,11 +151,11 @@ def _execute(table: HudiTable, inst: Instant, plan: dict[str, Any], started: flo
         failed: list[str] = []
         patterns: list[str] = []
         for entry in entries:
-            path = local_path(str(entry["filePath"]))  # full (or, from hoodline 0.1, relative)
-            name = os.path.basename(path)
+            path = table.file_at(str(entry["filePath"]))  # full (hoodline 0.1: relative)
+            name = path.name
             patterns.append(name)
             try:
-                os.unlink(table.absolute(path))
+                path.unlink()
                 ok.append(name)
             except FileNotFoundError:
                 ok.append(name)  # deleted by an earlier, interrupted attempt

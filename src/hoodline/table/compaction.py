@@ -38,10 +38,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
+from hoodline.storage.ops import parquet_file
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
@@ -181,7 +181,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     if s.base_file is not None:
         # the old base file's bloom filter already holds its keys: add those the logs brought
         # (records written after the slice's base instant)
-        previous = previous_filter(pq.ParquetFile(table.base_path / s.base_file))
+        previous = previous_filter(parquet_file(table.base_path / s.base_file))
         newer = pc.greater(merged.column(COMMIT_TIME), pa.scalar(op.base_instant))
         added = pc.filter(keys, newer).combine_chunks()
         from_logs = len(added)
@@ -221,7 +221,7 @@ def run_compaction(
     schema = table_schema(table)
     data = data_schema(schema)
     ctx = WriteContext(
-        base_path=str(table.base_path),
+        base_path=table.base_path,
         config=table.config,
         options=options,
         instant_ts=instant.timestamp,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hoodline.errors import TimelineError
+from hoodline.storage.paths import TablePath
 from hoodline.table.action_metadata import avro_container, avro_record
 from hoodline.table.instant import Instant, State
 from hoodline.table.timeline import Timeline
@@ -150,13 +151,12 @@ def read_plan(timeline: Timeline, instant: Instant) -> tuple[CompactionOperation
         size = path.stat().st_size
     except FileNotFoundError:
         raise TimelineError(f"compaction plan '{path}' does not exist") from None
-    return _read_plan_file(str(path), size)
+    return _read_plan_file(path, size)
 
 
 @functools.lru_cache(maxsize=256)
-def _read_plan_file(path: str, size: int) -> tuple[CompactionOperation, ...]:
-    with open(path, "rb") as f:
-        data = f.read()
+def _read_plan_file(path: TablePath, size: int) -> tuple[CompactionOperation, ...]:
+    data = path.read_bytes()
     if len(data) != size:
         raise TimelineError(f"compaction plan '{path}' changed while it was read")
-    return tuple(parse_plan(data, path))
+    return tuple(parse_plan(data, str(path)))

@@ -28,9 +28,10 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from hoodline.errors import TableError
+from hoodline.storage.ops import list_dir, walk_files
+from hoodline.storage.paths import ObjectPath, TablePath, parse_location
 from hoodline.table.compaction_plan import read_plan
 from hoodline.table.instant import (
     COMPACTION,
@@ -174,10 +175,13 @@ class FileGroup:
         )
 
 
-def list_partitions(base_path: Path, partitioned: bool) -> list[str]:
-    """Partition paths relative to ``base_path`` (``""`` for a non-partitioned table)."""
+def list_partitions(base_path: TablePath, partitioned: bool) -> list[str]:
+    """Partition paths relative to ``base_path`` (``""`` for a non-partitioned table): the
+    leaf folders outside ``.hoodie`` (on an object store, from one listing of every key)."""
     if not partitioned:
         return [""]
+    if isinstance(base_path, ObjectPath):
+        return _object_partitions(base_path)
     result: list[str] = []
 
     def walk(rel: str) -> None:
@@ -201,29 +205,34 @@ def list_partitions(base_path: Path, partitioned: bool) -> list[str]:
     return result
 
 
+def _object_partitions(base_path: ObjectPath) -> list[str]:
+    folders: set[str] = set()
+    for rel in walk_files(base_path):
+        folder = rel.rpartition("/")[0]
+        if folder and folder.split("/", 1)[0] not in NON_PARTITION_DIRS:
+            folders.add(folder)
+    parents = {f.rsplit("/", i)[0] for f in folders for i in range(1, f.count("/") + 1)}
+    return sorted(folders - parents)
+
+
 def list_data_files(
-    base_path: Path, partition: str
+    base_path: TablePath, partition: str
 ) -> tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]:
     """``(base files as (name, size), log files as (name, size))`` directly inside a partition
     folder, each list in file order (log files: Java's order)."""
     folder = base_path / partition if partition else base_path
     bases: list[tuple[str, int]] = []
     logs: list[tuple[LogFileName, int]] = []
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return bases, logs
-    for e in entries:
+    for e in list_dir(folder):
         name = e.name
-        if name.startswith(PARTITION_METADATA_FILE):
+        if e.is_dir or name.startswith(PARTITION_METADATA_FILE):
             continue
         if name.endswith(BASE_FILE_EXTENSION):
-            if e.is_file():
-                bases.append((name, e.stat().st_size))
+            bases.append((name, e.size))
         elif name.startswith("."):
             log = LogFileName.parse(name)
-            if log is not None and e.is_file():
-                logs.append((log, e.stat().st_size))
+            if log is not None:
+                logs.append((log, e.size))
     return sorted(bases), sorted(logs)
 
 
@@ -232,14 +241,14 @@ class FileSystemView:
 
     def __init__(
         self,
-        base_path: str | os.PathLike[str],
+        base_path: str | os.PathLike[str] | TablePath,
         timeline: Timeline,
         partitioned: bool,
         as_of: str | None = None,
     ) -> None:
         if as_of is not None and not is_timestamp_string(as_of):
             raise TableError(f"as-of instant '{as_of}' is not a 17-digit timestamp")
-        self.base_path = Path(base_path)
+        self.base_path = parse_location(base_path)
         self.timeline = timeline
         self.partitioned = partitioned
         self.as_of = as_of

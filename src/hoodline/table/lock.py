@@ -7,9 +7,13 @@ stale, and may be taken over, when its heartbeat is older than the expiry, or at
 holder ran on this host and that process no longer exists (e.g. killed with ``kill -9``).
 
 Acquisition and takeover happen under an ``fcntl`` lock on a guard file, so two contenders
-cannot both take a stale lock. If the heartbeat thread finds the lock taken over (this process
-was considered dead), the lock is marked lost and :meth:`WriterLock.ensure_held` raises — call it
-right before committing.
+cannot both take a stale lock. On an object store (no ``fcntl``, no atomic rename) the lock is a
+sequence of generations ``writer.lock.<n>``: the highest one holds it, each is created only if
+absent (conditional PUT), a stale holder is taken over by creating the next generation — of two
+contenders exactly one succeeds — and the heartbeat rewrites the holder's own generation.
+
+If the heartbeat thread finds the lock taken over (this process was considered dead), the lock
+is marked lost and :meth:`WriterLock.ensure_held` raises — call it right before committing.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 
 from hoodline.config.options import option
 from hoodline.errors import WriterLockError
+from hoodline.storage.paths import ObjectPath, TablePath
 from hoodline.table.table import HudiTable
 
 LOCK_EXPIRY_SECONDS = option(
@@ -94,8 +99,11 @@ class WriterLock:
         self.heartbeat_interval = heartbeat_interval
         self.expiry = expiry
         self._clock = clock
-        self.dir = Path(table.meta_path) / LOCK_DIR
-        self.path = self.dir / LOCK_FILE
+        self.dir = table.meta_path / LOCK_DIR
+        self.path: TablePath = self.dir / LOCK_FILE
+        self._objects = (
+            _ObjectLockFiles(self.dir, clock) if isinstance(self.dir, ObjectPath) else None
+        )
         self._token = uuid.uuid4().hex
         self._held = False
         self._lost: str | None = None
@@ -107,9 +115,35 @@ class WriterLock:
     def held(self) -> bool:
         return self._held and self._lost is None
 
+    def _body(self) -> dict[str, Any]:
+        return {
+            "owner": self.owner,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+            "token": self._token,
+        }
+
+    def _acquire_object(self, files: _ObjectLockFiles) -> None:
+        gen, holder = files.current()
+        if holder is not None:
+            reason = self._stale_reason(holder)
+            if reason is None:
+                raise WriterLockError(self._describe_refusal(holder))
+        if not files.create(gen + 1, self._body()):
+            _gen, winner = files.current()
+            raise WriterLockError(self._describe_refusal(winner or {"owner": "another writer"}))
+        self.path = files.path(gen + 1)
+        files.remove_below(gen + 1)
+
     def acquire(self) -> WriterLock:
         if self._held:
             return self
+        if self._objects is not None:
+            self._acquire_object(self._objects)
+            self._start_heartbeat()
+            return self
+        assert isinstance(self.dir, Path) and isinstance(self.path, Path)
         self.dir.mkdir(parents=True, exist_ok=True)
         with _guard(self.dir / GUARD_FILE):
             holder = self._read()
@@ -119,18 +153,15 @@ class WriterLock:
                     raise WriterLockError(self._describe_refusal(holder))
                 os.replace(self.path, self.dir / f"{LOCK_FILE}.stale-{uuid.uuid4().hex[:8]}")
                 self._cleanup_stale_files()
-            body = {
-                "owner": self.owner,
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "since": datetime.now(UTC).isoformat(timespec="seconds"),
-                "token": self._token,
-            }
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w") as fh:
-                json.dump(body, fh)
+                json.dump(self._body(), fh)
                 fh.flush()
                 os.fsync(fh.fileno())
+        self._start_heartbeat()
+        return self
+
+    def _start_heartbeat(self) -> None:
         self._held = True
         self._lost = None
         self._stop.clear()
@@ -138,7 +169,6 @@ class WriterLock:
             target=self._heartbeat_loop, name=f"hoodline-lock-heartbeat-{self.owner}", daemon=True
         )
         self._thread.start()
-        return self
 
     def release(self) -> None:
         if not self._held:
@@ -146,6 +176,13 @@ class WriterLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(1.0, self.heartbeat_interval * 2))
+        if self._objects is not None:
+            holder = self._read()
+            if holder is not None and holder.get("token") == self._token:
+                self.path.unlink(missing_ok=True)
+            self._held = False
+            return
+        assert isinstance(self.dir, Path)
         with _guard(self.dir / GUARD_FILE):
             holder = self._read()
             if holder is not None and holder.get("token") == self._token:
@@ -175,6 +212,9 @@ class WriterLock:
                 f"by {self._who(holder) if holder else 'nobody'} after its heartbeat expired"
             )
             return
+        if self._objects is not None:
+            self._objects.touch(self.path, holder)
+            return
         now = self._clock()
         os.utime(self.path, (now, now))
 
@@ -200,6 +240,8 @@ class WriterLock:
                 return
 
     def _read(self) -> dict[str, Any] | None:
+        if self._objects is not None:
+            return self._objects.current()[1]
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -213,6 +255,8 @@ class WriterLock:
         return body
 
     def _age(self) -> float | None:
+        if self._objects is not None:
+            return self._objects.age()
         try:
             return self._clock() - self.path.stat().st_mtime
         except FileNotFoundError:
@@ -247,6 +291,58 @@ class WriterLock:
         )
 
     def _cleanup_stale_files(self) -> None:
+        assert isinstance(self.dir, Path)
         for p in self.dir.glob(f"{LOCK_FILE}.stale-*"):
             with contextlib.suppress(OSError):
                 p.unlink()
+
+
+class _ObjectLockFiles:
+    """The lock's generations in an object store folder (see the module docs)."""
+
+    def __init__(self, folder: ObjectPath, clock: Callable[[], float]) -> None:
+        self.folder = folder
+        self._clock = clock
+
+    def path(self, gen: int) -> ObjectPath:
+        return self.folder / f"{LOCK_FILE}.{gen:010d}"
+
+    def _generations(self) -> list[tuple[int, float]]:
+        objects, _folders = self.folder.listing()
+        out = []
+        for name, _size, mtime in objects:
+            suffix = name[len(LOCK_FILE) + 1:] if name.startswith(f"{LOCK_FILE}.") else ""
+            if suffix.isdigit():
+                out.append((int(suffix), mtime))
+        return sorted(out)
+
+    def current(self) -> tuple[int, dict[str, Any] | None]:
+        """(highest generation, its body); (0, None) when there is none (or it was released)."""
+        gens = self._generations()
+        if not gens:
+            return 0, None
+        gen = gens[-1][0]
+        try:
+            body = json.loads(self.path(gen).read_text())
+        except FileNotFoundError:
+            return gen, None
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return gen, {"owner": "unknown (unreadable lock file)", "token": None}
+        return gen, body
+
+    def age(self) -> float | None:
+        gens = self._generations()
+        return self._clock() - gens[-1][1] if gens else None
+
+    def create(self, gen: int, body: dict[str, Any]) -> bool:
+        return self.path(gen).create_exclusive(json.dumps(body).encode())
+
+    def touch(self, path: TablePath, body: dict[str, Any]) -> None:
+        path.write_bytes(json.dumps(body).encode())  # the store's time is the heartbeat
+
+    def remove_below(self, gen: int) -> None:
+        for g, _mtime in self._generations():
+            if g < gen:
+                self.path(g).unlink(missing_ok=True)

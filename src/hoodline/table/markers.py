@@ -7,11 +7,11 @@ Rollback deletes exactly the marked files of a failed instant, so nothing it wro
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hoodline.errors import TableError
+from hoodline.storage import ops
+from hoodline.storage.paths import ObjectPath, TablePath
 
 if TYPE_CHECKING:
     from hoodline.table.table import HudiTable
@@ -25,19 +25,22 @@ class Markers:
     """Markers of one instant of one table."""
 
     def __init__(self, table: HudiTable, instant_ts: str) -> None:
-        self.base_path = Path(table.base_path)
+        self.base_path = table.base_path
         self.instant_ts = instant_ts
-        self.dir = Path(table.meta_path) / MARKER_ROOT / instant_ts
+        self.dir = table.meta_path / MARKER_ROOT / instant_ts
 
-    def create(self, partition_path: str, file_name: str, io_type: str = "CREATE") -> Path:
+    def create(self, partition_path: str, file_name: str, io_type: str = "CREATE") -> TablePath:
         """Record that ``<partition>/<file_name>`` is about to be written. Idempotent."""
         if io_type not in IO_TYPES:
             raise TableError(f"marker IO type '{io_type}' is invalid; use one of {IO_TYPES}")
         if "/" in file_name or not file_name:
             raise TableError(f"marker file name '{file_name}' must be a plain file name")
         folder = self.dir / partition_path if partition_path else self.dir
-        folder.mkdir(parents=True, exist_ok=True)
         marker = folder / f"{file_name}{MARKER_SUFFIX}{io_type}"
+        if isinstance(marker, ObjectPath):
+            marker.write_bytes(b"")  # one PUT: durable when it returns; idempotent
+            return marker
+        folder.mkdir(parents=True, exist_ok=True)
         try:
             fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
@@ -49,17 +52,12 @@ class Markers:
     def marked_files(self) -> list[str]:
         """Data file paths (relative to the base path) marked for this instant, sorted."""
         out: list[str] = []
-        if not self.dir.is_dir():
-            return out
-        for root, _dirs, files in os.walk(self.dir):
-            rel_dir = os.path.relpath(root, self.dir)
-            for name in files:
-                idx = name.rfind(MARKER_SUFFIX)
-                if idx <= 0:
-                    continue
-                data_name = name[:idx]
-                rel = data_name if rel_dir == "." else f"{rel_dir}/{data_name}"
-                out.append(rel.replace(os.sep, "/"))
+        for rel in ops.walk_files(self.dir):
+            folder, _, name = rel.rpartition("/")
+            idx = name.rfind(MARKER_SUFFIX)
+            if idx <= 0:
+                continue
+            out.append(f"{folder}/{name[:idx]}" if folder else name[:idx])
         return sorted(set(out))
 
     def exists(self) -> bool:
@@ -67,12 +65,10 @@ class Markers:
 
     def delete_all(self) -> None:
         """Remove this instant's marker folder (after commit or rollback)."""
-        shutil.rmtree(self.dir, ignore_errors=True)
+        ops.remove_tree(self.dir)
 
 
-def instants_with_markers(meta_path: str | os.PathLike[str]) -> list[str]:
+def instants_with_markers(meta_path: TablePath) -> list[str]:
     """Timestamps that still have a marker folder."""
-    root = Path(meta_path) / MARKER_ROOT
-    if not root.is_dir():
-        return []
-    return sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name.isdigit())
+    root = meta_path / MARKER_ROOT
+    return sorted(e.name for e in ops.list_dir(root) if e.is_dir and e.name.isdigit())

@@ -12,9 +12,9 @@ for writing, so no reader ever trusts a metadata table that misses hoodline's co
 from __future__ import annotations
 
 import logging
-import shutil
 
 from hoodline.errors import TableError
+from hoodline.storage.ops import remove_tree
 from hoodline.table.properties import loads_properties, properties_path, update_properties
 from hoodline.table.table import HudiTable
 
@@ -42,7 +42,7 @@ def remove_metadata_table(table: HudiTable) -> bool:
     )
     if listed:  # only these keys change: the rest of Java's properties stays as written
         table.config = update_properties(table.base_path, dict.fromkeys(listed, ""))
-    shutil.rmtree(folder, ignore_errors=True)
+    remove_tree(folder)
     if folder.exists():
         raise TableError(f"could not delete the metadata table '{folder}'; delete it by hand")
     return True

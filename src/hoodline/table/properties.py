@@ -9,11 +9,9 @@ existing file are kept and written back unchanged.
 from __future__ import annotations
 
 import os
-import uuid
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hoodline.config.enums import ConfigEnum
 from hoodline.errors import (
@@ -21,6 +19,8 @@ from hoodline.errors import (
     TableNotFoundError,
     UnsupportedTableError,
 )
+from hoodline.storage import ops
+from hoodline.storage.paths import TablePath, parse_location
 from hoodline.table.keygen.kinds import (
     KEYGEN_COMPLEX,
     KEYGEN_CUSTOM,
@@ -542,11 +542,11 @@ def _unescape_char(ch: str) -> str:
     return {"n": "\n", "r": "\r", "t": "\t", "f": "\f"}.get(ch, ch)
 
 
-def properties_path(base_path: str | os.PathLike[str]) -> Path:
-    return Path(base_path) / META_FOLDER / PROPERTIES_FILE
+def properties_path(base_path: str | os.PathLike[str] | TablePath) -> TablePath:
+    return parse_location(base_path) / META_FOLDER / PROPERTIES_FILE
 
 
-def read_table_config(base_path: str | os.PathLike[str]) -> TableConfig:
+def read_table_config(base_path: str | os.PathLike[str] | TablePath) -> TableConfig:
     """Read ``<base>/.hoodie/hoodie.properties``.
 
     Raises :class:`TableNotFoundError` when the path holds no table and
@@ -565,15 +565,14 @@ def read_table_config(base_path: str | os.PathLike[str]) -> TableConfig:
     return TableConfig.from_properties(loads_properties(text), source=str(path))
 
 
-def _replace_properties(path: Path, props: Mapping[str, str]) -> None:
-    """Write ``props`` to ``path`` atomically (temp file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{PROPERTIES_FILE}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(dumps_properties(props), encoding="utf-8")
-    os.replace(tmp, path)
+def _replace_properties(path: TablePath, props: Mapping[str, str]) -> None:
+    """Write ``props`` to ``path`` atomically (temp file + rename; one PUT on object stores)."""
+    ops.replace(path, dumps_properties(props).encode("utf-8"))
 
 
-def write_table_config(base_path: str | os.PathLike[str], config: TableConfig) -> Path:
+def write_table_config(
+    base_path: str | os.PathLike[str] | TablePath, config: TableConfig
+) -> TablePath:
     """Write ``hoodie.properties`` atomically (temp file + rename)."""
     path = properties_path(base_path)
     _replace_properties(path, config.to_properties())
@@ -581,7 +580,7 @@ def write_table_config(base_path: str | os.PathLike[str], config: TableConfig) -
 
 
 def update_properties(
-    base_path: str | os.PathLike[str], changes: Mapping[str, str]
+    base_path: str | os.PathLike[str] | TablePath, changes: Mapping[str, str]
 ) -> TableConfig:
     """Set ``changes`` in ``hoodie.properties``, every other key as written (also ones
     hoodline does not know, as Java wrote them); returns the table's new config."""

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodline.errors import TableError
+from hoodline.storage.ops import parquet_file
+from hoodline.storage.paths import TablePath
 from hoodline.table.archive import has_archived_instants
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED, earliest_retained_commit
 from hoodline.table.fs_view import FileSlice
@@ -158,9 +159,9 @@ def read_file_slices(
     return pa.concat_tables(parts)
 
 
-def _open_base(path: Path, s: FileSlice) -> pq.ParquetFile:
+def _open_base(path: TablePath, s: FileSlice) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path, memory_map=True)
+        return parquet_file(path)
     except FileNotFoundError:
         raise TableError(
             f"base file '{path}' of committed instant {s.base_instant} is missing "
@@ -248,7 +249,7 @@ def iter_snapshot_batches(
             yield from merged.to_batches(max_chunksize=batch_size)
             continue
         path = table.absolute(s.base_file)
-        pf = pq.ParquetFile(path)
+        pf = _open_base(path, s)
         wanted = [n for n in target.names if n in pf.schema_arrow.names]
         for batch in pf.iter_batches(batch_size=batch_size, columns=wanted):
             conformed = _conform(pa.Table.from_batches([batch]), target, str(path))

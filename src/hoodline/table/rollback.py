@@ -31,7 +31,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +38,8 @@ from typing import Any
 import fastavro
 
 from hoodline.errors import TableError, TimelineError, WriterLockError
-from hoodline.table.action_metadata import ActionBody, deserialize, local_path, serialize
+from hoodline.storage.ops import remove_tree
+from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.clean import finish_pending_cleans
 from hoodline.table.fs_view import parse_base_file_name
 from hoodline.table.instant import DATA_ACTIONS, REPLACE_COMMIT, ROLLBACK, Instant, State
@@ -143,9 +143,9 @@ def _execute(
         failed: list[str] = []
         for name in req.get("filesToBeDeleted") or []:
             # full paths (hoodline 0.1 wrote them relative to the table)
-            path = table.absolute(local_path(str(name)))
+            path = table.file_at(str(name))
             try:
-                os.unlink(path)
+                path.unlink()
                 ok.append(str(path))
             except FileNotFoundError:
                 pass
@@ -274,5 +274,5 @@ def rollback_pending(
     for ts in instants_with_markers(table.meta_path):
         if ts in completed:
             Markers(table, ts).delete_all()
-    shutil.rmtree(table.meta_path / STAGING_DIR, ignore_errors=True)
+    remove_tree(table.meta_path / STAGING_DIR)
     return done

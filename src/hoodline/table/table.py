@@ -1,15 +1,16 @@
-"""A Hudi table (copy-on-write or merge-on-read) on a local (or locally mounted) file system."""
+"""A Hudi table (copy-on-write or merge-on-read) on a local file system or an object store."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import os
-from pathlib import Path
+from collections.abc import Mapping
 
 import pyarrow as pa
 
 from hoodline.errors import TableError
+from hoodline.storage.paths import ObjectPath, TablePath, parse_location
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.instant import COMMIT, DELTA_COMMIT, InstantTimeGenerator
 from hoodline.table.properties import (
@@ -35,8 +36,8 @@ CREATE_SCHEMA_KEY = "hoodie.table.create.schema"
 class HudiTable:
     """Entry point of the table layer: configuration, timeline and file-system views."""
 
-    def __init__(self, base_path: str | os.PathLike[str], config: TableConfig) -> None:
-        self.base_path = Path(base_path).absolute()
+    def __init__(self, base_path: str | os.PathLike[str] | TablePath, config: TableConfig) -> None:
+        self.base_path: TablePath = parse_location(base_path)
         self.config = config
         self.meta_path = self.base_path / META_FOLDER
         self.timeline = Timeline(self.meta_path)
@@ -47,17 +48,18 @@ class HudiTable:
     @classmethod
     def create(
         cls,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | TablePath,
         config: TableConfig,
         exist_ok: bool = False,
         schema: pa.Schema | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> HudiTable:
         """Create a new table at ``path`` (folder may exist but must not hold a table).
 
         ``schema`` (data columns) is recorded as ``hoodie.table.create.schema`` so readers know
         the columns before the first commit. With ``exist_ok`` an existing table with the same
         name, keys and partitioning is opened; a different layout is refused."""
-        base = Path(path)
+        base = parse_location(path, storage_options)
         if properties_path(base).exists():
             if not exist_ok:
                 raise TableError(
@@ -89,9 +91,15 @@ class HudiTable:
         return cls(base, config)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> HudiTable:
-        """Open an existing table (``TableNotFoundError`` / ``UnsupportedTableError`` otherwise)."""
-        return cls(path, read_table_config(path))
+    def open(
+        cls,
+        path: str | os.PathLike[str] | TablePath,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> HudiTable:
+        """Open an existing table (``TableNotFoundError`` / ``UnsupportedTableError`` otherwise);
+        ``storage_options`` open an object store location (``s3://…``)."""
+        base = parse_location(path, storage_options)
+        return cls(base, read_table_config(base))
 
     @property
     def write_action(self) -> str:
@@ -110,8 +118,31 @@ class HudiTable:
             self.base_path, self.timeline, self.config.is_partitioned, as_of=as_of
         )
 
-    def absolute(self, relative_path: str) -> Path:
+    @property
+    def on_object_store(self) -> bool:
+        return isinstance(self.base_path, ObjectPath)
+
+    def absolute(self, relative_path: str) -> TablePath:
         return self.base_path / relative_path
+
+    def file_at(self, stored: str) -> TablePath:
+        """A file named in a timeline body (clean, rollback): a full path as Java writes it
+        (``/data/t/p/f``, ``file:/data/t/p/f``, ``s3a://bucket/t/p/f``) or one relative to the
+        table (hoodline 0.1)."""
+        base = self.base_path
+        if isinstance(base, ObjectPath):
+            _scheme, sep, rest = stored.partition("://")
+            if not sep:
+                return base / stored
+            bucket, _, key = rest.partition("/")
+            if bucket != base.root.bucket:
+                raise TableError(f"file '{stored}' is not in the table's bucket '{base.root.url}'")
+            return ObjectPath(base.root, key)
+        if stored.startswith("file://"):
+            stored = stored[len("file://"):]
+        elif stored.startswith("file:"):
+            stored = stored[len("file:"):]
+        return base / stored
 
     def __repr__(self) -> str:
         return f"HudiTable({str(self.base_path)!r}, name={self.config.name!r})"

@@ -1,19 +1,19 @@
 """The active timeline in ``.hoodie/``: listing, atomic state transitions, commit metadata.
 
-State files are written to a staging file first and then hard-linked into place: ``os.link``
-fails if the target exists, so a completed instant (or any state file) is never overwritten, not
-even by a racing writer, and readers never see a half-written file.
+State files are created exclusively (:func:`hoodline.storage.ops.create_exclusive`: a staging
+file hard-linked into place locally, a conditional PUT on an object store), so a completed
+instant (or any state file) is never overwritten, not even by a racing writer, and readers never
+see a half-written file.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import uuid
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from hoodline.errors import TimelineError
+from hoodline.storage.ops import create_exclusive, list_names, sync_dir
+from hoodline.storage.paths import TablePath, parse_location
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata
 from hoodline.table.instant import (
     COMMIT,
@@ -28,65 +28,21 @@ from hoodline.table.instant import (
 STAGING_DIR = ".temp/.hoodline-staging"
 
 
-def atomic_create(target: Path, data: bytes, staging_dir: Path) -> None:
-    """Create ``target`` with ``data`` atomically; raise :class:`FileExistsError` if it exists."""
-    staging_dir.mkdir(parents=True, exist_ok=True)
-    tmp = staging_dir / f"{target.name}.{uuid.uuid4().hex}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise
-        except OSError as exc:  # file systems without hard links: exclusive create instead
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-                raise
-            fd2 = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            with os.fdopen(fd2, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 class Timeline:
     """The instants of one table (``<base>/.hoodie``). Call :meth:`reload` to see others' changes;
     every transition made through this object reloads by itself."""
 
-    def __init__(self, meta_path: str | os.PathLike[str]) -> None:
-        self.meta_path = Path(meta_path)
+    def __init__(self, meta_path: str | os.PathLike[str] | TablePath) -> None:
+        self.meta_path = parse_location(meta_path)
         self._files: list[Instant] = []
         self._latest: list[Instant] = []
         self.reload()
 
     # -- listing --------------------------------------------------------------------------------
     def reload(self) -> Timeline:
-        try:
-            names = os.listdir(self.meta_path)
-        except FileNotFoundError:
-            raise TimelineError(f"timeline folder '{self.meta_path}' does not exist") from None
+        names = list_names(self.meta_path)
+        if not names and not self.meta_path.exists():
+            raise TimelineError(f"timeline folder '{self.meta_path}' does not exist")
         self._set([i for i in (Instant.parse(n) for n in names) if i is not None])
         return self
 
@@ -169,7 +125,7 @@ class Timeline:
                 return inst
         return None
 
-    def path_of(self, instant: Instant) -> Path:
+    def path_of(self, instant: Instant) -> TablePath:
         return self.meta_path / instant.file_name
 
     def exists(self, instant: Instant) -> bool:
@@ -179,7 +135,7 @@ class Timeline:
     def _create(self, instant: Instant, data: bytes) -> None:
         target = self.path_of(instant)
         try:
-            atomic_create(target, data, self.meta_path / STAGING_DIR)
+            create_exclusive(target, data, self.meta_path / STAGING_DIR)
         except FileExistsError:
             raise TimelineError(
                 f"instant file '{target}' already exists; instant files are never overwritten "
@@ -271,11 +227,8 @@ class Timeline:
         if self.exists(instant.with_state(State.COMPLETED)):
             raise TimelineError(f"refusing to delete state files of completed instant {instant}")
         for state in (State.INFLIGHT, State.REQUESTED):
-            try:
-                os.unlink(self.path_of(instant.with_state(state)))
-            except FileNotFoundError:
-                pass
-        _fsync_dir(self.meta_path)
+            self.path_of(instant.with_state(state)).unlink(missing_ok=True)
+        sync_dir(self.meta_path)
         self.reload()
 
     # -- contents -------------------------------------------------------------------------------

@@ -35,8 +35,14 @@ def _hudi() -> Any:
 
 
 def hudi_table(path: str | os.PathLike[str]) -> Any:
-    """A freshly built hudi-rs table (no caching between calls)."""
-    return _hudi().HudiTableBuilder.from_base_uri(str(path)).build()
+    """A freshly built hudi-rs table (no caching between calls); an object store path is read
+    with its storage options."""
+    from hoodline.storage.paths import ObjectPath
+
+    builder = _hudi().HudiTableBuilder.from_base_uri(str(path))
+    if isinstance(path, ObjectPath):
+        builder = builder.with_storage_options(path.root.reader_options())
+    return builder.build()
 
 
 def _to_table(batches: list[pa.RecordBatch], table: Any) -> pa.Table:

@@ -457,12 +457,12 @@ def test_a_commit_failing_while_its_completed_file_is_written_has_an_unknown_out
     directory sync failed, or the link itself failed) raises CommitOutcomeUnknownError naming the
     instant; the timeline then tells which of the two happened."""
     from hoodline.errors import CommitOutcomeUnknownError
-    from hoodline.table import timeline as timeline_module
+    from hoodline.storage import ops as timeline_module  # where instants are created
 
     table = new_table("BUCKET")
     client = client_for(table)
     client.upsert(rows([1]))
-    real_sync, real_link = timeline_module._fsync_dir, timeline_module.os.link
+    real_sync, real_link = timeline_module.sync_dir, timeline_module.os.link
     before = {p.name for p in table.timeline.meta_path.glob("*.commit")}
 
     def broken_sync(path: Path) -> None:
@@ -476,11 +476,11 @@ def test_a_commit_failing_while_its_completed_file_is_written_has_an_unknown_out
         real_link(src, dst)
 
     if landed:
-        monkeypatch.setattr(timeline_module, "_fsync_dir", broken_sync)
+        monkeypatch.setattr(timeline_module, "sync_dir", broken_sync)
     else:
         monkeypatch.setattr(timeline_module.os, "link", broken_link)
     with pytest.raises(CommitOutcomeUnknownError, match="may or may not have landed") as err:
         client.upsert(rows([2]))
-    monkeypatch.setattr(timeline_module, "_fsync_dir", real_sync)
+    monkeypatch.setattr(timeline_module, "sync_dir", real_sync)
     table.timeline.reload()
     assert table.timeline.is_completed_commit(err.value.instant) is landed

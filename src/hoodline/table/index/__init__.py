@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 import pyarrow as pa
 
+from hoodline.storage.paths import TablePath
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.index.bloom_index import BloomIndex
 from hoodline.table.index.bucket import BucketIndex
@@ -19,7 +19,7 @@ class Index(Protocol):
         ...
 
 
-def make_index(base_path: str | Path, config: TableConfig, threads: int = 1) -> Index:
+def make_index(base_path: str | TablePath, config: TableConfig, threads: int = 1) -> Index:
     """The table's index; a BLOOM index looks partitions up on ``threads`` threads."""
     if config.index_type == IndexType.BUCKET:
         return BucketIndex(config)

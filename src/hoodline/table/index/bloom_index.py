@@ -19,15 +19,15 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hoodline.errors import TableError
+from hoodline.storage.ops import read_parquet, read_parquet_metadata
+from hoodline.storage.paths import ObjectPath, TablePath, parse_location
 from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
@@ -58,8 +58,8 @@ class FooterIndex:
     filter: KeyFilter | None
 
 
-def read_footer_index(path: str | Path) -> FooterIndex:
-    md = pq.read_metadata(path)
+def read_footer_index(path: TablePath) -> FooterIndex:
+    md = read_parquet_metadata(path)
     kv = md.metadata or {}
 
     def text(key: str) -> str | None:
@@ -87,9 +87,12 @@ class _FooterCache:
         self._capacity = capacity
         self._lock = threading.Lock()
 
-    def get(self, path: str) -> FooterIndex:
-        st = os.stat(path)
-        key = f"{path}\x00{st.st_size}\x00{st.st_mtime_ns}"  # a replaced file is re-read
+    def get(self, path: TablePath) -> FooterIndex:
+        if isinstance(path, ObjectPath):  # written once under a unique name, never replaced
+            key = str(path)
+        else:
+            st = os.stat(path)
+            key = f"{path}\x00{st.st_size}\x00{st.st_mtime_ns}"  # a replaced file is re-read
         with self._lock:
             hit = self._data.get(key)
             if hit is not None:
@@ -147,8 +150,8 @@ class BloomIndex:
     Partitions are looked up on ``threads`` threads at once (their base files are
     independent)."""
 
-    def __init__(self, base_path: str | Path, threads: int = 1) -> None:
-        self.base_path = Path(base_path)
+    def __init__(self, base_path: str | TablePath, threads: int = 1) -> None:
+        self.base_path = parse_location(base_path)
         self.threads = threads
         self.last_stats = LookupStats()
 
@@ -201,7 +204,7 @@ class BloomIndex:
             if sl.base_file is None:
                 continue  # a log-only slice: its keys are found through base files only
             stats.files_considered += 1
-            path = str(self.base_path / sl.base_file)
+            path = self.base_path / sl.base_file
             try:
                 info = FOOTERS.get(path)
             except FileNotFoundError:
@@ -216,7 +219,7 @@ class BloomIndex:
             cand_idx = idx[cand]
             stats.files_read += 1
             stats.keys_checked_exactly += len(cand_idx)
-            file_keys = pq.ParquetFile(path, memory_map=True).read([RECORD_KEY], use_threads=False)
+            file_keys = read_parquet(path, [RECORD_KEY])
             hit = pc.is_in(
                 keys.take(pa.array(cand_idx)),
                 value_set=file_keys.column(RECORD_KEY).combine_chunks(),

@@ -14,9 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-import pyarrow.parquet as pq
-
 from hoodline.errors import ConfigError
+from hoodline.storage.ops import read_parquet, read_parquet_metadata
 from hoodline.table.bloom import MAX_RECORD_KEY, MIN_RECORD_KEY
 from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
 from hoodline.table.keygen.timestamp import timestamp_settings
@@ -104,13 +103,13 @@ def stored_keys_sample(table: HudiTable) -> list[str]:
     for file_slice in table.fs_view().latest_file_slices():
         if file_slice.base_file is None:
             continue
-        meta = pq.read_metadata(table.base_path / file_slice.base_file).metadata or {}
+        meta = read_parquet_metadata(table.base_path / file_slice.base_file).metadata or {}
         keys = [meta[k].decode() for k in (MIN_RECORD_KEY.encode(), MAX_RECORD_KEY.encode())
                 if k in meta]
         if keys:
             return keys
-        column = pq.read_table(table.base_path / file_slice.base_file,
-                               columns=[RECORD_KEY]).column(RECORD_KEY)
+        column = read_parquet(table.base_path / file_slice.base_file,
+                              [RECORD_KEY]).column(RECORD_KEY)
         if len(column):
             return [str(column[0].as_py()), str(column[len(column) - 1].as_py())]
     snapshot = read_snapshot(table, columns=[RECORD_KEY])

@@ -17,7 +17,6 @@ blocks of its target instant read before it. Then, block by block:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import TableError
+from hoodline.storage.paths import TablePath
 from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
 from hoodline.table.log.content import read_data_block, read_delete_block
 
@@ -35,7 +35,7 @@ DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 
 
 def committed_blocks(
-    paths: Sequence[Path], is_visible: Callable[[str], bool]
+    paths: Sequence[TablePath], is_visible: Callable[[str], bool]
 ) -> list[LogBlock]:
     """Data and delete blocks of visible instants, in replay order, rollbacks applied."""
     kept: list[LogBlock] = []

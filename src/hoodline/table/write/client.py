@@ -441,7 +441,7 @@ class WriteClient:
 
     def context(self, instant_ts: str, prepared: PreparedBatch) -> WriteContext:
         return WriteContext(
-            base_path=str(self.table.base_path),
+            base_path=self.table.base_path,
             config=self.table.config,
             options=self.options,
             instant_ts=instant_ts,

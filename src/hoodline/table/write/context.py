@@ -3,15 +3,14 @@ rows a write adds (meta columns first)."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodline.storage.ops import create_exclusive
+from hoodline.storage.paths import TablePath
 from hoodline.table.fs_view import PARTITION_METADATA_FILE
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
@@ -32,7 +31,9 @@ from hoodline.table.write.records import (
 class WriteContext:
     """Everything a write task needs; picklable so Spark executors can receive it."""
 
-    base_path: str
+    #: the table's location (a local path, or an object store path that pickles as its URL
+    #: and storage options)
+    base_path: str | TablePath
     config: TableConfig
     options: WriteOptions
     instant_ts: str
@@ -64,25 +65,19 @@ def output_schema(data_schema: pa.Schema) -> pa.Schema:
     return pa.schema(meta + list(data_schema))
 
 
-def ensure_partition_metadata(base_path: Path, partition: str, instant_ts: str) -> None:
+def ensure_partition_metadata(base_path: TablePath, partition: str, instant_ts: str) -> None:
     """Write ``<partition>/.hoodie_partition_metadata`` once, as Java Hudi does (atomically);
     a non-partitioned table has it in the base path, with depth 0."""
     folder = base_path / partition if partition else base_path
     target = folder / PARTITION_METADATA_FILE
-    if target.exists():
+    if target.is_file():
         return
-    folder.mkdir(parents=True, exist_ok=True)
     depth = len(partition.split("/")) if partition else 0
-    tmp = folder / f".{PARTITION_METADATA_FILE}.{uuid.uuid4().hex}.tmp"
-    tmp.write_text(
-        f"#partition metadata\ncommitTime={instant_ts}\npartitionDepth={depth}\n", encoding="utf-8"
-    )
+    data = f"#partition metadata\ncommitTime={instant_ts}\npartitionDepth={depth}\n".encode()
     try:
-        os.link(tmp, target)
+        create_exclusive(target, data, folder)
     except FileExistsError:
         pass
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def split_deletes(records: pa.Table) -> tuple[pa.Table, pa.Array]:

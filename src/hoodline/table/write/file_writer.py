@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +26,8 @@ import pyarrow.parquet as pq
 from hoodline import faults
 from hoodline.errors import TableError
 from hoodline.faults import FaultPoint
+from hoodline.storage.ops import output_sink, parquet_file, read_parquet
+from hoodline.storage.paths import TablePath
 from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
@@ -217,11 +218,13 @@ _FILE_PARTIAL_ONCE = threading.Lock()
 
 
 def write_parquet(
-    path: Path, table: pa.Table, footer: dict[str, str], options: WriteOptions
+    path: TablePath, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
+    """Write a base file (on an object store: uploaded whole once complete, never partly)."""
     compression = None if options.compression is Compression.NONE else options.compression.value
+    sink, upload = output_sink(path)
     writer = pq.ParquetWriter(
-        path, table.schema, compression=compression, use_dictionary=dictionary_columns(table)
+        sink, table.schema, compression=compression, use_dictionary=dictionary_columns(table)
     )
     try:
         if (
@@ -242,6 +245,8 @@ def write_parquet(
             writer.add_key_value_metadata(footer)
     finally:
         writer.close()
+    if upload is not None:
+        upload.close()
 
 
 def write_file_group(
@@ -293,7 +298,7 @@ def write_file_group(
                 "copy-on-write write cannot merge it (is the table merge-on-read?)"
             )
         base_path = table.base_path / base.base_file
-        old_file = pq.ParquetFile(base_path, memory_map=True)
+        old_file = parquet_file(base_path)
         if _writes_bloom_filter(ctx):
             previous = previous_filter(old_file)
         # every column but the old file name, which carried-over rows do not keep
@@ -317,7 +322,6 @@ def write_file_group(
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
-    path.parent.mkdir(parents=True, exist_ok=True)
     # every row not from the old version is one of ``upserts`` (keys ``new_keys``)
     footer = footer_for(out.column(RECORD_KEY), ctx, previous, new_keys)
     write_parquet(path, out, footer, ctx.options)
@@ -354,9 +358,7 @@ def _takes_inserts_into_base(ctx: WriteContext, base: FileSlice | None, records:
     upserts, _deletes = split_deletes(records)
     if upserts.num_rows == 0:
         return False
-    stored = pq.read_table(
-        ctx.table().base_path / base.base_file, columns=[RECORD_KEY]
-    ).column(RECORD_KEY)
+    stored = read_parquet(ctx.table().base_path / base.base_file, [RECORD_KEY]).column(RECORD_KEY)
     return not pc.all(pc.is_in(upserts.column(RECORD_KEY), value_set=stored)).as_py()
 
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
+from hoodline.storage.paths import ObjectPath
 from hoodline.table.commit_metadata import WriteStat
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.log.blocks import LogBlock
@@ -114,18 +115,25 @@ def append_log_file(
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, log.name, "APPEND")
     path = table.base_path / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "wb") as fh:
+    if isinstance(path, ObjectPath):
+        # one conditional PUT of the whole file: never visible in part, never an existing one
         if faults.armed(FaultPoint.FILE_PARTIAL) and size > 1:
-            data = b"".join(parts)
-            fh.write(data[: size // 2])
-            fh.flush()
             faults.reach(FaultPoint.FILE_PARTIAL)
-            fh.write(data[size // 2 :])
-        else:
-            for part in parts:
-                fh.write(part)
+        if not path.create_exclusive(b"".join(bytes(p) for p in parts)):
+            raise FileExistsError(str(path))
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            if faults.armed(FaultPoint.FILE_PARTIAL) and size > 1:
+                data = b"".join(parts)
+                fh.write(data[: size // 2])
+                fh.flush()
+                faults.reach(FaultPoint.FILE_PARTIAL)
+                fh.write(data[size // 2 :])
+            else:
+                for part in parts:
+                    fh.write(part)
     updates = upserts.num_rows if ctx.config.index_type is IndexType.BLOOM else 0
     existing = [os.path.basename(f) for f in base.log_files] if base is not None else []
     return WriteStat(

@@ -1,0 +1,233 @@
+"""File operations whose local and object-store forms differ, on a table path of either kind
+(:data:`~hoodline.storage.paths.TablePath`). Local paths keep the exact system calls the table
+layer always used (hard links for exclusive creation, rename for replacement, ``fsync``);
+object paths use single PUTs, conditional PUTs and listings.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoodline.storage.paths import ObjectPath, TablePath
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One child of a folder."""
+
+    name: str
+    is_dir: bool
+    size: int = 0
+    mtime: float = 0.0
+
+
+def list_dir(folder: TablePath) -> list[Entry]:
+    """The folder's files and sub-folders (empty when it does not exist)."""
+    if isinstance(folder, ObjectPath):
+        objects, folders = folder.listing()
+        return [Entry(n, False, s, m) for n, s, m in objects] + [Entry(n, True) for n in folders]
+    try:
+        with os.scandir(folder) as it:
+            out = []
+            for e in it:
+                if e.is_dir():
+                    out.append(Entry(e.name, True))
+                else:
+                    st = e.stat()
+                    out.append(Entry(e.name, False, st.st_size, st.st_mtime))
+            return out
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def list_names(folder: TablePath) -> list[str]:
+    """Names of the folder's children (files and folders); empty when it does not exist."""
+    if isinstance(folder, ObjectPath):
+        objects, folders = folder.listing()
+        return [n for n, _s, _m in objects] + folders
+    try:
+        return os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def walk_files(folder: TablePath) -> Iterator[str]:
+    """Paths (relative to ``folder``, ``/``-separated) of every file under it."""
+    if isinstance(folder, ObjectPath):
+        for rel, _size in folder.walk_objects():
+            yield rel
+        return
+    for root, _dirs, files in os.walk(folder):
+        rel_root = os.path.relpath(root, folder)
+        for name in files:
+            yield name if rel_root == "." else f"{rel_root}/{name}".replace(os.sep, "/")
+
+
+def remove_tree(folder: TablePath) -> None:
+    """Delete the folder and everything under it (nothing if absent)."""
+    if isinstance(folder, ObjectPath):
+        for rel in list(walk_files(folder)):
+            (folder / rel).unlink(missing_ok=True)
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def create_exclusive(target: TablePath, data: bytes, staging_dir: TablePath) -> None:
+    """Create ``target`` with ``data`` atomically; :class:`FileExistsError` if it exists, even
+    when another writer races for it. Readers never see it partly written: locally the bytes
+    are written and synced to a file in ``staging_dir`` that is hard-linked into place
+    (``os.link`` fails if the target exists; where hard links are not supported, ``O_EXCL``);
+    on an object store one conditional PUT (S3 ``If-None-Match: *``)."""
+    if isinstance(target, ObjectPath):
+        if not target.create_exclusive(data):
+            raise FileExistsError(str(target))
+        return
+    assert isinstance(staging_dir, Path)
+    staging_dir.mkdir(parents=True, exist_ok=True)
+    tmp = staging_dir / f"{target.name}.{uuid.uuid4().hex}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            raise
+        except OSError as exc:  # file systems without hard links: exclusive create instead
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            fd2 = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with os.fdopen(fd2, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    sync_dir(target.parent)
+
+
+def sync_dir(path: TablePath) -> None:
+    """fsync a local folder (its new or removed entries survive a crash); nothing on an object
+    store, whose writes are durable when they return."""
+    if isinstance(path, ObjectPath):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace(path: TablePath, data: bytes) -> None:
+    """Write ``path`` whole, replacing what was there; readers see the old or the new bytes."""
+    if isinstance(path, ObjectPath):
+        path.write_bytes(data)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def file_size(path: TablePath) -> int:
+    return path.stat().st_size
+
+
+def open_input(path: TablePath) -> Any:
+    """A random-access file for pyarrow (memory-mapped locally; ranged GETs on an object
+    store)."""
+    if isinstance(path, ObjectPath):
+        import obstore
+
+        reader = obstore.open_reader(path.store, path.key)
+        return pa.PythonFile(_Seekable(reader), mode="r")
+    return pa.memory_map(str(path), "r")
+
+
+class _Seekable:
+    """obstore's reader with the file methods pyarrow's ``PythonFile`` calls."""
+
+    def __init__(self, reader: Any) -> None:
+        self._r = reader
+        self.closed = False
+
+    def read(self, size: int = -1) -> bytes:
+        return bytes(self._r.read(size) if size is not None and size >= 0 else self._r.read())
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._r.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._r.tell())
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def size(self) -> int:
+        return int(self._r.size)
+
+    def close(self) -> None:
+        self.closed = True
+        self._r.close()
+
+
+def parquet_file(path: TablePath) -> pq.ParquetFile:
+    if isinstance(path, ObjectPath):
+        return pq.ParquetFile(open_input(path))
+    return pq.ParquetFile(path, memory_map=True)
+
+
+def read_parquet(path: TablePath, columns: list[str] | None = None) -> pa.Table:
+    return parquet_file(path).read(columns=columns, use_threads=False)
+
+
+def read_parquet_metadata(path: TablePath) -> pq.FileMetaData:
+    return parquet_file(path).metadata
+
+
+class ObjectOutput:
+    """A Parquet sink for an object store: buffered, uploaded in one PUT on close (never
+    visible half written)."""
+
+    def __init__(self, path: ObjectPath) -> None:
+        self.path = path
+        self.buffer = pa.BufferOutputStream()
+
+    def close(self) -> None:
+        self.path.write_bytes(self.buffer.getvalue().to_pybytes())
+
+
+def output_sink(path: TablePath) -> tuple[Any, ObjectOutput | None]:
+    """Where a Parquet writer writes ``path``: the local path itself, or a buffer uploaded by
+    :meth:`ObjectOutput.close` once the writer is closed."""
+    if isinstance(path, ObjectPath):
+        out = ObjectOutput(path)
+        return out.buffer, out
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path), None
