@@ -36,6 +36,8 @@ from hoodline.demo.events import (
 from hoodline.demo.feed import WaveFeeder, create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.faults import FaultPoint
+from hoodline.storage.ops import walk_files
+from hoodline.storage.paths import TablePath, parse_location
 from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 from hoodline.testing.hudi_oracle import hudi_snapshot
@@ -259,7 +261,7 @@ def spark_running_tasks(ui_port: int) -> int:
 
 
 # -- table checks -------------------------------------------------------------------------------
-def read_rows(table_path: Path) -> tuple[dict[int, Row], int]:
+def read_rows(table_path: TablePath) -> tuple[dict[int, Row], int]:
     """(id -> row, number of rows) of the table as hudi-rs reads it; {} before the first commit.
 
     Raises when two live rows share an id (a duplicate)."""
@@ -278,7 +280,7 @@ def read_rows(table_path: Path) -> tuple[dict[int, Row], int]:
     return rows, tbl.num_rows
 
 
-def assert_consistent_prefix(stream: EventStream, table_path: Path,
+def assert_consistent_prefix(stream: EventStream, table_path: TablePath,
                              previous: dict[int, int] | None = None) -> dict[int, int]:
     """The table equals the model at some per-partition prefix (no loss, no duplicate, no
     wrong version); with ``previous`` that prefix does not go back. Returns the newest
@@ -297,7 +299,7 @@ def assert_consistent_prefix(stream: EventStream, table_path: Path,
     return newest
 
 
-def assert_table_equals_model(stream: EventStream, table_path: Path) -> int:
+def assert_table_equals_model(stream: EventStream, table_path: TablePath) -> int:
     rows, n = read_rows(table_path)
     expected = stream.expected_rows()
     problem = describe_mismatch(expected, rows)
@@ -307,7 +309,7 @@ def assert_table_equals_model(stream: EventStream, table_path: Path) -> int:
     return n
 
 
-def assert_no_leftovers(table_path: Path) -> None:
+def assert_no_leftovers(table_path: TablePath) -> None:
     """No pending instant and no data file of an uncommitted (rolled back) instant remains."""
     from hoodline.table.archive import has_archived_instants
     from hoodline.table.fs_view import CommittedInstants, parse_base_file_name
@@ -325,20 +327,24 @@ def assert_no_leftovers(table_path: Path) -> None:
         CommittedInstants.of(table.timeline) if has_archived_instants(table)
         else completed.__contains__
     )
-    stray = [str(f.relative_to(table_path)) for f in table_path.rglob("*.parquet")
-             if ".hoodie" not in f.parts and not committed(parse_base_file_name(f.name)[2])]
-    for f in table_path.rglob(".*.log.*"):  # merge-on-read: every log file's blocks committed
-        if ".hoodie" in f.parts or LogFileName.parse(f.name) is None:
+    stray = []
+    for rel in walk_files(table.base_path):
+        name = rel.rpartition("/")[2]
+        if rel.startswith(".hoodie/"):
             continue
-        instants = {b.header.get(HeaderKey.INSTANT_TIME) for b in read_blocks(f.read_bytes())}
-        if not instants or not all(committed(str(i)) for i in instants):
-            stray.append(str(f.relative_to(table_path)))
+        if name.endswith(".parquet") and not committed(parse_base_file_name(name)[2]):
+            stray.append(rel)
+        elif LogFileName.parse(name) is not None:  # merge-on-read: every block committed
+            data = (table.base_path / rel).read_bytes()
+            instants = {b.header.get(HeaderKey.INSTANT_TIME) for b in read_blocks(data)}
+            if not instants or not all(committed(str(i)) for i in instants):
+                stray.append(rel)
     if stray:
         raise AssertionError(f"{len(stray)} data file(s) of uncommitted instants left: "
                              f"{sorted(stray)[:5]}")
 
 
-def error_values(errors_path: Path) -> list[tuple[int, bytes]]:
+def error_values(errors_path: TablePath) -> list[tuple[int, bytes]]:
     """(partition, raw value) of every error-table row, sorted."""
     if not (errors_path / ".hoodie" / "hoodie.properties").exists():
         return []
@@ -349,7 +355,7 @@ def error_values(errors_path: Path) -> list[tuple[int, bytes]]:
                       strict=True))
 
 
-def assert_errors_subset(stream: EventStream, errors_path: Path,
+def assert_errors_subset(stream: EventStream, errors_path: TablePath,
                          exact: bool = False) -> int:
     got = error_values(errors_path)
     want = sorted(stream.malformed_values())
@@ -391,22 +397,25 @@ class Scenario:
                  malformed: int = 1, tombstones: bool = False,
                  spark_conf: dict[str, str] | None = None,
                  table_type: TableType = TableType.COPY_ON_WRITE,
-                 table_options: dict[str, str] | None = None) -> None:
+                 table_options: dict[str, str] | None = None,
+                 table_location: str | None = None,
+                 table_storage: dict[str, str] | None = None) -> None:
         self.topic = f"po-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap_servers, self.topic, PARTITIONS)
         self.tmp = tmp
-        self.table = tmp / "table"
-        self.errors = tmp / "table_errors"
+        location = table_location or str(tmp / "table")
+        self.table: TablePath = parse_location(location, table_storage)
+        self.errors: TablePath = parse_location(location + "_errors", table_storage)
         scratch = tmp / "scratch"
         scratch.mkdir()
         self.config = tmp / "pipeline.toml"
         self.config.write_text(event_pipeline_toml(
-            bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=self.table,
+            bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=location,
             operation=operation, index=index, master=master, readers=2, bucket_count=2,
             max_records=1000,
             min_interval="100ms", max_interval="1s",
             spark_conf={"spark.local.dir": str(scratch), **(spark_conf or {})},
-            table_type=table_type, table_options=table_options,
+            table_type=table_type, table_options=table_options, table_storage=table_storage,
         ))
         self.env = {"TMPDIR": str(scratch)}
         self.stream = EventStream(partitions=PARTITIONS, kind=kind,

@@ -11,7 +11,11 @@ from collections.abc import Mapping
 
 #: A key is secret when it contains one of these (case-insensitive): SASL/SSL passwords, private
 #: keys, JAAS configs, OAuth client secrets, tokens, credentials.
-SECRET_MARKERS: tuple[str, ...] = ("password", "secret", "jaas", "key.pem", "token", "credential")
+SECRET_MARKERS: tuple[str, ...] = (
+    "password", "secret", "jaas", "key.pem", "token", "credential",
+    # object stores: Azure account and SAS keys, GCS service account keys
+    "account_key", "sas_key",
+)
 #: What a secret value is shown as.
 MASK = "***"
 

@@ -35,6 +35,7 @@ def event_pipeline_toml(
     spark_conf: dict[str, str] | None = None,
     table_type: TableType = TableType.COPY_ON_WRITE,
     table_options: dict[str, str] | None = None,
+    table_storage: dict[str, str] | None = None,
 ) -> str:
     """TOML for the event stream of :mod:`hoodline.demo.events` read from ``topic``.
 
@@ -46,6 +47,7 @@ def event_pipeline_toml(
     conf = {"spark.ui.enabled": "false", **(spark_conf or {})}
     conf_lines = "\n".join(f'"{k}" = "{v}"' for k, v in conf.items())
     table_lines = "\n".join(f'"{k}" = "{v}"' for k, v in (table_options or {}).items())
+    storage_lines = "\n".join(f'"{k}" = "{v}"' for k, v in (table_storage or {}).items())
     return f"""# hoodline event demo pipeline
 [source]
 type = "{SourceType.KAFKA.config_text}"
@@ -69,6 +71,9 @@ bucket-count = {bucket_count}
 
 [table.options]
 {table_lines}
+
+[table.storage]
+{storage_lines}
 
 [schema]
 {schema}

@@ -257,6 +257,8 @@ ALL_OPTIONS: tuple[ConfigOption[Any], ...] = tuple(o for opts in SECTIONS.values
 PASSTHROUGH = {
     ("source", "options"): "the connector's own options (Kafka: properties.*, topic, scan.*)",
     ("table", "options"): "table-layer write options (hoodie.*)",
+    ("table", "storage"): "object store settings of the table and its error table (endpoint, "
+    "region, credentials, ...); none needed with the provider's standard environment",
     ("runtime", "spark-conf"): "extra spark.* settings for the SparkSession",
 }
 _TOP_LEVEL = ("source", "table", "schema", "runtime", "errors")
@@ -286,6 +288,14 @@ class TableSection:
     key_generator: KeyGeneratorKind = KeyGeneratorKind.DEFAULT
     #: each partition field's type with the custom key generator (else empty)
     partition_kinds: tuple[PartitionKind, ...] = ()
+    #: ``[table.storage]``: object store settings; secret values are masked in repr
+    storage: Mapping[str, object] = field(default_factory=MaskedDict)
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """``[table.storage]`` as the object store takes them (strings)."""
+        return {k: str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in self.storage.items()}
 
 
 @dataclass(frozen=True)
@@ -352,6 +362,7 @@ class PipelineConfig:
             DELETE_FIELD.key: t.delete_field or "",
         })
         out.update({f"table.options.{k}": v for k, v in mask_secrets(t.options).items()})
+        out.update({f"table.storage.{k}": v for k, v in mask_secrets(t.storage).items()})
         out.update({f"schema.{f.name}": format_type(f.type) for f in self.schema})
         r = self.runtime
         out.update({
@@ -470,6 +481,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         operation=tbl.get(OPERATION),
         delete_field=tbl.get(DELETE_FIELD) or None,
         options=passthrough.get(("table", "options"), MaskedDict()),
+        storage=passthrough.get(("table", "storage"), MaskedDict()),
     )
     runtime = RuntimeSection(
         master=run.get(RUNTIME_MASTER),

@@ -88,7 +88,7 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     """The pipeline's table, created on first use; an existing table must match the config."""
     t = config.table
     try:
-        table = HudiTable.open(t.path)
+        table = HudiTable.open(t.path, storage_options=t.storage_options)
     except TableNotFoundError:
         # how records merge, for every reader and writer of the table (Java's writers and
         # merge-on-read readers take it from here)
@@ -110,6 +110,7 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
                 extra=extra,
             ),
             exist_ok=True,
+            storage_options=t.storage_options,
         )
     if not declares_index(table):  # a table Java created: its writers hold the index settings
         adopt_index(table, t.index, t.bucket_count)
@@ -252,7 +253,8 @@ class RoundDriver:
             data_schema = client.plan_schema(record_schema, operation)
             if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(
-                    open_error_table(cfg.errors.table_path, f"{cfg.table.name}_errors")
+                    open_error_table(cfg.errors.table_path, f"{cfg.table.name}_errors",
+                                     cfg.table.storage_options)
                 ).open()
             rounds: SourceRounds[Any, Any] = SourceRounds(
                 plugin.source, cfg.runtime.reader_parallelism,

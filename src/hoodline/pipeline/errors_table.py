@@ -167,10 +167,13 @@ def raise_for_bad_records(errors: pa.Table, error_table_path: str) -> None:
     )
 
 
-def open_error_table(path: str, name: str) -> HudiTable:
-    """The error table at ``path``, created on first use (keyed by ``error_id``, by ``day``)."""
+def open_error_table(
+    path: str, name: str, storage_options: Mapping[str, str] | None = None
+) -> HudiTable:
+    """The error table at ``path``, created on first use (keyed by ``error_id``, by ``day``);
+    ``storage_options`` open an object store location."""
     try:
-        return HudiTable.open(path)
+        return HudiTable.open(path, storage_options=storage_options)
     except TableNotFoundError:
         return HudiTable.create(
             path,
@@ -182,4 +185,5 @@ def open_error_table(path: str, name: str) -> HudiTable:
                 bucket_count=1,
             ),
             exist_ok=True,
+            storage_options=storage_options,
         )
