@@ -19,7 +19,9 @@ seen every message:
 * ``hoodline-insert`` / ``hoodline-upsert`` (``-mor``: into a merge-on-read table with the
   default inline compaction): ``hoodline run --once`` through the pipeline API the
   CLI calls (:func:`run_hoodline`; config in :func:`hoodline_config`), Spark ``local[2]``, 2
-  readers, timed from before Spark starts to the last commit.
+  readers, timed from before Spark starts to the last commit. ``-s3``: the same with the table
+  on S3, served by moto's server on 127.0.0.1 (started by the parent, a bucket per run, the
+  children configured through the standard ``AWS_*`` environment).
 
 Each child reports wall time (consumer creation / Spark start to last write), CPU seconds of its
 process tree (approximate for Spark: the JVM and Python workers), messages/s, MB/s of JSON and
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -225,7 +228,7 @@ def run_delta(bootstrap: str, total: int, batch_records: int, out: Path) -> dict
 
 def hoodline_config(
     bootstrap: str,
-    out: Path,
+    out: Path | str,
     operation: WriteOperation,
     index: IndexType = IndexType.BUCKET,
     table_type: TableType = TableType.COPY_ON_WRITE,
@@ -259,11 +262,16 @@ round.min-interval = 0
 """
 
 
+def s3_location(out: Path) -> str:
+    """The table URL of an ``-s3`` system's run (bucket made by the parent, see :func:`run`)."""
+    return f"s3://{os.environ[BUCKET_ENV]}/{out.name}"
+
+
 def run_hoodline(
     bootstrap: str,
     total: int,
     batch_records: int,
-    out: Path,
+    out: Path | str,
     operation: WriteOperation,
     index: IndexType = IndexType.BUCKET,
     table_type: TableType = TableType.COPY_ON_WRITE,
@@ -352,6 +360,14 @@ def run_hoodline_upsert_mor(bootstrap: str, total: int, batch: int, out: Path) -
     )
 
 
+def run_hoodline_insert_s3(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    return run_hoodline(bootstrap, total, batch, s3_location(out), WriteOperation.INSERT)
+
+
+def run_hoodline_upsert_s3(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
+    return run_hoodline(bootstrap, total, batch, s3_location(out), WriteOperation.UPSERT)
+
+
 def run_hoodline_insert_mor(bootstrap: str, total: int, batch: int, out: Path) -> dict[str, Any]:
     return run_hoodline(
         bootstrap, total, batch, out, WriteOperation.INSERT, table_type=TableType.MERGE_ON_READ
@@ -367,7 +383,11 @@ SYSTEMS: dict[str, Callable[[str, int, int, Path], dict[str, Any]]] = {
     "hoodline-bulk_insert-bloom": run_hoodline_bulk_insert_bloom,
     "hoodline-upsert-mor": run_hoodline_upsert_mor,
     "hoodline-insert-mor": run_hoodline_insert_mor,
+    "hoodline-insert-s3": run_hoodline_insert_s3,
+    "hoodline-upsert-s3": run_hoodline_upsert_s3,
 }
+#: environment variable naming the bucket of the ``-s3`` systems' current run
+BUCKET_ENV = "HOODLINE_BENCH_BUCKET"
 DEFAULT_SYSTEMS = (
     "limit", "delta", "hoodline-insert", "hoodline-bulk_insert-bloom", "hoodline-upsert",
 )
@@ -384,7 +404,8 @@ def read_output(system: str, out: Path) -> pa.Table:
         from hoodline.table.read import read_snapshot
         from hoodline.table.table import HudiTable
 
-        return read_snapshot(HudiTable.open(out), columns=["id", "amount"])
+        where = s3_location(out) if system.endswith("-s3") else out
+        return read_snapshot(HudiTable.open(where), columns=["id", "amount"])
     raise ValueError(system)
 
 
@@ -449,6 +470,12 @@ def run(
     wd = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     broker = EmbeddedBroker(log_dir=wd)
     broker.start()
+    moto = None
+    if any(s.endswith("-s3") for s in systems):
+        from tests.helpers.moto_s3 import MotoS3
+
+        moto = MotoS3(wd / "moto.log").start()
+        os.environ.update(moto.env)  # the children find the store as a user's job would
     try:
         loaded = load_topic(broker.bootstrap_servers, n)
         ends = end_offsets(broker.bootstrap_servers)
@@ -459,6 +486,8 @@ def run(
         # hits every system alike.
         for _attempt, name in ((a, nm) for a in range(runs) for nm in systems):
             out = wd / name
+            if moto is not None and name.endswith("-s3"):
+                os.environ[BUCKET_ENV] = moto.new_bucket()
             res = common.run_child(
                 "bench.ingest",
                 [
@@ -492,6 +521,8 @@ def run(
         }
     finally:
         broker.stop()
+        if moto is not None:
+            moto.stop()
         shutil.rmtree(wd, ignore_errors=True)
 
 
