@@ -272,7 +272,10 @@ def _add_row(table: RichTable, *cells: str) -> None:
     table.add_row(*(Text(c) for c in cells))
 
 
-TablePath = Annotated[Path, typer.Argument(help="Base path of the Hudi table.")]
+TablePath = Annotated[str, typer.Argument(
+    help="Base path of the Hudi table: a local path or an object store URL (s3://bucket/t, "
+    "gs://..., abfs://...; credentials from the provider's standard environment)."
+)]
 
 
 @table_app.command("show")

@@ -96,3 +96,25 @@ def test_locations_and_credentials(moto_s3: MotoS3, monkeypatch: pytest.MonkeyPa
     assert "hunter2" not in repr(parse_location("s3://b/t", {"secret_access_key": "hunter2"}))
     with pytest.raises(Exception, match="hdfs://"):
         parse_location("hdfs://nn/t")
+
+
+def test_cli_shows_a_table_on_s3_from_the_environment(
+    moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from hoodline.cli import app
+
+    bucket = moto_s3.new_bucket()
+    table = HudiTable.create(f"s3://{bucket}/t", TableConfig("orders", ("id",)),
+                             storage_options=moto_s3.options)
+    with WriteClient(table) as client:
+        client.upsert(_rows([1, 2, 3], "a"))
+    for key, value in moto_s3.env.items():
+        monkeypatch.setenv(key, value)
+    result = CliRunner().invoke(app, ["table", "show", f"s3://{bucket}/t"])
+    assert result.exit_code == 0, result.output
+    assert "orders" in result.output and "completed commits  1" in result.output
+    result = CliRunner().invoke(app, ["table", "files", f"s3://{bucket}/t"])
+    assert result.exit_code == 0, result.output
+    assert "3 file slices" in result.output
