@@ -11,6 +11,7 @@ import pyarrow as pa
 from hoodline.config import ErrorTolerance, Options
 from hoodline.config.arrow_types import parse_schema
 from hoodline.connectors.files import options as o
+from hoodline.connectors.files.location import is_url
 from hoodline.connectors.files.options import FileFormat, ScanMode
 from hoodline.errors import ConfigError
 
@@ -42,7 +43,8 @@ class FileSourceConfig:
         object.__setattr__(self, "format", o.FORMAT.convert(self.format))
         if not self.root:
             raise ConfigError("option 'path' is missing; set it to the directory to read")
-        object.__setattr__(self, "root", os.path.abspath(self.root))
+        if not is_url(self.root):
+            object.__setattr__(self, "root", os.path.abspath(self.root))
         if not self.extensions:
             object.__setattr__(self, "extensions", o.DEFAULT_EXTENSIONS[self.format])
         object.__setattr__(

@@ -21,11 +21,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from hoodline.connectors.files.location import is_url, list_objects
 from hoodline.errors import FileSourceError
 
 
 def require_directory(root: str) -> None:
-    """FileSourceError naming ``root`` unless it is a directory."""
+    """FileSourceError naming ``root`` unless it is a directory (an object store prefix needs
+    no folder: an empty one lists nothing)."""
+    if is_url(root):
+        return
     if not os.path.isdir(root):
         raise FileSourceError(
             f"source directory '{root}' does not exist or is not a directory; "
@@ -90,7 +94,7 @@ class DirectoryLister:
     """Lists the candidate files below a root (rules 1 and 2 of the module docs)."""
 
     def __init__(self, root: str, glob: str = "**/*", extensions: tuple[str, ...] = ()) -> None:
-        self.root = os.path.abspath(root)
+        self.root = root if is_url(root) else os.path.abspath(root)
         self._glob = glob_to_regex(glob)
         self._extensions = tuple(e.lower() for e in extensions)
 
@@ -103,7 +107,21 @@ class DirectoryLister:
     def list(self) -> list[FileEntry]:
         """All accepted files, sorted by path. Raises FileSourceError if the root is unusable."""
         require_directory(self.root)
+        if is_url(self.root):
+            return sorted(self._objects())
         return sorted(self._walk(self.root, ""))
+
+    def _objects(self) -> Iterator[FileEntry]:
+        try:
+            for rel, url, size, mtime_ns in list_objects(self.root):
+                if any(is_hidden(part) for part in rel.split("/")) or not self.accepts(rel):
+                    continue
+                yield FileEntry(url, size, mtime_ns)
+        except Exception as exc:  # obstore errors: credentials, endpoint, bucket
+            raise FileSourceError(
+                f"cannot list '{self.root}': {exc}; check option 'path' and the storage "
+                "credentials (the provider's environment, e.g. AWS_ACCESS_KEY_ID)"
+            ) from exc
 
     def _walk(self, directory: str, prefix: str) -> Iterator[FileEntry]:
         try:

@@ -34,7 +34,6 @@ The processed map grows with the number of files read (it is zlib-compressed in 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.discovery import DirectoryLister, FileEntry, StabilityTracker
 from hoodline.connectors.files.events import SplitsFinishedEvent
+from hoodline.connectors.files.location import exists
 from hoodline.connectors.files.planning import plan_file
 from hoodline.connectors.files.rejections import RejectedFile
 from hoodline.connectors.files.split import FileSourceSplit
@@ -102,7 +102,7 @@ class _Scanner:
         try:
             return PlannedFile(entry, tuple(plan_file(entry, self._config)))
         except FileSourceError as exc:
-            if not os.path.exists(entry.path):
+            if not exists(entry.path):
                 # deleted between listing and planning: never taken, so nothing is dropped;
                 # should it come back it is discovered like any new file
                 log.info("file source: '%s' vanished before it was taken", entry.path)

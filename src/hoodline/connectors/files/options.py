@@ -39,9 +39,11 @@ PATH = option(
     "path",
     str,
     "",
-    "Root directory to read. Every regular file below it (recursively) that matches "
-    "'source.file.glob' and 'source.file.extensions' is read; files and directories whose name "
-    "starts with '.' or '_' are ignored (in-progress uploads, _SUCCESS markers, _temporary dirs).",
+    "Root directory to read: a local path or an object store prefix (s3://bucket/in, gs://..., "
+    "abfs://...; credentials from the provider's standard environment). Every regular file below "
+    "it (recursively) that matches 'source.file.glob' and 'source.file.extensions' is read; "
+    "files and directories whose name starts with '.' or '_' are ignored (in-progress uploads, "
+    "_SUCCESS markers, _temporary dirs).",
     validator=lambda v: None if v else "set it to the directory to read",
 )
 

@@ -7,7 +7,6 @@ longer denote the same rows, so a changed file is an error rather than silently 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -16,6 +15,7 @@ from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.formats.csv import read_csv
 from hoodline.connectors.files.formats.jsonl import read_jsonl
 from hoodline.connectors.files.formats.parquet import plan_row_group_ranges, read_parquet
+from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
@@ -26,17 +26,17 @@ __all__ = ["check_unchanged", "plan_row_group_ranges", "read_split"]
 def check_unchanged(split: FileSourceSplit) -> None:
     """Raise FileSourceError if the file is gone or differs from the discovered version."""
     try:
-        st = os.stat(split.path)
+        size, mtime_ns = stat(split.path)
     except FileNotFoundError as exc:
         raise FileSourceError(
             f"file '{split.path}' was deleted after it was discovered and before it was read"
         ) from exc
     except OSError as exc:
         raise FileSourceError(f"file '{split.path}' cannot be accessed: {exc}") from exc
-    if st.st_size != split.size or st.st_mtime_ns != split.mtime_ns:
+    if size != split.size or mtime_ns != split.mtime_ns:
         raise FileSourceError(
             f"file '{split.path}' changed after it was discovered (size {split.size} -> "
-            f"{st.st_size}, mtime_ns {split.mtime_ns} -> {st.st_mtime_ns}); files must not be "
+            f"{size}, mtime_ns {split.mtime_ns} -> {mtime_ns}); files must not be "
             "modified once complete: write them under a hidden name and rename into place"
         )
 

@@ -8,11 +8,13 @@ are skipped by the parser itself (``skip_rows_after_names``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from hoodline.connectors.files.formats.conform import conform
+from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
 
@@ -53,6 +55,10 @@ def _options(
     return read_options, parse_options, convert_options
 
 
+def _source(path: str) -> str | BinaryIO:
+    return open_binary(path) if is_url(path) else path
+
+
 def read_csv(
     split: FileSourceSplit,
     schema: pa.Schema | None,
@@ -70,7 +76,7 @@ def read_csv(
     try:
         if schema is not None:
             reader = pcsv.open_csv(
-                split.path,
+                _source(split.path),
                 read_options=options[0],
                 parse_options=options[1],
                 convert_options=options[2],
@@ -80,7 +86,7 @@ def read_csv(
                     yield conform(batch, schema, where)
         else:
             table = pcsv.read_csv(
-                split.path,
+                _source(split.path),
                 read_options=options[0],
                 parse_options=options[1],
                 convert_options=options[2],
@@ -117,7 +123,7 @@ def _locate_bad_row(
     )
     try:
         for _ in pcsv.open_csv(
-            split.path,
+            _source(split.path),
             read_options=read_options,
             parse_options=parse_options,
             convert_options=convert_options,

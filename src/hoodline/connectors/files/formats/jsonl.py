@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.json as pj
@@ -27,6 +27,7 @@ from hoodline.connectors.files.formats.byte_range import (
     count_newlines_before,
 )
 from hoodline.connectors.files.formats.conform import conform, skip_rows
+from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 
@@ -36,7 +37,7 @@ def read_jsonl(
 ) -> Iterator[pa.RecordBatch]:
     """Batches of the lines owned by ``split``, after skipping ``split.records_to_skip`` records."""
     try:
-        f = open(split.path, "rb")  # closed in finally
+        f = open_binary(split.path)  # closed in finally
     except OSError as exc:
         raise FileSourceError(f"{split.describe()} cannot be opened: {exc}") from exc
     try:
@@ -49,7 +50,7 @@ def read_jsonl(
         to_skip = split.records_to_skip
         where = split.describe()
         try:
-            for batch in _batches(f, start, end, schema, block_size, use_threads):
+            for batch in _batches(f, start, end, split, schema, block_size, use_threads):
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
                     yield conform(rest, schema, where)
@@ -62,9 +63,10 @@ def read_jsonl(
 
 
 def _batches(
-    f: io.BufferedReader,
+    f: BinaryIO,
     start: int,
     end: int,
+    split: FileSourceSplit,
     schema: pa.Schema | None,
     block_size: int,
     use_threads: bool,
@@ -75,8 +77,8 @@ def _batches(
     if schema is not None:
         parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         source: pa.NativeFile | io.BufferedReader
-        if start == 0 and end == os.fstat(f.fileno()).st_size:
-            source = pa.OSFile(f.name)  # whole file: native reads, no Python in the loop
+        if start == 0 and end == split.size and not is_url(split.path):
+            source = pa.OSFile(split.path)  # whole local file: native reads, no Python loop
         else:
             source = io.BufferedReader(RangeReader(f, start, end), buffer_size=block_size)
         with source:
@@ -88,7 +90,7 @@ def _batches(
     yield from table.to_batches()
 
 
-def _only_whitespace(f: io.BufferedReader, start: int, end: int) -> bool:
+def _only_whitespace(f: BinaryIO, start: int, end: int) -> bool:
     """True for an empty or blank range (pyarrow refuses an empty JSON stream)."""
     f.seek(start)
     left = end - start
@@ -103,7 +105,7 @@ def _only_whitespace(f: io.BufferedReader, start: int, end: int) -> bool:
 
 
 def _describe_error(
-    f: io.BufferedReader, split: FileSourceSplit, start: int, end: int, exc: Exception
+    f: BinaryIO, split: FileSourceSplit, start: int, end: int, exc: Exception
 ) -> str:
     """Error message naming the file and, if it can be found, the first unparseable line."""
     line_no = _first_bad_line(f, start, end)
@@ -114,7 +116,7 @@ def _describe_error(
     )
 
 
-def _first_bad_line(f: io.BufferedReader, start: int, end: int) -> int | None:
+def _first_bad_line(f: BinaryIO, start: int, end: int) -> int | None:
     try:
         line_no = count_newlines_before(f, start)
         f.seek(start)

@@ -8,13 +8,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodline.connectors.files.formats.conform import conform, skip_rows
+from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 
 
 def _open(path: str) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(open_binary(path) if is_url(path) else path)
     except FileNotFoundError as exc:
         raise FileSourceError(f"file '{path}' disappeared before it was read: {exc}") from exc
     except (pa.ArrowException, OSError) as exc:
