@@ -1,6 +1,6 @@
 """Pipelines writing to S3 (moto's server on 127.0.0.1) through Spark: the table and its error
-table on the object store, read back by hudi-rs; a kill -9 mid-stream loses and duplicates
-nothing there either."""
+table on the object store, read back by hudi-rs; files read from S3. (The kill -9 of a pipeline
+writing to S3 is in ``tests/spark/test_standalone_cluster.py``.)"""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline
 from hoodline.pipeline.config import config_from_dict
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.storage.paths import parse_location
-from hoodline.table.write.operation import WriteOperation
 from hoodline.testing.hudi_oracle import hudi_snapshot
-from tests.helpers.crash_harness import START_TIMEOUT_S, Scenario
 from tests.helpers.moto_s3 import MotoS3
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
@@ -60,25 +57,6 @@ def test_files_to_a_table_on_s3_with_its_error_table(
     errors = hudi_snapshot(parse_location(url + "_errors", moto_s3.options)).to_pylist()
     assert [(e["row"], e["reason"]) for e in errors] == [(7, "missing_key")]
     assert not [k for k in moto_s3.keys(bucket) if "/.temp/" in k]
-
-
-@pytest.mark.kafka
-@pytest.mark.slow
-def test_a_pipeline_killed_mid_stream_on_s3_loses_and_duplicates_nothing(
-    broker: EmbeddedBroker, moto_s3: MotoS3, tmp_path: Path
-) -> None:
-    bucket = moto_s3.new_bucket()
-    sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT,
-                  table_location=f"s3://{bucket}/t", table_storage=moto_s3.options)
-    try:
-        sc.feeder.start()
-        run = sc.run()
-        run.wait_for_rounds(3, START_TIMEOUT_S)
-        run.kill9()
-        sc.check_after_crash("after 3 rounds")
-        sc.drain_and_check()
-    finally:
-        sc.close()
 
 
 @pytest.mark.slow

@@ -3,8 +3,12 @@ makes, computed by ``fixtures/JodaTimestampPath.java`` with the Joda-Time jar py
 
 from __future__ import annotations
 
+import atexit
+import functools
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,20 @@ def _joda_jar() -> Path:
     return jars[-1]
 
 
+@functools.cache
+def _compiled() -> Path:
+    """The reference compiled once per test process (a source launch compiles every time)."""
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.fail("javac is not on PATH; the test suite needs a Java 17 JDK (see README)")
+    out = Path(tempfile.mkdtemp(prefix="joda-ref-"))
+    atexit.register(shutil.rmtree, out, True)
+    subprocess.run([javac, "-cp", str(_joda_jar()), "-d", str(out),
+                    str(FIX / "JodaTimestampPath.java")], check=True, timeout=120,
+                   capture_output=True)
+    return out
+
+
 def _java_paths(
     tmp_path: Path, settings: dict[str, str], values: list[tuple[str, str]]
 ) -> list[str]:
@@ -39,7 +57,8 @@ def _java_paths(
         "".join(f"{k}\t{v}\n" for k, v in values), encoding="utf-8"
     )
     out = subprocess.run(
-        [java, "-Duser.timezone=UTC", "-cp", str(_joda_jar()), str(FIX / "JodaTimestampPath.java"),
+        [java, "-Duser.timezone=UTC", "-XX:TieredStopAtLevel=1",
+         "-cp", f"{_joda_jar()}{os.pathsep}{_compiled()}", "JodaTimestampPath",
          str(tmp_path / "settings.txt"), str(tmp_path / "values.txt")],
         capture_output=True, text=True, timeout=120, check=True,
     )
