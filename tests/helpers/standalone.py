@@ -22,7 +22,7 @@ from pathlib import Path
 from pyspark.find_spark_home import _find_spark_home
 
 from hoodline.broker import free_port
-from tests.helpers.crash_harness import marked_pids
+from tests.helpers.crash_harness import cmdline, marked_pids
 
 MARKER_ENV = "HOODLINE_STANDALONE_MARKER"
 START_TIMEOUT_S = 120.0
@@ -138,7 +138,7 @@ class StandaloneCluster:
     def executor_pids(self, i: int) -> list[int]:
         """Executor JVMs worker ``i`` started."""
         return [p for p in self.worker(i).pids()
-                if "CoarseGrainedExecutorBackend" in _cmdline(p)]
+                if "CoarseGrainedExecutorBackend" in cmdline(p)]
 
     def kill_worker(self, i: int) -> None:
         """SIGKILL worker ``i``, its executors and their Python workers."""
@@ -149,10 +149,3 @@ class StandaloneCluster:
             d.kill()
         self.daemons.clear()
 
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""

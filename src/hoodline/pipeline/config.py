@@ -54,7 +54,12 @@ from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import master_problem
 from hoodline.pipeline.plugins import SourceType, plugin_class
-from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind, parse_partition_spec
+from hoodline.table.keygen.kinds import (
+    KeyGeneratorKind,
+    PartitionKind,
+    parse_partition_spec,
+    timestamp_layout_problem,
+)
 from hoodline.table.keygen.timestamp import PREFIX as TIMESTAMP_PREFIX
 from hoodline.table.keygen.timestamp import (
     TimestampKeyOptions,
@@ -589,14 +594,9 @@ def _partition_fields(
 
 def _check_key_generator(table: TableSection) -> None:
     kind = table.key_generator
-    if kind is KeyGeneratorKind.TIMESTAMP and (
-        len(table.partition_fields) != 1 or len(table.record_key) != 1
-    ):
-        raise ConfigError(
-            f"option '{KEY_GENERATOR.key}' = 'timestamp' takes one record key field and one "
-            f"partition field (the pipeline sets {list(table.record_key)} and "
-            f"{list(table.partition_fields)}); use 'custom' for several partition fields"
-        )
+    problem = timestamp_layout_problem(table.record_key, table.partition_fields)
+    if kind is KeyGeneratorKind.TIMESTAMP and problem:
+        raise ConfigError(f"option '{KEY_GENERATOR.key}' = 'timestamp': {problem}")
     uses_time = kind is KeyGeneratorKind.TIMESTAMP or PartitionKind.TIMESTAMP in (
         table.partition_kinds
     )

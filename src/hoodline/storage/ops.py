@@ -7,13 +7,14 @@ object paths use single PUTs, conditional PUTs and listings.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -64,7 +65,7 @@ def list_names(folder: TablePath) -> list[str]:
 def walk_files(folder: TablePath) -> Iterator[str]:
     """Paths (relative to ``folder``, ``/``-separated) of every file under it."""
     if isinstance(folder, ObjectPath):
-        for rel, _size in folder.walk_objects():
+        for rel, _size, _mtime in folder.walk_objects():
             yield rel
         return
     for root, _dirs, files in os.walk(folder):
@@ -153,26 +154,41 @@ def file_size(path: TablePath) -> int:
     return path.stat().st_size
 
 
+def open_binary(path: TablePath) -> BinaryIO:
+    """A seekable binary reader of the file (ranged GETs on an object store)."""
+    if isinstance(path, ObjectPath):
+        import obstore
+
+        raw = _ObjectReader(obstore.open_reader(path.store, path.key))
+        return io.BufferedReader(raw, buffer_size=1 << 20)
+    return open(path, "rb")
+
+
 def open_input(path: TablePath) -> Any:
     """A random-access file for pyarrow (memory-mapped locally; ranged GETs on an object
     store)."""
     if isinstance(path, ObjectPath):
-        import obstore
-
-        reader = obstore.open_reader(path.store, path.key)
-        return pa.PythonFile(_Seekable(reader), mode="r")
+        return pa.PythonFile(open_binary(path), mode="r")
     return pa.memory_map(str(path), "r")
 
 
-class _Seekable:
-    """obstore's reader with the file methods pyarrow's ``PythonFile`` calls."""
+class _ObjectReader(io.RawIOBase):
+    """obstore's reader as a raw binary stream."""
 
     def __init__(self, reader: Any) -> None:
+        super().__init__()
         self._r = reader
-        self.closed = False
 
-    def read(self, size: int = -1) -> bytes:
-        return bytes(self._r.read(size) if size is not None and size >= 0 else self._r.read())
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = bytes(self._r.read(len(buffer)))
+        buffer[: len(data)] = data
+        return len(data)
 
     def seek(self, offset: int, whence: int = 0) -> int:
         return int(self._r.seek(offset, whence))
@@ -180,21 +196,10 @@ class _Seekable:
     def tell(self) -> int:
         return int(self._r.tell())
 
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    def size(self) -> int:
-        return int(self._r.size)
-
     def close(self) -> None:
-        self.closed = True
-        self._r.close()
+        if not self.closed:
+            self._r.close()
+        super().close()
 
 
 def parquet_file(path: TablePath) -> pq.ParquetFile:

@@ -270,14 +270,14 @@ class ObjectPath:
         for name in sorted([*(o[0] for o in objects), *folders]):
             yield self / name
 
-    def walk_objects(self) -> Iterator[tuple[str, int]]:
-        """(key relative to this path, size) of every object under it."""
+    def walk_objects(self) -> Iterator[tuple[str, int, float]]:
+        """(key relative to this path, size, modification time) of every object under it."""
         import obstore
 
         prefix = f"{self.key}/" if self.key else ""
         for chunk in obstore.list(self.store, prefix or None):
             for o in chunk:
-                yield o["path"][len(prefix):], int(o["size"])
+                yield o["path"][len(prefix):], int(o["size"]), o["last_modified"].timestamp()
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ObjectPath, (self.root, self.key))

@@ -32,6 +32,7 @@ from hoodline.table.keygen.kinds import (
     kind_of_class,
     parse_partition_spec,
     short_name,
+    timestamp_layout_problem,
 )
 
 PROPERTIES_FILE = "hoodie.properties"
@@ -215,15 +216,9 @@ class TableConfig:
 
     def _validate_key_generator(self) -> None:
         kind = self.key_generator
-        if kind is KeyGeneratorKind.TIMESTAMP and (
-            len(self.partition_fields) != 1 or len(self.record_key_fields) != 1
-        ):
-            raise TableError(
-                f"table '{self.name}': the timestamp key generator takes one record key field "
-                f"and one partition field (it has {list(self.record_key_fields)} and "
-                f"{list(self.partition_fields)}); use the custom generator for several "
-                "partition fields"
-            )
+        problem = timestamp_layout_problem(self.record_key_fields, self.partition_fields)
+        if kind is KeyGeneratorKind.TIMESTAMP and problem:
+            raise TableError(f"table '{self.name}': {problem}")
         if kind is KeyGeneratorKind.CUSTOM:
             if not self.partition_fields:
                 raise TableError(

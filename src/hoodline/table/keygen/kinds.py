@@ -60,6 +60,19 @@ def kind_of_class(java_class: str | None) -> KeyGeneratorKind:
     return KeyGeneratorKind.DEFAULT
 
 
+def timestamp_layout_problem(
+    record_key_fields: tuple[str, ...], partition_fields: tuple[str, ...]
+) -> str | None:
+    """Why the timestamp generator cannot make this layout's keys (None: it can)."""
+    if len(partition_fields) == 1 and len(record_key_fields) == 1:
+        return None
+    return (
+        "the timestamp key generator takes one record key field and one partition field (it "
+        f"has {list(record_key_fields)} and {list(partition_fields)}); use the custom generator "
+        "for several partition fields"
+    )
+
+
 def parse_partition_spec(spec: str) -> tuple[str, PartitionKind]:
     """``ts:timestamp`` -> (``ts``, TIMESTAMP), as Java's custom generator splits
     ``hoodie.datasource.write.partitionpath.field``; ValueError naming the entry if malformed."""
