@@ -135,9 +135,6 @@ class ObjectPath:
     def __str__(self) -> str:
         return f"{self.root.url}/{self.key}" if self.key else self.root.url
 
-    def __fspath__(self) -> str:  # for messages and os.path helpers on the text only
-        return str(self)
-
     def as_posix(self) -> str:
         return str(self)
 

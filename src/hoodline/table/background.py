@@ -14,6 +14,7 @@ import logging
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from hoodline.storage.paths import TablePath
 from hoodline.table.compaction import run_compaction
 from hoodline.table.instant import Instant
 from hoodline.table.parallel import TaskRunner
@@ -37,7 +38,7 @@ class BackgroundCompactor:
 
     def submit(
         self,
-        base_path: str | os.PathLike[str],
+        base_path: str | os.PathLike[str] | TablePath,
         instant: Instant,
         options: WriteOptions,
         runner: TaskRunner | None,

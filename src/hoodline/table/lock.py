@@ -182,7 +182,7 @@ class WriterLock:
                 self.path.unlink(missing_ok=True)
             self._held = False
             return
-        assert isinstance(self.dir, Path)
+        assert isinstance(self.dir, Path) and isinstance(self.path, Path)
         with _guard(self.dir / GUARD_FILE):
             holder = self._read()
             if holder is not None and holder.get("token") == self._token:
@@ -215,6 +215,7 @@ class WriterLock:
         if self._objects is not None:
             self._objects.touch(self.path, holder)
             return
+        assert isinstance(self.path, Path)
         now = self._clock()
         os.utime(self.path, (now, now))
 

@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import InvalidRecordsError, UnsupportedTableError
 from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
-from hoodline.table.keygen.timestamp import TimestampKeyOptions
+from hoodline.table.keygen.timestamp import TimestampKeyOptions, timestamp_settings
 from hoodline.table.keygen.values import (
     Batch,
     distinct_value_strings,
@@ -26,11 +28,18 @@ from hoodline.table.keygen.values import (
     first_row_of,
     first_true_index,
     join_strings,
+    key_part_missing,
     key_part_strings,
     require_no_nulls,
     value_strings,
 )
 from hoodline.table.properties import TableConfig
+
+
+@functools.lru_cache(maxsize=32)
+def _timestamp_options(settings: tuple[tuple[str, str], ...], table: str) -> TimestampKeyOptions:
+    """Parsed once per process and table settings (a generator is made for every batch)."""
+    return TimestampKeyOptions.from_settings(dict(settings), table)
 
 
 class KeyGenerator:
@@ -41,7 +50,8 @@ class KeyGenerator:
         self.kinds = config.partition_field_kinds
         self._timestamp: TimestampKeyOptions | None = None
         if PartitionKind.TIMESTAMP in self.kinds:
-            self._timestamp = TimestampKeyOptions.from_settings(config.extra, config.name)
+            settings = tuple(sorted(timestamp_settings(config.extra).items()))
+            self._timestamp = _timestamp_options(settings, config.name)
 
     @property
     def is_complex(self) -> bool:
@@ -52,10 +62,11 @@ class KeyGenerator:
         if len(fields) == 1 and not self._single_key_with_name():
             return value_strings(batch, fields[0], "record key")
         parts: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
+        keyless: pa.Array | None = None
         for name in fields:
-            text, _missing = key_part_strings(batch, name)
+            text, missing = key_part_strings(batch, name)
             parts.append(join_strings([pa.scalar(f"{name}:"), text], ""))
-        keyless = self.keyless_rows(batch)
+            keyless = missing if keyless is None else pc.and_(keyless, missing)
         if keyless is not None and pc.any(keyless).as_py():
             row = first_true_index(keyless)
             raise InvalidRecordsError(
@@ -74,7 +85,7 @@ class KeyGenerator:
             return None
         out: pa.Array | None = None
         for name in fields:
-            _text, missing = key_part_strings(batch, name)
+            missing = key_part_missing(batch, name)
             out = missing if out is None else pc.and_(out, missing)
         return out
 

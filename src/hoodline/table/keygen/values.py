@@ -125,6 +125,18 @@ def key_part_strings(batch: Batch, name: str) -> tuple[pa.Array | pa.ChunkedArra
     return text, missing.combine_chunks() if isinstance(missing, pa.ChunkedArray) else missing
 
 
+def key_part_missing(batch: Batch, name: str) -> pa.Array:
+    """Per row, whether one field of a multi-field key is null or empty (no string rendering
+    of the other values)."""
+    col = _column(batch, name, "record key")
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    missing = col.is_null()
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        missing = pc.or_(missing, pc.fill_null(pc.equal(pc.utf8_length(col), 0), False))
+    return missing.combine_chunks() if isinstance(missing, pa.ChunkedArray) else missing
+
+
 def distinct_value_strings(batch: Batch, name: str, role: str) -> tuple[pa.Array, pa.Array]:
     """:func:`value_strings` of the column's distinct values, and each row's index into them:
     a partition column holds few distinct values, so checking and rendering those is cheaper
