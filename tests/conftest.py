@@ -20,6 +20,7 @@ from hoodline.broker import EmbeddedBroker
 if TYPE_CHECKING:  # importing pyspark costs a second; tests without Spark never pay it
     from hoodline.spark.session import HoodlineSpark
     from tests.helpers.moto_s3 import MotoS3
+    from tests.helpers.schema_registry import SchemaRegistry
     from tests.helpers.standalone import StandaloneCluster
 
 LOCAL = "local[2]"
@@ -117,6 +118,19 @@ def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
         yield server.start()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[SchemaRegistry]:
+    """A Confluent-API Schema Registry on 127.0.0.1 (tests/helpers/schema_registry.py); tests
+    use their own subjects."""
+    from tests.helpers.schema_registry import SchemaRegistry
+
+    registry = SchemaRegistry()
+    try:
+        yield registry
+    finally:
+        registry.stop()
 
 
 def _module(item: pytest.Item) -> str:

@@ -124,6 +124,21 @@ class EmbeddedBrokerError(HoodlineError):
     """The embedded test/demo broker (Tansu) cannot be found, started or stopped."""
 
 
+class SchemaRegistryError(SourceError):
+    """The Schema Registry could not be reached or answered with an error other than "schema
+    not found" (which makes bad records, not a failed round). Names the registry URL."""
+
+    #: A registry that was briefly unreachable may answer the retried round.
+    retryable = True
+
+
+class SchemaChangedError(SourceError):
+    """A record was written with a schema newer than the one the round reads into: the round is
+    retried after the pipeline fetched the subject's latest version (the table evolves)."""
+
+    retryable = True
+
+
 class FileSourceError(SourceError):
     """File source errors (unparseable file, unreadable directory, ...)."""
 

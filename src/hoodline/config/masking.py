@@ -15,6 +15,8 @@ SECRET_MARKERS: tuple[str, ...] = (
     "password", "secret", "jaas", "key.pem", "token", "credential",
     # object stores: Azure account and SAS keys, GCS service account keys
     "account_key", "sas_key",
+    # Schema Registry basic auth ("user:password") and its bearer / OAuth settings
+    "user.info",
 )
 #: What a secret value is shown as.
 MASK = "***"

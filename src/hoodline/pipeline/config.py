@@ -77,6 +77,13 @@ class SourceFormat(ConfigEnum):
     JSON = "json"
     #: the bytes pass through as a binary ``value`` column
     RAW = "raw"
+    #: Avro in the Confluent wire format, writer schemas from the Schema Registry
+    AVRO = "avro"
+
+    @property
+    def uses_registry(self) -> bool:
+        """Values carry a Schema Registry id; the table's schema follows a subject."""
+        return self is SourceFormat.AVRO
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -88,7 +95,28 @@ SOURCE_FORMAT = option(
     SourceFormat,
     SourceFormat.JSON,
     "How message values are decoded: `json` parses each value (one JSON object) into the "
-    "declared [schema]; `raw` passes the bytes through as a binary `value` column.",
+    "declared [schema]; `raw` passes the bytes through as a binary `value` column; `avro` "
+    "reads Avro in the Confluent wire format (magic byte, schema id, datum) with the writer "
+    "schemas of the Schema Registry at `schema.registry.url` in [source.options] (other "
+    "`schema.registry.*` keys go to confluent-kafka's registry client; secrets masked).",
+)
+SCHEMA_SUBJECT = option(
+    "source.schema-subject",
+    str,
+    "",
+    "With format = avro: the Schema Registry subject whose schema the table's columns follow "
+    "(unless [schema] is declared). Default: `<topic>-value` (TopicNameStrategy) for a "
+    "single-topic subscription.",
+)
+SCHEMA_VERSION = option(
+    "source.schema-version",
+    str,
+    "latest",
+    "With format = avro: `latest` (the table follows the subject's newest version: a "
+    "compatible new version adds its fields to the table in the next commit) or a version "
+    "number to pin.",
+    validator=lambda v: None if v == "latest" or (v.isdigit() and int(v) > 0)
+    else "give 'latest' or a version number (1, 2, ...)",
 )
 
 TABLE_PATH = option(
@@ -243,7 +271,7 @@ ERRORS_TABLE_PATH = option(
 
 #: Declared options per section (the README's option tables are rendered from these).
 SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
-    "source": (SOURCE_TYPE, SOURCE_FORMAT),
+    "source": (SOURCE_TYPE, SOURCE_FORMAT, SCHEMA_SUBJECT, SCHEMA_VERSION),
     "table": (
         TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, KEY_GENERATOR, PRECOMBINE_FIELD,
         TABLE_TYPE, INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
@@ -275,6 +303,10 @@ class SourceSection:
     format: SourceFormat
     #: The connector's options, flat; secret values are masked in repr.
     options: Mapping[str, object] = field(default_factory=MaskedDict)
+    #: format = avro: the registry subject the table follows ("": <topic>-value)
+    schema_subject: str = ""
+    #: format = avro: None = the subject's latest version, else the pinned version
+    schema_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -339,7 +371,8 @@ class PipelineConfig:
 
     source: SourceSection
     table: TableSection
-    #: Declared record schema (empty with ``source.format = raw``).
+    #: Declared record schema (``value`` with ``source.format = raw``; empty with a registry
+    #: format and no [schema]: the subject's schema is fetched when the pipeline starts).
     schema: pa.Schema
     runtime: RuntimeSection
     errors: ErrorsSection
@@ -351,6 +384,10 @@ class PipelineConfig:
             SOURCE_TYPE.key: self.source.type.config_text,
             SOURCE_FORMAT.key: self.source.format.config_text,
         }
+        if self.source.format.uses_registry:
+            out[SCHEMA_SUBJECT.key] = self.source.schema_subject or "<topic>-value"
+            out[SCHEMA_VERSION.key] = (str(self.source.schema_version)
+                                       if self.source.schema_version else "latest")
         out.update({f"source.options.{k}": v for k, v in mask_secrets(self.source.options).items()})
         t = self.table
         out.update({
@@ -462,6 +499,9 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         type=src.get(SOURCE_TYPE),
         format=src.get(SOURCE_FORMAT),
         options=passthrough.get(("source", "options"), MaskedDict()),
+        schema_subject=src.get(SCHEMA_SUBJECT).strip(),
+        schema_version=None if src.get(SCHEMA_VERSION) == "latest"
+        else int(src.get(SCHEMA_VERSION)),
     )
     for required in (TABLE_PATH, RECORD_KEY):
         if not tbl.contains(required):
@@ -508,12 +548,14 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         table_path=err.get(ERRORS_TABLE_PATH) or (path.rstrip("/") + "_errors"),
     )
     schema_doc = dict(doc.get("schema", {}))
-    if source.format is SourceFormat.JSON:
+    if source.format is SourceFormat.JSON or (source.format.uses_registry and schema_doc):
         schema = schema_from_mapping(schema_doc)
+    elif source.format.uses_registry:
+        schema = pa.schema([])  # the registry subject's, fetched when the pipeline starts
     elif schema_doc:
         raise ConfigError(
-            f"[schema] is only used with {SOURCE_FORMAT.key} = '{SourceFormat.JSON}' (it is "
-            f"'{source.format}'); remove it"
+            f"[schema] is only used with {SOURCE_FORMAT.key} = '{SourceFormat.JSON}' or "
+            f"'{SourceFormat.AVRO}' (it is '{source.format}'); remove it"
         )
     else:
         schema = pa.schema([("value", pa.binary())])
@@ -639,8 +681,8 @@ def _check_cross(
             f"option '{ERRORS_TABLE_PATH.key}' must differ from '{TABLE_PATH.key}' "
             f"({table.path!r})"
         )
-    if source.format is not SourceFormat.JSON:
-        return
+    if source.format is SourceFormat.RAW or not len(schema):
+        return  # raw: the message columns; registry formats: checked when the schema is fetched
     declared = {f.name: f for f in schema}
     checks: list[tuple[ConfigOption[Any], tuple[str, ...]]] = [
         (RECORD_KEY, table.record_key),

@@ -51,6 +51,7 @@ from hoodline.errors import (
     HoodlineError,
     PipelineError,
     RoundFailedError,
+    SchemaEvolutionError,
     TableNotFoundError,
     is_retryable,
 )
@@ -71,7 +72,7 @@ from hoodline.table.keygen.kinds import KeyGeneratorKind
 from hoodline.table.keygen.timestamp import creation_defaults, timestamp_settings
 from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
 from hoodline.table.table import HudiTable
-from hoodline.table.write.client import PreparedBatch, WriteClient
+from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
@@ -143,6 +144,32 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     return table
 
 
+def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClient) -> pa.Schema:
+    """The schema a round's records get. With a registry format and no [schema], the subject's
+    version: the table's type kept for columns it already has (values are read into it), and
+    columns the version no longer has kept (null in new rows) -- a table never loses a column."""
+    if not config.source.format.uses_registry or len(config.schema):
+        return source
+    names = source.names
+    t = config.table
+    wanted = [*t.record_key, *t.partition_fields, *(f for f in (t.precombine_field,
+                                                                 t.delete_field) if f)]
+    missing = [n for n in dict.fromkeys(wanted) if n not in names]
+    if missing:
+        raise ConfigError(
+            f"field(s) {', '.join(repr(m) for m in missing)} named in [table] are not in the "
+            f"Schema Registry subject's schema (fields: {', '.join(names)}); fix [table] or "
+            "source.schema-subject / source.schema-version"
+        )
+    old = table_data_schema(client.table)
+    if old is None:
+        return source
+    fields = [old.field(f.name).with_nullable(True) if f.name in old.names else f
+              for f in source]
+    fields += [f.with_nullable(True) for f in old if f.name not in names]
+    return pa.schema(fields)
+
+
 def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
     """The pipeline checkpoint of the table's latest commit that carries one."""
     table.timeline.reload()
@@ -167,6 +194,8 @@ class _Run:
     data_schema: pa.Schema
     operation: WriteOperation
     writers: int
+    #: what the plug-in last said the table's schema is (a registry subject's version)
+    source_schema: pa.Schema | None = None
 
     @property
     def table(self) -> HudiTable:
@@ -249,7 +278,8 @@ class RoundDriver:
             if restored is not None:
                 restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
             operation = cfg.table.operation
-            record_schema = plugin.table_schema(cfg)
+            source_schema = plugin.table_schema(cfg)
+            record_schema = _record_schema(cfg, source_schema, client)
             data_schema = client.plan_schema(record_schema, operation)
             if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(
@@ -270,7 +300,33 @@ class RoundDriver:
         writers = cfg.runtime.writer_parallelism or max(1, self.engine.default_parallelism)
         return _Run(cfg, client, errors_client, plugin, plugin.preparer(cfg), rounds,
                     restored.round_id if restored else 0, record_schema, data_schema, operation,
-                    writers)
+                    writers, source_schema)
+
+    def _follow_schema(self, run: _Run) -> None:
+        """Before a round: when the source's schema changed (a registry subject's new version),
+        the round reads into the new schema and its commit evolves the table. A version the
+        table cannot take stops the pipeline, or -- with errors.tolerance = all -- is not
+        followed: records written with it go to the error table."""
+        cfg = self.config
+        source_schema = run.plugin.table_schema(cfg)
+        if run.source_schema is not None and source_schema.equals(run.source_schema):
+            return
+        record_schema = _record_schema(cfg, source_schema, run.client)
+        try:
+            data_schema = run.client.plan_schema(record_schema, run.operation)
+        except SchemaEvolutionError as exc:
+            if cfg.errors.tolerance is not ErrorTolerance.ALL:
+                raise
+            log.warning("the source's new schema is not followed (records that need it go to "
+                        "the error table): %s", exc)
+            run.source_schema = source_schema
+            return
+        added = [n for n in data_schema.names if n not in run.data_schema.names]
+        log.info("the table's schema follows the source's: %s",
+                 f"new column(s) {', '.join(added)}" if added else "field types/defaults")
+        run.source_schema, run.record_schema, run.data_schema = (
+            source_schema, record_schema, data_schema)
+        run.preparer = run.plugin.preparer(cfg)
 
     # -- the loop -------------------------------------------------------------------------------
     def run(
@@ -367,6 +423,7 @@ class RoundDriver:
 
     # -- one round: execute, commit, report -----------------------------------------------------
     def _round(self, run: _Run, planned: _Planned, started: float, retries: int) -> RoundReport:
+        self._follow_schema(run)
         ts = run.client.start_instant()
         try:
             ctx = run.client.context(

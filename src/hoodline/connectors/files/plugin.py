@@ -136,6 +136,12 @@ class FilesPlugin(SourcePlugin):
                 "[source.options] 'schema' is not used by pipelines: declare the record schema "
                 "in [schema]"
             )
+        if config.source.format.uses_registry:
+            raise ConfigError(
+                f"source.format = '{config.source.format}' reads Kafka messages in the Confluent "
+                "wire format; the file source reads its files' own format (format in "
+                "[source.options]): use source.format = 'json' with type = 'files'"
+            )
         if config.errors.tolerance is ErrorTolerance.ALL:
             options.setdefault("errors.tolerance", ErrorTolerance.ALL.value)
         schema = config.schema if config.source.format is SourceFormat.JSON else None

@@ -15,6 +15,11 @@ Task side (:class:`KafkaRecords`):
   single-field key of an unpartitioned table -- the key value itself as UTF-8 text.
 * ``format = raw``: the message as columns (:data:`RAW_KAFKA_SCHEMA`); key fields name some of
   these.
+* ``format = avro``: Confluent-framed Avro values decoded in bulk with their writer schemas from
+  the Schema Registry (:mod:`hoodline.formats.avro_decoder`) into the table's record schema: the
+  subject's version fetched by the driver (:meth:`KafkaPlugin.table_schema`; refetched after a
+  round failed on a newer schema), or the declared [schema]. Tombstone keys may be
+  Confluent-framed Avro too (a record with the key fields, or a primitive for a single key).
 
 Bad records become error rows positioned by topic, partition and offset (error id
 ``kafka/<topic>/<partition>/<offset>``, day from the message timestamp).
@@ -22,6 +27,7 @@ Bad records become error rows positioned by topic, partition and offset (error i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +40,15 @@ from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.rounds import after_round, plan_round
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import PipelineError
-from hoodline.formats.json_decoder import BadRecords, JsonDecoder
+from hoodline.errors import ConfigError, PipelineError
+from hoodline.formats.avro_decoder import AvroFormat
+from hoodline.formats.json_decoder import BadRecords, DecodeResult, JsonDecoder
+from hoodline.formats.registry import (
+    RegistrySettings,
+    SubjectSchema,
+    fetch_subject_schema,
+    registry_options,
+)
 from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
@@ -87,6 +100,8 @@ class KafkaRecords(RecordPreparer):
     """Kafka messages -> keyed records and error rows (see module docs)."""
 
     raw: bool
+    #: format = avro: the registry and the reader schema's id and defaults
+    avro: AvroFormat | None = None
 
     def prepare(
         self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
@@ -123,9 +138,9 @@ class KafkaRecords(RecordPreparer):
         tomb = pc.and_(values.is_null(), keys.is_valid())
         has_tomb = pc.any(tomb).as_py()
         value_rows = pc.filter(all_rows, pc.invert(tomb)) if has_tomb else all_rows
-        decoded = JsonDecoder(spec.declared, spec.required).decode(
-            pc.take(values, value_rows) if has_tomb else values
-        )
+        decoder = (JsonDecoder(spec.declared, spec.required) if self.avro is None
+                   else self.avro.decoder(spec.declared, spec.required))
+        decoded = decoder.decode(pc.take(values, value_rows) if has_tomb else values)
         bad_parts = [remap_bad(decoded.errors, value_rows)]
         good_rows = pc.take(value_rows, decoded.row_index)
         data, seq = decoded.records, pc.take(offsets, good_rows)
@@ -136,7 +151,7 @@ class KafkaRecords(RecordPreparer):
         tables = [key_records(spec, data, delete_flags(spec, data), seq)]
         if has_tomb:
             tomb_rows = pc.filter(all_rows, tomb)
-            key_cols, ok_rows, bad = _tombstone_keys(spec, pc.take(keys, tomb_rows))
+            key_cols, ok_rows, bad = _tombstone_keys(spec, pc.take(keys, tomb_rows), self.avro)
             bad_parts.append(remap_bad(bad, tomb_rows))
             rows = pc.take(tomb_rows, ok_rows)
             unkeyable = unkeyable_values(spec, key_cols)
@@ -150,13 +165,22 @@ class KafkaRecords(RecordPreparer):
         return Prepared(recs, _errors(spec, batch, concat_bad(bad_parts)))
 
 
-def _tombstone_keys(spec: RecordSpec, keys: pa.Array) -> tuple[pa.Table, pa.Array, BadRecords]:
+def _tombstone_keys(
+    spec: RecordSpec, keys: pa.Array, avro: AvroFormat | None = None
+) -> tuple[pa.Table, pa.Array, BadRecords]:
     """Key/partition field columns decoded from message keys (+ their rows, + bad ones)."""
     cfg = spec.ctx.config
     names = list(dict.fromkeys((*cfg.record_key_fields, *cfg.partition_fields)))
     schema = pa.schema([spec.declared.field(n) for n in names])
     n = len(keys)
     rows = pa.array(np.arange(n, dtype=np.int64))
+    if avro is not None and n and pc.all(
+        pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"\x00", pa.binary()))
+    ).as_py():
+        decoder = avro.decoder(schema, names,
+                               primitive_field=names[0] if len(names) == 1 else None)
+        return _tombstone_result(decoder.decode(keys), "tombstone key must be a Confluent Avro "
+                                 "record with the key/partition fields: ")
     starts_obj = pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary()))
     plain = len(names) == 1 and not pc.any(starts_obj).as_py()
     if plain:
@@ -184,15 +208,17 @@ def _tombstone_keys(spec: RecordSpec, keys: pa.Array) -> tuple[pa.Table, pa.Arra
         )
         return (pa.table([pa.array(good_vals, schema.field(0).type)], schema=schema),
                 pa.array(good_rows, pa.int64()), bad)
-    result = JsonDecoder(schema, names).decode(keys)
+    return _tombstone_result(JsonDecoder(schema, names).decode(keys), "tombstone key must be a "
+                             "JSON object with the key/partition fields: ")
+
+
+def _tombstone_result(result: DecodeResult, prefix: str) -> tuple[pa.Table, pa.Array, BadRecords]:
     bad = result.errors
     bad = BadRecords(
         bad.index,
         pa.array([BAD_TOMBSTONE_KEY] * len(bad), pa.string()),
-        pc.binary_join_element_wise(
-            pa.scalar("tombstone key must be a JSON object with the key/partition fields: "),
-            bad.detail, "",
-        ) if len(bad) else bad.detail,
+        pc.binary_join_element_wise(pa.scalar(prefix), bad.detail, "") if len(bad)
+        else bad.detail,
     )
     return result.records, result.row_index, bad
 
@@ -215,9 +241,16 @@ class KafkaPlugin(SourcePlugin):
     name = SourceType.KAFKA
     source: KafkaSource
 
-    def __init__(self, source: KafkaSource, *, raw: bool = False) -> None:
+    def __init__(
+        self, source: KafkaSource, *, raw: bool = False,
+        registry: RegistrySettings | None = None, declared: bool = False,
+    ) -> None:
         super().__init__(source)
         self._raw = raw
+        self._registry = registry
+        #: format = avro with a declared [schema] (the subject's schema is not used)
+        self._declared = declared
+        self._subject: SubjectSchema | None = None
         self._client: KafkaMetadataClient | None = None
         self._targets: dict[TopicPartition, int] | None = None
         self._positions: dict[TopicPartition, int] = {}
@@ -225,8 +258,30 @@ class KafkaPlugin(SourcePlugin):
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
-        return cls(KafkaSource.from_options(dict(config.source.options)),
-                   raw=config.source.format is SourceFormat.RAW)
+        own, client = registry_options(dict(config.source.options))
+        source = KafkaSource.from_options(own)
+        fmt = config.source.format
+        if not fmt.uses_registry:
+            if client:
+                raise ConfigError(
+                    f"[source.options] {', '.join('schema.registry.' + k for k in client)}: "
+                    f"a Schema Registry is only used with source.format = 'avro' (it is "
+                    f"'{fmt}')"
+                )
+            return cls(source, raw=fmt is SourceFormat.RAW)
+        subject = config.source.schema_subject
+        if not subject:
+            topics = source.config.subscription.topics
+            if topics is None or len(topics) != 1:
+                raise ConfigError(
+                    "option 'source.schema-subject' is required with format = 'avro' unless "
+                    "the subscription is one topic (then it is '<topic>-value'); name the "
+                    "subject the table's schema follows"
+                )
+            subject = f"{next(iter(topics))}-value"
+        settings = RegistrySettings(tuple(sorted(client.items())), subject,
+                                    config.source.schema_version)
+        return cls(source, registry=settings, declared=len(config.schema) > 0)
 
     @property
     def identity(self) -> str:
@@ -239,10 +294,24 @@ class KafkaPlugin(SourcePlugin):
         return "partitions:" + ",".join(parts)
 
     def table_schema(self, config: PipelineConfig) -> pa.Schema:
-        return RAW_KAFKA_SCHEMA if self._raw else config.schema
+        if self._raw:
+            return RAW_KAFKA_SCHEMA
+        if self._registry is None or self._declared:
+            return config.schema
+        if self._subject is None:
+            self._subject = fetch_subject_schema(self._registry)
+        return self._subject.arrow
 
     def preparer(self, config: PipelineConfig) -> KafkaRecords:
-        return KafkaRecords(self._raw)
+        if self._registry is None:
+            return KafkaRecords(self._raw)
+        subject = None if self._declared else self._subject
+        follows_latest = subject is not None and self._registry.version is None
+        return KafkaRecords(False, AvroFormat(
+            self._registry,
+            reader_id=subject.schema_id if follows_latest and subject else None,
+            defaults=json.dumps(dict(subject.defaults) if subject else {}),
+        ))
 
     def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         if self._client is None:
@@ -301,6 +370,7 @@ class KafkaPlugin(SourcePlugin):
         self.source.commit_offsets(splits)
 
     def reset(self) -> None:
+        self._subject = None  # a round may have failed on a newer schema: fetch it again
         self.close()
 
     def close(self) -> None:

@@ -1,0 +1,412 @@
+"""Bulk decoding of Confluent-framed Avro values into the table's Arrow schema.
+
+The Confluent wire format: byte 0 is the magic ``0``, bytes 1-4 the writer schema's id in the
+Schema Registry (big-endian), the rest one Avro binary datum written with that schema. Decoding
+is columnar: the frames are checked and the ids read for all values at once (numpy over the
+value buffer), then the values of each writer schema are decoded together, field by field, by
+:func:`hoodline.table.log.avro_codec.decode_records` (flat records vectorised; nested ones
+through fastavro), and resolved to the *reader* schema (the table's record schema) by Avro's
+resolution rules: fields matched by name, writer fields the reader lacks skipped, reader fields
+the writer lacks filled with the reader's default (else null), promotions int -> long -> float
+-> double and string <-> bytes.
+
+Nothing is dropped silently; every value is a decoded record or a bad record with a reason:
+
+* ``not_wire_format``: no value, shorter than 5 bytes, or a magic byte other than 0;
+* ``unknown_schema``: the registry has no schema with the value's id (the detail names it);
+* ``incompatible_schema``: the writer schema cannot be read into the table's schema (a field's
+  type changed beyond Avro's promotions, a non-Avro or referencing schema), or an integer
+  outside the range of the table's narrower column (a field widened after the table got it:
+  the table's column type is kept, values that fit are read);
+* ``unparseable``: the datum does not match its writer schema (truncated, corrupt);
+* ``missing_key``: a key, partition or ordering field is null or absent.
+
+A value written with a schema *newer* than the reader schema (a higher id) that carries fields
+the reader lacks raises :class:`~hoodline.errors.SchemaChangedError` when the reader follows the
+subject's latest version: the round is retried after the pipeline fetched that version, so new
+fields reach the table instead of being skipped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.errors import SchemaChangedError, TableError
+from hoodline.formats.json_decoder import (
+    MISSING_KEY,
+    UNPARSEABLE,
+    BadRecords,
+    DecodeResult,
+    _layout,
+)
+from hoodline.formats.registry import UNKNOWN, RegistrySettings, WriterSchema, writer_schema
+from hoodline.table.log.avro_codec import decode_records
+from hoodline.table.schema import avro_schema_json_to_arrow
+
+__all__ = [
+    "INCOMPATIBLE_SCHEMA",
+    "NOT_WIRE_FORMAT",
+    "UNKNOWN_SCHEMA",
+    "AvroDecoder",
+    "AvroFormat",
+    "resolve_columns",
+]
+
+NOT_WIRE_FORMAT = "not_wire_format"
+UNKNOWN_SCHEMA = "unknown_schema"
+INCOMPATIBLE_SCHEMA = "incompatible_schema"
+
+#: Looks up a writer schema by id (the registry, cached per process; a dict in unit tests).
+SchemaLookup = Callable[[int], WriterSchema | str]
+
+_INTS = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+
+
+def _promotable(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Avro's promotions (and the Arrow representations of one Avro type) from ``src``."""
+    if src == dst:
+        return True
+    if pa.types.is_integer(src):
+        if pa.types.is_integer(dst):
+            return _INTS.index(dst) >= _INTS.index(src) if src in _INTS and dst in _INTS else False
+        return bool(pa.types.is_floating(dst))
+    if pa.types.is_float32(src):
+        return bool(pa.types.is_float64(dst))
+    if pa.types.is_string(src) or pa.types.is_large_string(src):
+        return dst in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary())
+    if pa.types.is_binary(src) or pa.types.is_large_binary(src):
+        return dst in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary())
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
+        return True  # units and zones are representations of Avro's timestamp types
+    return False
+
+
+def _narrowing(src: pa.DataType, dst: pa.DataType) -> bool:
+    """An integer read into a narrower integer column (a field widened after the table got its
+    column: values that fit are read, others are bad records)."""
+    return bool(pa.types.is_integer(src) and pa.types.is_integer(dst))
+
+
+def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
+    return (_promotable(src, dst) or _narrowing(src, dst)
+            or (pa.types.is_nested(src) and pa.types.is_nested(dst)))
+
+
+def resolve_columns(
+    decoded: pa.Table,
+    writer_names: Sequence[str],
+    reader: pa.Schema,
+    defaults: Mapping[str, Any],
+) -> tuple[pa.Table, npt.NDArray[np.bool_], str]:
+    """``decoded`` (columns of the writer schema) read into ``reader``: the table, the rows
+    whose value does not fit the reader's type (an integer out of a narrower column's range)
+    and why. Raises :class:`ValueError` naming the field when a type cannot be read at all."""
+    n = decoded.num_rows
+    cols: list[pa.Array | pa.ChunkedArray] = []
+    present = set(writer_names)
+    unfit = np.zeros(n, dtype=bool)
+    why: list[str] = []
+    for f in reader:
+        if f.name in present:
+            col = decoded.column(f.name)
+            if col.type != f.type:
+                if not _readable(col.type, f.type):
+                    raise ValueError(
+                        f"field '{f.name}' is {col.type} in the writer schema, the table has "
+                        f"{f.type}"
+                    )
+                if _narrowing(col.type, f.type) and not _promotable(col.type, f.type):
+                    info = np.iinfo(f.type.to_pandas_dtype())
+                    out = np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min),
+                                                         pc.greater(col, info.max)), False))
+                    if out.any():
+                        unfit |= out
+                        why.append(f"field '{f.name}' has a value outside the table's {f.type} "
+                                   "column (the writer schema widened it)")
+                        col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
+                try:
+                    col = col.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise ValueError(
+                        f"field '{f.name}' ({col.type}) does not convert to the table's "
+                        f"{f.type}: {exc}"
+                    ) from None
+            cols.append(col)
+        elif f.name in defaults:
+            try:
+                cols.append(pa.array([defaults[f.name]] * n, f.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+                cols.append(pa.nulls(n, f.type))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    table = pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in reader]))
+    return table, unfit, "; ".join(why)
+
+
+@dataclass
+class _Plan:
+    """How values of one writer schema are read (or why they cannot be)."""
+
+    avro: Any
+    names: tuple[str, ...]
+    problem: str | None = None
+
+
+class AvroDecoder:
+    """Decode Confluent-framed Avro values into ``reader`` (see module docs).
+
+    ``lookup`` returns the writer schema of an id; ``defaults`` are the reader's Avro defaults;
+    ``reader_id`` is the id of the reader schema when it follows the subject's latest version
+    (None: pinned or declared, never retried). ``primitive_field`` names the one reader field a
+    non-record writer schema (a primitive message key) is read into.
+    """
+
+    def __init__(
+        self,
+        reader: pa.Schema,
+        lookup: SchemaLookup,
+        *,
+        required: Sequence[str] = (),
+        defaults: Mapping[str, Any] | None = None,
+        reader_id: int | None = None,
+        primitive_field: str | None = None,
+    ) -> None:
+        self.reader = reader
+        self.required = tuple(required)
+        self._lookup = lookup
+        self._defaults = dict(defaults or {})
+        self._reader_id = reader_id
+        self._primitive_field = primitive_field
+        self._plans: dict[int, _Plan] = {}
+
+    # -- writer schemas --------------------------------------------------------------------------
+    def _plan(self, schema_id: int) -> _Plan | str:
+        found = self._plans.get(schema_id)
+        if found is not None:
+            return found
+        writer = self._lookup(schema_id)
+        if writer == UNKNOWN or isinstance(writer, str):
+            return UNKNOWN
+        plan = self._make_plan(writer)
+        self._plans[schema_id] = plan
+        return plan
+
+    def _make_plan(self, writer: WriterSchema) -> _Plan:
+        if writer.problem is not None:
+            return _Plan(None, (), writer.problem)
+        avro = writer.avro
+        if not (isinstance(avro, dict) and avro.get("type") == "record"):
+            if self._primitive_field is None:
+                return _Plan(None, (), f"schema id {writer.schema_id} is not an Avro record")
+            avro = {"type": "record", "name": "hoodline_value",
+                    "fields": [{"name": self._primitive_field, "type": avro}]}
+        try:
+            arrow = avro_schema_json_to_arrow(json.dumps(avro))
+            fastavro.parse_schema(avro)
+        except (TableError, fastavro.schema.SchemaParseException, ValueError, KeyError) as exc:
+            return _Plan(None, (), f"schema id {writer.schema_id} cannot be read: {exc}")
+        by_name = {f.name: f for f in arrow}
+        for f in self.reader:
+            w = by_name.get(f.name)
+            if w is None or _readable(w.type, f.type):
+                continue  # nested types are checked when cast
+            return _Plan(None, (), f"schema id {writer.schema_id}: field '{f.name}' is "
+                         f"{w.type}, the table has {f.type}")
+        if (self._reader_id is not None and writer.schema_id > self._reader_id
+                and set(arrow.names) - set(self.reader.names)):
+            extra = sorted(set(arrow.names) - set(self.reader.names))
+            raise SchemaChangedError(
+                f"records written with schema id {writer.schema_id} carry field(s) "
+                f"{', '.join(extra)} that the round's schema (id {self._reader_id}) lacks; "
+                "the round is retried with the subject's latest version"
+            )
+        return _Plan(avro, tuple(arrow.names))
+
+    # -- decoding --------------------------------------------------------------------------------
+    def decode(self, values: pa.Array | pa.ChunkedArray) -> DecodeResult:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        n = len(values)
+        offsets, data = _layout(values)
+        starts, ends = offsets[:-1], offsets[1:]
+        valid = np.ones(n, dtype=bool) if values.null_count == 0 else np.asarray(
+            values.is_valid())
+        framed = valid & (ends - starts >= 5)
+        if framed.any():
+            first = np.zeros(n, dtype=np.uint8)
+            first[framed] = data[starts[framed]]
+            framed &= first == 0
+        ids = np.full(n, -1, dtype=np.int64)
+        if framed.any():
+            pos = starts[framed]
+            head = data[pos[:, None] + np.arange(1, 5)[None, :]].astype(np.int64)
+            ids[framed] = (head[:, 0] << 24) | (head[:, 1] << 16) | (head[:, 2] << 8) | head[:, 3]
+
+        bad: list[tuple[npt.NDArray[np.int64], str, list[str] | str]] = []
+        unframed = np.flatnonzero(~framed)
+        if len(unframed):
+            bad.append((unframed, NOT_WIRE_FORMAT,
+                        "not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro "
+                        "datum)"))
+        tables: list[pa.Table] = []
+        rows_of: list[npt.NDArray[np.int64]] = []
+        for schema_id in np.unique(ids[framed]).tolist():
+            rows = np.flatnonzero(ids == schema_id)
+            plan = self._plan(int(schema_id))
+            if isinstance(plan, str):
+                bad.append((rows, UNKNOWN_SCHEMA,
+                            f"schema id {schema_id} is not in the Schema Registry"))
+                continue
+            if plan.problem is not None:
+                bad.append((rows, INCOMPATIBLE_SCHEMA, plan.problem))
+                continue
+            table, good, broken = self._decode_group(data, starts[rows] + 5, ends[rows], plan)
+            if len(broken):
+                bad.append((rows[broken[0]], UNPARSEABLE, broken[1]))
+            if table is None:
+                continue
+            try:
+                resolved, unfit, why = resolve_columns(table, plan.names, self.reader,
+                                                       self._defaults)
+            except ValueError as exc:
+                bad.append((rows[good], INCOMPATIBLE_SCHEMA, f"schema id {schema_id}: {exc}"))
+                continue
+            if unfit.any():
+                bad.append((rows[good][unfit], INCOMPATIBLE_SCHEMA,
+                            f"schema id {schema_id}: {why}"))
+                resolved = resolved.filter(pa.array(~unfit))
+                good = good[~unfit]
+            tables.append(resolved)
+            rows_of.append(rows[good])
+        return self._assemble(n, tables, rows_of, bad)
+
+    def _decode_group(
+        self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
+        ends: npt.NDArray[np.int64], plan: _Plan,
+    ) -> tuple[pa.Table | None, npt.NDArray[np.int64], tuple[npt.NDArray[np.int64], list[str]]]:
+        """Decoded rows of one writer schema; (table, its rows, (bad rows, their details))."""
+        everything = np.arange(len(starts), dtype=np.int64)
+        try:
+            table = decode_records(data.data, starts, ends, plan.avro)
+            return table, everything, (everything[:0], [])
+        except (TableError, EOFError, ValueError, IndexError, UnicodeDecodeError,
+                pa.ArrowInvalid):
+            pass
+        # some datum is corrupt: find which, one at a time (rare path), then decode the rest
+        parsed = fastavro.parse_schema(plan.avro)
+        view = data.data
+        good: list[int] = []
+        broken: list[int] = []
+        details: list[str] = []
+        for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            buf = io.BytesIO(view[s:e])
+            try:
+                fastavro.schemaless_reader(buf, parsed, None)
+                if buf.tell() != e - s:
+                    raise ValueError(f"{e - s - buf.tell()} byte(s) left after the datum")
+                good.append(i)
+            except Exception as exc:  # fastavro raises many types on corrupt input
+                broken.append(i)
+                details.append(f"Avro datum does not match its writer schema: "
+                               f"{type(exc).__name__}: {exc}"[:300])
+        good_rows = np.asarray(good, dtype=np.int64)
+        bad_part = (np.asarray(broken, dtype=np.int64), details)
+        if not good:
+            return None, good_rows, bad_part
+        table = decode_records(data.data, starts[good_rows], ends[good_rows], plan.avro)
+        return table, good_rows, bad_part
+
+    def _assemble(
+        self, n: int, tables: list[pa.Table], rows_of: list[npt.NDArray[np.int64]],
+        bad: list[tuple[npt.NDArray[np.int64], str, list[str] | str]],
+    ) -> DecodeResult:
+        schema = pa.schema([f.with_nullable(True) for f in self.reader])
+        if tables:
+            records = pa.concat_tables(tables).combine_chunks()
+            row_index = np.concatenate(rows_of)
+            order = np.argsort(row_index, kind="stable")
+            if not (order == np.arange(len(order))).all():
+                records = records.take(pa.array(order))
+                row_index = row_index[order]
+        else:
+            records = schema.empty_table()
+            row_index = np.zeros(0, dtype=np.int64)
+        if self.required and records.num_rows:
+            missing = np.zeros(records.num_rows, dtype=bool)
+            for name in self.required:
+                missing |= np.asarray(records.column(name).is_null())
+            if missing.any():
+                details = [
+                    "null or missing field(s) " + ", ".join(
+                        repr(name) for name in self.required
+                        if not records.column(name)[int(i)].is_valid
+                    )
+                    for i in np.flatnonzero(missing)
+                ]
+                bad.append((row_index[missing], MISSING_KEY, details))
+                keep = pa.array(~missing)
+                records = records.filter(keep)
+                row_index = row_index[~missing]
+        errors = _bad_records(bad)
+        assert records.num_rows + len(errors) == n, "Avro decoder lost or duplicated records"
+        return DecodeResult(records, pa.array(row_index, pa.int64()), errors)
+
+
+def _bad_records(parts: list[tuple[npt.NDArray[np.int64], str, list[str] | str]]) -> BadRecords:
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return BadRecords(pa.array([], pa.int64()), pa.array([], pa.string()),
+                          pa.array([], pa.string()))
+    idx = np.concatenate([p[0] for p in parts])
+    reasons = np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts])
+    details: list[str] = []
+    for rows, _, d in parts:
+        details.extend([d] * len(rows) if isinstance(d, str) else d)
+    order = np.argsort(idx, kind="stable")
+    return BadRecords(
+        pa.array(idx[order], pa.int64()),
+        pa.array(reasons[order].tolist(), pa.string()),
+        pa.array(np.asarray(details, dtype=object)[order].tolist(), pa.string()),
+    )
+
+
+@dataclass(frozen=True)
+class AvroFormat:
+    """What a task needs to decode Confluent Avro values (picklable; sent with every round)."""
+
+    settings: RegistrySettings
+    #: id of the reader schema when it follows the subject's latest version, else None
+    reader_id: int | None = None
+    #: the reader's Avro default values by field, as JSON text
+    defaults: str = "{}"
+
+    def decoder(self, reader: pa.Schema, required: Sequence[str] = (), *,
+                primitive_field: str | None = None) -> AvroDecoder:
+        """The process's decoder for this reader schema (it keeps resolved writer schemas)."""
+        key = (self, reader.serialize().to_pybytes(), tuple(required), primitive_field)
+        found = _decoders.get(key)
+        if found is None:
+            settings = self.settings
+            found = AvroDecoder(
+                reader, lambda schema_id: writer_schema(settings, schema_id),
+                required=required, defaults=json.loads(self.defaults),
+                reader_id=None if primitive_field else self.reader_id,
+                primitive_field=primitive_field,
+            )
+            if len(_decoders) > 64:
+                _decoders.clear()
+            _decoders[key] = found
+        return found
+
+
+_decoders: dict[tuple[Any, ...], AvroDecoder] = {}

@@ -1,0 +1,227 @@
+"""Schema Registry access: settings, one client per process, writer and reader schemas.
+
+hoodline talks to a Confluent-compatible Schema Registry only through confluent-kafka's
+``SchemaRegistryClient``. Settings come from the source's options: every
+``schema.registry.<key>`` option is the client's ``<key>`` (``url``, ``basic.auth.user.info``,
+``ssl.ca.location``, ``timeout``, ...; secrets masked wherever settings are shown). Which
+subject the table's schema follows is the pipeline's ``source.schema-subject`` /
+``source.schema-version``.
+
+Two kinds of lookup:
+
+* **writer schemas** by the id in each message (tasks): cached per process, so a task asks the
+  registry once per id. A missing id (HTTP 404) is :data:`UNKNOWN` -- its records become bad
+  records -- while an unreachable registry raises :class:`SchemaRegistryError` (retryable: the
+  round is retried).
+* the **reader schema** (driver): the subject's latest or pinned version, what the table's
+  columns follow.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from hoodline.config.masking import mask_secrets
+from hoodline.errors import ConfigError, SchemaRegistryError, TableError
+from hoodline.table.schema import avro_schema_json_to_arrow
+
+__all__ = [
+    "REGISTRY_PREFIX",
+    "RegistrySettings",
+    "SubjectSchema",
+    "WriterSchema",
+    "fetch_subject_schema",
+    "registry_options",
+    "writer_schema",
+]
+
+#: Source options with this prefix configure the registry client (prefix removed).
+REGISTRY_PREFIX = "schema.registry."
+
+
+def registry_options(options: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
+    """Split source options into (the connector's own, the registry client's ``<key>``s)."""
+    own: dict[str, object] = {}
+    registry: dict[str, str] = {}
+    for key, value in options.items():
+        if key.startswith(REGISTRY_PREFIX):
+            registry[key[len(REGISTRY_PREFIX):]] = str(value)
+        else:
+            own[key] = value
+    return own, registry
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    """How to reach the registry and which subject the table follows (picklable)."""
+
+    #: the client's settings (``url`` first); values of secret keys never shown
+    client: tuple[tuple[str, str], ...]
+    subject: str
+    #: None: the latest version; else the pinned version number
+    version: int | None = None
+
+    def __post_init__(self) -> None:
+        if not dict(self.client).get("url"):
+            raise ConfigError(
+                f"option '{REGISTRY_PREFIX}url' is required with a Schema Registry format: give "
+                "the registry's URL, e.g. schema.registry.url = \"http://registry:8081\""
+            )
+
+    @property
+    def url(self) -> str:
+        return dict(self.client)["url"]
+
+    def __repr__(self) -> str:
+        shown = mask_secrets(dict(self.client))
+        return (f"RegistrySettings(client={shown!r}, subject={self.subject!r}, "
+                f"version={self.version!r})")
+
+    __str__ = __repr__
+
+
+_clients: dict[tuple[tuple[str, str], ...], Any] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(settings: RegistrySettings) -> Any:
+    """The process's client for these settings (clients cache schemas by id)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    with _clients_lock:
+        found = _clients.get(settings.client)
+        if found is None:
+            conf: dict[str, Any] = dict(settings.client)
+            for key in ("timeout", "max.retries", "retries.wait.ms", "retries.max.wait.ms",
+                        "cache.capacity"):
+                if key in conf:
+                    conf[key] = int(conf[key])
+            if "cache.latest.ttl.sec" in conf:
+                conf["cache.latest.ttl.sec"] = float(conf["cache.latest.ttl.sec"])
+            try:
+                found = SchemaRegistryClient(conf)
+            except (ValueError, TypeError) as exc:
+                shown = ", ".join(f"{REGISTRY_PREFIX}{k}" for k in sorted(conf))
+                raise ConfigError(
+                    f"Schema Registry client settings ({shown}) are invalid: {exc}"
+                ) from None
+            _clients[settings.client] = found
+        return found
+
+
+def _not_found(exc: Exception) -> bool:
+    return getattr(exc, "http_status_code", None) == 404
+
+
+def _registry_failure(settings: RegistrySettings, what: str, exc: Exception) -> SchemaRegistryError:
+    return SchemaRegistryError(
+        f"Schema Registry {settings.url} failed to return {what}: {type(exc).__name__}: {exc}"
+    )
+
+
+@dataclass(frozen=True)
+class WriterSchema:
+    """A schema a record was written with: its id, Avro JSON (parsed), and whether hoodline can
+    read it (``problem`` says why not)."""
+
+    schema_id: int
+    avro: Any
+    problem: str | None = None
+
+
+#: The registry has no schema with this id (its records are bad records).
+UNKNOWN = "unknown"
+
+_writers: dict[tuple[tuple[tuple[str, str], ...], int], WriterSchema | str] = {}
+_writers_lock = threading.Lock()
+
+
+def writer_schema(settings: RegistrySettings, schema_id: int) -> WriterSchema | str:
+    """The schema with ``schema_id`` (cached per process), or :data:`UNKNOWN`."""
+    key = (settings.client, schema_id)
+    with _writers_lock:
+        found = _writers.get(key)
+    if found is not None:
+        return found
+    try:
+        schema = _client(settings).get_schema(schema_id)
+    except Exception as exc:
+        if _not_found(exc):
+            result: WriterSchema | str = UNKNOWN
+        else:
+            raise _registry_failure(settings, f"schema id {schema_id}", exc) from exc
+    else:
+        result = _parse_writer(schema_id, schema)
+    with _writers_lock:
+        _writers[key] = result
+    return result
+
+
+def _parse_writer(schema_id: int, schema: Any) -> WriterSchema:
+    kind = (schema.schema_type or "AVRO").upper()
+    if kind != "AVRO":
+        return WriterSchema(schema_id, None, f"schema id {schema_id} is a {kind} schema, "
+                            "not Avro")
+    if schema.references:
+        return WriterSchema(schema_id, None, f"schema id {schema_id} uses schema references "
+                            "(not supported yet: register the schema self-contained)")
+    try:
+        return WriterSchema(schema_id, json.loads(schema.schema_str))
+    except json.JSONDecodeError as exc:
+        return WriterSchema(schema_id, None, f"schema id {schema_id} is not valid JSON: {exc}")
+
+
+@dataclass(frozen=True)
+class SubjectSchema:
+    """A version of the subject the table follows (driver side)."""
+
+    schema_id: int
+    version: int
+    #: the Avro record schema, as registered
+    avro: Mapping[str, Any]
+    #: its columns (every column nullable: rows written before a field existed read as null)
+    arrow: pa.Schema
+    #: Avro default values of the fields that declare one (records written without the field)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+def fetch_subject_schema(settings: RegistrySettings) -> SubjectSchema:
+    """The subject's latest (or pinned) version, as the table's record schema."""
+    client = _client(settings)
+    what = (f"subject '{settings.subject}' version "
+            f"{'latest' if settings.version is None else settings.version}")
+    try:
+        if settings.version is None:
+            client.clear_latest_caches()
+            registered = client.get_latest_version(settings.subject)
+        else:
+            registered = client.get_version(settings.subject, settings.version)
+    except Exception as exc:
+        if _not_found(exc):
+            raise ConfigError(
+                f"Schema Registry {settings.url} has no {what}: register the schema first or "
+                "set source.schema-subject / source.schema-version"
+            ) from None
+        raise _registry_failure(settings, what, exc) from exc
+    schema = registered.schema
+    parsed = _parse_writer(int(registered.schema_id), schema)
+    if parsed.problem is not None:
+        raise ConfigError(f"{what} cannot be the table's schema: {parsed.problem}")
+    avro = parsed.avro
+    if not isinstance(avro, dict) or avro.get("type") != "record":
+        raise ConfigError(f"{what} is not an Avro record schema; a table needs named fields")
+    try:
+        arrow = avro_schema_json_to_arrow(json.dumps(avro))
+    except TableError as exc:
+        raise ConfigError(f"{what} cannot be the table's schema: {exc}") from None
+    arrow = pa.schema([f.with_nullable(True) for f in arrow])
+    defaults = {str(f["name"]): f["default"] for f in avro.get("fields", [])
+                if "default" in f and f["default"] is not None}
+    return SubjectSchema(int(registered.schema_id), int(registered.version), avro, arrow,
+                         defaults)
