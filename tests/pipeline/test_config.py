@@ -312,3 +312,46 @@ def test_connector_options_are_checked_when_the_config_loads() -> None:
                      origin="pipe.toml")
     with pytest.raises(ConfigError, match=r"\[source\.options\] \(kafka source\).*'topics'"):
         parse_config(MINIMAL.replace('topic = "t"', 'topics = "t"'))
+
+
+def _avro_doc(**source: object) -> dict[str, object]:
+    options = source.pop("options", None) or {
+        "topic": "orders", "properties": {"bootstrap.servers": "127.0.0.1:9"},
+        "schema.registry": {"url": "http://127.0.0.1:8081",
+                            "basic.auth.user.info": "me:hunter2-registry"}}
+    return {"source": {"type": "kafka", "format": "avro", "options": options, **source},
+            "table": {"path": "/tmp/t", "record-key": ["id"]}}
+
+
+def test_avro_format_registry_options_subject_and_version() -> None:
+    cfg = config_from_dict(_avro_doc())
+    assert cfg.source.format is SourceFormat.AVRO and len(cfg.schema) == 0
+    assert cfg.source.schema_subject == "" and cfg.source.schema_version is None
+    shown = cfg.describe()
+    assert shown["source.schema-subject"] == "<topic>-value"
+    assert shown["source.schema-version"] == "latest"
+    assert "hunter2-registry" not in repr(cfg) and "hunter2-registry" not in str(shown)
+    pinned = config_from_dict(_avro_doc(**{"schema-subject": "orders-v", "schema-version": "3"}))
+    assert (pinned.source.schema_subject, pinned.source.schema_version) == ("orders-v", 3)
+    with pytest.raises(ConfigError, match=r"source\.schema-version"):
+        config_from_dict(_avro_doc(**{"schema-version": "newest"}))
+
+
+def test_avro_format_refusals_name_what_to_fix() -> None:
+    no_url = {"topic": "orders", "properties": {"bootstrap.servers": "127.0.0.1:9"}}
+    with pytest.raises(ConfigError, match=r"schema\.registry\.url"):
+        config_from_dict(_avro_doc(options=no_url))
+    two_topics = {"topic": "a,b", "properties": {"bootstrap.servers": "127.0.0.1:9"},
+                  "schema.registry.url": "http://r"}
+    with pytest.raises(ConfigError, match=r"source\.schema-subject"):
+        config_from_dict(_avro_doc(options=two_topics))
+    json_doc = _avro_doc()
+    json_doc["source"]["format"] = "json"  # type: ignore[index]
+    json_doc["schema"] = {"id": "int64"}
+    with pytest.raises(ConfigError, match=r"only used with source\.format = .avro."):
+        config_from_dict(json_doc)
+    files = {"source": {"type": "files", "format": "avro",
+                        "options": {"path": "/tmp/in", "format": "jsonl"}},
+             "table": {"path": "/tmp/t", "record-key": ["id"]}}
+    with pytest.raises(ConfigError, match="Confluent wire format"):
+        config_from_dict(files)
