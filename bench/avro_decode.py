@@ -1,0 +1,166 @@
+"""Decoding Confluent-framed Avro values of a 12-field record, one core (issue 14's target:
+>= 300k records/s). Not a test.
+
+    PYTHONPATH=src:. .venv/bin/python -m bench.avro_decode [--records 1000000] [--runs 5] [--record]
+
+The values are written by confluent-kafka's own ``AvroSerializer`` (schema registered in the
+test registry, tests/helpers/schema_registry.py, on 127.0.0.1). Measured in the same run, each
+over the same values in blocks of 65,536 (the block size of a Kafka reader task):
+
+* hoodline: :class:`hoodline.formats.avro_decoder.AvroDecoder` (columnar; writer schema fetched
+  once, as in a task), output an Arrow table;
+* peer ``confluent``: confluent-kafka's ``AvroDeserializer`` (fastavro, one record at a time),
+  its dicts turned into an Arrow table with ``pa.Table.from_pylist`` -- what a hand-written
+  consumer does;
+* peer ``fastavro``: the bare minimum of that loop: ``fastavro.schemaless_reader`` per value
+  (frame header skipped, parsed schema reused), then ``pa.Table.from_pylist``.
+
+Reports the median CPU time (process, one thread) and wall time of ``--runs`` runs, records/s
+from the CPU median, and the ratio. Both outputs are checked equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import statistics
+import time
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from bench import common
+from hoodline.formats.avro_decoder import AvroFormat
+from hoodline.formats.registry import RegistrySettings, fetch_subject_schema
+
+BLOCK = 65_536
+SCHEMA: dict[str, Any] = {
+    "type": "record", "name": "Order", "namespace": "bench",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "customer", "type": "string"},
+        {"name": "region", "type": "string"},
+        {"name": "status", "type": {"type": "enum", "name": "Status",
+                                    "symbols": ["NEW", "PAID", "SHIPPED"]}},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "qty", "type": "int"},
+        {"name": "amount", "type": "double"},
+        {"name": "discount", "type": ["null", "double"], "default": None},
+        {"name": "paid", "type": "boolean"},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "version", "type": "long"},
+    ],
+}
+
+
+def make_values(url: str, n: int) -> list[bytes]:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    ser = AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(SCHEMA))
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    rng = random.Random(5)
+    distinct = [ser({
+        "id": i, "customer": f"customer-{rng.randrange(100_000):06d}",
+        "region": rng.choice(["eu-west", "us-east", "ap-south"]),
+        "status": rng.choice(["NEW", "PAID", "SHIPPED"]),
+        "note": rng.choice([None, "gift wrap", "leave at the door, please"]),
+        "qty": rng.randrange(1, 50), "amount": round(rng.random() * 1000, 2),
+        "discount": rng.choice([None, 0.1, 0.25]), "paid": rng.random() < 0.7,
+        "ts": 1_700_000_000_000 + i * 17, "day": 19_700 + i % 400, "version": i % 7,
+    }, ctx) for i in range(min(n, 200_000))]
+    return [distinct[i % len(distinct)] for i in range(n)]
+
+
+def _timed(fn: Any) -> tuple[float, float, Any]:
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.process_time() - c0, time.perf_counter() - w0, out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--record", action="store_true", help="append the result to BENCHMARKS.md")
+    args = ap.parse_args(argv)
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from tests.helpers.schema_registry import SchemaRegistry
+
+    registry = SchemaRegistry()
+    try:
+        values = make_values(registry.url, args.records)
+        blocks = [pa.array(values[i:i + BLOCK], pa.binary())
+                  for i in range(0, len(values), BLOCK)]
+        settings = RegistrySettings((("url", registry.url),), "orders-value")
+        reader = fetch_subject_schema(settings)
+        decoder = AvroFormat(settings, reader.schema_id).decoder(reader.arrow, ["id"])
+        deser = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+        ctx = SerializationContext("orders", MessageField.VALUE)
+
+        def hoodline() -> pa.Table:
+            return pa.concat_tables([decoder.decode(b).records for b in blocks])
+
+        parsed = fastavro.parse_schema(SCHEMA)
+
+        def bare() -> pa.Table:
+            return pa.concat_tables([
+                pa.Table.from_pylist([fastavro.schemaless_reader(io.BytesIO(v[5:]), parsed, None)
+                                      for v in values[i:i + BLOCK]], schema=reader.arrow)
+                for i in range(0, len(values), BLOCK)])
+
+        def peer() -> pa.Table:
+            return pa.concat_tables([
+                pa.Table.from_pylist([deser(v, ctx) for v in values[i:i + BLOCK]],
+                                     schema=reader.arrow)
+                for i in range(0, len(values), BLOCK)])
+
+        hoodline()  # warm: writer schema fetched, code paths loaded
+        peer_sample = min(len(values), 200_000)
+        results: dict[str, list[tuple[float, float]]] = {"hoodline": [], "confluent": [],
+                                                         "fastavro": []}
+        check: dict[str, pa.Table] = {}
+        for _ in range(args.runs):
+            cpu, wall, out = _timed(hoodline)
+            results["hoodline"].append((cpu, wall))
+            check["hoodline"] = out
+            for name, fn in (("confluent", peer), ("fastavro", bare)):
+                cpu, wall, out = _timed(fn)
+                results[name].append((cpu, wall))
+                check[name] = out
+        for name in ("confluent", "fastavro"):
+            assert check["hoodline"].slice(0, peer_sample).equals(
+                check[name].slice(0, peer_sample)), f"outputs of hoodline and {name} differ"
+    finally:
+        registry.stop()
+
+    n = len(values)
+    rows = []
+    med: dict[str, float] = {}
+    for name, runs in results.items():
+        cpu = statistics.median(r[0] for r in runs)
+        wall = statistics.median(r[1] for r in runs)
+        med[name] = cpu
+        rows.append([name, f"{cpu:.3f} s", f"{wall:.3f} s", f"{n / cpu:,.0f}"])
+    ratios = ", ".join(f"{med[p] / med['hoodline']:.1f}x {p}" for p in ("confluent", "fastavro"))
+    table = common.markdown_table(["system", "CPU (median)", "wall (median)", "records/s (CPU)"],
+                                  rows)
+    body = (f"{n:,} values of a 12-field record ({sum(len(v) for v in values) / n:.0f} bytes "
+            f"each), {args.runs} runs, blocks of {BLOCK:,}; target >= 300,000 records/s on one "
+            f"core.\n\n{table}\n\nhoodline's speed (CPU): {ratios}.")
+    print(body)
+    if args.record:
+        common.append_block("Avro decode (Confluent wire format)", body, common.machine())
+
+
+if __name__ == "__main__":
+    main()
