@@ -45,6 +45,9 @@ def _type_readable(writer: Any, reader: Any) -> bool:
     w, r = _base(writer), _base(reader)
     if isinstance(w, str) and isinstance(r, str):
         return r in _PROMOTIONS.get(w, {w})
+    if (isinstance(w, dict) and isinstance(r, dict) and w.get("type") == "record"
+            and r.get("type") == "record"):
+        return backward_problem(w, r) is None  # nested records: the same rules, recursively
     return json.dumps(w, sort_keys=True) == json.dumps(r, sort_keys=True)
 
 

@@ -168,7 +168,8 @@ class AvroDecoder:
     ``lookup`` returns the writer schema of an id; ``defaults`` are the reader's Avro defaults;
     ``reader_id`` is the id of the reader schema when it follows the subject's latest version
     (None: pinned or declared, never retried). ``primitive_field`` names the one reader field a
-    non-record writer schema (a primitive message key) is read into.
+    non-record writer schema (a primitive message key) is read into. ``nested`` names record
+    fields whose own new fields also count as a newer schema (Debezium's row images).
     """
 
     def __init__(
@@ -180,8 +181,10 @@ class AvroDecoder:
         defaults: Mapping[str, Any] | None = None,
         reader_id: int | None = None,
         primitive_field: str | None = None,
+        nested: Sequence[str] = (),
     ) -> None:
         self.reader = reader
+        self._nested = tuple(nested)
         self.required = tuple(required)
         self._lookup = lookup
         self._defaults = dict(defaults or {})
@@ -222,15 +225,28 @@ class AvroDecoder:
                 continue  # nested types are checked when cast
             return _Plan(None, (), f"schema id {writer.schema_id}: field '{f.name}' is "
                          f"{w.type}, the table has {f.type}")
-        if (self._reader_id is not None and writer.schema_id > self._reader_id
-                and set(arrow.names) - set(self.reader.names)):
-            extra = sorted(set(arrow.names) - set(self.reader.names))
+        extra = self._new_fields(arrow)
+        if self._reader_id is not None and writer.schema_id > self._reader_id and extra:
             raise SchemaChangedError(
                 f"records written with schema id {writer.schema_id} carry field(s) "
                 f"{', '.join(extra)} that the round's schema (id {self._reader_id}) lacks; "
                 "the round is retried with the subject's latest version"
             )
         return _Plan(avro, tuple(arrow.names))
+
+    def _new_fields(self, writer: pa.Schema) -> list[str]:
+        """Writer fields the reader lacks: top-level ones, and inside the record fields named
+        by ``nested`` (``after.discount``)."""
+        extra = [n for n in writer.names if n not in self.reader.names]
+        for name in self._nested:
+            if name not in writer.names or name not in self.reader.names:
+                continue
+            w, r = writer.field(name).type, self.reader.field(name).type
+            if pa.types.is_struct(w) and pa.types.is_struct(r):
+                known = {r.field(i).name for i in range(r.num_fields)}
+                extra += [f"{name}.{w.field(i).name}" for i in range(w.num_fields)
+                          if w.field(i).name not in known]
+        return sorted(extra)
 
     # -- decoding --------------------------------------------------------------------------------
     def decode(self, values: pa.Array | pa.ChunkedArray) -> DecodeResult:
@@ -391,9 +407,10 @@ class AvroFormat:
     defaults: str = "{}"
 
     def decoder(self, reader: pa.Schema, required: Sequence[str] = (), *,
-                primitive_field: str | None = None) -> AvroDecoder:
+                primitive_field: str | None = None, nested: Sequence[str] = ()) -> AvroDecoder:
         """The process's decoder for this reader schema (it keeps resolved writer schemas)."""
-        key = (self, reader.serialize().to_pybytes(), tuple(required), primitive_field)
+        key = (self, reader.serialize().to_pybytes(), tuple(required), primitive_field,
+               tuple(nested))
         found = _decoders.get(key)
         if found is None:
             settings = self.settings
@@ -401,7 +418,7 @@ class AvroFormat:
                 reader, lambda schema_id: writer_schema(settings, schema_id),
                 required=required, defaults=json.loads(self.defaults),
                 reader_id=None if primitive_field else self.reader_id,
-                primitive_field=primitive_field,
+                primitive_field=primitive_field, nested=nested,
             )
             if len(_decoders) > 64:
                 _decoders.clear()

@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +79,20 @@ class SourceFormat(ConfigEnum):
     RAW = "raw"
     #: Avro in the Confluent wire format, writer schemas from the Schema Registry
     AVRO = "avro"
+    #: Debezium change events, JSON (plain or schemas-enabled)
+    DEBEZIUM_JSON = "debezium-json"
+    #: Debezium change events, Confluent Avro
+    DEBEZIUM_AVRO = "debezium-avro"
 
     @property
     def uses_registry(self) -> bool:
         """Values carry a Schema Registry id; the table's schema follows a subject."""
-        return self is SourceFormat.AVRO
+        return self in (SourceFormat.AVRO, SourceFormat.DEBEZIUM_AVRO)
+
+    @property
+    def change_events(self) -> bool:
+        """Values are Debezium change events (see :mod:`hoodline.formats.debezium`)."""
+        return self in (SourceFormat.DEBEZIUM_JSON, SourceFormat.DEBEZIUM_AVRO)
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -98,7 +107,10 @@ SOURCE_FORMAT = option(
     "declared [schema]; `raw` passes the bytes through as a binary `value` column; `avro` "
     "reads Avro in the Confluent wire format (magic byte, schema id, datum) with the writer "
     "schemas of the Schema Registry at `schema.registry.url` in [source.options] (other "
-    "`schema.registry.*` keys go to confluent-kafka's registry client; secrets masked).",
+    "`schema.registry.*` keys go to confluent-kafka's registry client; secrets masked); "
+    "`debezium-json` / `debezium-avro` read Debezium change events (c/r/u upsert the `after` "
+    "image, d deletes the `before` key, ordered by the source's log position; columns "
+    "`_event_op`, `_event_order`, `_event_ts_ms` added).",
 )
 SCHEMA_SUBJECT = option(
     "source.schema-subject",
@@ -548,7 +560,9 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         table_path=err.get(ERRORS_TABLE_PATH) or (path.rstrip("/") + "_errors"),
     )
     schema_doc = dict(doc.get("schema", {}))
-    if source.format is SourceFormat.JSON or (source.format.uses_registry and schema_doc):
+    if source.format.change_events:
+        table, schema = _change_event_table(table, schema_doc, source.format)
+    elif source.format is SourceFormat.JSON or (source.format.uses_registry and schema_doc):
         schema = schema_from_mapping(schema_doc)
     elif source.format.uses_registry:
         schema = pa.schema([])  # the registry subject's, fetched when the pipeline starts
@@ -563,6 +577,40 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
     config = PipelineConfig(source, table, schema, runtime, errors, origin)
     _check_source(config)
     return config
+
+
+def _change_event_table(
+    table: TableSection, schema_doc: dict[str, Any], fmt: SourceFormat
+) -> tuple[TableSection, pa.Schema]:
+    """Debezium formats: the declared row (+ the event columns), the source's log position as
+    the ordering field and DefaultHoodieRecordPayload (a late older change never overwrites a
+    newer stored row) unless set; deletes come from the events, not a delete field."""
+    from hoodline.formats.debezium import EVENT_COLUMNS, EVENT_ORDER
+    from hoodline.table.write.options import PAYLOAD_CLASS, PayloadClass
+
+    reserved = [n for n in schema_doc if n in EVENT_COLUMNS.names]
+    if reserved:
+        raise ConfigError(
+            f"[schema] declares {', '.join(repr(r) for r in reserved)}, which format "
+            f"'{fmt}' adds itself (the change's op, order and time); remove it"
+        )
+    if table.delete_field:
+        raise ConfigError(
+            f"option '{DELETE_FIELD.key}' is not used with format '{fmt}': deletes are the "
+            "change events with op 'd'; remove it"
+        )
+    if not schema_doc and fmt is SourceFormat.DEBEZIUM_JSON:
+        raise ConfigError(
+            f"format '{fmt}' needs [schema]: declare the columns of the captured table (the "
+            "fields of the events' before/after images)"
+        )
+    schema = schema_from_mapping(schema_doc) if schema_doc else pa.schema([])
+    if len(schema):
+        schema = pa.schema([*schema, *EVENT_COLUMNS])
+    options = MaskedDict(table.options)
+    options.setdefault(PAYLOAD_CLASS.key, PayloadClass.DEFAULT.value)
+    return replace(table, precombine_field=table.precombine_field or EVENT_ORDER,
+                   options=options), schema
 
 
 def _check_source(config: PipelineConfig) -> None:

@@ -42,6 +42,12 @@ from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import ConfigError, PipelineError
 from hoodline.formats.avro_decoder import AvroFormat
+from hoodline.formats.debezium import (
+    EVENT_COLUMNS,
+    DebeziumJsonDecoder,
+    change_rows,
+    envelope_schema,
+)
 from hoodline.formats.json_decoder import BadRecords, DecodeResult, JsonDecoder
 from hoodline.formats.registry import (
     RegistrySettings,
@@ -102,6 +108,8 @@ class KafkaRecords(RecordPreparer):
     raw: bool
     #: format = avro: the registry and the reader schema's id and defaults
     avro: AvroFormat | None = None
+    #: Debezium change events (JSON, or Avro with ``avro`` set)
+    changes: bool = False
 
     def prepare(
         self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
@@ -131,6 +139,8 @@ class KafkaRecords(RecordPreparer):
             recs = key_records(spec, data, delete_flags(spec, data), seq)
             return Prepared(recs, _errors(spec, batch, bad))
 
+        if self.changes:
+            return self._prepare_changes(spec, batch)
         n = batch.num_rows
         all_rows = pa.array(np.arange(n, dtype=np.int64))
         values = batch.column("value")
@@ -162,6 +172,38 @@ class KafkaRecords(RecordPreparer):
                 flags = pa.array(np.ones(key_cols.num_rows, dtype=bool))
                 tables.append(key_records(spec, key_cols, flags, pc.take(offsets, rows)))
         recs = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        return Prepared(recs, _errors(spec, batch, concat_bad(bad_parts)))
+
+
+    def _prepare_changes(self, spec: RecordSpec, batch: pa.RecordBatch) -> Prepared:
+        """Debezium events: upserts of after images, deletes of before keys; Debezium's own
+        tombstones (null values) skipped."""
+        offsets = batch.column("offset")
+        values = batch.column("value")
+        event_rows = pa.array(np.flatnonzero(np.asarray(values.is_valid())))
+        row = pa.schema([f for f in spec.declared if f.name not in EVENT_COLUMNS.names])
+        required = [r for r in spec.required if r in row.names]
+        taken = pc.take(values, event_rows)
+        if self.avro is None:
+            changes = DebeziumJsonDecoder(row, required).decode(taken)
+            decoded, deletes = changes.result, changes.deletes
+        else:
+            parsed = self.avro.decoder(envelope_schema(row, wrapped=False),
+                                       nested=("before", "after")).decode(taken)
+            data_, index, deletes, more_bad = change_rows(parsed.records, parsed.row_index, row,
+                                                          required)
+            decoded = DecodeResult(data_, index, concat_bad([parsed.errors, more_bad]))
+        bad_parts = [remap_bad(decoded.errors, event_rows)]
+        good_rows = pc.take(event_rows, decoded.row_index)
+        data, seq = decoded.records, pc.take(offsets, good_rows)
+        unkeyable = unkeyable_values(spec, data)
+        if len(unkeyable):
+            bad_parts.append(remap_bad(unkeyable, good_rows))
+            keep = np.ones(data.num_rows, dtype=bool)
+            keep[np.asarray(unkeyable.index)] = False
+            deletes = deletes.filter(pa.array(keep))
+            data, seq = without_rows(data, seq, unkeyable)
+        recs = key_records(spec, data, deletes, seq)
         return Prepared(recs, _errors(spec, batch, concat_bad(bad_parts)))
 
 
@@ -223,6 +265,19 @@ def _tombstone_result(result: DecodeResult, prefix: str) -> tuple[pa.Table, pa.A
     return result.records, result.row_index, bad
 
 
+def change_table_schema(envelope: pa.Schema, subject: str) -> pa.Schema:
+    """The table's schema for Debezium Avro events: the fields of the envelope's ``after``
+    image, then the event columns."""
+    image = envelope.field("after").type if "after" in envelope.names else None
+    if image is None or not pa.types.is_struct(image):
+        raise ConfigError(
+            f"Schema Registry subject '{subject}' is not a Debezium change event schema (no "
+            "'after' record field); check source.schema-subject"
+        )
+    return pa.schema([*(image.field(i).with_nullable(True) for i in range(image.num_fields)),
+                      *EVENT_COLUMNS])
+
+
 def _errors(spec: RecordSpec, batch: pa.RecordBatch, bad: BadRecords) -> pa.RecordBatch:
     if not len(bad):
         return empty_errors()
@@ -244,9 +299,11 @@ class KafkaPlugin(SourcePlugin):
     def __init__(
         self, source: KafkaSource, *, raw: bool = False,
         registry: RegistrySettings | None = None, declared: bool = False,
+        changes: bool = False,
     ) -> None:
         super().__init__(source)
         self._raw = raw
+        self._changes = changes
         self._registry = registry
         #: format = avro with a declared [schema] (the subject's schema is not used)
         self._declared = declared
@@ -268,7 +325,7 @@ class KafkaPlugin(SourcePlugin):
                     f"a Schema Registry is only used with source.format = 'avro' (it is "
                     f"'{fmt}')"
                 )
-            return cls(source, raw=fmt is SourceFormat.RAW)
+            return cls(source, raw=fmt is SourceFormat.RAW, changes=fmt.change_events)
         subject = config.source.schema_subject
         if not subject:
             topics = source.config.subscription.topics
@@ -281,7 +338,8 @@ class KafkaPlugin(SourcePlugin):
             subject = f"{next(iter(topics))}-value"
         settings = RegistrySettings(tuple(sorted(client.items())), subject,
                                     config.source.schema_version)
-        return cls(source, registry=settings, declared=len(config.schema) > 0)
+        return cls(source, registry=settings, declared=len(config.schema) > 0,
+                   changes=fmt.change_events)
 
     @property
     def identity(self) -> str:
@@ -300,18 +358,21 @@ class KafkaPlugin(SourcePlugin):
             return config.schema
         if self._subject is None:
             self._subject = fetch_subject_schema(self._registry)
+        if self._changes:
+            return change_table_schema(self._subject.arrow, self._registry.subject)
         return self._subject.arrow
 
     def preparer(self, config: PipelineConfig) -> KafkaRecords:
         if self._registry is None:
-            return KafkaRecords(self._raw)
+            return KafkaRecords(self._raw, changes=self._changes)
         subject = None if self._declared else self._subject
         follows_latest = subject is not None and self._registry.version is None
+        defaults = dict(subject.defaults) if subject and not self._changes else {}
         return KafkaRecords(False, AvroFormat(
             self._registry,
             reader_id=subject.schema_id if follows_latest and subject else None,
-            defaults=json.dumps(dict(subject.defaults) if subject else {}),
-        ))
+            defaults=json.dumps(defaults),
+        ), changes=self._changes)
 
     def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         if self._client is None:

@@ -112,6 +112,25 @@ def _keep_newer_stored(
     return pc.and_(replaced, pc.invert(stored_wins)), upserts
 
 
+def _deletes_newer_than_stored(
+    ctx: WriteContext, old: pa.Table, records: pa.Table, delete_keys: pa.Array
+) -> pa.Array:
+    """DefaultHoodieRecordPayload: a delete that carries an ordering value smaller than the
+    stored row's does not delete it (Java compares a delete record's ordering like an
+    update's); deletes without an ordering value (tombstones) always delete."""
+    ordering = ctx.config.precombine_field
+    if ordering is None or ordering not in old.schema.names or ordering not in records.schema.names:
+        return delete_keys
+    dels = records.filter(pc.fill_null(records.column(IS_DELETE), False))
+    want = ctx.data_schema.field(ordering).type
+    pos = pc.index_in(dels.column(RECORD_KEY), value_set=old.column(RECORD_KEY))
+    stored = pc.take(pc.cast(old.column(ordering), want), pos)
+    stale = pc.fill_null(pc.greater(stored, pc.cast(dels.column(ordering), want)), False)
+    if not pc.any(stale).as_py():
+        return delete_keys
+    return dels.column(RECORD_KEY).filter(pc.invert(stale)).combine_chunks()
+
+
 def _writes_bloom_filter(ctx: WriteContext) -> bool:
     """Java Hudi writes the footer bloom filter with meta fields populated (always, in
     hoodline) when ``hoodie.parquet.bloom.filter.enabled`` (default) or the index type is
@@ -311,6 +330,8 @@ def write_file_group(
             new_keys = upserts.column(RECORD_KEY).combine_chunks()
         num_updates = int(pc.sum(replaced).as_py() or 0)
         gone = replaced
+        if len(delete_keys) and ctx.options.payload_class is PayloadClass.DEFAULT:
+            delete_keys = _deletes_newer_than_stored(ctx, old, records, delete_keys)
         if len(delete_keys):
             deleted = pc.is_in(old_keys, value_set=delete_keys)
             num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)

@@ -1,0 +1,207 @@
+"""Debezium change events -> table rows and deletes (columnar).
+
+A Debezium change event carries ``op`` (``c`` create, ``u`` update, ``r`` snapshot read, ``d``
+delete, ``t`` truncate, ``m`` message), the row images ``before`` and ``after``, the event's
+``ts_ms`` and a ``source`` block with the connector's position in the database log (Postgres:
+``lsn``; MySQL: binlog ``file``, ``pos`` and ``row``). With Kafka Connect's JSON converter and
+schemas enabled the event is wrapped as ``{"schema": ..., "payload": {...}}``; both forms are
+read.
+
+What a table gets:
+
+* ``c``/``r``/``u``: the ``after`` image, upserted; ``d``: a delete of the ``before`` image's key;
+* three columns besides the row's own: ``_event_op`` (the change that wrote the row),
+  ``_event_ts_ms`` (when the database made it: ``source.ts_ms``, else the event's ``ts_ms``) and
+  ``_event_order``, the table's ordering (precombine) field: the source position as fixed-width
+  digits (Postgres: the LSN; MySQL: binlog file number, position, row), then ``_event_ts_ms``
+  -- text that sorts like the log, so among changes of a key the latest in the database wins,
+  and with ``DefaultHoodieRecordPayload`` a late duplicate of an older change never overwrites a
+  newer stored one;
+* Debezium's tombstones (a null value after a delete, for log compaction) are skipped.
+
+Bad records, never dropped: ``not_change_event`` (no ``op``: a schema change or heartbeat on the
+topic, or another message), ``unsupported_change`` (``t`` truncate and ``m`` messages are not
+applied: truncating a table is left to the user), ``missing_image`` (no ``after`` for c/r/u or
+``before`` for d), ``missing_key`` (the image lacks a key field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodline.formats.json_decoder import MISSING_KEY, BadRecords, DecodeResult, JsonDecoder
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "EVENT_OP",
+    "EVENT_ORDER",
+    "EVENT_TS",
+    "ChangeRows",
+    "change_rows",
+    "envelope_schema",
+]
+
+EVENT_OP = "_event_op"
+EVENT_ORDER = "_event_order"
+EVENT_TS = "_event_ts_ms"
+#: The columns a change-event table gets besides the row's own.
+EVENT_COLUMNS = pa.schema([(EVENT_OP, pa.string()), (EVENT_ORDER, pa.string()),
+                           (EVENT_TS, pa.int64())])
+
+NOT_CHANGE_EVENT = "not_change_event"
+UNSUPPORTED_CHANGE = "unsupported_change"
+MISSING_IMAGE = "missing_image"
+
+_SOURCE = pa.struct([("lsn", pa.int64()), ("file", pa.string()), ("pos", pa.int64()),
+                     ("row", pa.int64()), ("ts_ms", pa.int64())])
+
+
+def envelope_schema(row: pa.Schema, *, wrapped: bool = True) -> pa.Schema:
+    """The event fields hoodline reads, with ``row`` as the images' type (``payload``: the
+    schemas-enabled JSON wrapping)."""
+    image = pa.struct([f.with_nullable(True) for f in row])
+    fields = [pa.field("before", image), pa.field("after", image), pa.field("op", pa.string()),
+              pa.field("ts_ms", pa.int64()), pa.field("source", _SOURCE)]
+    if wrapped:
+        fields.append(pa.field("payload", pa.struct(fields)))
+    return pa.schema(fields)
+
+
+@dataclass(frozen=True)
+class ChangeRows:
+    """Rows (the row's columns + :data:`EVENT_COLUMNS`), whether each is a delete, their input
+    indexes, and the bad records."""
+
+    result: DecodeResult
+    deletes: pa.BooleanArray
+
+
+def _digits(arr: pa.Array | pa.ChunkedArray, width: int) -> pa.Array:
+    text = pc.cast(pc.fill_null(arr, 0), pa.string())
+    return pc.utf8_lpad(text, width=width, padding="0")
+
+
+def _event_order(source: pa.StructArray, ts: pa.Array) -> pa.Array:
+    lsn, file_, pos, row = (pc.struct_field(source, name) for name in ("lsn", "file", "pos", "row"))
+    file_no = pc.cast(pc.if_else(
+        pc.match_substring_regex(file_, r"\.[0-9]+$"),
+        pc.extract_regex(file_, r"\.(?P<n>[0-9]+)$").field("n"), "0"), pa.int64())
+    mysql = pc.binary_join_element_wise(_digits(file_no, 10), _digits(pos, 20),
+                                        _digits(row, 10), "")
+    position = pc.if_else(lsn.is_valid(), _digits(lsn, 20),
+                          pc.if_else(pos.is_valid(), mysql, ""))
+    return pc.binary_join_element_wise(position, _digits(ts, 15), "")
+
+
+def change_rows(
+    envelope: pa.Table, row_index: pa.Array, row: pa.Schema, required: Sequence[str]
+) -> tuple[pa.Table, pa.Array, pa.Array, BadRecords]:
+    """Rows of decoded events ``envelope`` (columns of :func:`envelope_schema`): (rows, their
+    input indexes, delete flags, bad records with input indexes)."""
+    cols = {name: envelope.column(name).combine_chunks() for name in ("before", "after", "op",
+                                                                       "ts_ms", "source")}
+    if "payload" in envelope.column_names:
+        payload = envelope.column("payload").combine_chunks()
+        wrapped = payload.is_valid()
+        if pc.any(wrapped).as_py():
+            for name in cols:
+                cols[name] = pc.if_else(wrapped, pc.struct_field(payload, name), cols[name])
+    op = cols["op"]
+    upsert = pc.fill_null(pc.is_in(op, pa.array(["c", "u", "r"])), False)
+    delete = pc.fill_null(pc.equal(op, "d"), False)
+    image = pc.if_else(delete, cols["before"], cols["after"])
+    ok = pc.and_(pc.or_(upsert, delete), image.is_valid())
+    bad_idx: list[np.ndarray] = []
+    bad_reason: list[str] = []
+    bad_detail: list[object] = []
+
+    def flag(mask: pa.Array, reason: str, detail: object) -> None:
+        rows = np.flatnonzero(np.asarray(pc.fill_null(mask, False)))
+        if len(rows):
+            bad_idx.append(rows)
+            bad_reason.extend([reason] * len(rows))
+            bad_detail.extend(detail(rows) if callable(detail) else [detail] * len(rows))
+
+    flag(op.is_null(), NOT_CHANGE_EVENT, "no 'op' field: not a Debezium change event (a schema "
+         "change, heartbeat or other message on the topic?)")
+    other = pc.and_(op.is_valid(), pc.invert(pc.or_(upsert, delete)))
+    ops = op.to_numpy(zero_copy_only=False)
+    flag(other, UNSUPPORTED_CHANGE, lambda rows: [
+        f"op '{ops[i]}' is not applied (truncate and message events are skipped with the "
+        "reason; truncate the table yourself if needed)" for i in rows])
+    missing = pc.and_(pc.or_(upsert, delete), image.is_null())
+    flag(missing, MISSING_IMAGE, lambda rows: [
+        f"op '{ops[i]}' event without its '{'before' if ops[i] == 'd' else 'after'}' image"
+        for i in rows])
+
+    keep = ok
+    image = image.filter(keep)
+    fields = {f.name: pc.struct_field(image, f.name) for f in row}
+    ts = pc.if_else(pc.struct_field(cols["source"], "ts_ms").is_valid(),
+                    pc.struct_field(cols["source"], "ts_ms"), cols["ts_ms"]).filter(keep)
+    order = _event_order(cols["source"].filter(keep), ts)
+    table = pa.Table.from_arrays(
+        [*fields.values(), op.filter(keep), order, ts],
+        schema=pa.schema([*(f.with_nullable(True) for f in row), *EVENT_COLUMNS]),
+    )
+    index = row_index.filter(keep)
+    deletes = delete.filter(keep)
+    local = np.flatnonzero(np.asarray(keep))
+    if required and table.num_rows:
+        nulls = np.zeros(table.num_rows, dtype=bool)
+        for name in required:
+            nulls |= np.asarray(table.column(name).is_null())
+        if nulls.any():
+            names = ", ".join(repr(r) for r in required)
+            bad_idx.append(local[nulls])
+            bad_reason.extend([MISSING_KEY] * int(nulls.sum()))
+            bad_detail.extend([f"the change's row image lacks a key field ({names})"]
+                              * int(nulls.sum()))
+            mask = pa.array(~nulls)
+            table, index, deletes = table.filter(mask), index.filter(mask), deletes.filter(mask)
+    if bad_idx:
+        idx = np.concatenate(bad_idx)
+        order_ = np.argsort(idx, kind="stable")
+        taken = pc.take(row_index, pa.array(idx[order_]))
+        bad = BadRecords(taken, pa.array(np.asarray(bad_reason, dtype=object)[order_].tolist(),
+                                         pa.string()),
+                         pa.array(np.asarray(bad_detail, dtype=object)[order_].tolist(),
+                                  pa.string()))
+    else:
+        bad = BadRecords(pa.array([], pa.int64()), pa.array([], pa.string()),
+                         pa.array([], pa.string()))
+    return table, index, deletes, bad
+
+
+class DebeziumJsonDecoder:
+    """Debezium JSON events (plain or schemas-enabled) -> :class:`ChangeRows`."""
+
+    def __init__(self, row: pa.Schema, required: Sequence[str] = ()) -> None:
+        self.row = row
+        self.required = tuple(required)
+        self._json = JsonDecoder(envelope_schema(row))
+
+    def decode(self, values: pa.Array) -> ChangeRows:
+        parsed = self._json.decode(values)
+        table, index, deletes, bad = change_rows(parsed.records, parsed.row_index, self.row,
+                                                 self.required)
+        errors = _merge_bad(parsed.errors, bad)
+        assert table.num_rows + len(errors) == len(values), "change decoder lost records"
+        return ChangeRows(DecodeResult(table, index, errors), deletes)
+
+
+def _merge_bad(a: BadRecords, b: BadRecords) -> BadRecords:
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    idx = pa.concat_arrays([a.index, b.index])
+    order = pc.sort_indices(idx)
+    return BadRecords(pc.take(idx, order),
+                      pc.take(pa.concat_arrays([a.reason, b.reason]), order),
+                      pc.take(pa.concat_arrays([a.detail, b.detail]), order))
