@@ -355,3 +355,22 @@ def test_avro_format_refusals_name_what_to_fix() -> None:
              "table": {"path": "/tmp/t", "record-key": ["id"]}}
     with pytest.raises(ConfigError, match="Confluent wire format"):
         config_from_dict(files)
+
+
+def test_debezium_formats_order_by_log_position_and_refuse_what_does_not_apply() -> None:
+    doc = {"source": {"type": "kafka", "format": "debezium-json",
+                      "options": {"topic": "db.public.c",
+                                  "properties": {"bootstrap.servers": "127.0.0.1:9"}}},
+           "table": {"path": "/tmp/t", "record-key": ["id"]},
+           "schema": {"id": "int64", "name": "string"}}
+    cfg = config_from_dict(doc)
+    assert cfg.schema.names == ["id", "name", "_event_op", "_event_order", "_event_ts_ms"]
+    assert cfg.table.precombine_field == "_event_order"
+    assert cfg.table.options["hoodie.datasource.write.payload.class"].endswith(
+        "DefaultHoodieRecordPayload")
+    with pytest.raises(ConfigError, match="deletes are the change events"):
+        config_from_dict({**doc, "table": {**doc["table"], "delete-field": "gone"}})
+    with pytest.raises(ConfigError, match="'_event_op'"):
+        config_from_dict({**doc, "schema": {"id": "int64", "_event_op": "string"}})
+    with pytest.raises(ConfigError, match=r"needs \[schema\]"):
+        config_from_dict({k: v for k, v in doc.items() if k != "schema"})
