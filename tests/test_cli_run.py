@@ -5,10 +5,13 @@ in the output nor in the table's metadata."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,12 @@ from tests.helpers.pipeline_stream import Stream, create_topic, table_rows, uniq
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 SECRET = "hunter2-do-not-print"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def test_cli_run_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
@@ -75,8 +84,10 @@ round.min-interval = 0
     # continuous run: new data is committed, then Ctrl-C stops it cleanly after the round
     stream.produce(300, 200, deletes=0.1)
     before = len(hudi_completed_commits(table))
+    port = _free_port()
     proc2 = subprocess.Popen(
-        [sys.executable, "-c", "from hoodline.cli import main; main()", "run", str(cfg)],
+        [sys.executable, "-c", "from hoodline.cli import main; main()", "run", str(cfg),
+         "--metrics-port", str(port), "--metrics-host", "127.0.0.1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     try:
@@ -85,6 +96,16 @@ round.min-interval = 0
             assert proc2.poll() is None, proc2.stderr.read() if proc2.stderr else ""
             assert time.monotonic() < deadline, "no commit within 120 s"
             time.sleep(0.5)
+        # the metrics of the running pipeline: the 300 new records, once committed
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                scraped = r.read().decode()
+            read = re.search(r'^hoodline_records_read_total\{[^}]*\} (\S+)$', scraped, re.M)
+            if (read and float(read.group(1)) >= 300) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert read is not None and float(read.group(1)) == 300, scraped[-2000:]
+        assert re.search(r'^hoodline_lag_records\{[^}]*partition="' + topic, scraped, re.M)
         proc2.send_signal(signal.SIGINT)
         out2, err2 = proc2.communicate(timeout=60)
     finally:

@@ -31,6 +31,8 @@ from hoodline.errors import ConfigError, HoodlineError
 
 if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
+    from hoodline.pipeline.metrics import PipelineMetrics
+    from hoodline.pipeline.report import RoundReport
     from hoodline.table.properties import TableConfig
 
 app = typer.Typer(
@@ -135,6 +137,15 @@ def run(
     once: Annotated[
         bool, typer.Option("--once", help="Drain what the source holds now, then stop.")
     ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", min=0, max=65535,
+                     help="Serve Prometheus metrics on this port (/metrics) while running; "
+                     "names in the README's 'Metrics' section."),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="Address the metrics server listens on.")
+    ] = "0.0.0.0",
 ) -> None:
     """Run a pipeline: Kafka or files -> Hudi table, one commit per round, exactly once.
 
@@ -165,15 +176,29 @@ def run(
     open_target_table(cfg)
     load_plugin(cfg).preflight()
     _announce_class_cache(cfg.runtime.jvm_class_cache)
-    with Pipeline(cfg) as pipeline:
-        pipeline.engine  # noqa: B018 - start Spark first: it installs a SIGINT handler of its own
-        previous = signal.signal(signal.SIGINT, _interrupt)
-        on_round, finish = make_progress_callback(console)
-        try:
-            summary = pipeline.run(once=once, on_round=on_round, stop=stop)
-        finally:
-            finish()
-            signal.signal(signal.SIGINT, previous)
+    metrics = _start_metrics(cfg, metrics_port, metrics_host)
+    try:
+        with Pipeline(cfg) as pipeline:
+            pipeline.engine  # noqa: B018 - start Spark first: it installs its own SIGINT handler
+            previous = signal.signal(signal.SIGINT, _interrupt)
+            progress, finish = make_progress_callback(console)
+
+            def on_round(report: RoundReport) -> None:
+                if metrics is not None:
+                    metrics.observe_round(report)
+                progress(report)
+
+            try:
+                summary = pipeline.run(
+                    once=once, on_round=on_round, stop=stop,
+                    on_failure=None if metrics is None else metrics.observe_failure,
+                )
+            finally:
+                finish()
+                signal.signal(signal.SIGINT, previous)
+    finally:
+        if metrics is not None:
+            metrics.close()
     console.print(
         f"{summary.stopped_because}: {_count(summary.rounds, 'round')}, "
         f"{_count(summary.commits, 'commit')}, {_count(summary.records_read, 'record')} read, "
@@ -182,6 +207,24 @@ def run(
         highlight=False,
         markup=False,
     )
+
+
+def _start_metrics(cfg: PipelineConfig, port: int | None, host: str) -> PipelineMetrics | None:
+    """The metrics server of ``--metrics-port`` (None without it); says where it listens."""
+    if port is None:
+        return None
+    from hoodline.pipeline.metrics import PipelineMetrics
+
+    metrics = PipelineMetrics(cfg.table.name, str(cfg.source.type))
+    try:
+        bound = metrics.serve(port, host)
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}; pick another "
+            "--metrics-port", param_hint="--metrics-port"
+        ) from None
+    err_console.print(f"metrics: http://{host}:{bound}/metrics", highlight=False, markup=False)
+    return metrics
 
 
 def _announce_class_cache(enabled: bool) -> None:

@@ -58,13 +58,16 @@ class Pipeline:
         once: bool = False,
         on_round: Callable[[RoundReport], None] | None = None,
         stop: threading.Event | None = None,
+        on_failure: Callable[[BaseException, bool], None] | None = None,
     ) -> RunSummary:
         """Run rounds until ``stop`` is set (continuous), or -- with ``once`` -- until what the
         source held when the run started is committed. Raises :class:`BadRecordError` (bad
         record with tolerance none), :class:`RoundFailedError` (too many failed rounds in a
         row), a non-retryable error of a round, or the restore errors (incompatible checkpoint,
-        table locked by another writer)."""
-        return RoundDriver(self.config, self.engine).run(once=once, on_round=on_round, stop=stop)
+        table locked by another writer). ``on_failure(error, retried)`` hears of every failed
+        round (metrics)."""
+        return RoundDriver(self.config, self.engine).run(once=once, on_round=on_round, stop=stop,
+                                                         on_failure=on_failure)
 
     def close(self) -> None:
         """Close the engine if this pipeline started it."""

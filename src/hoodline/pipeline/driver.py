@@ -334,12 +334,15 @@ class RoundDriver:
         once: bool = False,
         on_round: Callable[[RoundReport], None] | None = None,
         stop: threading.Event | None = None,
+        on_failure: Callable[[BaseException, bool], None] | None = None,
     ) -> RunSummary:
         """Run rounds until ``stop`` is set (continuous), or -- with ``once`` -- until what the
-        source held when the run started is committed (see module docs for failures)."""
+        source held when the run started is committed (see module docs for failures).
+        ``on_failure(error, retried)`` hears of every failed round."""
         run = self._open()
         try:
-            return self._loop(run, once, on_round or (lambda _: None), stop)
+            return self._loop(run, once, on_round or (lambda _: None), stop,
+                              on_failure or (lambda _e, _r: None))
         finally:
             run.close()
 
@@ -358,6 +361,7 @@ class RoundDriver:
         once: bool,
         on_round: Callable[[RoundReport], None],
         stop: threading.Event | None,
+        on_failure: Callable[[BaseException, bool], None],
     ) -> RunSummary:
         rt = self.config.runtime
         totals = _Totals()
@@ -377,6 +381,8 @@ class RoundDriver:
             except BaseException as exc:
                 run.rounds.round_failed()
                 run.plugin.reset()
+                retried = is_retryable(exc) and failures + 1 < rt.max_consecutive_failures
+                on_failure(exc, retried)
                 if not is_retryable(exc):
                     raise
                 failures += 1
@@ -535,6 +541,8 @@ class RoundDriver:
             records_per_second=records_read / duration if duration > 0 else 0.0,
             lag=dict(planned.plan.lag),
             retries=retries,
+            bytes_read=sum(o.nbytes for o in outcomes),
+            bytes_written=sum(s.total_write_bytes for s in stats),
         )
 
     # -- safety ---------------------------------------------------------------------------------

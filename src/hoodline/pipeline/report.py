@@ -48,6 +48,9 @@ class RoundReport:
     lag: dict[str, int] = field(default_factory=dict)
     #: Failed attempts (rolled back and retried) before this round succeeded.
     retries: int = 0
+    #: Bytes of the records read (message values / file bytes) and of the files written.
+    bytes_read: int = 0
+    bytes_written: int = 0
 
 
 @dataclass(frozen=True)
