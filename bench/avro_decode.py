@@ -7,8 +7,8 @@ The values are written by confluent-kafka's own ``AvroSerializer`` (schema regis
 test registry, tests/helpers/schema_registry.py, on 127.0.0.1). Measured in the same run, each
 over the same values in blocks of 65,536 (the block size of a Kafka reader task):
 
-* hoodline: :class:`hoodline.formats.avro_decoder.AvroDecoder` (columnar; writer schema fetched
-  once, as in a task), output an Arrow table;
+* hoodline: :class:`hoodline.formats.registry_decoder.RegistryDecoder` (columnar; writer
+  schema fetched once, as in a task), output an Arrow table;
 * peer ``confluent``: confluent-kafka's ``AvroDeserializer`` (fastavro, one record at a time),
   its dicts turned into an Arrow table with ``pa.Table.from_pylist`` -- what a hand-written
   consumer does;
@@ -33,8 +33,8 @@ import fastavro
 import pyarrow as pa
 
 from bench import common
-from hoodline.formats.avro_decoder import AvroFormat
 from hoodline.formats.registry import RegistrySettings, fetch_subject_schema
+from hoodline.formats.registry_decoder import RegistryFormat
 
 BLOCK = 65_536
 SCHEMA: dict[str, Any] = {
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
                   for i in range(0, len(values), BLOCK)]
         settings = RegistrySettings((("url", registry.url),), "orders-value")
         reader = fetch_subject_schema(settings)
-        decoder = AvroFormat(settings, reader.schema_id).decoder(reader.arrow, ["id"])
+        decoder = RegistryFormat(settings, reader.schema_id).decoder(reader.arrow, ["id"])
         deser = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
         ctx = SerializationContext("orders", MessageField.VALUE)
 

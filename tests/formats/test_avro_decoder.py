@@ -23,13 +23,6 @@ from hoodline.errors import (
     SchemaRegistryError,
     is_retryable,
 )
-from hoodline.formats.avro_decoder import (
-    INCOMPATIBLE_SCHEMA,
-    NOT_WIRE_FORMAT,
-    UNKNOWN_SCHEMA,
-    AvroDecoder,
-    AvroFormat,
-)
 from hoodline.formats.json_decoder import MISSING_KEY, UNPARSEABLE
 from hoodline.formats.registry import (
     UNKNOWN,
@@ -37,6 +30,13 @@ from hoodline.formats.registry import (
     WriterSchema,
     fetch_subject_schema,
     registry_options,
+)
+from hoodline.formats.registry_decoder import (
+    INCOMPATIBLE_SCHEMA,
+    NOT_WIRE_FORMAT,
+    UNKNOWN_SCHEMA,
+    RegistryDecoder,
+    RegistryFormat,
 )
 from tests.helpers.pipeline_stream import unique
 from tests.helpers.schema_registry import SchemaRegistry
@@ -94,7 +94,7 @@ def test_decodes_what_confluent_serializes_like_confluents_deserializer(
     values = [ser(_record(rng, i, nested), ctx) for i in range(1500)]
     settings = RegistrySettings((("url", schema_registry.url),), subject)
     reader = fetch_subject_schema(settings)
-    result = AvroFormat(settings, reader.schema_id).decoder(reader.arrow, ["id"]).decode(
+    result = RegistryFormat(settings, reader.schema_id).decoder(reader.arrow, ["id"]).decode(
         pa.array(values, pa.binary()))
     assert len(result.errors) == 0
     assert result.row_index.to_pylist() == list(range(len(values)))
@@ -123,7 +123,7 @@ BAD_TYPE = {"type": "record", "name": "R", "fields": [
 
 
 def test_resolution_defaults_promotions_and_every_bad_value_accounted_for() -> None:
-    decoder = AvroDecoder(READER, _lookup({1: V1, 2: V2, 3: BAD_TYPE}), required=["id"],
+    decoder = RegistryDecoder(READER, _lookup({1: V1, 2: V2, 3: BAD_TYPE}), required=["id"],
                           defaults={"channel": "web"})
     values = [
         _frame(1, V1, {"id": 1, "name": "a", "qty": 5, "gone": "x"}),       # 0 old version
@@ -157,7 +157,7 @@ def test_resolution_defaults_promotions_and_every_bad_value_accounted_for() -> N
 
 def test_narrower_table_column_reads_values_that_fit_and_refuses_the_rest() -> None:
     reader = pa.schema([("id", pa.int64()), ("qty", pa.int32())])
-    decoder = AvroDecoder(reader, _lookup({2: V2}), required=["id"])
+    decoder = RegistryDecoder(reader, _lookup({2: V2}), required=["id"])
     values = [_frame(2, V2, {"id": i, "name": None, "qty": q, "score": None, "channel": "w"})
               for i, q in enumerate([7, 2**40, -(2**31)])]
     result = decoder.decode(pa.array(values, pa.binary()))
@@ -170,7 +170,8 @@ def test_narrower_table_column_reads_values_that_fit_and_refuses_the_rest() -> N
 def test_missing_key_is_a_bad_record() -> None:
     schema = {"type": "record", "name": "R",
               "fields": [{"name": "id", "type": ["null", "long"]}]}
-    decoder = AvroDecoder(pa.schema([("id", pa.int64())]), _lookup({1: schema}), required=["id"])
+    decoder = RegistryDecoder(pa.schema([("id", pa.int64())]), _lookup({1: schema}),
+                              required=["id"])
     result = decoder.decode(pa.array([_frame(1, schema, {"id": None}),
                                       _frame(1, schema, {"id": 4})], pa.binary()))
     assert result.records.column("id").to_pylist() == [4]
@@ -183,16 +184,16 @@ def test_newer_schema_with_new_fields_asks_for_the_latest_version() -> None:
     newer = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"},
                                                       {"name": "x", "type": "int"}]}
     value = pa.array([_frame(5, newer, {"id": 1, "x": 2})], pa.binary())
-    following = AvroDecoder(reader, _lookup({5: newer}), reader_id=4)
+    following = RegistryDecoder(reader, _lookup({5: newer}), reader_id=4)
     with pytest.raises(SchemaChangedError, match="schema id 5") as info:
         following.decode(value)
     assert is_retryable(info.value)
-    pinned = AvroDecoder(reader, _lookup({5: newer}))  # pinned/declared: Avro resolution skips x
+    pinned = RegistryDecoder(reader, _lookup({5: newer}))  # pinned/declared: x is skipped
     assert pinned.decode(value).records.to_pylist() == [{"id": 1}]
 
 
 def test_primitive_key_schema_reads_into_the_one_key_field() -> None:
-    decoder = AvroDecoder(pa.schema([("id", pa.int64())]), _lookup({3: "long"}),
+    decoder = RegistryDecoder(pa.schema([("id", pa.int64())]), _lookup({3: "long"}),
                           primitive_field="id")
     values = [struct.pack(">bI", 0, 3) + bytes([2 * k]) for k in (1, 2, 3)]
     assert decoder.decode(pa.array(values, pa.binary())).records.column("id").to_pylist() == [
@@ -202,7 +203,7 @@ def test_primitive_key_schema_reads_into_the_one_key_field() -> None:
 def test_unreachable_registry_fails_the_round_retryably(schema_registry: SchemaRegistry) -> None:
     settings = RegistrySettings((("url", schema_registry.url), ("max.retries", "0")),
                                 unique("s"))
-    decoder = AvroFormat(settings).decoder(pa.schema([("id", pa.int64())]))
+    decoder = RegistryFormat(settings).decoder(pa.schema([("id", pa.int64())]))
     frame = pa.array([struct.pack(">bI", 0, 424_242) + b"\x02"], pa.binary())
     schema_registry.fail_with = 500
     try:
@@ -249,7 +250,7 @@ def test_columns_decode_faster_than_one_record_at_a_time() -> None:
         calls["n"] += 1
         return original(*args, **kwargs)
 
-    decoder = AvroDecoder(READER, _lookup({2: V2}))
+    decoder = RegistryDecoder(READER, _lookup({2: V2}))
     values = [_frame(2, V2, {"id": i, "name": "n", "qty": i, "score": 0.5, "channel": "c"})
               for i in range(1000)]
     fastavro.schemaless_reader = counting

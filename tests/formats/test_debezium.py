@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from hoodline.errors import SchemaChangedError
-from hoodline.formats.avro_decoder import AvroDecoder
 from hoodline.formats.debezium import DebeziumJsonDecoder, envelope_schema
 from hoodline.formats.registry import WriterSchema
+from hoodline.formats.registry_decoder import RegistryDecoder
 
 ROW = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.date32())])
 
@@ -80,7 +80,7 @@ def test_avro_envelope_with_a_new_image_field_asks_for_the_latest_version() -> N
         {"name": "before", "type": ["null", value]}, {"name": "after", "type": ["null", "V"]},
         {"name": "op", "type": "string"}]}
     reader = envelope_schema(pa.schema([("id", pa.int64())]), wrapped=False)
-    decoder = AvroDecoder(reader, lambda i: WriterSchema(i, envelope), reader_id=1,
+    decoder = RegistryDecoder(reader, lambda i: WriterSchema(i, envelope), reader_id=1,
                           nested=("before", "after"))
     frame = struct.pack(">bI", 0, 2) + b"\x00" + b"\x02\x02\x02a" + b"\x02c"
     with pytest.raises(SchemaChangedError, match=r"after\.email"):

@@ -19,6 +19,7 @@ Two kinds of lookup:
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hoodline.config.enums import ConfigEnum
 from hoodline.config.masking import mask_secrets
 from hoodline.errors import ConfigError, SchemaRegistryError, TableError
 from hoodline.table.schema import avro_schema_json_to_arrow
@@ -34,6 +36,7 @@ from hoodline.table.schema import avro_schema_json_to_arrow
 __all__ = [
     "REGISTRY_PREFIX",
     "RegistrySettings",
+    "SchemaKind",
     "SubjectSchema",
     "WriterSchema",
     "fetch_subject_schema",
@@ -66,6 +69,9 @@ class RegistrySettings:
     subject: str
     #: None: the latest version; else the pinned version number
     version: int | None = None
+    #: Protobuf: the message of the schema file the table follows (its full name; "" = the
+    #: file's first message)
+    message_path: str = ""
 
     def __post_init__(self) -> None:
         if not dict(self.client).get("url"):
@@ -125,14 +131,24 @@ def _registry_failure(settings: RegistrySettings, what: str, exc: Exception) -> 
     )
 
 
+class SchemaKind(ConfigEnum):
+    """The registry's schema types (``schemaType``; none given means Avro)."""
+
+    AVRO = "AVRO"
+    JSON = "JSON"
+    PROTOBUF = "PROTOBUF"
+
+
 @dataclass(frozen=True)
 class WriterSchema:
-    """A schema a record was written with: its id, Avro JSON (parsed), and whether hoodline can
-    read it (``problem`` says why not)."""
+    """A schema a record was written with: its id, kind, the schema itself (Avro and JSON
+    Schema: the parsed JSON document; Protobuf: the serialized ``FileDescriptorProto``) and
+    whether hoodline can read it (``problem`` says why not)."""
 
     schema_id: int
-    avro: Any
+    parsed: Any
     problem: str | None = None
+    kind: SchemaKind = SchemaKind.AVRO
 
 
 #: The registry has no schema with this id (its records are bad records).
@@ -149,8 +165,12 @@ def writer_schema(settings: RegistrySettings, schema_id: int) -> WriterSchema | 
         found = _writers.get(key)
     if found is not None:
         return found
+    client = _client(settings)
     try:
-        schema = _client(settings).get_schema(schema_id)
+        schema = client.get_schema(schema_id)
+        if (schema.schema_type or "").upper() == SchemaKind.PROTOBUF and not _is_base64(
+                schema.schema_str):
+            schema = client.get_schema(schema_id, fmt="serialized")
     except Exception as exc:
         if _not_found(exc):
             result: WriterSchema | str = UNKNOWN
@@ -163,18 +183,35 @@ def writer_schema(settings: RegistrySettings, schema_id: int) -> WriterSchema | 
     return result
 
 
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        return False
+    return True
+
+
 def _parse_writer(schema_id: int, schema: Any) -> WriterSchema:
-    kind = (schema.schema_type or "AVRO").upper()
-    if kind != "AVRO":
-        return WriterSchema(schema_id, None, f"schema id {schema_id} is a {kind} schema, "
-                            "not Avro")
+    try:
+        kind = SchemaKind.parse((schema.schema_type or "AVRO").upper())
+    except ValueError:
+        return WriterSchema(schema_id, None, f"schema id {schema_id} has the unknown schema "
+                            f"type {schema.schema_type!r}")
     if schema.references:
         return WriterSchema(schema_id, None, f"schema id {schema_id} uses schema references "
-                            "(not supported yet: register the schema self-contained)")
+                            "(not supported yet: register the schema self-contained)", kind)
+    if kind is SchemaKind.PROTOBUF:
+        try:
+            return WriterSchema(schema_id, base64.b64decode(schema.schema_str.encode("ascii"),
+                                                            validate=True), None, kind)
+        except (ValueError, UnicodeEncodeError):
+            return WriterSchema(schema_id, None, f"schema id {schema_id}: the registry did not "
+                                "return the Protobuf schema serialized (format=serialized)", kind)
     try:
-        return WriterSchema(schema_id, json.loads(schema.schema_str))
+        return WriterSchema(schema_id, json.loads(schema.schema_str), None, kind)
     except json.JSONDecodeError as exc:
-        return WriterSchema(schema_id, None, f"schema id {schema_id} is not valid JSON: {exc}")
+        return WriterSchema(schema_id, None, f"schema id {schema_id} is not valid JSON: {exc}",
+                            kind)
 
 
 @dataclass(frozen=True)
@@ -183,25 +220,28 @@ class SubjectSchema:
 
     schema_id: int
     version: int
-    #: the Avro record schema, as registered
-    avro: Mapping[str, Any]
+    #: the schema as :class:`WriterSchema` holds it
+    parsed: Any
     #: its columns (every column nullable: rows written before a field existed read as null)
     arrow: pa.Schema
     #: Avro default values of the fields that declare one (records written without the field)
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    kind: SchemaKind = SchemaKind.AVRO
 
 
-def fetch_subject_schema(settings: RegistrySettings) -> SubjectSchema:
+def fetch_subject_schema(settings: RegistrySettings,
+                         kind: SchemaKind = SchemaKind.AVRO) -> SubjectSchema:
     """The subject's latest (or pinned) version, as the table's record schema."""
     client = _client(settings)
     what = (f"subject '{settings.subject}' version "
             f"{'latest' if settings.version is None else settings.version}")
+    fmt = "serialized" if kind is SchemaKind.PROTOBUF else None
     try:
         if settings.version is None:
             client.clear_latest_caches()
-            registered = client.get_latest_version(settings.subject)
+            registered = client.get_latest_version(settings.subject, fmt=fmt)
         else:
-            registered = client.get_version(settings.subject, settings.version)
+            registered = client.get_version(settings.subject, settings.version, fmt=fmt)
     except Exception as exc:
         if _not_found(exc):
             raise ConfigError(
@@ -209,19 +249,34 @@ def fetch_subject_schema(settings: RegistrySettings) -> SubjectSchema:
                 "set source.schema-subject / source.schema-version"
             ) from None
         raise _registry_failure(settings, what, exc) from exc
-    schema = registered.schema
-    parsed = _parse_writer(int(registered.schema_id), schema)
+    parsed = _parse_writer(int(registered.schema_id), registered.schema)
     if parsed.problem is not None:
         raise ConfigError(f"{what} cannot be the table's schema: {parsed.problem}")
-    avro = parsed.avro
-    if not isinstance(avro, dict) or avro.get("type") != "record":
-        raise ConfigError(f"{what} is not an Avro record schema; a table needs named fields")
+    if parsed.kind is not kind:
+        raise ConfigError(f"{what} is a {parsed.kind} schema; the source's format reads "
+                          f"{kind} (check source.format and source.schema-subject)")
     try:
-        arrow = avro_schema_json_to_arrow(json.dumps(avro))
-    except TableError as exc:
+        arrow, defaults = _columns(parsed, settings)
+    except (TableError, ValueError) as exc:
         raise ConfigError(f"{what} cannot be the table's schema: {exc}") from None
     arrow = pa.schema([f.with_nullable(True) for f in arrow])
+    return SubjectSchema(int(registered.schema_id), int(registered.version), parsed.parsed,
+                         arrow, defaults, kind)
+
+
+def _columns(schema: WriterSchema, settings: RegistrySettings) -> tuple[pa.Schema, dict[str, Any]]:
+    if schema.kind is SchemaKind.JSON:
+        from hoodline.formats.json_schema import json_schema_to_arrow
+
+        return json_schema_to_arrow(schema.parsed), {}
+    if schema.kind is SchemaKind.PROTOBUF:
+        from hoodline.formats.protobuf import message_type, protobuf_to_arrow
+
+        return protobuf_to_arrow(message_type(schema.parsed, settings.message_path)), {}
+    avro = schema.parsed
+    if not isinstance(avro, dict) or avro.get("type") != "record":
+        raise ValueError("it is not an Avro record schema; a table needs named fields")
+    arrow = avro_schema_json_to_arrow(json.dumps(avro))
     defaults = {str(f["name"]): f["default"] for f in avro.get("fields", [])
                 if "default" in f and f["default"] is not None}
-    return SubjectSchema(int(registered.schema_id), int(registered.version), avro, arrow,
-                         defaults)
+    return arrow, defaults

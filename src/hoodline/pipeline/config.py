@@ -79,6 +79,10 @@ class SourceFormat(ConfigEnum):
     RAW = "raw"
     #: Avro in the Confluent wire format, writer schemas from the Schema Registry
     AVRO = "avro"
+    #: JSON in the Confluent wire format, JSON Schemas from the Schema Registry
+    JSON_SCHEMA = "json-schema"
+    #: Protobuf in the Confluent wire format, schemas from the Schema Registry
+    PROTOBUF = "protobuf"
     #: Debezium change events, JSON (plain or schemas-enabled)
     DEBEZIUM_JSON = "debezium-json"
     #: Debezium change events, Confluent Avro
@@ -87,7 +91,8 @@ class SourceFormat(ConfigEnum):
     @property
     def uses_registry(self) -> bool:
         """Values carry a Schema Registry id; the table's schema follows a subject."""
-        return self in (SourceFormat.AVRO, SourceFormat.DEBEZIUM_AVRO)
+        return self in (SourceFormat.AVRO, SourceFormat.DEBEZIUM_AVRO,
+                        SourceFormat.JSON_SCHEMA, SourceFormat.PROTOBUF)
 
     @property
     def change_events(self) -> bool:
@@ -108,6 +113,8 @@ SOURCE_FORMAT = option(
     "reads Avro in the Confluent wire format (magic byte, schema id, datum) with the writer "
     "schemas of the Schema Registry at `schema.registry.url` in [source.options] (other "
     "`schema.registry.*` keys go to confluent-kafka's registry client; secrets masked); "
+    "`json-schema` and `protobuf` read those formats in the Confluent wire format the same "
+    "way; "
     "`debezium-json` / `debezium-avro` read Debezium change events (c/r/u upsert the `after` "
     "image, d deletes the `before` key, ordered by the source's log position; columns "
     "`_event_op`, `_event_order`, `_event_ts_ms` added).",
@@ -116,15 +123,22 @@ SCHEMA_SUBJECT = option(
     "source.schema-subject",
     str,
     "",
-    "With format = avro: the Schema Registry subject whose schema the table's columns follow "
+    "With a Schema Registry format: the subject whose schema the table's columns follow "
     "(unless [schema] is declared). Default: `<topic>-value` (TopicNameStrategy) for a "
     "single-topic subscription.",
+)
+SCHEMA_MESSAGE = option(
+    "source.schema-message",
+    str,
+    "",
+    "With format = protobuf: the full name of the message the table follows (e.g. "
+    "`shop.Order`). Default: the schema file's first message.",
 )
 SCHEMA_VERSION = option(
     "source.schema-version",
     str,
     "latest",
-    "With format = avro: `latest` (the table follows the subject's newest version: a "
+    "With a Schema Registry format: `latest` (the table follows the subject's newest version: a "
     "compatible new version adds its fields to the table in the next commit) or a version "
     "number to pin.",
     validator=lambda v: None if v == "latest" or (v.isdigit() and int(v) > 0)
@@ -283,7 +297,7 @@ ERRORS_TABLE_PATH = option(
 
 #: Declared options per section (the README's option tables are rendered from these).
 SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
-    "source": (SOURCE_TYPE, SOURCE_FORMAT, SCHEMA_SUBJECT, SCHEMA_VERSION),
+    "source": (SOURCE_TYPE, SOURCE_FORMAT, SCHEMA_SUBJECT, SCHEMA_VERSION, SCHEMA_MESSAGE),
     "table": (
         TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, KEY_GENERATOR, PRECOMBINE_FIELD,
         TABLE_TYPE, INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
@@ -319,6 +333,8 @@ class SourceSection:
     schema_subject: str = ""
     #: format = avro: None = the subject's latest version, else the pinned version
     schema_version: int | None = None
+    #: format = protobuf: the message the table follows ("": the file's first)
+    schema_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -514,6 +530,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         schema_subject=src.get(SCHEMA_SUBJECT).strip(),
         schema_version=None if src.get(SCHEMA_VERSION) == "latest"
         else int(src.get(SCHEMA_VERSION)),
+        schema_message=src.get(SCHEMA_MESSAGE).strip(),
     )
     for required in (TABLE_PATH, RECORD_KEY):
         if not tbl.contains(required):
@@ -568,8 +585,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         schema = pa.schema([])  # the registry subject's, fetched when the pipeline starts
     elif schema_doc:
         raise ConfigError(
-            f"[schema] is only used with {SOURCE_FORMAT.key} = '{SourceFormat.JSON}' or "
-            f"'{SourceFormat.AVRO}' (it is '{source.format}'); remove it"
+            f"[schema] is not used with {SOURCE_FORMAT.key} = '{source.format}'; remove it"
         )
     else:
         schema = pa.schema([("value", pa.binary())])

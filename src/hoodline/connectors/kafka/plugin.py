@@ -15,9 +15,10 @@ Task side (:class:`KafkaRecords`):
   single-field key of an unpartitioned table -- the key value itself as UTF-8 text.
 * ``format = raw``: the message as columns (:data:`RAW_KAFKA_SCHEMA`); key fields name some of
   these.
-* ``format = avro``: Confluent-framed Avro values decoded in bulk with their writer schemas from
-  the Schema Registry (:mod:`hoodline.formats.avro_decoder`) into the table's record schema: the
-  subject's version fetched by the driver (:meth:`KafkaPlugin.table_schema`; refetched after a
+* ``format = avro`` (and ``json-schema``, ``protobuf``): Confluent-framed values decoded in
+  bulk with their writer schemas from the Schema Registry
+  (:mod:`hoodline.formats.registry_decoder`) into the table's record schema: the subject's
+  version fetched by the driver (:meth:`KafkaPlugin.table_schema`; refetched after a
   round failed on a newer schema), or the declared [schema]. Tombstone keys may be
   Confluent-framed Avro too (a record with the key fields, or a primitive for a single key).
 
@@ -41,7 +42,6 @@ from hoodline.connectors.kafka.rounds import after_round, plan_round
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import ConfigError, PipelineError
-from hoodline.formats.avro_decoder import AvroFormat
 from hoodline.formats.debezium import (
     EVENT_COLUMNS,
     DebeziumJsonDecoder,
@@ -51,10 +51,12 @@ from hoodline.formats.debezium import (
 from hoodline.formats.json_decoder import BadRecords, DecodeResult, JsonDecoder
 from hoodline.formats.registry import (
     RegistrySettings,
+    SchemaKind,
     SubjectSchema,
     fetch_subject_schema,
     registry_options,
 )
+from hoodline.formats.registry_decoder import RegistryFormat
 from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
@@ -107,7 +109,7 @@ class KafkaRecords(RecordPreparer):
 
     raw: bool
     #: format = avro: the registry and the reader schema's id and defaults
-    avro: AvroFormat | None = None
+    avro: RegistryFormat | None = None
     #: Debezium change events (JSON, or Avro with ``avro`` set)
     changes: bool = False
 
@@ -208,7 +210,7 @@ class KafkaRecords(RecordPreparer):
 
 
 def _tombstone_keys(
-    spec: RecordSpec, keys: pa.Array, avro: AvroFormat | None = None
+    spec: RecordSpec, keys: pa.Array, avro: RegistryFormat | None = None
 ) -> tuple[pa.Table, pa.Array, BadRecords]:
     """Key/partition field columns decoded from message keys (+ their rows, + bad ones)."""
     cfg = spec.ctx.config
@@ -265,6 +267,11 @@ def _tombstone_result(result: DecodeResult, prefix: str) -> tuple[pa.Table, pa.A
     return result.records, result.row_index, bad
 
 
+#: The registry schema type each registry format reads.
+_KINDS = {SourceFormat.AVRO: SchemaKind.AVRO, SourceFormat.DEBEZIUM_AVRO: SchemaKind.AVRO,
+          SourceFormat.JSON_SCHEMA: SchemaKind.JSON, SourceFormat.PROTOBUF: SchemaKind.PROTOBUF}
+
+
 def change_table_schema(envelope: pa.Schema, subject: str) -> pa.Schema:
     """The table's schema for Debezium Avro events: the fields of the envelope's ``after``
     image, then the event columns."""
@@ -299,11 +306,12 @@ class KafkaPlugin(SourcePlugin):
     def __init__(
         self, source: KafkaSource, *, raw: bool = False,
         registry: RegistrySettings | None = None, declared: bool = False,
-        changes: bool = False,
+        changes: bool = False, kind: SchemaKind = SchemaKind.AVRO,
     ) -> None:
         super().__init__(source)
         self._raw = raw
         self._changes = changes
+        self._kind = kind
         self._registry = registry
         #: format = avro with a declared [schema] (the subject's schema is not used)
         self._declared = declared
@@ -322,8 +330,8 @@ class KafkaPlugin(SourcePlugin):
             if client:
                 raise ConfigError(
                     f"[source.options] {', '.join('schema.registry.' + k for k in client)}: "
-                    f"a Schema Registry is only used with source.format = 'avro' (it is "
-                    f"'{fmt}')"
+                    "a Schema Registry is only used with source.format = 'avro', "
+                    f"'json-schema', 'protobuf' or 'debezium-avro' (it is '{fmt}')"
                 )
             return cls(source, raw=fmt is SourceFormat.RAW, changes=fmt.change_events)
         subject = config.source.schema_subject
@@ -337,9 +345,9 @@ class KafkaPlugin(SourcePlugin):
                 )
             subject = f"{next(iter(topics))}-value"
         settings = RegistrySettings(tuple(sorted(client.items())), subject,
-                                    config.source.schema_version)
+                                    config.source.schema_version, config.source.schema_message)
         return cls(source, registry=settings, declared=len(config.schema) > 0,
-                   changes=fmt.change_events)
+                   changes=fmt.change_events, kind=_KINDS[fmt])
 
     @property
     def identity(self) -> str:
@@ -357,7 +365,7 @@ class KafkaPlugin(SourcePlugin):
         if self._registry is None or self._declared:
             return config.schema
         if self._subject is None:
-            self._subject = fetch_subject_schema(self._registry)
+            self._subject = fetch_subject_schema(self._registry, self._kind)
         if self._changes:
             return change_table_schema(self._subject.arrow, self._registry.subject)
         return self._subject.arrow
@@ -368,10 +376,10 @@ class KafkaPlugin(SourcePlugin):
         subject = None if self._declared else self._subject
         follows_latest = subject is not None and self._registry.version is None
         defaults = dict(subject.defaults) if subject and not self._changes else {}
-        return KafkaRecords(False, AvroFormat(
+        return KafkaRecords(False, RegistryFormat(
             self._registry,
             reader_id=subject.schema_id if follows_latest and subject else None,
-            defaults=json.dumps(defaults),
+            defaults=json.dumps(defaults), kind=self._kind,
         ), changes=self._changes)
 
     def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:

@@ -1,14 +1,17 @@
-"""Bulk decoding of Confluent-framed Avro values into the table's Arrow schema.
+"""Bulk decoding of Confluent-framed values (Avro, JSON Schema, Protobuf) into the table's
+Arrow schema.
 
-The Confluent wire format: byte 0 is the magic ``0``, bytes 1-4 the writer schema's id in the
-Schema Registry (big-endian), the rest one Avro binary datum written with that schema. Decoding
-is columnar: the frames are checked and the ids read for all values at once (numpy over the
-value buffer), then the values of each writer schema are decoded together, field by field, by
+The Confluent wire format (:mod:`hoodline.formats.confluent`): the magic byte ``0``, the writer
+schema's id in the Schema Registry, the payload. The frames are checked and the ids read for all
+values at once, then the values of each writer schema are decoded together by that schema's
+kind's payload codec -- Avro: :class:`AvroCodec`, column by column with
 :func:`hoodline.table.log.avro_codec.decode_records` (flat records vectorised; nested ones
-through fastavro), and resolved to the *reader* schema (the table's record schema) by Avro's
-resolution rules: fields matched by name, writer fields the reader lacks skipped, reader fields
-the writer lacks filled with the reader's default (else null), promotions int -> long -> float
--> double and string <-> bytes.
+through fastavro); JSON Schema: :class:`hoodline.formats.json_schema.JsonSchemaCodec` (one bulk
+JSON parse); Protobuf: :class:`hoodline.formats.protobuf.ProtobufCodec` (message by message) --
+and resolved to the *reader* schema (the table's record schema) by Avro's resolution rules
+(which JSON and Protobuf readers follow in effect): fields matched by name, writer fields the
+reader lacks skipped, reader fields the writer lacks filled with the reader's default (else
+null), promotions int -> long -> float -> double and string <-> bytes.
 
 Nothing is dropped silently; every value is a decoded record or a bad record with a reason:
 
@@ -18,7 +21,8 @@ Nothing is dropped silently; every value is a decoded record or a bad record wit
   type changed beyond Avro's promotions, a non-Avro or referencing schema), or an integer
   outside the range of the table's narrower column (a field widened after the table got it:
   the table's column type is kept, values that fit are read);
-* ``unparseable``: the datum does not match its writer schema (truncated, corrupt);
+* ``unparseable`` (and the JSON decoder's reasons): the payload does not match its writer schema
+  (truncated, corrupt);
 * ``missing_key``: a key, partition or ordering field is null or absent.
 
 A value written with a schema *newer* than the reader schema (a higher id) that carries fields
@@ -42,14 +46,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import SchemaChangedError, TableError
+from hoodline.formats.codec import GroupResult, PayloadCodec
+from hoodline.formats.confluent import NOT_WIRE_FORMAT, NOT_WIRE_FORMAT_DETAIL, read_frames
 from hoodline.formats.json_decoder import (
     MISSING_KEY,
     UNPARSEABLE,
     BadRecords,
     DecodeResult,
-    _layout,
 )
-from hoodline.formats.registry import UNKNOWN, RegistrySettings, WriterSchema, writer_schema
+from hoodline.formats.json_schema import JsonSchemaCodec
+from hoodline.formats.protobuf import ProtobufCodec
+from hoodline.formats.registry import (
+    UNKNOWN,
+    RegistrySettings,
+    SchemaKind,
+    WriterSchema,
+    writer_schema,
+)
 from hoodline.table.log.avro_codec import decode_records
 from hoodline.table.schema import avro_schema_json_to_arrow
 
@@ -57,12 +70,12 @@ __all__ = [
     "INCOMPATIBLE_SCHEMA",
     "NOT_WIRE_FORMAT",
     "UNKNOWN_SCHEMA",
-    "AvroDecoder",
-    "AvroFormat",
+    "AvroCodec",
+    "RegistryDecoder",
+    "RegistryFormat",
     "resolve_columns",
 ]
 
-NOT_WIRE_FORMAT = "not_wire_format"
 UNKNOWN_SCHEMA = "unknown_schema"
 INCOMPATIBLE_SCHEMA = "incompatible_schema"
 
@@ -153,23 +166,63 @@ def resolve_columns(
     return table, unfit, "; ".join(why)
 
 
+class AvroCodec:
+    """Avro payloads of one writer schema, column by column (see module docs)."""
+
+    def __init__(self, avro: Any) -> None:
+        self.avro = avro
+        self.arrow = avro_schema_json_to_arrow(json.dumps(avro))
+        self._parsed = fastavro.parse_schema(avro)
+
+    def decode(self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
+               ends: npt.NDArray[np.int64]) -> GroupResult:
+        everything = np.arange(len(starts), dtype=np.int64)
+        try:
+            return GroupResult(decode_records(data.data, starts, ends, self.avro), everything)
+        except (TableError, EOFError, ValueError, IndexError, UnicodeDecodeError,
+                pa.ArrowInvalid):
+            pass
+        # some datum is corrupt: find which, one at a time (rare path), then decode the rest
+        view = data.data
+        good: list[int] = []
+        broken: list[int] = []
+        details: list[str] = []
+        for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            buf = io.BytesIO(view[s:e])
+            try:
+                fastavro.schemaless_reader(buf, self._parsed, None)
+                if buf.tell() != e - s:
+                    raise ValueError(f"{e - s - buf.tell()} byte(s) left after the datum")
+                good.append(i)
+            except Exception as exc:  # fastavro raises many types on corrupt input
+                broken.append(i)
+                details.append(f"Avro datum does not match its writer schema: "
+                               f"{type(exc).__name__}: {exc}"[:300])
+        good_rows = np.asarray(good, dtype=np.int64)
+        table = (decode_records(data.data, starts[good_rows], ends[good_rows], self.avro)
+                 if good else None)
+        return GroupResult(table, good_rows, np.asarray(broken, dtype=np.int64),
+                           [UNPARSEABLE] * len(broken), details)
+
+
 @dataclass
 class _Plan:
     """How values of one writer schema are read (or why they cannot be)."""
 
-    avro: Any
-    names: tuple[str, ...]
+    codec: PayloadCodec | None
     problem: str | None = None
 
 
-class AvroDecoder:
-    """Decode Confluent-framed Avro values into ``reader`` (see module docs).
+class RegistryDecoder:
+    """Decode Confluent-framed values into ``reader`` (see module docs).
 
     ``lookup`` returns the writer schema of an id; ``defaults`` are the reader's Avro defaults;
     ``reader_id`` is the id of the reader schema when it follows the subject's latest version
     (None: pinned or declared, never retried). ``primitive_field`` names the one reader field a
     non-record writer schema (a primitive message key) is read into. ``nested`` names record
     fields whose own new fields also count as a newer schema (Debezium's row images).
+    ``kind`` is the schema type the source reads (others are incompatible); ``message_path``
+    the Protobuf message the table follows.
     """
 
     def __init__(
@@ -182,8 +235,12 @@ class AvroDecoder:
         reader_id: int | None = None,
         primitive_field: str | None = None,
         nested: Sequence[str] = (),
+        kind: SchemaKind = SchemaKind.AVRO,
+        message_path: str = "",
     ) -> None:
         self.reader = reader
+        self.kind = kind
+        self.message_path = message_path
         self._nested = tuple(nested)
         self.required = tuple(required)
         self._lookup = lookup
@@ -204,26 +261,40 @@ class AvroDecoder:
         self._plans[schema_id] = plan
         return plan
 
+    def _codec(self, writer: WriterSchema) -> PayloadCodec | str:
+        """The writer schema's payload codec, or why it cannot be read."""
+        sid = writer.schema_id
+        if writer.kind is not self.kind:
+            return f"schema id {sid} is a {writer.kind} schema, the source reads {self.kind}"
+        try:
+            if writer.kind is SchemaKind.JSON:
+                return JsonSchemaCodec(writer.parsed, self.reader)
+            if writer.kind is SchemaKind.PROTOBUF:
+                return ProtobufCodec(writer.parsed, self.message_path)
+            avro = writer.parsed
+            if not (isinstance(avro, dict) and avro.get("type") == "record"):
+                if self._primitive_field is None:
+                    return f"schema id {sid} is not an Avro record"
+                avro = {"type": "record", "name": "hoodline_value",
+                        "fields": [{"name": self._primitive_field, "type": avro}]}
+            return AvroCodec(avro)
+        except (TableError, fastavro.schema.SchemaParseException, ValueError, KeyError,
+                TypeError) as exc:
+            return f"schema id {sid} cannot be read: {exc}"
+
     def _make_plan(self, writer: WriterSchema) -> _Plan:
         if writer.problem is not None:
-            return _Plan(None, (), writer.problem)
-        avro = writer.avro
-        if not (isinstance(avro, dict) and avro.get("type") == "record"):
-            if self._primitive_field is None:
-                return _Plan(None, (), f"schema id {writer.schema_id} is not an Avro record")
-            avro = {"type": "record", "name": "hoodline_value",
-                    "fields": [{"name": self._primitive_field, "type": avro}]}
-        try:
-            arrow = avro_schema_json_to_arrow(json.dumps(avro))
-            fastavro.parse_schema(avro)
-        except (TableError, fastavro.schema.SchemaParseException, ValueError, KeyError) as exc:
-            return _Plan(None, (), f"schema id {writer.schema_id} cannot be read: {exc}")
+            return _Plan(None, writer.problem)
+        codec = self._codec(writer)
+        if isinstance(codec, str):
+            return _Plan(None, codec)
+        arrow = codec.arrow
         by_name = {f.name: f for f in arrow}
         for f in self.reader:
             w = by_name.get(f.name)
             if w is None or _readable(w.type, f.type):
                 continue  # nested types are checked when cast
-            return _Plan(None, (), f"schema id {writer.schema_id}: field '{f.name}' is "
+            return _Plan(None, f"schema id {writer.schema_id}: field '{f.name}' is "
                          f"{w.type}, the table has {f.type}")
         extra = self._new_fields(arrow)
         if self._reader_id is not None and writer.schema_id > self._reader_id and extra:
@@ -232,7 +303,7 @@ class AvroDecoder:
                 f"{', '.join(extra)} that the round's schema (id {self._reader_id}) lacks; "
                 "the round is retried with the subject's latest version"
             )
-        return _Plan(avro, tuple(arrow.names))
+        return _Plan(codec)
 
     def _new_fields(self, writer: pa.Schema) -> list[str]:
         """Writer fields the reader lacks: top-level ones, and inside the record fields named
@@ -253,27 +324,14 @@ class AvroDecoder:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         n = len(values)
-        offsets, data = _layout(values)
-        starts, ends = offsets[:-1], offsets[1:]
-        valid = np.ones(n, dtype=bool) if values.null_count == 0 else np.asarray(
-            values.is_valid())
-        framed = valid & (ends - starts >= 5)
-        if framed.any():
-            first = np.zeros(n, dtype=np.uint8)
-            first[framed] = data[starts[framed]]
-            framed &= first == 0
-        ids = np.full(n, -1, dtype=np.int64)
-        if framed.any():
-            pos = starts[framed]
-            head = data[pos[:, None] + np.arange(1, 5)[None, :]].astype(np.int64)
-            ids[framed] = (head[:, 0] << 24) | (head[:, 1] << 16) | (head[:, 2] << 8) | head[:, 3]
+        frames = read_frames(values)
+        framed, ids, starts, ends, data = (frames.framed, frames.ids, frames.starts, frames.ends,
+                                           frames.data)
 
         bad: list[tuple[npt.NDArray[np.int64], str, list[str] | str]] = []
         unframed = np.flatnonzero(~framed)
         if len(unframed):
-            bad.append((unframed, NOT_WIRE_FORMAT,
-                        "not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro "
-                        "datum)"))
+            bad.append((unframed, NOT_WIRE_FORMAT, NOT_WIRE_FORMAT_DETAIL))
         tables: list[pa.Table] = []
         rows_of: list[npt.NDArray[np.int64]] = []
         for schema_id in np.unique(ids[framed]).tolist():
@@ -283,17 +341,20 @@ class AvroDecoder:
                 bad.append((rows, UNKNOWN_SCHEMA,
                             f"schema id {schema_id} is not in the Schema Registry"))
                 continue
-            if plan.problem is not None:
-                bad.append((rows, INCOMPATIBLE_SCHEMA, plan.problem))
+            if plan.codec is None:
+                bad.append((rows, INCOMPATIBLE_SCHEMA, plan.problem or "unreadable schema"))
                 continue
-            table, good, broken = self._decode_group(data, starts[rows] + 5, ends[rows], plan)
-            if len(broken):
-                bad.append((rows[broken[0]], UNPARSEABLE, broken[1]))
+            group = plan.codec.decode(data, starts[rows] + 5, ends[rows])
+            for reason in dict.fromkeys(group.reasons):
+                pick = np.asarray([r == reason for r in group.reasons])
+                bad.append((rows[group.bad[pick]], reason,
+                            [d for d, p in zip(group.details, pick, strict=True) if p]))
+            table, good = group.table, group.good
             if table is None:
                 continue
             try:
-                resolved, unfit, why = resolve_columns(table, plan.names, self.reader,
-                                                       self._defaults)
+                resolved, unfit, why = resolve_columns(table, plan.codec.arrow.names,
+                                                       self.reader, self._defaults)
             except ValueError as exc:
                 bad.append((rows[good], INCOMPATIBLE_SCHEMA, f"schema id {schema_id}: {exc}"))
                 continue
@@ -305,42 +366,6 @@ class AvroDecoder:
             tables.append(resolved)
             rows_of.append(rows[good])
         return self._assemble(n, tables, rows_of, bad)
-
-    def _decode_group(
-        self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
-        ends: npt.NDArray[np.int64], plan: _Plan,
-    ) -> tuple[pa.Table | None, npt.NDArray[np.int64], tuple[npt.NDArray[np.int64], list[str]]]:
-        """Decoded rows of one writer schema; (table, its rows, (bad rows, their details))."""
-        everything = np.arange(len(starts), dtype=np.int64)
-        try:
-            table = decode_records(data.data, starts, ends, plan.avro)
-            return table, everything, (everything[:0], [])
-        except (TableError, EOFError, ValueError, IndexError, UnicodeDecodeError,
-                pa.ArrowInvalid):
-            pass
-        # some datum is corrupt: find which, one at a time (rare path), then decode the rest
-        parsed = fastavro.parse_schema(plan.avro)
-        view = data.data
-        good: list[int] = []
-        broken: list[int] = []
-        details: list[str] = []
-        for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-            buf = io.BytesIO(view[s:e])
-            try:
-                fastavro.schemaless_reader(buf, parsed, None)
-                if buf.tell() != e - s:
-                    raise ValueError(f"{e - s - buf.tell()} byte(s) left after the datum")
-                good.append(i)
-            except Exception as exc:  # fastavro raises many types on corrupt input
-                broken.append(i)
-                details.append(f"Avro datum does not match its writer schema: "
-                               f"{type(exc).__name__}: {exc}"[:300])
-        good_rows = np.asarray(good, dtype=np.int64)
-        bad_part = (np.asarray(broken, dtype=np.int64), details)
-        if not good:
-            return None, good_rows, bad_part
-        table = decode_records(data.data, starts[good_rows], ends[good_rows], plan.avro)
-        return table, good_rows, bad_part
 
     def _assemble(
         self, n: int, tables: list[pa.Table], rows_of: list[npt.NDArray[np.int64]],
@@ -374,7 +399,7 @@ class AvroDecoder:
                 records = records.filter(keep)
                 row_index = row_index[~missing]
         errors = _bad_records(bad)
-        assert records.num_rows + len(errors) == n, "Avro decoder lost or duplicated records"
+        assert records.num_rows + len(errors) == n, "decoder lost or duplicated records"
         return DecodeResult(records, pa.array(row_index, pa.int64()), errors)
 
 
@@ -397,28 +422,34 @@ def _bad_records(parts: list[tuple[npt.NDArray[np.int64], str, list[str] | str]]
 
 
 @dataclass(frozen=True)
-class AvroFormat:
-    """What a task needs to decode Confluent Avro values (picklable; sent with every round)."""
+class RegistryFormat:
+    """What a task needs to decode Confluent-framed values (picklable; sent with every
+    round)."""
 
     settings: RegistrySettings
     #: id of the reader schema when it follows the subject's latest version, else None
     reader_id: int | None = None
     #: the reader's Avro default values by field, as JSON text
     defaults: str = "{}"
+    kind: SchemaKind = SchemaKind.AVRO
 
     def decoder(self, reader: pa.Schema, required: Sequence[str] = (), *,
-                primitive_field: str | None = None, nested: Sequence[str] = ()) -> AvroDecoder:
+                primitive_field: str | None = None,
+                nested: Sequence[str] = ()) -> RegistryDecoder:
         """The process's decoder for this reader schema (it keeps resolved writer schemas)."""
         key = (self, reader.serialize().to_pybytes(), tuple(required), primitive_field,
                tuple(nested))
         found = _decoders.get(key)
         if found is None:
             settings = self.settings
-            found = AvroDecoder(
+            # message keys (primitive_field) are Avro whatever the values' format
+            found = RegistryDecoder(
                 reader, lambda schema_id: writer_schema(settings, schema_id),
                 required=required, defaults=json.loads(self.defaults),
                 reader_id=None if primitive_field else self.reader_id,
                 primitive_field=primitive_field, nested=nested,
+                kind=SchemaKind.AVRO if primitive_field else self.kind,
+                message_path=settings.message_path,
             )
             if len(_decoders) > 64:
                 _decoders.clear()
@@ -426,4 +457,4 @@ class AvroFormat:
         return found
 
 
-_decoders: dict[tuple[Any, ...], AvroDecoder] = {}
+_decoders: dict[tuple[Any, ...], RegistryDecoder] = {}

@@ -1,0 +1,197 @@
+"""Protobuf schemas from the Schema Registry: Arrow columns and message decoding.
+
+The registry hands out a Protobuf schema serialized (``format=serialized``: a base64
+``FileDescriptorProto``, what confluent-kafka's serializer registers). The table follows one
+message of that file: ``source.schema-message`` (full name, e.g. ``shop.Order``), else the
+file's first message. In the Confluent wire format the payload is preceded by the *message
+indexes* (which message of the file: zig-zag varints, a count then the path; a lone ``0`` byte
+means the first message); values of another message than the table's are incompatible.
+
+Types: int32/sint32/sfixed32 -> int32, int64/sint64/sfixed64 -> int64, uint32/fixed32 ->
+uint32, uint64/fixed64 -> uint64, float -> float32, double -> float64, bool, string, bytes ->
+binary, enums -> string (the value's name), messages -> struct, repeated -> list, maps -> map.
+Fields without presence (proto3 scalars not marked ``optional``) read as their default when
+absent, as every Protobuf reader does; fields with presence read as null when unset. Schemas
+importing other files (references, well-known types such as ``google.protobuf.Timestamp``) are
+not supported yet.
+
+Decoding parses message by message with the ``protobuf`` runtime (no columnar path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError
+
+from hoodline.formats.codec import GroupResult
+from hoodline.formats.json_decoder import UNPARSEABLE
+
+__all__ = ["WRONG_MESSAGE", "ProtobufCodec", "message_type", "protobuf_to_arrow"]
+
+#: Bad-record reason: the value is another message of the schema file than the table's.
+WRONG_MESSAGE = "incompatible_schema"
+
+_SCALARS: dict[int, pa.DataType] = {
+    FieldDescriptor.TYPE_DOUBLE: pa.float64(),
+    FieldDescriptor.TYPE_FLOAT: pa.float32(),
+    FieldDescriptor.TYPE_INT64: pa.int64(),
+    FieldDescriptor.TYPE_SINT64: pa.int64(),
+    FieldDescriptor.TYPE_SFIXED64: pa.int64(),
+    FieldDescriptor.TYPE_UINT64: pa.uint64(),
+    FieldDescriptor.TYPE_FIXED64: pa.uint64(),
+    FieldDescriptor.TYPE_INT32: pa.int32(),
+    FieldDescriptor.TYPE_SINT32: pa.int32(),
+    FieldDescriptor.TYPE_SFIXED32: pa.int32(),
+    FieldDescriptor.TYPE_UINT32: pa.uint32(),
+    FieldDescriptor.TYPE_FIXED32: pa.uint32(),
+    FieldDescriptor.TYPE_BOOL: pa.bool_(),
+    FieldDescriptor.TYPE_STRING: pa.string(),
+    FieldDescriptor.TYPE_BYTES: pa.binary(),
+    FieldDescriptor.TYPE_ENUM: pa.string(),
+}
+
+
+def _index_path(desc: Descriptor) -> list[int]:
+    path: list[int] = []
+    node: Descriptor | None = desc
+    while node is not None:
+        parent = node.containing_type
+        siblings = parent.nested_types if parent is not None else list(
+            node.file.message_types_by_name.values())
+        path.append([s.full_name for s in siblings].index(node.full_name))
+        node = parent
+    return path[::-1]
+
+
+def message_type(serialized: bytes, name: str = "") -> Descriptor:
+    """The message ``name`` (full name; "" = the first) of a serialized schema file."""
+    pool = descriptor_pool.DescriptorPool()
+    proto = descriptor_pb2.FileDescriptorProto.FromString(serialized)
+    if proto.dependency:
+        raise ValueError(f"the Protobuf schema imports {', '.join(proto.dependency)} (schema "
+                         "references are not supported yet)")
+    pool.AddSerializedFile(serialized)
+    file = pool.FindFileByName(proto.name)
+    messages = list(file.message_types_by_name.values())
+    if not messages:
+        raise ValueError("the Protobuf schema has no message")
+    if not name:
+        return messages[0]
+    try:
+        return pool.FindMessageTypeByName(name)
+    except KeyError:
+        known = ", ".join(m.full_name for m in messages)
+        raise ValueError(f"the Protobuf schema has no message '{name}' (top-level: {known}); "
+                         "check source.schema-message") from None
+
+
+def _field_type(field: FieldDescriptor, where: str) -> pa.DataType:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        sub = field.message_type
+        if sub.GetOptions().map_entry:
+            key, value = sub.fields_by_name["key"], sub.fields_by_name["value"]
+            return pa.map_(_field_type(key, where), _field_type(value, where))
+        t: pa.DataType = pa.struct([pa.field(f.name, _field_type(f, f"{where}.{f.name}"))
+                                    for f in sub.fields])
+    elif field.type in _SCALARS:
+        t = _SCALARS[field.type]
+    else:
+        raise ValueError(f"field '{where}' has the Protobuf type {field.type} (groups are not "
+                         "supported)")
+    if field.is_repeated and not (field.type == FieldDescriptor.TYPE_MESSAGE
+                                  and field.message_type.GetOptions().map_entry):
+        return pa.list_(t)
+    return t
+
+
+def protobuf_to_arrow(desc: Descriptor) -> pa.Schema:
+    """The columns of a message: one nullable column per field, in field order."""
+    return pa.schema([pa.field(f.name, _field_type(f, f.name)) for f in desc.fields])
+
+
+def _value(field: FieldDescriptor, v: Any) -> Any:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return _row(v)
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        found = field.enum_type.values_by_number.get(v)
+        return found.name if found is not None else str(v)
+    return v
+
+
+def _row(msg: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field in msg.DESCRIPTOR.fields:
+        v = getattr(msg, field.name)
+        if field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions(
+        ).map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            out[field.name] = [(k, _value(value_field, x)) for k, x in v.items()]
+        elif field.is_repeated:
+            out[field.name] = [_value(field, x) for x in v]
+        elif field.has_presence and not msg.HasField(field.name):
+            out[field.name] = None
+        else:
+            out[field.name] = _value(field, v)
+    return out
+
+
+def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise DecodeError("truncated message indexes")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+class ProtobufCodec:
+    """Protobuf payloads (message indexes, then the message) of one writer schema."""
+
+    def __init__(self, serialized: bytes, message: str = "") -> None:
+        self.desc = message_type(serialized, message)
+        self.arrow = protobuf_to_arrow(self.desc)
+        self._cls = message_factory.GetMessageClass(self.desc)
+        self._path = _index_path(self.desc)
+
+    def decode(self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
+               ends: npt.NDArray[np.int64]) -> GroupResult:
+        view = data.data
+        rows: list[dict[str, Any]] = []
+        good: list[int] = []
+        bad: list[int] = []
+        reasons: list[str] = []
+        details: list[str] = []
+        for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            try:
+                count, pos = _varint(view, s)
+                path = [0]
+                if count:
+                    path = []
+                    for _ in range(count):
+                        index, pos = _varint(view, pos)
+                        path.append(index)
+                if path != self._path:
+                    bad.append(i)
+                    reasons.append(WRONG_MESSAGE)
+                    details.append(f"message index path {path} is not the table's message "
+                                   f"{self.desc.full_name} ({self._path})")
+                    continue
+                rows.append(_row(self._cls.FromString(bytes(view[pos:e]))))
+                good.append(i)
+            except (DecodeError, RuntimeError, ValueError) as exc:
+                bad.append(i)
+                reasons.append(UNPARSEABLE)
+                details.append(f"Protobuf message does not match its writer schema: {exc}"[:300])
+        table = pa.Table.from_pylist(rows, schema=self.arrow) if rows else None
+        return GroupResult(table, np.asarray(good, dtype=np.int64),
+                           np.asarray(bad, dtype=np.int64), reasons, details)

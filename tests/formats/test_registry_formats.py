@@ -1,0 +1,160 @@
+"""JSON Schema and Protobuf values in the Confluent wire format, as confluent-kafka's own
+serializers write them (through the test registry): decoded into the subject's columns, bad
+values accounted for; the JSON Schema -> Arrow mapping."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from hoodline.errors import ConfigError
+from hoodline.formats.json_schema import JsonSchemaError, json_schema_to_arrow
+from hoodline.formats.registry import RegistrySettings, SchemaKind, fetch_subject_schema
+from hoodline.formats.registry_decoder import INCOMPATIBLE_SCHEMA, RegistryFormat
+from tests.helpers.pipeline_stream import unique
+from tests.helpers.schema_registry import SchemaRegistry
+
+ORDER_JSON: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": ["string", "null"]},
+        "amount": {"type": "number"},
+        "paid": {"type": "boolean"},
+        "at": {"type": "string", "format": "date-time"},
+        "day": {"type": "string", "format": "date"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "address": {"$ref": "#/definitions/Address"},
+    },
+    "required": ["id"],
+    "definitions": {"Address": {"type": "object", "properties": {
+        "city": {"type": "string"}, "zip": {"anyOf": [{"type": "null"}, {"type": "string"}]}}}},
+}
+
+
+def test_json_schema_maps_to_columns_and_refuses_what_has_no_column_type() -> None:
+    arrow = json_schema_to_arrow(ORDER_JSON)
+    assert arrow == pa.schema([
+        ("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()),
+        ("paid", pa.bool_()), ("at", pa.timestamp("us", tz="UTC")), ("day", pa.date32()),
+        ("tags", pa.list_(pa.string())),
+        ("address", pa.struct([("city", pa.string()), ("zip", pa.string())])),
+    ])
+    with pytest.raises(JsonSchemaError, match=r"^x: type .* \(several types\)"):
+        json_schema_to_arrow({"type": "object", "properties": {"x": {"type": ["string",
+                                                                            "integer"]}}})
+    with pytest.raises(JsonSchemaError, match="not local"):
+        json_schema_to_arrow({"type": "object", "properties": {
+            "x": {"$ref": "http://example.com/other.json"}}})
+    with pytest.raises(JsonSchemaError, match="a table needs named fields"):
+        json_schema_to_arrow({"type": "string"})
+
+
+def _settings(registry: SchemaRegistry, subject: str, message: str = "") -> RegistrySettings:
+    return RegistrySettings((("url", registry.url),), subject, None, message)
+
+
+def test_json_schema_values_from_confluents_serializer(schema_registry: SchemaRegistry) -> None:
+    topic = unique("orders-json")
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    ser = JSONSerializer(json.dumps(ORDER_JSON), client)
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    records = [{"id": i, "name": None if i % 3 == 0 else f"n{i}", "amount": i / 2,
+                "paid": i % 2 == 0, "at": f"2024-03-0{1 + i % 9}T10:00:00Z",
+                "day": f"2024-03-1{i % 10}", "tags": ["a"] * (i % 3),
+                "address": {"city": "Lyon", "zip": None}} for i in range(200)]
+    values = [ser(r, ctx) for r in records]
+    values += [b"{\"id\": 1}", struct.pack(">bI", 0, 4242) + b"{}",
+               values[0][:5] + b"{not json", values[0][:5] + b'{"name": "no id"}']
+    settings = _settings(schema_registry, f"{topic}-value")
+    subject = fetch_subject_schema(settings, SchemaKind.JSON)
+    assert subject.arrow.names == list(ORDER_JSON["properties"])
+    fmt = RegistryFormat(settings, subject.schema_id, kind=SchemaKind.JSON)
+    result = fmt.decoder(subject.arrow, ["id"]).decode(pa.array(values, pa.binary()))
+    assert result.row_index.to_pylist() == list(range(200))
+    got = result.records.to_pylist()
+    assert [r["id"] for r in got] == list(range(200))
+    assert got[4]["name"] == "n4" and got[3]["name"] is None
+    assert str(got[1]["at"]) == "2024-03-02 10:00:00+00:00"
+    assert got[2]["tags"] == ["a", "a"] and got[5]["address"] == {"city": "Lyon", "zip": None}
+    reasons = dict(zip(result.errors.index.to_pylist(), result.errors.reason.to_pylist(),
+                       strict=True))
+    assert reasons == {200: "not_wire_format", 201: "unknown_schema", 202: "unparseable",
+                       203: "missing_key"}
+    # a JSON Schema subject is not read as Avro
+    with pytest.raises(ConfigError, match="is a JSON schema"):
+        fetch_subject_schema(settings, SchemaKind.AVRO)
+
+
+def _order_message() -> Any:
+    fdp = descriptor_pb2.FileDescriptorProto(name=f"{unique('order')}.proto", package="shop",
+                                             syntax="proto3")
+    status = fdp.enum_type.add(name="Status")
+    status.value.add(name="NEW", number=0)
+    status.value.add(name="PAID", number=1)
+    other = fdp.message_type.add(name="Other")
+    other.field.add(name="x", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
+                    label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    msg = fdp.message_type.add(name="Order")
+    f = descriptor_pb2.FieldDescriptorProto
+    msg.field.add(name="id", number=1, type=f.TYPE_INT64, label=f.LABEL_OPTIONAL)
+    msg.field.add(name="name", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL,
+                  proto3_optional=True, oneof_index=0)
+    msg.oneof_decl.add(name="_name")
+    msg.field.add(name="qty", number=3, type=f.TYPE_UINT32, label=f.LABEL_OPTIONAL)
+    msg.field.add(name="price", number=4, type=f.TYPE_DOUBLE, label=f.LABEL_OPTIONAL)
+    msg.field.add(name="status", number=5, type=f.TYPE_ENUM, type_name=".shop.Status",
+                  label=f.LABEL_OPTIONAL)
+    msg.field.add(name="tags", number=6, type=f.TYPE_STRING, label=f.LABEL_REPEATED)
+    msg.field.add(name="other", number=7, type=f.TYPE_MESSAGE, type_name=".shop.Other",
+                  label=f.LABEL_OPTIONAL)
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(fdp.SerializeToString())
+    return (message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order")),
+            message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Other")))
+
+
+def test_protobuf_values_from_confluents_serializer(schema_registry: SchemaRegistry) -> None:
+    order_cls, other_cls = _order_message()
+    topic = unique("orders-pb")
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    ser = ProtobufSerializer(order_cls, client, conf={"use.deprecated.format": False})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    values = []
+    for i in range(50):
+        m = order_cls(id=i, qty=i * 3, price=i / 4, status=i % 2, tags=["t"] * (i % 3))
+        if i % 4:
+            m.name = f"n{i}"
+        if i % 5 == 0:
+            m.other.x = i
+        values.append(ser(m, ctx))
+    # the file's other message (index path [0]) under the same schema id, and a corrupt one
+    values.append(values[0][:5] + b"\x02\x00" + other_cls(x=1).SerializeToString())
+    values.append(values[1][:-2] + b"\xff")
+    settings = _settings(schema_registry, f"{topic}-value", "shop.Order")
+    subject = fetch_subject_schema(settings, SchemaKind.PROTOBUF)
+    assert subject.arrow == pa.schema([
+        ("id", pa.int64()), ("name", pa.string()), ("qty", pa.uint32()), ("price", pa.float64()),
+        ("status", pa.string()), ("tags", pa.list_(pa.string())),
+        ("other", pa.struct([("x", pa.int32())]))])
+    fmt = RegistryFormat(settings, subject.schema_id, kind=SchemaKind.PROTOBUF)
+    result = fmt.decoder(subject.arrow, ["id"]).decode(pa.array(values, pa.binary()))
+    got = result.records.to_pylist()
+    assert [r["id"] for r in got] == list(range(50))
+    assert got[0] == {"id": 0, "name": None, "qty": 0, "price": 0.0, "status": "NEW",
+                      "tags": [], "other": {"x": 0}}
+    assert got[3] == {"id": 3, "name": "n3", "qty": 9, "price": 0.75, "status": "PAID",
+                      "tags": [], "other": None}
+    reasons = dict(zip(result.errors.index.to_pylist(), result.errors.reason.to_pylist(),
+                       strict=True))
+    assert reasons == {50: INCOMPATIBLE_SCHEMA, 51: "unparseable"}
+    assert "shop.Order" in result.errors.detail[0].as_py()
