@@ -83,7 +83,7 @@ def _timed(fn: Any) -> tuple[float, float, Any]:
     return time.process_time() - c0, time.perf_counter() - w0, out
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=5)
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     print(body)
     if args.record:
         common.append_block("Avro decode (Confluent wire format)", body, common.machine())
+    return 0
 
 
 if __name__ == "__main__":

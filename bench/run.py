@@ -20,6 +20,7 @@ NAMES = (
     "profile_upsert",
     "bench_json_decoder",
     "bench_kafka_reader",
+    "avro_decode",
 )
 
 

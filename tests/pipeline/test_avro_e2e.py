@@ -4,7 +4,8 @@
 The producers are confluent-kafka's own ``AvroSerializer`` (the Confluent wire format as real
 producers write it). hudi-rs reads the table back; the error table holds every bad record with
 its schema id and reason. The driver-policy scenarios run on the in-process engine (the same
-task functions as Spark); one scenario runs on Spark.
+task functions as Spark); tests/pipeline/test_avro_crash.py runs Avro on Spark, killed and
+resumed.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from hoodline.broker import EmbeddedBroker, ExactEndProducer
 from hoodline.errors import BadRecordError
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
-from hoodline.spark.engine import SparkEngine
-from hoodline.spark.session import HoodlineSpark
 from hoodline.testing.engine import InProcessEngine
 from hoodline.testing.hudi_oracle import hudi_snapshot
 from tests.helpers.pipeline_stream import create_topic, region, unique
@@ -212,20 +211,3 @@ def test_unknown_schema_stops_the_pipeline_with_tolerance_none(
     with Pipeline(_config(tmp_path / "t", stream, errors="none"), InProcessEngine()) as p:
         with pytest.raises(BadRecordError, match="schema id 77777"):
             p.run(once=True)
-
-
-@pytest.mark.spark
-def test_avro_topic_on_spark_equals_the_model(
-    spark: HoodlineSpark, schema_registry: SchemaRegistry, broker: EmbeddedBroker,
-    tmp_path: Path
-) -> None:
-    """Spark's Python workers fetch the writer schemas from the registry themselves."""
-    stream = _stream(schema_registry, broker)
-    table = tmp_path / "orders"
-    stream.produce(V1, 400, 120)
-    stream.produce(V2, 400, 150, tombstones=20)
-    with Pipeline(_config(table, stream), SparkEngine(spark)) as p:
-        summary = p.run(once=True)
-    assert summary.records_read == 820 and summary.error_records == 0
-    assert _rows(table) == _expected(stream.model, ["id", "name", "region", "ts", "qty",
-                                                    "score"])
