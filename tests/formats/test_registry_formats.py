@@ -4,6 +4,7 @@ values accounted for; the JSON Schema -> Arrow mapping."""
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from typing import Any
@@ -95,8 +96,11 @@ def test_json_schema_values_from_confluents_serializer(schema_registry: SchemaRe
         fetch_subject_schema(settings, SchemaKind.AVRO)
 
 
+@functools.cache
 def _order_message() -> Any:
-    fdp = descriptor_pb2.FileDescriptorProto(name=f"{unique('order')}.proto", package="shop",
+    """shop.Order (and shop.Other) built at run time, once per process (the default descriptor
+    pool refuses a second file defining the same symbols)."""
+    fdp = descriptor_pb2.FileDescriptorProto(name="hoodline_test_order.proto", package="shop",
                                              syntax="proto3")
     status = fdp.enum_type.add(name="Status")
     status.value.add(name="NEW", number=0)
