@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -154,6 +155,7 @@ def test_evolution_across_runs_bad_records_and_avro_tombstones(
     rows = _rows(table)
     assert set(next(iter(rows.values()))) == {"id", "name", "region", "ts", "qty"}
     assert rows == _expected(stream.model, ["id", "name", "region", "ts", "qty"])
+    assert hudi_snapshot(table).schema.field("qty").type == pa.int32()
     errors = hudi_snapshot(str(table) + "_errors")
     reasons = sorted(errors.column("reason").to_pylist())
     assert reasons == ["not_wire_format", "unknown_schema", "unparseable"]
@@ -170,6 +172,7 @@ def test_evolution_across_runs_bad_records_and_avro_tombstones(
     rows = _rows(table)
     assert set(next(iter(rows.values()))) == {"id", "name", "region", "ts", "qty", "score"}
     assert rows == _expected(stream.model, ["id", "name", "region", "ts", "qty", "score"])
+    assert hudi_snapshot(table).schema.field("qty").type == pa.int64()  # widened by v2
     assert any(r["score"] is None for r in rows.values())  # v1 records: no score
     assert any(r["score"] is not None for r in rows.values())
 

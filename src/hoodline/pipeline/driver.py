@@ -71,6 +71,7 @@ from hoodline.table.keygen.adopt import adopt_key_generator
 from hoodline.table.keygen.kinds import KeyGeneratorKind
 from hoodline.table.keygen.timestamp import creation_defaults, timestamp_settings
 from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
+from hoodline.table.schema import widens
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
 from hoodline.table.write.context import WriteContext
@@ -146,8 +147,9 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
 
 def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClient) -> pa.Schema:
     """The schema a round's records get. With a registry format and no [schema], the subject's
-    version: the table's type kept for columns it already has (values are read into it), and
-    columns the version no longer has kept (null in new rows) -- a table never loses a column."""
+    version: the table's type kept for columns it already has (values are read into it) unless
+    the version widens it (int -> long ...: the column widens), and columns the version no
+    longer has kept (null in new rows) -- a table never loses a column."""
     if not config.source.format.uses_registry or len(config.schema):
         return source
     names = source.names
@@ -164,7 +166,8 @@ def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClien
     old = table_data_schema(client.table)
     if old is None:
         return source
-    fields = [old.field(f.name).with_nullable(True) if f.name in old.names else f
+    fields = [old.field(f.name).with_nullable(True)
+              if f.name in old.names and not widens(old.field(f.name).type, f.type) else f
               for f in source]
     fields += [f.with_nullable(True) for f in old if f.name not in names]
     return pa.schema(fields)

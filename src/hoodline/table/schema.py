@@ -247,10 +247,27 @@ def _compatible(old: pa.DataType, new: pa.DataType) -> bool:
         return False
 
 
+#: Type promotions a column may take (Avro's lossless ones): a table column of the key type
+#: evolves to one of the value types; old files keep theirs and are read as the new type.
+_WIDENINGS: dict[pa.DataType, tuple[pa.DataType, ...]] = {
+    pa.int8(): (pa.int16(), pa.int32(), pa.int64()),
+    pa.int16(): (pa.int32(), pa.int64()),
+    pa.int32(): (pa.int64(), pa.float64()),
+    pa.float32(): (pa.float64(),),
+}
+
+
+def widens(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether a column of type ``old`` evolves to ``new`` (int -> long / double, float ->
+    double, ...; see :data:`_WIDENINGS`)."""
+    return new in _WIDENINGS.get(old, ())
+
+
 def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[str]) -> pa.Schema:
     """The table schema after writing data of schema ``new`` into a table of schema ``old``.
 
-    Allowed: same columns (any order); new *nullable* columns. Refused with
+    Allowed: same columns (any order); new *nullable* columns; a column widened (:func:`widens`;
+    a key column only from integer to integer, which keeps its key text). Refused with
     :class:`SchemaEvolutionError` naming the column: a changed type, a dropped column, a dropped
     key column, a new non-nullable column, or a column that became non-nullable. The returned
     schema keeps the old column order and appends new columns (meta columns excluded).
@@ -274,6 +291,10 @@ def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[
                 f"{kind} '{f.name}' ({f.type}) of the table is missing from the data; "
                 "dropping columns is not supported: include it (nulls are fine if nullable)"
             )
+        if widens(f.type, nf.type) and (f.name not in key_fields
+                                         or pa.types.is_integer(nf.type)):
+            result.append(f.with_type(nf.type))
+            continue
         if not _compatible(f.type, nf.type):
             raise SchemaEvolutionError(
                 f"column '{f.name}' changes type from {f.type} to {nf.type}; "

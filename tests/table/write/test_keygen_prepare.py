@@ -125,9 +125,12 @@ def test_conform_types_widens_losslessly_and_refuses_other_kinds() -> None:
     assert ok.schema.field("s").type == pa.large_string()
     with pytest.raises(InvalidRecordsError, match="'id' has type string"):
         conform_types(pa.table({"id": ["1"], "s": ["x"]}), schema)
-    narrow = pa.schema([("id", pa.int8())])
+    narrow = pa.schema([("id", pa.int32())])
     with pytest.raises(InvalidRecordsError, match="'id'"):
-        conform_types(pa.table({"id": [1000]}), narrow)
+        conform_types(pa.table({"id": pa.array([2**40], pa.uint64())}), narrow)
+    # a promotion of the table's type is left as it is: it widens the table's column
+    wider = conform_types(pa.table({"id": pa.array([2**40], pa.int64())}), narrow)
+    assert wider.schema.field("id").type == pa.int64()
 
 
 def test_all_distinct_is_exact_even_when_hashes_collide(monkeypatch: pytest.MonkeyPatch) -> None:

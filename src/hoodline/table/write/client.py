@@ -74,6 +74,7 @@ from hoodline.table.schema import (
     arrow_to_avro_schema_json,
     avro_schema_json_to_arrow,
     check_evolution,
+    widens,
 )
 from hoodline.table.table import HudiTable
 from hoodline.table.write.assigner import BucketAssigner
@@ -415,9 +416,11 @@ class WriteClient:
             ]
             return normalize_schema(pa.schema(keys), config.name)
         if old is not None:
-            # lossless widening (int32 -> int64 ...) is applied to the records, not the table
+            # narrower data is cast to the table's type; a promotion (int -> long, float ->
+            # double) widens the table's column
             incoming = pa.schema(
-                [old.field(f.name) if f.name in old.names else f for f in incoming]
+                [old.field(f.name) if f.name in old.names
+                 and not widens(old.field(f.name).type, f.type) else f for f in incoming]
             )
         evolved = check_evolution(old, incoming, config.record_key_fields)
         for name in config.partition_fields:

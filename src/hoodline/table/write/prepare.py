@@ -20,6 +20,7 @@ from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.keygen.values import require_no_nulls
 from hoodline.table.properties import TableConfig
+from hoodline.table.schema import widens
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.records import (
     INTERNAL_COLUMNS,
@@ -178,7 +179,9 @@ def _family(t: pa.DataType) -> str:
 
 def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
     """Cast columns the table already has to the table's types when that is lossless and within
-    the same kind of type (int32 -> int64, string -> large_string, timestamp unit, ...).
+    the same kind of type (int32 -> int64, string -> large_string, timestamp unit, ...); a
+    column that is a promotion of the table's (int -> long, float -> double) is left to widen
+    the table.
 
     Anything else is refused with :class:`InvalidRecordsError` naming the column, both types and
     a sample value — hoodline never parses strings into numbers or truncates values silently."""
@@ -189,8 +192,8 @@ def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
         if fld.name not in table_schema.names:
             continue
         want = table_schema.field(fld.name).type
-        if fld.type == want:
-            continue
+        if fld.type == want or widens(want, fld.type):
+            continue  # a promotion widens the table's column (check_evolution)
         col = table.column(i)
         sample = next((v for v in col.to_pylist()[:1000] if v is not None), None)
         if _family(fld.type) != _family(want):

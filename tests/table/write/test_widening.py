@@ -1,0 +1,71 @@
+"""A column widened by later writes (int -> long, float -> double): the table's schema evolves,
+old files keep their narrower type and read as the wider one -- in hoodline, through merges and
+compaction, and in hudi-rs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from hoodline.errors import SchemaEvolutionError
+from hoodline.table.properties import TableConfig, TableType
+from hoodline.table.read import read_snapshot
+from hoodline.table.schema import check_evolution, widens
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+from hoodline.testing.hudi_oracle import hudi_snapshot
+
+
+def _rows(ids: list[int], region: str, qty: list[int], qty_type: pa.DataType,
+          price: pa.DataType) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "region": [region] * len(ids),
+                     "ts": pa.array([1] * len(ids), pa.int64()), "qty": pa.array(qty, qty_type),
+                     "price": pa.array([q / 4 for q in qty], price)})
+
+
+@pytest.mark.parametrize("table_type", [TableType.COPY_ON_WRITE, TableType.MERGE_ON_READ])
+def test_widened_columns_read_back_everywhere(tmp_path: Path, table_type: TableType) -> None:
+    path = tmp_path / "t"
+    HudiTable.create(path, TableConfig(name="w", record_key_fields=("id",),
+                                       partition_fields=("region",), precombine_field="ts",
+                                       index_type="BUCKET", bucket_count=2,
+                                       table_type=table_type))
+    with WriteClient(HudiTable.open(path)) as c:
+        c.upsert(_rows([1, 2, 3], "a", [1, 2, 3], pa.int32(), pa.float32()))
+        c.upsert(_rows([4, 5], "b", [4, 5], pa.int32(), pa.float32()))
+        # updates into partition a's file groups, a new partition, values only a long holds
+        c.upsert(_rows([1, 6], "a", [10, 2**40], pa.int64(), pa.float64()))
+        c.upsert(_rows([7], "c", [2**35], pa.int64(), pa.float64()))
+    expected = {1: 10, 2: 2, 3: 3, 4: 4, 5: 5, 6: 2**40, 7: 2**35}
+
+    def check() -> None:
+        ours = read_snapshot(HudiTable.open(path))
+        theirs = hudi_snapshot(path)
+        for t in (ours, theirs):
+            assert t.schema.field("qty").type == pa.int64()
+            assert t.schema.field("price").type == pa.float64()
+            assert dict(zip(t.column("id").to_pylist(), t.column("qty").to_pylist(),
+                            strict=True)) == expected
+        assert sorted(theirs.column("price").to_pylist()) == sorted(q / 4 for q in
+                                                                    expected.values())
+
+    check()
+    if table_type is TableType.MERGE_ON_READ:
+        with WriteClient(HudiTable.open(path)) as c:
+            assert c.compact()
+        check()
+
+
+def test_widening_rules() -> None:
+    assert widens(pa.int32(), pa.int64()) and widens(pa.float32(), pa.float64())
+    assert not widens(pa.int64(), pa.int32()) and not widens(pa.int64(), pa.float64())
+    old = pa.schema([("id", pa.int32()), ("f", pa.float32())])
+    evolved = check_evolution(old, pa.schema([("id", pa.int64()), ("f", pa.float64())]), ["id"])
+    assert evolved.field("id").type == pa.int64() and evolved.field("f").type == pa.float64()
+    # a float key would change its key text: refused
+    with pytest.raises(SchemaEvolutionError, match="'f'"):
+        check_evolution(old, pa.schema([("id", pa.int32()), ("f", pa.float64())]), ["f"])
+    with pytest.raises(SchemaEvolutionError, match="'id'"):
+        check_evolution(old, pa.schema([("id", pa.string()), ("f", pa.float32())]), ["id"])
