@@ -374,3 +374,8 @@ def test_debezium_formats_order_by_log_position_and_refuse_what_does_not_apply()
         config_from_dict({**doc, "schema": {"id": "int64", "_event_op": "string"}})
     with pytest.raises(ConfigError, match=r"needs \[schema\]"):
         config_from_dict({k: v for k, v in doc.items() if k != "schema"})
+    marked = config_from_dict({**doc, "source": {**doc["source"], "change-deletes": "mark"}})
+    assert marked.source.change_deletes == "mark"
+    with pytest.raises(ConfigError, match="Debezium formats only"):
+        config_from_dict({**doc, "source": {**doc["source"], "format": "json",
+                                            "change-deletes": "mark"}})

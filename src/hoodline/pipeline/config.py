@@ -70,6 +70,16 @@ from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
 
+class ChangeDeletes(ConfigEnum):
+    """What a Debezium delete event does to its row (``source.change-deletes``)."""
+
+    #: the row is deleted from the table
+    DELETE = "delete"
+    #: the row stays, marked ``_event_op = 'd'`` (its before image): late duplicates of older
+    #: changes can never bring it back or overwrite it; queries filter the marked rows out
+    MARK = "mark"
+
+
 class SourceFormat(ConfigEnum):
     """How message values are decoded (``source.format``)."""
 
@@ -126,6 +136,15 @@ SCHEMA_SUBJECT = option(
     "With a Schema Registry format: the subject whose schema the table's columns follow "
     "(unless [schema] is declared). Default: `<topic>-value` (TopicNameStrategy) for a "
     "single-topic subscription.",
+)
+CHANGE_DELETES = option(
+    "source.change-deletes",
+    ChangeDeletes,
+    ChangeDeletes.DELETE,
+    "With a Debezium format: `delete` removes a deleted row from the table; `mark` keeps it as "
+    "a row with `_event_op = 'd'` (its before image), so that no late duplicate of an older "
+    "change can re-create or overwrite it (a deleted row otherwise leaves no ordering value "
+    "behind); queries then filter `_event_op <> 'd'`.",
 )
 SCHEMA_MESSAGE = option(
     "source.schema-message",
@@ -297,7 +316,8 @@ ERRORS_TABLE_PATH = option(
 
 #: Declared options per section (the README's option tables are rendered from these).
 SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
-    "source": (SOURCE_TYPE, SOURCE_FORMAT, SCHEMA_SUBJECT, SCHEMA_VERSION, SCHEMA_MESSAGE),
+    "source": (SOURCE_TYPE, SOURCE_FORMAT, SCHEMA_SUBJECT, SCHEMA_VERSION, SCHEMA_MESSAGE,
+               CHANGE_DELETES),
     "table": (
         TABLE_PATH, TABLE_NAME, RECORD_KEY, PARTITION_FIELDS, KEY_GENERATOR, PRECOMBINE_FIELD,
         TABLE_TYPE, INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
@@ -335,6 +355,8 @@ class SourceSection:
     schema_version: int | None = None
     #: format = protobuf: the message the table follows ("": the file's first)
     schema_message: str = ""
+    #: Debezium formats: delete rows or keep them marked
+    change_deletes: ChangeDeletes = ChangeDeletes.DELETE
 
 
 @dataclass(frozen=True)
@@ -531,6 +553,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         schema_version=None if src.get(SCHEMA_VERSION) == "latest"
         else int(src.get(SCHEMA_VERSION)),
         schema_message=src.get(SCHEMA_MESSAGE).strip(),
+        change_deletes=src.get(CHANGE_DELETES),
     )
     for required in (TABLE_PATH, RECORD_KEY):
         if not tbl.contains(required):
@@ -577,6 +600,11 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         table_path=err.get(ERRORS_TABLE_PATH) or (path.rstrip("/") + "_errors"),
     )
     schema_doc = dict(doc.get("schema", {}))
+    if source.change_deletes is ChangeDeletes.MARK and not source.format.change_events:
+        raise ConfigError(
+            f"option '{CHANGE_DELETES.key}' = 'mark' applies to the Debezium formats only "
+            f"(source.format is '{source.format}'); remove it"
+        )
     if source.format.change_events:
         table, schema = _change_event_table(table, schema_doc, source.format)
     elif source.format is SourceFormat.JSON or (source.format.uses_registry and schema_doc):

@@ -57,7 +57,7 @@ from hoodline.formats.registry import (
     registry_options,
 )
 from hoodline.formats.registry_decoder import RegistryFormat
-from hoodline.pipeline.config import PipelineConfig, SourceFormat
+from hoodline.pipeline.config import ChangeDeletes, PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
     ReadOutcome,
@@ -112,6 +112,8 @@ class KafkaRecords(RecordPreparer):
     avro: RegistryFormat | None = None
     #: Debezium change events (JSON, or Avro with ``avro`` set)
     changes: bool = False
+    #: Debezium deletes kept as rows marked ``_event_op = 'd'`` instead of deleting
+    mark_deletes: bool = False
 
     def prepare(
         self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
@@ -205,6 +207,8 @@ class KafkaRecords(RecordPreparer):
             keep[np.asarray(unkeyable.index)] = False
             deletes = deletes.filter(pa.array(keep))
             data, seq = without_rows(data, seq, unkeyable)
+        if self.mark_deletes:  # the delete's before image stays as a marked row
+            deletes = pa.array(np.zeros(data.num_rows, dtype=bool))
         recs = key_records(spec, data, deletes, seq)
         return Prepared(recs, _errors(spec, batch, concat_bad(bad_parts)))
 
@@ -307,8 +311,10 @@ class KafkaPlugin(SourcePlugin):
         self, source: KafkaSource, *, raw: bool = False,
         registry: RegistrySettings | None = None, declared: bool = False,
         changes: bool = False, kind: SchemaKind = SchemaKind.AVRO,
+        mark_deletes: bool = False,
     ) -> None:
         super().__init__(source)
+        self._mark_deletes = mark_deletes
         self._raw = raw
         self._changes = changes
         self._kind = kind
@@ -333,7 +339,8 @@ class KafkaPlugin(SourcePlugin):
                     "a Schema Registry is only used with source.format = 'avro', "
                     f"'json-schema', 'protobuf' or 'debezium-avro' (it is '{fmt}')"
                 )
-            return cls(source, raw=fmt is SourceFormat.RAW, changes=fmt.change_events)
+            return cls(source, raw=fmt is SourceFormat.RAW, changes=fmt.change_events,
+                       mark_deletes=config.source.change_deletes is ChangeDeletes.MARK)
         subject = config.source.schema_subject
         if not subject:
             topics = source.config.subscription.topics
@@ -347,7 +354,8 @@ class KafkaPlugin(SourcePlugin):
         settings = RegistrySettings(tuple(sorted(client.items())), subject,
                                     config.source.schema_version, config.source.schema_message)
         return cls(source, registry=settings, declared=len(config.schema) > 0,
-                   changes=fmt.change_events, kind=_KINDS[fmt])
+                   changes=fmt.change_events, kind=_KINDS[fmt],
+                   mark_deletes=config.source.change_deletes is ChangeDeletes.MARK)
 
     @property
     def identity(self) -> str:
@@ -372,7 +380,8 @@ class KafkaPlugin(SourcePlugin):
 
     def preparer(self, config: PipelineConfig) -> KafkaRecords:
         if self._registry is None:
-            return KafkaRecords(self._raw, changes=self._changes)
+            return KafkaRecords(self._raw, changes=self._changes,
+                                mark_deletes=self._mark_deletes)
         subject = None if self._declared else self._subject
         follows_latest = subject is not None and self._registry.version is None
         defaults = dict(subject.defaults) if subject and not self._changes else {}
@@ -380,7 +389,7 @@ class KafkaPlugin(SourcePlugin):
             self._registry,
             reader_id=subject.schema_id if follows_latest and subject else None,
             defaults=json.dumps(defaults), kind=self._kind,
-        ), changes=self._changes)
+        ), changes=self._changes, mark_deletes=self._mark_deletes)
 
     def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         if self._client is None:
