@@ -162,3 +162,93 @@ def test_protobuf_values_from_confluents_serializer(schema_registry: SchemaRegis
                        strict=True))
     assert reasons == {50: INCOMPATIBLE_SCHEMA, 51: "unparseable"}
     assert "shop.Order" in result.errors.detail[0].as_py()
+
+
+@functools.cache
+def _invoice_message() -> Any:
+    """shop.Invoice importing a user file (a schema reference) and Google's well-known types."""
+    f = descriptor_pb2.FieldDescriptorProto
+    common = descriptor_pb2.FileDescriptorProto(name="hoodline_test_money.proto",
+                                                package="shop", syntax="proto3")
+    money = common.message_type.add(name="Money")
+    money.field.add(name="cents", number=1, type=f.TYPE_INT64, label=f.LABEL_OPTIONAL)
+    money.field.add(name="currency", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    main = descriptor_pb2.FileDescriptorProto(
+        name="hoodline_test_invoice.proto", package="shop", syntax="proto3",
+        dependency=["hoodline_test_money.proto", "google/protobuf/timestamp.proto",
+                    "google/protobuf/wrappers.proto"])
+    inv = main.message_type.add(name="Invoice")
+    inv.field.add(name="id", number=1, type=f.TYPE_INT64, label=f.LABEL_OPTIONAL)
+    inv.field.add(name="at", number=2, type=f.TYPE_MESSAGE,
+                  type_name=".google.protobuf.Timestamp", label=f.LABEL_OPTIONAL)
+    inv.field.add(name="discount", number=3, type=f.TYPE_MESSAGE,
+                  type_name=".google.protobuf.Int64Value", label=f.LABEL_OPTIONAL)
+    inv.field.add(name="total", number=4, type=f.TYPE_MESSAGE, type_name=".shop.Money",
+                  label=f.LABEL_OPTIONAL)
+    from google.protobuf import timestamp_pb2, wrappers_pb2  # noqa: F401 - in the pool
+
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(common.SerializeToString())
+    pool.AddSerializedFile(main.SerializeToString())
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Invoice"))
+
+
+def test_protobuf_imports_references_and_well_known_types(
+        schema_registry: SchemaRegistry) -> None:
+    invoice_cls = _invoice_message()
+    topic = unique("invoices")
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    ser = ProtobufSerializer(invoice_cls, client, conf={"use.deprecated.format": False})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    values = []
+    for i in range(5):
+        m = invoice_cls(id=i)
+        m.at.seconds, m.at.nanos = 1_700_000_000 + i, 250_000_000
+        if i % 2:
+            m.discount.value = i * 10
+        m.total.cents, m.total.currency = i * 100, "EUR"
+        values.append(ser(m, ctx))
+    settings = _settings(schema_registry, f"{topic}-value")
+    subject = fetch_subject_schema(settings, SchemaKind.PROTOBUF)
+    assert subject.arrow == pa.schema([
+        ("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC")), ("discount", pa.int64()),
+        ("total", pa.struct([("cents", pa.int64()), ("currency", pa.string())]))])
+    fmt = RegistryFormat(settings, subject.schema_id, kind=SchemaKind.PROTOBUF)
+    result = fmt.decoder(subject.arrow, ["id"]).decode(pa.array(values, pa.binary()))
+    assert len(result.errors) == 0
+    got = result.records.to_pylist()
+    assert got[1]["discount"] == 10 and got[2]["discount"] is None
+    assert got[3]["at"].timestamp() == 1_700_000_003.25
+    assert got[4]["total"] == {"cents": 400, "currency": "EUR"}
+
+
+def test_avro_schema_references_are_resolved(schema_registry: SchemaRegistry) -> None:
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    money = {"type": "record", "name": "Money", "namespace": "shop",
+             "fields": [{"name": "cents", "type": "long"}, {"name": "currency", "type": "string"}]}
+    money_subject = unique("money")
+    client.register_schema(money_subject, Schema(json.dumps(money), "AVRO"))
+    order = {"type": "record", "name": "Order", "namespace": "shop",
+             "fields": [{"name": "id", "type": "long"}, {"name": "total", "type": "shop.Money"},
+                        {"name": "refund", "type": ["null", "shop.Money"], "default": None}]}
+    topic = unique("orders-ref")
+    refs = [SchemaReference("shop.Money", money_subject, 1)]
+    client.register_schema(f"{topic}-value", Schema(json.dumps(order), "AVRO", refs))
+    ser = AvroSerializer(client, Schema(json.dumps(order), "AVRO", refs),
+                         conf={"auto.register.schemas": False, "use.latest.version": True})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    values = [ser({"id": i, "total": {"cents": i, "currency": "EUR"},
+                   "refund": None if i % 2 else {"cents": 1, "currency": "USD"}}, ctx)
+              for i in range(4)]
+    settings = _settings(schema_registry, f"{topic}-value")
+    subject = fetch_subject_schema(settings, SchemaKind.AVRO)
+    fmt = RegistryFormat(settings, subject.schema_id)
+    result = fmt.decoder(subject.arrow, ["id"]).decode(pa.array(values, pa.binary()))
+    assert len(result.errors) == 0
+    got = result.records.to_pylist()
+    assert got[2] == {"id": 2, "total": {"cents": 2, "currency": "EUR"},
+                      "refund": {"cents": 1, "currency": "USD"}}
+    assert got[1]["refund"] is None

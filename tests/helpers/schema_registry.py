@@ -69,6 +69,8 @@ class _State:
     next_id: int = 1
     #: id -> (schema text, schema type)
     schemas: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: id -> its references ([{"name", "subject", "version"}])
+    references: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     #: subject -> ids of its versions (version n = index n-1)
     subjects: dict[str, list[int]] = field(default_factory=dict)
     compatibility: dict[str, str] = field(default_factory=dict)
@@ -124,7 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
 def _schema_body(reg: SchemaRegistry, schema_id: int, subject: str | None = None,
                  version: int | None = None) -> dict[str, Any]:
     text, kind = reg.state.schemas[schema_id]
-    body: dict[str, Any] = {"id": schema_id, "schema": text, "references": []}
+    body: dict[str, Any] = {"id": schema_id, "schema": text,
+                            "references": reg.state.references.get(schema_id, [])}
     if kind != "AVRO":
         body["schemaType"] = kind
     if subject is not None:
@@ -177,7 +180,8 @@ def _register(h: _Handler, reg: SchemaRegistry, subject: str) -> None:
         if reg.state.schemas[sid] == (text, kind):
             h._send(200, {"id": sid})
             return
-    if ids and kind == "AVRO" and reg.state.compatibility.get(subject, "BACKWARD") != "NONE":
+    if (ids and kind == "AVRO" and not body.get("references")
+            and reg.state.compatibility.get(subject, "BACKWARD") != "NONE"):
         old = json.loads(reg.state.schemas[ids[-1]][0])
         problem = backward_problem(old, json.loads(text))
         if problem is not None:
@@ -187,6 +191,7 @@ def _register(h: _Handler, reg: SchemaRegistry, subject: str) -> None:
     sid = existing[0] if existing else reg.state.next_id
     if not existing:
         reg.state.schemas[sid] = (text, kind)
+        reg.state.references[sid] = list(body.get("references") or [])
         reg.state.next_id += 1
     ids.append(sid)
     h._send(200, {"id": sid})

@@ -11,15 +11,19 @@ Types: int32/sint32/sfixed32 -> int32, int64/sint64/sfixed64 -> int64, uint32/fi
 uint32, uint64/fixed64 -> uint64, float -> float32, double -> float64, bool, string, bytes ->
 binary, enums -> string (the value's name), messages -> struct, repeated -> list, maps -> map.
 Fields without presence (proto3 scalars not marked ``optional``) read as their default when
-absent, as every Protobuf reader does; fields with presence read as null when unset. Schemas
-importing other files (references, well-known types such as ``google.protobuf.Timestamp``) are
-not supported yet.
+absent, as every Protobuf reader does; fields with presence read as null when unset. Imports:
+files the registry lists as schema references are fetched and added first; Google's own files
+(``google/protobuf/*.proto``, and ``google/type/*`` when googleapis-common-protos is installed)
+come from the installed modules. ``google.protobuf.Timestamp`` reads as timestamp[us, UTC],
+``Duration`` as duration[us], the wrapper types (``Int64Value`` ...) as nullable values;
+recursive messages (``google.protobuf.Struct``) are refused.
 
 Decoding parses message by message with the ``protobuf`` runtime (no columnar path).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -69,14 +73,41 @@ def _index_path(desc: Descriptor) -> list[int]:
     return path[::-1]
 
 
-def message_type(serialized: bytes, name: str = "") -> Descriptor:
-    """The message ``name`` (full name; "" = the first) of a serialized schema file."""
+def _builtin(name: str) -> bytes | None:
+    """The serialized file of a Google-provided import (``google/protobuf/timestamp.proto``
+    ...) from the installed Python modules, None if not installed."""
+    if not name.startswith("google/") or not name.endswith(".proto"):
+        return None
+    try:
+        module = importlib.import_module(name[: -len(".proto")].replace("/", ".") + "_pb2")
+    except ImportError:
+        return None
+    return bytes(module.DESCRIPTOR.serialized_pb)
+
+
+def message_type(files: bytes | tuple[bytes, ...], name: str = "") -> Descriptor:
+    """The message ``name`` (full name; "" = the first) of a serialized schema file (given
+    last, after the files it references)."""
+    if isinstance(files, bytes):
+        files = (files,)
     pool = descriptor_pool.DescriptorPool()
-    proto = descriptor_pb2.FileDescriptorProto.FromString(serialized)
-    if proto.dependency:
-        raise ValueError(f"the Protobuf schema imports {', '.join(proto.dependency)} (schema "
-                         "references are not supported yet)")
-    pool.AddSerializedFile(serialized)
+    added: set[str] = set()
+    proto = descriptor_pb2.FileDescriptorProto()
+    for data in files:
+        proto = descriptor_pb2.FileDescriptorProto.FromString(data)
+        if proto.name in added:
+            continue
+        for dep in proto.dependency:
+            if dep in added:
+                continue
+            builtin = _builtin(dep)
+            if builtin is None:
+                raise ValueError(f"the Protobuf schema imports '{dep}', which the registry "
+                                 "did not provide as a schema reference")
+            pool.AddSerializedFile(builtin)
+            added.add(dep)
+        pool.AddSerializedFile(data)
+        added.add(proto.name)
     file = pool.FindFileByName(proto.name)
     messages = list(file.message_types_by_name.values())
     if not messages:
@@ -91,14 +122,38 @@ def message_type(serialized: bytes, name: str = "") -> Descriptor:
                          "check source.schema-message") from None
 
 
-def _field_type(field: FieldDescriptor, where: str) -> pa.DataType:
+#: Google's well-known messages read as plain values: full name -> Arrow type
+_WELL_KNOWN: dict[str, pa.DataType] = {
+    "google.protobuf.Timestamp": pa.timestamp("us", tz="UTC"),
+    "google.protobuf.Duration": pa.duration("us"),
+    "google.protobuf.DoubleValue": pa.float64(),
+    "google.protobuf.FloatValue": pa.float32(),
+    "google.protobuf.Int64Value": pa.int64(),
+    "google.protobuf.UInt64Value": pa.uint64(),
+    "google.protobuf.Int32Value": pa.int32(),
+    "google.protobuf.UInt32Value": pa.uint32(),
+    "google.protobuf.BoolValue": pa.bool_(),
+    "google.protobuf.StringValue": pa.string(),
+    "google.protobuf.BytesValue": pa.binary(),
+}
+
+
+def _field_type(field: FieldDescriptor, where: str,
+                seen: tuple[str, ...] = ()) -> pa.DataType:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         sub = field.message_type
         if sub.GetOptions().map_entry:
             key, value = sub.fields_by_name["key"], sub.fields_by_name["value"]
-            return pa.map_(_field_type(key, where), _field_type(value, where))
-        t: pa.DataType = pa.struct([pa.field(f.name, _field_type(f, f"{where}.{f.name}"))
-                                    for f in sub.fields])
+            return pa.map_(_field_type(key, where, seen), _field_type(value, where, seen))
+        if sub.full_name in _WELL_KNOWN:
+            t: pa.DataType = _WELL_KNOWN[sub.full_name]
+        elif sub.full_name in seen:
+            raise ValueError(f"field '{where}': message {sub.full_name} contains itself "
+                             "(recursive messages have no column type)")
+        else:
+            t = pa.struct([
+                pa.field(f.name, _field_type(f, f"{where}.{f.name}", (*seen, sub.full_name)))
+                for f in sub.fields])
     elif field.type in _SCALARS:
         t = _SCALARS[field.type]
     else:
@@ -117,6 +172,11 @@ def protobuf_to_arrow(desc: Descriptor) -> pa.Schema:
 
 def _value(field: FieldDescriptor, v: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
+        name = field.message_type.full_name
+        if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+            return v.seconds * 1_000_000 + v.nanos // 1_000
+        if name in _WELL_KNOWN:
+            return v.value
         return _row(v)
     if field.type == FieldDescriptor.TYPE_ENUM:
         found = field.enum_type.values_by_number.get(v)
@@ -157,7 +217,7 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
 class ProtobufCodec:
     """Protobuf payloads (message indexes, then the message) of one writer schema."""
 
-    def __init__(self, serialized: bytes, message: str = "") -> None:
+    def __init__(self, serialized: bytes | tuple[bytes, ...], message: str = "") -> None:
         self.desc = message_type(serialized, message)
         self.arrow = protobuf_to_arrow(self.desc)
         self._cls = message_factory.GetMessageClass(self.desc)

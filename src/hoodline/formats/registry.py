@@ -142,8 +142,9 @@ class SchemaKind(ConfigEnum):
 @dataclass(frozen=True)
 class WriterSchema:
     """A schema a record was written with: its id, kind, the schema itself (Avro and JSON
-    Schema: the parsed JSON document; Protobuf: the serialized ``FileDescriptorProto``) and
-    whether hoodline can read it (``problem`` says why not)."""
+    Schema: the parsed JSON document, Avro with referenced named types inlined; Protobuf: the
+    serialized ``FileDescriptorProto`` s, referenced files first) and whether hoodline can read
+    it (``problem`` says why not)."""
 
     schema_id: int
     parsed: Any
@@ -177,7 +178,7 @@ def writer_schema(settings: RegistrySettings, schema_id: int) -> WriterSchema | 
         else:
             raise _registry_failure(settings, f"schema id {schema_id}", exc) from exc
     else:
-        result = _parse_writer(schema_id, schema)
+        result = _parse_writer(schema_id, schema, client)
     with _writers_lock:
         _writers[key] = result
     return result
@@ -191,27 +192,103 @@ def _is_base64(text: str) -> bool:
     return True
 
 
-def _parse_writer(schema_id: int, schema: Any) -> WriterSchema:
+def _parse_writer(schema_id: int, schema: Any, client: Any = None) -> WriterSchema:
     try:
         kind = SchemaKind.parse((schema.schema_type or "AVRO").upper())
     except ValueError:
         return WriterSchema(schema_id, None, f"schema id {schema_id} has the unknown schema "
                             f"type {schema.schema_type!r}")
-    if schema.references:
-        return WriterSchema(schema_id, None, f"schema id {schema_id} uses schema references "
-                            "(not supported yet: register the schema self-contained)", kind)
+    try:
+        refs = _references(client, schema, kind, 0) if schema.references else []
+    except _ReferenceProblem as exc:
+        return WriterSchema(schema_id, None, f"schema id {schema_id}: {exc}", kind)
     if kind is SchemaKind.PROTOBUF:
         try:
-            return WriterSchema(schema_id, base64.b64decode(schema.schema_str.encode("ascii"),
-                                                            validate=True), None, kind)
+            main = base64.b64decode(schema.schema_str.encode("ascii"), validate=True)
         except (ValueError, UnicodeEncodeError):
             return WriterSchema(schema_id, None, f"schema id {schema_id}: the registry did not "
                                 "return the Protobuf schema serialized (format=serialized)", kind)
+        # the referenced files first, then the schema's own
+        return WriterSchema(schema_id, (*refs, main), None, kind)
     try:
-        return WriterSchema(schema_id, json.loads(schema.schema_str), None, kind)
+        parsed = json.loads(schema.schema_str)
     except json.JSONDecodeError as exc:
         return WriterSchema(schema_id, None, f"schema id {schema_id} is not valid JSON: {exc}",
                             kind)
+    if refs:
+        if kind is not SchemaKind.AVRO:
+            return WriterSchema(schema_id, None, f"schema id {schema_id} references other "
+                                "JSON Schemas (not supported: register it self-contained)", kind)
+        parsed = _inline_avro(parsed, refs)
+    return WriterSchema(schema_id, parsed, None, kind)
+
+
+class _ReferenceProblem(Exception):
+    pass
+
+
+def _references(client: Any, schema: Any, kind: SchemaKind, depth: int) -> list[Any]:
+    """The schemas ``schema`` references (Avro: parsed named types; Protobuf: serialized
+    files), each after its own references, fetched through the client."""
+    if client is None:
+        raise _ReferenceProblem("uses schema references")
+    if depth > 16:
+        raise _ReferenceProblem("schema references nest deeper than 16 levels")
+    out: list[Any] = []
+    for ref in schema.references:
+        fmt = "serialized" if kind is SchemaKind.PROTOBUF else None
+        try:
+            registered = client.get_version(ref.subject, ref.version, fmt=fmt)
+        except Exception as exc:
+            raise _ReferenceProblem(f"referenced subject '{ref.subject}' version {ref.version} "
+                                    f"cannot be read: {exc}") from None
+        sub = registered.schema
+        if sub.references:
+            out.extend(_references(client, sub, kind, depth + 1))
+        if kind is SchemaKind.PROTOBUF:
+            try:
+                out.append(base64.b64decode(sub.schema_str.encode("ascii"), validate=True))
+            except (ValueError, UnicodeEncodeError):
+                raise _ReferenceProblem(f"referenced subject '{ref.subject}' is not returned "
+                                        "serialized") from None
+        else:
+            out.append(json.loads(sub.schema_str))
+    return out
+
+
+def _inline_avro(schema: Any, named: list[Any]) -> Any:
+    """``schema`` with each referenced named type's definition in place of its first use."""
+    by_name: dict[str, Any] = {}
+    for t in named:
+        if isinstance(t, dict) and "name" in t:
+            full = f"{t['namespace']}.{t['name']}" if t.get("namespace") else str(t["name"])
+            by_name[full] = t
+            by_name.setdefault(str(t["name"]), t)
+    def walk(node: Any, namespace: str) -> Any:
+        if isinstance(node, str):
+            key = node if node in by_name else f"{namespace}.{node}" if namespace else node
+            target = by_name.get(key)
+            if target is not None and id(target) not in defined_ids:
+                defined_ids.add(id(target))
+                return walk(target, str(target.get("namespace", namespace)))
+            return node
+        if isinstance(node, list):
+            return [walk(n, namespace) for n in node]
+        if isinstance(node, dict):
+            ns = str(node.get("namespace", namespace))
+            out = dict(node)
+            if "fields" in node:
+                out["fields"] = [{**f, "type": walk(f["type"], ns)} for f in node["fields"]]
+            for key in ("items", "values"):
+                if key in node:
+                    out[key] = walk(node[key], ns)
+            if isinstance(node.get("type"), (dict, list)):
+                out["type"] = walk(node["type"], ns)
+            return out
+        return node
+
+    defined_ids: set[int] = set()
+    return walk(schema, str(schema.get("namespace", "")) if isinstance(schema, dict) else "")
 
 
 @dataclass(frozen=True)
@@ -249,7 +326,7 @@ def fetch_subject_schema(settings: RegistrySettings,
                 "set source.schema-subject / source.schema-version"
             ) from None
         raise _registry_failure(settings, what, exc) from exc
-    parsed = _parse_writer(int(registered.schema_id), registered.schema)
+    parsed = _parse_writer(int(registered.schema_id), registered.schema, client)
     if parsed.problem is not None:
         raise ConfigError(f"{what} cannot be the table's schema: {parsed.problem}")
     if parsed.kind is not kind:
