@@ -11,8 +11,10 @@ decoding run column by column over all records at once with numpy and pyarrow:
 * decode: the record start offsets are known (the block prefixes every record with its length),
   so each field is decoded for all records at once, advancing one position per record.
 
-Records with nested fields (records, arrays, maps, other unions) go through fastavro one record
-at a time; that path is correct but slower.
+Decoding also reads record fields (optionally ``["null", record]``, as Debezium's row images)
+column by column, recursively. Arrays, maps, other unions and ``bytes`` decimals go through
+fastavro one record at a time (also every nested field when encoding); that path is correct but
+slower.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class FlatField:
     precision: int = 0
     scale: int = 0
     symbols: tuple[str, ...] = ()  # enum
+    #: kind 'record': its fields (decoding only; see :func:`flat_fields`)
+    children: tuple[FlatField, ...] = ()
 
 
 _PRIMITIVES = ("boolean", "int", "long", "float", "double", "string", "bytes")
@@ -70,7 +74,7 @@ def _flat_type(t: Any, named: dict[str, Any]) -> dict[str, Any] | None:
         return _flat_type(target, named) if target is not None else None
     if isinstance(t, dict):
         typ = t.get("type")
-        if typ in ("fixed", "enum"):
+        if typ in ("fixed", "enum", "record"):
             if "name" in t:
                 named[str(t["name"])] = t
                 if "namespace" in t:
@@ -81,9 +85,13 @@ def _flat_type(t: Any, named: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def flat_fields(schema: dict[str, Any]) -> list[FlatField] | None:
-    """The fields of a record schema when every one is flat; None when some field is nested."""
-    named: dict[str, Any] = {}
+def flat_fields(
+    schema: dict[str, Any], *, records: bool = False, named: dict[str, Any] | None = None
+) -> list[FlatField] | None:
+    """The fields of a record schema when every one is flat; None when some field is nested.
+    ``records``: fields that are records (optionally ``["null", record]``) of such fields count
+    as flat too (kind ``record``, decoding only)."""
+    named = {} if named is None else named
     out: list[FlatField] = []
     for f in schema.get("fields", []):
         t = f["type"]
@@ -99,6 +107,12 @@ def flat_fields(schema: dict[str, Any]) -> list[FlatField] | None:
         ft = _flat_type(t, named)
         if ft is None:
             return None
+        children: tuple[FlatField, ...] = ()
+        if ft["type"] == "record":
+            inner = flat_fields(ft, records=True, named=named) if records else None
+            if inner is None:
+                return None
+            children = tuple(inner)
         out.append(
             FlatField(
                 name=str(f["name"]),
@@ -110,6 +124,7 @@ def flat_fields(schema: dict[str, Any]) -> list[FlatField] | None:
                 precision=int(ft.get("precision", 0)),
                 scale=int(ft.get("scale", 0)),
                 symbols=tuple(ft.get("symbols", ())),
+                children=children,
             )
         )
     return out
@@ -466,24 +481,37 @@ class _Cursor:
         return _binary(offsets, data)
 
 
-def _decode_field(cur: _Cursor, f: FlatField, n: int) -> pa.Array:
-    present = np.ones(n, dtype=bool)
+def _decode_field(
+    cur: _Cursor, f: FlatField, n: int, active: npt.NDArray[np.bool_] | None = None
+) -> pa.Array:
+    """Field ``f`` of every record (``active``: only of these -- the records whose enclosing
+    optional record is present; the others are not advanced and hold a zero value, valid, so
+    that a required child has no nulls: the enclosing struct is null there)."""
+    act = np.ones(n, dtype=bool) if active is None else active
+    present = act
     if f.value_branch is not None:
-        branch = cur.varint(np.ones(n, dtype=bool))
+        branch = cur.varint(act)
         null_branch = f.null_branch if f.null_branch is not None else -1
-        bad = (branch != f.value_branch) & (branch != null_branch)
+        bad = act & (branch != f.value_branch) & (branch != null_branch)
         if bad.any():
             raise TableError(f"field '{f.name}': Avro union branch out of range; corrupt block")
-        present = branch == f.value_branch
-    validity = None if present.all() else pa.array(present).buffers()[1]
-    nulls = n - int(present.sum())
+        present = act & (branch == f.value_branch)
+    null_rows = act & ~present  # the union's null branch
+    nulls = int(null_rows.sum())
+    mask = null_rows if nulls else None
+    validity = None if not nulls else pa.array(~null_rows).buffers()[1]
     kind = f.kind
+    if kind == "record":
+        kids = [_decode_field(cur, c, n, present) for c in f.children]
+        return pa.StructArray.from_arrays(
+            kids, fields=[pa.field(c.name, k.type) for c, k in zip(f.children, kids, strict=True)],
+            mask=pa.array(null_rows) if nulls else None)
     if kind in ("int", "long", "enum"):
         vals = cur.varint(present)
         if kind == "enum":
             syms = pa.array(f.symbols, pa.string())
-            return pc.take(syms, pa.array(vals, mask=~present))
-        arr = pa.array(vals, mask=~present if nulls else None)
+            return pc.take(syms, pa.array(vals, mask=mask))
+        arr = pa.array(vals, mask=mask)
         if kind == "int":
             arr = arr.cast(pa.int32())
         return _logical(arr, f)
@@ -491,13 +519,13 @@ def _decode_field(cur: _Cursor, f: FlatField, n: int) -> pa.Array:
         mat = cur.fixed(present, 1)
         vals = np.zeros(n, dtype=bool)
         vals[present] = mat[:, 0] != 0
-        return pa.array(vals, mask=~present if nulls else None)
+        return pa.array(vals, mask=mask)
     if kind in ("float", "double"):
         width = 4 if kind == "float" else 8
         mat = cur.fixed(present, width)
         vals = np.zeros(n, dtype="<f4" if width == 4 else "<f8")
         vals[present] = np.ascontiguousarray(mat).view(vals.dtype).reshape(-1)
-        return pa.array(vals, mask=~present if nulls else None)
+        return pa.array(vals, mask=mask)
     if kind in ("string", "bytes"):
         lengths = cur.varint(present)
         arr = cur.spans(present, lengths)
@@ -512,7 +540,7 @@ def _decode_field(cur: _Cursor, f: FlatField, n: int) -> pa.Array:
         full = np.zeros((n, f.size), dtype=np.uint8)
         full[present] = mat
         if f.logical == "decimal":
-            return _decimal(full, f, present, nulls)
+            return _decimal(full, f, ~null_rows, nulls)
         arr = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(f.size), n, [validity, pa.py_buffer(full.reshape(-1))], null_count=nulls
         )
@@ -586,15 +614,26 @@ def decode_records(
     """The records at ``[starts[i], ends[i])`` of ``content`` as an Arrow table (column per
     schema field, Arrow types as hoodline reads Avro types)."""
     n = len(starts)
-    fields = flat_fields(schema)
-    if fields is None:
+    fields = flat_fields(schema, records=True)
+    if fields is None or _has_bytes_decimal(fields):
         return _decode_generic(content, starts, ends, schema)
     buf = np.frombuffer(content, dtype=np.uint8)
     cur = _Cursor(buf, starts, ends)
     cols = [_decode_field(cur, f, n) for f in fields]
     if n and (cur.pos != ends).any():
         raise TableError("Avro record longer than its schema; the log block is corrupt")
-    return pa.Table.from_arrays(cols, names=[f.name for f in fields])
+    table = pa.Table.from_arrays(cols, names=[f.name for f in fields])
+    if any(f.children for f in fields):  # struct fields typed as the schema reads (nullability)
+        from hoodline.table.schema import avro_schema_json_to_arrow
+
+        table = table.cast(avro_schema_json_to_arrow(json.dumps(schema)))
+    return table
+
+
+def _has_bytes_decimal(fields: list[FlatField] | tuple[FlatField, ...]) -> bool:
+    """A ``bytes`` decimal (variable-length two's complement) is read by fastavro."""
+    return any((f.kind == "bytes" and f.logical == "decimal") or _has_bytes_decimal(f.children)
+               for f in fields)
 
 
 def _decode_generic(
