@@ -2,6 +2,10 @@
 >= 300k records/s). Not a test.
 
     PYTHONPATH=src:. .venv/bin/python -m bench.avro_decode [--records 1000000] [--runs 5] [--record]
+        [--schema order|debezium]
+
+``--schema debezium``: Debezium change events (an envelope with optional ``before``/``after``
+records of a 6-column row, a ``source`` record, ``op``, ``ts_ms``: nested records).
 
 The values are written by confluent-kafka's own ``AvroSerializer`` (schema registered in the
 test registry, tests/helpers/schema_registry.py, on 127.0.0.1). Measured in the same run, each
@@ -57,13 +61,48 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def make_values(url: str, n: int) -> list[bytes]:
+_VALUE: dict[str, Any] = {
+    "type": "record", "name": "Value", "namespace": "shop.public.orders",
+    "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]},
+               {"name": "email", "type": ["null", "string"]},
+               {"name": "qty", "type": ["null", "int"]},
+               {"name": "price", "type": ["null", "double"]},
+               {"name": "updated", "type": ["null", "long"]}],
+}
+DEBEZIUM: dict[str, Any] = {
+    "type": "record", "name": "Envelope", "namespace": "shop.public.orders",
+    "fields": [
+        {"name": "before", "type": ["null", _VALUE], "default": None},
+        {"name": "after", "type": ["null", "Value"], "default": None},
+        {"name": "source", "type": {"type": "record", "name": "Source", "fields": [
+            {"name": "version", "type": "string"}, {"name": "connector", "type": "string"},
+            {"name": "ts_ms", "type": "long"}, {"name": "db", "type": "string"},
+            {"name": "lsn", "type": ["null", "long"]}]}},
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": ["null", "long"], "default": None},
+    ],
+}
+
+
+def _debezium_event(i: int) -> dict[str, Any]:
+    row = {"id": i, "name": f"name{i}", "email": f"u{i}@example.org", "qty": i % 50,
+           "price": i / 3, "updated": 1_700_000_000_000 + i}
+    return {"before": row if i % 3 == 1 else None, "after": None if i % 7 == 0 else row,
+            "source": {"version": "2.7.0", "connector": "postgresql", "ts_ms": i, "db": "shop",
+                       "lsn": i * 8},
+            "op": "d" if i % 7 == 0 else ("u" if i % 3 == 1 else "c"), "ts_ms": i}
+
+
+def make_values(url: str, n: int, schema: dict[str, Any] | None = None) -> list[bytes]:
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    ser = AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(SCHEMA))
+    ser = AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(schema or SCHEMA))
     ctx = SerializationContext("orders", MessageField.VALUE)
+    if schema is DEBEZIUM:
+        distinct = [ser(_debezium_event(i), ctx) for i in range(min(n, 200_000))]
+        return [distinct[i % len(distinct)] for i in range(n)]
     rng = random.Random(5)
     distinct = [ser({
         "id": i, "customer": f"customer-{rng.randrange(100_000):06d}",
@@ -88,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--record", action="store_true", help="append the result to BENCHMARKS.md")
+    ap.add_argument("--schema", choices=("order", "debezium"), default="order",
+                    help="12-field order record, or Debezium change events (nested records)")
     args = ap.parse_args(argv)
 
     from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -98,19 +139,21 @@ def main(argv: list[str] | None = None) -> int:
 
     registry = SchemaRegistry()
     try:
-        values = make_values(registry.url, args.records)
+        schema = DEBEZIUM if args.schema == "debezium" else SCHEMA
+        values = make_values(registry.url, args.records, schema)
         blocks = [pa.array(values[i:i + BLOCK], pa.binary())
                   for i in range(0, len(values), BLOCK)]
         settings = RegistrySettings((("url", registry.url),), "orders-value")
         reader = fetch_subject_schema(settings)
-        decoder = RegistryFormat(settings, reader.schema_id).decoder(reader.arrow, ["id"])
+        decoder = RegistryFormat(settings, reader.schema_id).decoder(
+            reader.arrow, [] if schema is DEBEZIUM else ["id"])
         deser = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
         ctx = SerializationContext("orders", MessageField.VALUE)
 
         def hoodline() -> pa.Table:
             return pa.concat_tables([decoder.decode(b).records for b in blocks])
 
-        parsed = fastavro.parse_schema(SCHEMA)
+        parsed = fastavro.parse_schema(schema)
 
         def bare() -> pa.Table:
             return pa.concat_tables([
@@ -154,12 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     ratios = ", ".join(f"{med[p] / med['hoodline']:.1f}x {p}" for p in ("confluent", "fastavro"))
     table = common.markdown_table(["system", "CPU (median)", "wall (median)", "records/s (CPU)"],
                                   rows)
-    body = (f"{n:,} values of a 12-field record ({sum(len(v) for v in values) / n:.0f} bytes "
+    what = ("Debezium change events (nested records)" if args.schema == "debezium"
+            else "a 12-field record")
+    body = (f"{n:,} values of {what} ({sum(len(v) for v in values) / n:.0f} bytes "
             f"each), {args.runs} runs, blocks of {BLOCK:,}; target >= 300,000 records/s on one "
             f"core.\n\n{table}\n\nhoodline's speed (CPU): {ratios}.")
     print(body)
     if args.record:
-        common.append_block("Avro decode (Confluent wire format)", body, common.machine())
+        title = "Avro decode (Confluent wire format)" + (
+            ", Debezium envelopes" if args.schema == "debezium" else "")
+        common.append_block(title, body, common.machine())
     return 0
 
 
