@@ -19,6 +19,7 @@ from hoodline.broker import EmbeddedBroker
 
 if TYPE_CHECKING:  # importing pyspark costs a second; tests without Spark never pay it
     from hoodline.spark.session import HoodlineSpark
+    from tests.helpers.azurite import Azurite
     from tests.helpers.moto_s3 import MotoS3
     from tests.helpers.schema_registry import SchemaRegistry
     from tests.helpers.standalone import StandaloneCluster
@@ -114,6 +115,18 @@ def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
     from tests.helpers.moto_s3 import MotoS3
 
     server = MotoS3(tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """Azurite's Blob service on 127.0.0.1, one per test session, stopped (by PID) at the end."""
+    from tests.helpers.azurite import Azurite
+
+    server = Azurite(tmp_path_factory.mktemp("azurite") / "azurite.log")
     try:
         yield server.start()
     finally:

@@ -116,7 +116,7 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         try:
             return int(self.state().get("aliveworkers", 0))  # type: ignore[call-overload]
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or its status page not JSON yet
             return 0
 
     def wait_for_workers(self, count: int, timeout_s: float = START_TIMEOUT_S) -> None:

@@ -66,7 +66,8 @@ class ObjectRoot:
     def reader_options(self) -> dict[str, str]:
         """The options as other object_store-based readers (hudi-rs) take them."""
         options = dict(self.options)
-        endpoint = options.get("endpoint", options.get("aws_endpoint", ""))
+        endpoint = options.get("endpoint", options.get("aws_endpoint",
+                                                       options.get("azure_storage_endpoint", "")))
         if endpoint.startswith("http://"):
             options.setdefault("allow_http", "true")
         return options
@@ -86,12 +87,14 @@ def _open_store(root: ObjectRoot) -> Any:
     options = dict(root.options)
     client = {k: options.pop(k) for k in list(options) if k in CLIENT_OPTIONS}
     scheme = OBJECT_SCHEMES[root.scheme]
+    endpoint = options.get("endpoint", options.get("aws_endpoint",
+                                                   options.get("azure_storage_endpoint", "")))
     if scheme == "s3":
         # exclusive creation (If-None-Match) for instants and the writer lock
         options.setdefault("conditional_put", "etag")
-        endpoint = options.get("endpoint", options.get("aws_endpoint", ""))
-        if (endpoint or os.environ.get("AWS_ENDPOINT_URL", "")).startswith("http://"):
-            client.setdefault("allow_http", "true")
+        endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
+    if endpoint.startswith("http://"):  # a local emulator (moto, Azurite)
+        client.setdefault("allow_http", "true")
     try:
         return from_url(
             f"{scheme}://{root.bucket}",
@@ -240,7 +243,11 @@ class ObjectPath:
 
         if not missing_ok and not self.is_file():
             raise FileNotFoundError(str(self))
-        obstore.delete(self.store, self.key)
+        try:
+            obstore.delete(self.store, self.key)
+        except FileNotFoundError:  # S3 deletes missing keys silently; Azure answers 404
+            if not missing_ok:
+                raise
 
     def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to do: an object store has no folders."""
