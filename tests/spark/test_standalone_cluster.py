@@ -1,8 +1,8 @@
 """hoodline on a Spark standalone cluster (``spark://`` master, two workers each with its own
 work directory; executors are children of the workers) with the table on S3 (moto's server):
 a pipeline survives a worker killed mid-stream with its executor, then its driver killed with
-``kill -9``; ``hoodline run --once`` on the cluster drains the rest exactly once. hudi-rs reads
-the table from S3."""
+``kill -9``; ``hoodline run --once`` submitted to the cluster with ``spark-submit`` drains the
+rest exactly once. hudi-rs reads the table from S3."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pyspark
 import pytest
 
+import hoodline
 from hoodline.broker import EmbeddedBroker
 from hoodline.table.write.operation import WriteOperation
 from tests.helpers.crash_harness import (
@@ -58,9 +60,14 @@ def test_a_worker_then_the_driver_killed_lose_nothing_and_hoodline_run_drains_th
         run.kill9()  # and now the driver
         sc.check_after_crash("after a worker and then the driver were killed")
         sc.feeder.pause()
+        # the drain is submitted as a Spark application, as the README's spark-submit recipe
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        entry = Path(hoodline.__file__).parent / "__main__.py"
         drain = PipelineProcess(
-            sc.config, tmp_path, extra_env=sc.env,
-            command=[sys.executable, "-c", "from hoodline.cli import main; main()", "run",
+            sc.config, tmp_path,
+            extra_env={**sc.env, "PYSPARK_PYTHON": sys.executable,
+                       "PYSPARK_DRIVER_PYTHON": sys.executable},
+            command=[str(submit), "--master", standalone_cluster.url, str(entry), "run",
                      str(sc.config), "--once"],
         )
         sc.runs.append(drain)
