@@ -1,5 +1,6 @@
-"""Tables on S3 (moto's server on 127.0.0.1): written by hoodline, read back by hoodline and
-hudi-rs through the S3 API; instants and the writer lock rely on conditional PUTs."""
+"""Tables on object stores -- S3 (moto's server) and Azure Blob (Azurite), on 127.0.0.1:
+written by hoodline, read back by hoodline and hudi-rs through the stores' APIs; instants and the
+writer lock rely on conditional creates (``If-None-Match: *``)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
 from tests.helpers.moto_s3 import MotoS3
-
-pytestmark = pytest.mark.s3
+from tests.storage.conftest import Store
 
 
 def _rows(ids: list[int], v: str, region: str | None = None) -> pa.Table:
@@ -29,14 +29,15 @@ def _rows(ids: list[int], v: str, region: str | None = None) -> pa.Table:
 @pytest.mark.parametrize(("table_type", "index"), [
     ("COPY_ON_WRITE", "BLOOM"), ("MERGE_ON_READ", "BUCKET"),
 ])
-def test_a_table_on_s3_reads_back_in_hoodline_and_hudi_rs(
-    moto_s3: MotoS3, table_type: str, index: str
+def test_a_table_reads_back_in_hoodline_and_hudi_rs(
+    store: Store, table_type: str, index: str
 ) -> None:
-    bucket = moto_s3.new_bucket()
-    url = f"s3://{bucket}/warehouse/events"
+    url = store.url("warehouse/events")
+    if store.name == "azure" and table_type == "COPY_ON_WRITE":
+        url = url.replace("abfs://", "az://", 1)  # both Azure schemes
     config = TableConfig("events", ("id",), ("region",), "ts", table_type=table_type,
                          index_type=index, bucket_count=2)
-    table = HudiTable.create(url, config, storage_options=moto_s3.options)
+    table = HudiTable.create(url, config, storage_options=store.options)
     assert isinstance(table.base_path, ObjectPath)
     model: dict[int, str] = {}
     with WriteClient(table, {"hoodie.compact.inline": False}) as client:
@@ -50,21 +51,20 @@ def test_a_table_on_s3_reads_back_in_hoodline_and_hudi_rs(
             assert client.compact() is not None
             client.upsert(_rows([5], "c"))
             model[5] = "c5"
-    reopened = HudiTable.open(url, storage_options=moto_s3.options)
+    reopened = HudiTable.open(url, storage_options=store.options)
     snap = {r["id"]: r["v"] for r in read_snapshot(reopened, columns=["id", "v"]).to_pylist()}
     assert snap == model
     report = assert_hudi_matches_hoodline(reopened)
     assert report.rows_latest == len(model)
-    keys = moto_s3.keys(bucket, "warehouse/events/")
+    keys = store.keys("warehouse/events/")
     assert "warehouse/events/.hoodie/hoodie.properties" in keys
     assert any(k.endswith(".parquet") for k in keys)
     assert not [k for k in keys if "/.temp/" in k], "markers left behind"
 
 
-def test_instants_and_the_writer_lock_use_conditional_puts(moto_s3: MotoS3) -> None:
-    bucket = moto_s3.new_bucket()
-    url = f"s3://{bucket}/t"
-    table = HudiTable.create(url, TableConfig("t", ("id",)), storage_options=moto_s3.options)
+def test_instants_and_the_writer_lock_use_conditional_creates(store: Store) -> None:
+    url = store.url("t")
+    table = HudiTable.create(url, TableConfig("t", ("id",)), storage_options=store.options)
     ts = table.new_instant_time()
     table.timeline.create_requested("commit", ts)
     requested = table.timeline.path_of(table.timeline.pending()[0])
@@ -73,15 +73,16 @@ def test_instants_and_the_writer_lock_use_conditional_puts(moto_s3: MotoS3) -> N
     assert requested.read_bytes() == b""
     table.timeline.delete_pending_files(table.timeline.pending()[0])
     with WriteClient(table):
-        second = WriteClient(HudiTable.open(url, storage_options=moto_s3.options))
+        second = WriteClient(HudiTable.open(url, storage_options=store.options))
         with pytest.raises(WriterLockError, match="is locked by writer"):
             second.open()
     # released: the next writer takes it
-    with WriteClient(HudiTable.open(url, storage_options=moto_s3.options)) as client:
+    with WriteClient(HudiTable.open(url, storage_options=store.options)) as client:
         client.upsert(_rows([1], "a"))
-    assert [k for k in moto_s3.keys(bucket, "t/.hoodie/.hoodline/") if "writer.lock" in k] == []
+    assert [k for k in store.keys("t/.hoodie/.hoodline/") if "writer.lock" in k] == []
 
 
+@pytest.mark.s3
 def test_locations_and_credentials(moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(TableNotFoundError):
         HudiTable.open(f"s3://{moto_s3.new_bucket()}/none", storage_options=moto_s3.options)
@@ -98,6 +99,7 @@ def test_locations_and_credentials(moto_s3: MotoS3, monkeypatch: pytest.MonkeyPa
         parse_location("hdfs://nn/t")
 
 
+@pytest.mark.s3
 def test_cli_shows_a_table_on_s3_from_the_environment(
     moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch
 ) -> None:
