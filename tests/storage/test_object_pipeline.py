@@ -117,6 +117,7 @@ v = "string"
     assert got == model
 
 
+@pytest.mark.s3
 def test_the_file_source_reads_parquet_and_csv_objects_by_range(
     moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,6 +155,7 @@ def test_the_file_source_reads_parquet_and_csv_objects_by_range(
     assert len(rows) == 50 and rows[49] == {"id": 49, "v": "c49"}
 
 
+@pytest.mark.s3
 def test_the_readme_s3_example_config_works(
     spark: HoodlineSpark, moto_s3: MotoS3, tmp_path: Path
 ) -> None:
