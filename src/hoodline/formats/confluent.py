@@ -56,12 +56,20 @@ def read_frames(values: pa.Array) -> Frames:
 
 def payloads(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
              ends: npt.NDArray[np.int64]) -> pa.Array:
-    """The byte ranges ``[starts[i], ends[i])`` of ``data`` as one binary array."""
+    """The byte ranges ``[starts[i], ends[i])`` of ``data`` as one binary array (gathered a
+    bounded number of rows at a time: the byte index stays small)."""
     lengths = ends - starts
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
-    body = data[index] if total else np.zeros(0, dtype=np.uint8)
+    body = np.empty(int(offsets[-1]), dtype=np.uint8)
+    for a in range(0, len(starts), _GATHER_ROWS):
+        b = min(len(starts), a + _GATHER_ROWS)
+        lo, hi = int(offsets[a]), int(offsets[b])
+        if hi > lo:
+            shift = starts[a:b] - (offsets[a:b] - lo)
+            body[lo:hi] = data[np.repeat(shift, lengths[a:b]) + np.arange(hi - lo)]
     return pa.Array.from_buffers(pa.large_binary(), len(starts),
                                  [None, pa.py_buffer(offsets), pa.py_buffer(body)])
+
+
+_GATHER_ROWS = 4096

@@ -264,6 +264,8 @@ def _inline_avro(schema: Any, named: list[Any]) -> Any:
             full = f"{t['namespace']}.{t['name']}" if t.get("namespace") else str(t["name"])
             by_name[full] = t
             by_name.setdefault(str(t["name"]), t)
+    defined_ids: set[int] = set()
+
     def walk(node: Any, namespace: str) -> Any:
         if isinstance(node, str):
             key = node if node in by_name else f"{namespace}.{node}" if namespace else node
@@ -287,7 +289,6 @@ def _inline_avro(schema: Any, named: list[Any]) -> Any:
             return out
         return node
 
-    defined_ids: set[int] = set()
     return walk(schema, str(schema.get("namespace", "")) if isinstance(schema, dict) else "")
 
 

@@ -52,6 +52,7 @@ from hoodline.config.arrow_types import format_type, schema_from_mapping
 from hoodline.config.masking import MaskedDict, mask_secrets
 from hoodline.config.units import ByteSize, Duration
 from hoodline.errors import ConfigError
+from hoodline.formats.registry import SchemaKind
 from hoodline.pipeline.master import master_problem
 from hoodline.pipeline.plugins import SourceType, plugin_class
 from hoodline.table.keygen.kinds import (
@@ -99,16 +100,26 @@ class SourceFormat(ConfigEnum):
     DEBEZIUM_AVRO = "debezium-avro"
 
     @property
+    def registry_kind(self) -> SchemaKind | None:
+        """The Schema Registry schema type the values are written with; None when they carry
+        no registry id."""
+        return _REGISTRY_KINDS.get(self)
+
+    @property
     def uses_registry(self) -> bool:
         """Values carry a Schema Registry id; the table's schema follows a subject."""
-        return self in (SourceFormat.AVRO, SourceFormat.DEBEZIUM_AVRO,
-                        SourceFormat.JSON_SCHEMA, SourceFormat.PROTOBUF)
+        return self.registry_kind is not None
 
     @property
     def change_events(self) -> bool:
         """Values are Debezium change events (see :mod:`hoodline.formats.debezium`)."""
         return self in (SourceFormat.DEBEZIUM_JSON, SourceFormat.DEBEZIUM_AVRO)
 
+
+_REGISTRY_KINDS = {
+    SourceFormat.AVRO: SchemaKind.AVRO, SourceFormat.DEBEZIUM_AVRO: SchemaKind.AVRO,
+    SourceFormat.JSON_SCHEMA: SchemaKind.JSON, SourceFormat.PROTOBUF: SchemaKind.PROTOBUF,
+}
 
 # -- options ------------------------------------------------------------------------------------
 SOURCE_TYPE = option(

@@ -271,11 +271,6 @@ def _tombstone_result(result: DecodeResult, prefix: str) -> tuple[pa.Table, pa.A
     return result.records, result.row_index, bad
 
 
-#: The registry schema type each registry format reads.
-_KINDS = {SourceFormat.AVRO: SchemaKind.AVRO, SourceFormat.DEBEZIUM_AVRO: SchemaKind.AVRO,
-          SourceFormat.JSON_SCHEMA: SchemaKind.JSON, SourceFormat.PROTOBUF: SchemaKind.PROTOBUF}
-
-
 def change_table_schema(envelope: pa.Schema, subject: str) -> pa.Schema:
     """The table's schema for Debezium Avro events: the fields of the envelope's ``after``
     image, then the event columns."""
@@ -332,12 +327,14 @@ class KafkaPlugin(SourcePlugin):
         own, client = registry_options(dict(config.source.options))
         source = KafkaSource.from_options(own)
         fmt = config.source.format
-        if not fmt.uses_registry:
+        kind = fmt.registry_kind
+        if kind is None:
             if client:
+                formats = ", ".join(f"'{f}'" for f in SourceFormat if f.uses_registry)
                 raise ConfigError(
                     f"[source.options] {', '.join('schema.registry.' + k for k in client)}: "
-                    "a Schema Registry is only used with source.format = 'avro', "
-                    f"'json-schema', 'protobuf' or 'debezium-avro' (it is '{fmt}')"
+                    f"a Schema Registry is only used with source.format = {formats} (it is "
+                    f"'{fmt}')"
                 )
             return cls(source, raw=fmt is SourceFormat.RAW, changes=fmt.change_events,
                        mark_deletes=config.source.change_deletes is ChangeDeletes.MARK)
@@ -346,7 +343,7 @@ class KafkaPlugin(SourcePlugin):
             topics = source.config.subscription.topics
             if topics is None or len(topics) != 1:
                 raise ConfigError(
-                    "option 'source.schema-subject' is required with format = 'avro' unless "
+                    f"option 'source.schema-subject' is required with format = '{fmt}' unless "
                     "the subscription is one topic (then it is '<topic>-value'); name the "
                     "subject the table's schema follows"
                 )
@@ -354,7 +351,7 @@ class KafkaPlugin(SourcePlugin):
         settings = RegistrySettings(tuple(sorted(client.items())), subject,
                                     config.source.schema_version, config.source.schema_message)
         return cls(source, registry=settings, declared=len(config.schema) > 0,
-                   changes=fmt.change_events, kind=_KINDS[fmt],
+                   changes=fmt.change_events, kind=kind,
                    mark_deletes=config.source.change_deletes is ChangeDeletes.MARK)
 
     @property
