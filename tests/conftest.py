@@ -152,9 +152,13 @@ def _module(item: pytest.Item) -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order tests so each Spark session starts once; a module's tests stay together."""
+    """Order tests: the ``slow`` end-to-end tests first, so the two test processes (pytest-xdist,
+    one test handed out at a time) take them early and finish together; then the rest, with the
+    modules that use the ``local-cluster`` session last so each process starts it at most once.
+    A module's tests stay together otherwise (the sort is stable)."""
     uses: dict[str, set[str]] = {}
     for item in items:
         uses.setdefault(_module(item), set()).update(getattr(item, "fixturenames", ()))
 
-    items.sort(key=lambda item: "spark_cluster" in uses[_module(item)])
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
+                                 "spark_cluster" in uses[_module(item)]))

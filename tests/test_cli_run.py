@@ -33,6 +33,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_cli_run_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
     topic = create_topic(broker.bootstrap_servers, unique("pc-cli"), 2)
     stream = Stream(broker.bootstrap_servers, topic, 2, seed=5)

@@ -4,6 +4,7 @@ filled as hoodline fills them."""
 from __future__ import annotations
 
 import pyarrow.compute as pc
+import pytest
 
 from bench import bulk_insert
 from bench.upsert_data import make_base
@@ -11,6 +12,7 @@ from bench.upsert_data import make_base
 ROWS = 3000
 
 
+@pytest.mark.slow
 def test_bench_bulk_insert_every_system_loads_every_row(tmp_path) -> None:
     rep = bulk_insert.run(
         ROWS, list(bulk_insert.SYSTEMS), buckets=2, repeat=2, workdir=tmp_path, timeout=300

@@ -12,6 +12,7 @@ from bench import first_commit
 
 @pytest.mark.kafka
 @pytest.mark.spark
+@pytest.mark.slow
 def test_two_pipelines_started_together_both_commit_and_stop() -> None:
     rep = first_commit.run(messages=2000, pipelines=2, runs=1, timeout=240)
     assert first_commit.failures(rep) == []

@@ -50,6 +50,7 @@ def test_bench_ingest_peers_write_every_message_once() -> None:
 
 @pytest.mark.kafka
 @pytest.mark.spark
+@pytest.mark.slow
 def test_bench_ingest_hoodline_run_once_writes_every_message_once() -> None:
     rep = ingest.run(3000, 1000, ["hoodline-insert"], timeout=300)
     res = rep["results"]["hoodline-insert"]

@@ -22,6 +22,7 @@ def test_bench_pipeline_ingest_double_appends_next_ids_peer_reads_all() -> None:
 
 @pytest.mark.kafka
 @pytest.mark.spark
+@pytest.mark.slow
 def test_bench_pipeline_ingest_hoodline_writes_every_message_once() -> None:
     rep = pipeline_ingest.run(
         3000, ["hoodline-upsert"], double=False, max_records=1000, timeout=240

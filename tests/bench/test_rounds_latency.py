@@ -21,6 +21,7 @@ def test_percentiles_and_message_shape() -> None:
 
 @pytest.mark.kafka
 @pytest.mark.spark
+@pytest.mark.slow
 def test_bench_rounds_latency_smoke_every_message_once_latencies_positive() -> None:
     rep = rounds_latency.run(
         rate=400, seconds=4, empty_rounds=3, tiny_rounds=2, drain_timeout=120, timeout=240

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from bench import upsert
 from bench.upsert_data import (
@@ -46,6 +47,7 @@ def test_bench_upsert_difference_check_can_fail() -> None:
     assert first_difference(base, base.slice(1)) is not None
 
 
+@pytest.mark.slow
 def test_bench_upsert_all_systems_end_identical(tmp_path) -> None:
     rep = upsert.run(ROWS, BATCH, list(SYSTEMS), buckets=2, workdir=tmp_path, timeout=300)
     assert set(rep["results"]) == set(SYSTEMS)

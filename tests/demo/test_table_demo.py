@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from hoodline.demo.table_demo import run_table_demo
@@ -12,6 +13,7 @@ from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_snapshot
 
 
+@pytest.mark.slow
 def test_table_demo_succeeds_and_hudi_rs_reads_the_result(tmp_path: Path) -> None:
     out = io.StringIO()
     target = tmp_path / "demo"

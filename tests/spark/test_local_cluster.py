@@ -88,6 +88,7 @@ def _check_rows(rows: list[dict[str, object]], n: int) -> None:
         assert r["name"] == f"n{r['id']}"
 
 
+@pytest.mark.slow
 def test_executors_import_shipped_hoodline_in_separate_processes(
     spark_provider: SparkProvider,
 ) -> None:
@@ -201,6 +202,7 @@ class _PausingJob(RoundJob):
         yield from statuses
 
 
+@pytest.mark.slow
 def test_round_survives_an_executor_killed_after_its_files_were_written(
     spark_cluster: HoodlineSpark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,7 @@ from tests.helpers.pipeline_stream import Stream, create_topic, kafka_config, ta
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 
+@pytest.mark.slow
 def test_pipeline_on_separate_executors(
     spark_cluster: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
