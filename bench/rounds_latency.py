@@ -149,6 +149,7 @@ def driver(
     min_interval: float,
     drain_timeout: float,
     compaction: str = "inline",
+    rss_rescan: float = 0.5,
 ) -> dict[str, Any]:
     from hoodline.broker import ExactEndProducer
     from hoodline.pipeline.api import Pipeline
@@ -179,8 +180,9 @@ def driver(
         "table_type": table_type.config_text,
         "compaction": compaction,
         "max_records": max_records,
+        "rss_rescan_s": rss_rescan,
     }
-    with RoleRss() as mem, Pipeline(cfg) as pipeline:
+    with RoleRss(rescan=rss_rescan) as mem, Pipeline(cfg) as pipeline:
         t0 = time.perf_counter()
         pipeline.engine  # noqa: B018 - start Spark (timed apart)
         result["spark_start_s"] = time.perf_counter() - t0
@@ -363,6 +365,7 @@ def run(
     timeout: float | None = 3600,
     table_type: TableType = TableType.COPY_ON_WRITE,
     compaction: str = "inline",
+    rss_rescan: float = 0.5,
 ) -> dict[str, Any]:
     from hoodline.broker import EmbeddedBroker
 
@@ -402,6 +405,8 @@ def run(
                 str(min_interval),
                 "--drain-timeout",
                 str(drain_timeout),
+                "--rss-rescan",
+                str(rss_rescan),
             ],
             timeout=timeout,
         )
@@ -451,7 +456,8 @@ def report(rep: dict[str, Any]) -> str:
         f"round was planned) | {s['max_lag']:,} |",
         f"| after the producer stopped, until all committed | {r['drain_after_producer_s']:.1f} |",
         "",
-        f"Peak RSS over the whole run (sampled every 50 ms, {r['memory_samples']} samples): "
+        f"Peak RSS over the whole run (sampled every 50 ms, {r['memory_samples']} samples, "
+        f"process tree scanned every {r.get('rss_rescan_s', 0.0):g} s): "
         f"driver Python {common.mib(m['driver_py'])}, Spark JVM {common.mib(m['jvm'])}, "
         f"driver (Python + JVM, same instant) {common.mib(m['driver'])}, Python workers "
         f"{common.mib(m['workers'])}, all {common.mib(m['total'])} (producer process excluded).",
@@ -484,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-records", type=int, default=500_000)
     ap.add_argument("--min-interval", type=float, default=0.0)
     ap.add_argument("--drain-timeout", type=float, default=900)
+    ap.add_argument("--rss-rescan", type=float, default=0.5,
+                    help="seconds between scans of the process tree for the memory figures "
+                         "(0: every 50 ms sample, as before 2026-11-23; costs the driver CPU)")
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--json", type=Path, default=None)
@@ -512,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
                 min_interval=args.min_interval,
                 drain_timeout=args.drain_timeout,
                 compaction=args.compaction,
+                rss_rescan=args.rss_rescan,
             )
         )
         return 0
@@ -528,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         args.timeout,
         args.table_type,
         args.compaction,
+        args.rss_rescan,
     )
     text = report(rep)
     print(text)
