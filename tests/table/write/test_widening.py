@@ -5,8 +5,10 @@ compaction, and in hudi-rs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hoodline.errors import SchemaEvolutionError
@@ -16,6 +18,9 @@ from hoodline.table.schema import check_evolution, widens
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 from hoodline.testing.hudi_oracle import hudi_snapshot
+
+if TYPE_CHECKING:
+    from hoodline.spark.session import HoodlineSpark
 
 
 def _rows(ids: list[int], region: str, qty: list[int], qty_type: pa.DataType,
@@ -69,3 +74,28 @@ def test_widening_rules() -> None:
         check_evolution(old, pa.schema([("id", pa.int32()), ("f", pa.float64())]), ["f"])
     with pytest.raises(SchemaEvolutionError, match="'id'"):
         check_evolution(old, pa.schema([("id", pa.string()), ("f", pa.float32())]), ["id"])
+
+
+@pytest.mark.spark
+def test_spark_parquet_reader_reads_widened_base_files_with_the_table_schema(
+    tmp_path: Path, spark: HoodlineSpark
+) -> None:
+    """Java Hudi's Spark snapshot read of a copy-on-write table hands the latest base files to
+    Spark's own Parquet reader with the table's schema: files written before the widening
+    (int / float columns) must read as long / double next to the newer ones."""
+    path = tmp_path / "t"
+    HudiTable.create(path, TableConfig(name="w", record_key_fields=("id",),
+                                       partition_fields=("region",), precombine_field="ts",
+                                       index_type="BLOOM"))
+    with WriteClient(HudiTable.open(path)) as c:
+        c.upsert(_rows([1, 2], "a", [1, 2], pa.int32(), pa.float32()))
+        c.upsert(_rows([3], "b", [2**40], pa.int64(), pa.float64()))
+    table = HudiTable.open(path)
+    files = [str(path / s.base_file) for s in table.fs_view().latest_file_slices()
+             if s.base_file is not None]
+    narrow = [f for f in files if "/region=a/" in f]
+    assert narrow and pq.read_schema(narrow[0]).field("qty").type == pa.int32()
+    df = (spark.session.read.schema("id long, region string, ts long, qty long, price double")
+          .parquet(*files))
+    got = {r["id"]: (r["qty"], r["price"]) for r in df.collect()}
+    assert got == {1: (1, 0.25), 2: (2, 0.5), 3: (2**40, 2**40 / 4)}
