@@ -4,6 +4,7 @@ cleanup on success and on Ctrl-C: nothing it started survives."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,6 +61,9 @@ def test_po_demo_runs_verifies_and_stops_everything(tmp_path: Path) -> None:
         assert "lag=" in text and "commit_s=" in text
         assert "matches the model" in text and "exactly the malformed ones" in text
         assert "OK" in text
+        # Spark's own warnings (log4j "HH:MM:SS WARN ...") would be noise to a first-time user
+        spark_warnings = [ln for ln in text.splitlines() if re.match(r"\d\d:\d\d:\d\d WARN ", ln)]
+        assert spark_warnings == []
         assert _gone_within(marker, 10) == [], "the demo left processes running"
     finally:
         _kill_leftovers(marker)

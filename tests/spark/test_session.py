@@ -15,7 +15,7 @@ import pytest
 from pyspark import cloudpickle
 
 from hoodline.spark.job import per_subtask
-from hoodline.spark.session import WORKER_MALLOC_ARENAS, HoodlineSpark
+from hoodline.spark.session import SERVICES_POOL, WORKER_MALLOC_ARENAS, HoodlineSpark
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -58,3 +58,12 @@ def test_stop_does_not_wait_for_the_accumulator_server(
         time.sleep(0.05)
     assert shut_after_stop == [True]
     assert server.socket.fileno() == -1 and server.server_shutdown  # shut down, not leaked
+
+
+def test_the_table_services_pool_is_declared_before_any_job_uses_it(spark: HoodlineSpark) -> None:
+    """Spark creates an undeclared FAIR pool on first use and warns on the console (seen in
+    `hoodline demo` at its first background compaction); the session declares it instead."""
+    sc = spark.session.sparkContext
+    pool = sc._jsc.sc().getPoolForName(SERVICES_POOL)
+    assert pool.isDefined(), f"no {SERVICES_POOL!r} pool in the FAIR scheduler"
+    assert pool.get().weight() == 1 and pool.get().minShare() == 0

@@ -11,12 +11,15 @@ from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.engine import Engine, RoundOutput, RoundOutputBuilder
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.spark.job import decode, round_dataframe
-from hoodline.spark.session import HoodlineSpark, settings_from_runtime, start_session
+from hoodline.spark.session import (
+    SERVICES_POOL,
+    HoodlineSpark,
+    settings_from_runtime,
+    start_session,
+)
 
 __all__ = ["SparkEngine"]
 
-#: the FAIR scheduler pool of table-service jobs
-SERVICES_POOL = "table-services"
 _POOL = "spark.scheduler.pool"
 
 T = TypeVar("T")

@@ -104,14 +104,32 @@ def _log4j2_properties(level: str) -> str:
     )
 
 
+#: the FAIR scheduler pool of table-service jobs (a background compaction)
+SERVICES_POOL = "table-services"
+
+
+def _scheduler_pools() -> str:
+    """Spark's FAIR scheduler allocation file declaring the table-services pool (Spark's
+    defaults for a pool: FIFO inside it, weight 1, no minimum share) -- declared, so Spark does
+    not warn on the console when the first background compaction uses it."""
+    return (
+        '<?xml version="1.0"?>\n<allocations>\n'
+        f'  <pool name="{SERVICES_POOL}">\n'
+        "    <schedulingMode>FIFO</schedulingMode>\n    <weight>1</weight>\n"
+        "    <minShare>0</minShare>\n  </pool>\n</allocations>\n"
+    )
+
+
 def spark_conf(
     settings: SparkSettings,
     master: Master,
     log_config: Path | None,
     class_archive: Path | None = None,
+    scheduler_pools: Path | None = None,
 ) -> dict[str, str]:
     """The ``spark.*`` settings for ``settings`` (pure; no JVM needed). ``class_archive``: a
-    built class-data archive for the driver JVM (see :mod:`.class_cache`)."""
+    built class-data archive for the driver JVM (see :mod:`.class_cache`); ``scheduler_pools``:
+    the FAIR scheduler's allocation file (see :func:`_scheduler_pools`)."""
     if settings.log_level.upper() not in _LOG_LEVELS:
         raise ConfigError(
             f"Spark log level {settings.log_level!r} is invalid; "
@@ -138,6 +156,8 @@ def spark_conf(
         # rounds' jobs instead of queueing them behind it (see SparkEngine.run_tasks)
         "spark.scheduler.mode": "FAIR",
     }
+    if scheduler_pools is not None:
+        conf["spark.scheduler.allocation.file"] = f"file:{scheduler_pools}"
     if master.is_local:
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
@@ -387,12 +407,14 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     try:
         log_config = scratch / "log4j2.properties"
         log_config.write_text(_log4j2_properties(settings.log_level))
+        pools = scratch / "fairscheduler.xml"
+        pools.write_text(_scheduler_pools())
         archive = class_cache.archive_path() if settings.class_cache else None
         if archive is not None and not archive.is_file():
             log.info("building the JVM class cache once (later starts are ~2.5 s faster): %s",
                      archive)
             class_cache.build(archive)
-        conf = spark_conf(settings, master, log_config, archive)
+        conf = spark_conf(settings, master, log_config, archive, pools)
         # Executors must run the interpreter that has pyarrow & co (see module docs).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if master.is_local:
