@@ -1,0 +1,263 @@
+"""Columnar decoding of flat Protobuf messages: the wire format of a whole block of messages
+read field by field with numpy, all messages at once.
+
+A message is a sequence of fields, each a tag (varint: field number << 3 | wire type) and a
+value: a varint (wire type 0), 8 bytes (1), a length-delimited span (2) or 4 bytes (5). Each
+step of :func:`decode_flat` reads one field of every message that has fields left, so a block
+takes as many vectorised steps as its longest message has fields, whatever its row count.
+
+Only *flat* messages take this path (:func:`flat_fields`): every field a singular scalar,
+string, bytes or enum. Within that, a message is left to the ``protobuf`` runtime (returned in
+``fallback``) when anything is unusual for the fast path: a truncated or over-long value, a
+known field carrying another wire type than its type's (the runtime keeps it as an unknown
+field), a group or an invalid wire type, a string that is not UTF-8. The runtime then decodes
+it or says why it cannot, so both paths give the same rows and the same errors. Unknown field
+numbers are skipped, as every Protobuf parser does; a field seen twice keeps its last value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+U8 = npt.NDArray[np.uint8]
+
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+
+_T = FieldDescriptor
+#: wire type of each scalar type (a singular field; packed encodings are for repeated ones)
+_WIRE: dict[int, int] = {
+    _T.TYPE_INT64: _VARINT, _T.TYPE_UINT64: _VARINT, _T.TYPE_INT32: _VARINT,
+    _T.TYPE_UINT32: _VARINT, _T.TYPE_SINT32: _VARINT, _T.TYPE_SINT64: _VARINT,
+    _T.TYPE_BOOL: _VARINT, _T.TYPE_ENUM: _VARINT,
+    _T.TYPE_FIXED64: _I64, _T.TYPE_SFIXED64: _I64, _T.TYPE_DOUBLE: _I64,
+    _T.TYPE_FIXED32: _I32, _T.TYPE_SFIXED32: _I32, _T.TYPE_FLOAT: _I32,
+    _T.TYPE_STRING: _LEN, _T.TYPE_BYTES: _LEN,
+}
+
+
+@dataclass(frozen=True)
+class FlatField:
+    """One field of a flat message: where its values go and how they read."""
+
+    name: str
+    number: int
+    type: int
+    wire: int
+    presence: bool
+    default: Any  # the field's default (proto3: zero, empty, the enum's 0 value)
+    enum_names: dict[int, str] | None
+
+
+def flat_fields(desc: Descriptor) -> tuple[FlatField, ...] | None:
+    """The message's fields when every one is a singular scalar / string / bytes / enum
+    (None otherwise: nested messages, repeated fields and maps take the runtime's path)."""
+    out = []
+    for f in desc.fields:
+        if f.is_repeated or f.type not in _WIRE:
+            return None
+        names = ({v.number: v.name for v in f.enum_type.values}
+                 if f.type == _T.TYPE_ENUM else None)
+        out.append(FlatField(f.name, f.number, f.type, _WIRE[f.type], f.has_presence,
+                             f.default_value, names))
+    return tuple(out)
+
+
+class _Block:
+    """The bytes of a block and a cursor per message; ``broken`` marks messages the fast path
+    hands back to the runtime."""
+
+    def __init__(self, buf: U8, starts: I64, ends: I64) -> None:
+        self.buf = buf
+        self.last = len(buf) - 1
+        self.pos = starts.copy()
+        self.end = ends
+        self.broken = np.zeros(len(starts), dtype=np.bool_)
+
+    def byte(self, at: I64) -> U64:
+        return self.buf[np.clip(at, 0, self.last)].astype(np.uint64)
+
+    def varint(self, rows: I64, width: int) -> U64:
+        """Varints of at most ``width`` bytes at the cursors of ``rows`` (advanced past them);
+        a longer or truncated one breaks its row."""
+        value = np.zeros(len(rows), dtype=np.uint64)
+        pos = self.pos[rows]
+        open_ = np.arange(len(rows))
+        for k in range(width):
+            at = pos[open_]
+            past = at >= self.end[rows[open_]]
+            b = self.byte(at)
+            value[open_] |= (b & np.uint64(0x7F)) << np.uint64(7 * k)
+            pos[open_] = at + 1
+            more = ((b & np.uint64(0x80)) != 0) & ~past
+            self.broken[rows[open_[past]]] = True
+            open_ = open_[more]
+            if not open_.size:
+                break
+        self.broken[rows[open_]] = True  # still continuing after ``width`` bytes
+        self.pos[rows] = pos
+        return value
+
+    def fixed(self, rows: I64, width: int) -> U64:
+        """Little-endian ``width``-byte values at the cursors of ``rows`` (advanced)."""
+        pos = self.pos[rows]
+        over = pos + width > self.end[rows]
+        self.broken[rows[over]] = True
+        value = np.zeros(len(rows), dtype=np.uint64)
+        for k in range(width):
+            value |= self.byte(pos + k) << np.uint64(8 * k)
+        self.pos[rows] = pos + width
+        return value
+
+
+@dataclass
+class _Column:
+    field: FlatField
+    present: npt.NDArray[np.bool_]
+    value: U64  # varint / fixed values; for spans: the start
+    length: I64  # spans only
+
+
+def decode_flat(
+    fields: tuple[FlatField, ...], buf: U8, starts: I64, ends: I64, schema: pa.Schema
+) -> tuple[pa.Table | None, npt.NDArray[np.bool_]]:
+    """The messages at ``[starts[i], ends[i])`` of ``buf`` as a table of ``schema`` (the
+    fields' columns, see :func:`hoodline.formats.protobuf.protobuf_to_arrow`), and
+    ``fallback``: the rows the table leaves out, for the ``protobuf`` runtime."""
+    n = len(starts)
+    block = _Block(buf, starts.astype(np.int64), ends.astype(np.int64))
+    cols = [_Column(f, np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.uint64),
+                    np.zeros(n, dtype=np.int64)) for f in fields]
+    numbers = np.asarray([f.number for f in fields], dtype=np.uint64)
+    order = np.argsort(numbers)
+    sorted_numbers = numbers[order]
+    active = np.nonzero(block.pos < block.end)[0]
+    while active.size:
+        tag = block.varint(active, 5)
+        wire = (tag & np.uint64(7)).astype(np.int64)
+        number = tag >> np.uint64(3)
+        invalid = (number == 0) | (wire == 3) | (wire == 4) | (wire == 6) | (wire == 7)
+        block.broken[active[invalid]] = True
+        slot = np.searchsorted(sorted_numbers, number)
+        slot_c = np.minimum(slot, len(fields) - 1) if len(fields) else slot
+        known = ((slot < len(fields)) & (sorted_numbers[slot_c] == number)
+                 if len(fields) else np.zeros(len(active), dtype=np.bool_))
+        index = np.where(known, order[slot_c] if len(fields) else 0, -1)
+        for w in (_VARINT, _I64, _LEN, _I32):
+            pick = (wire == w) & ~invalid
+            if not pick.any():
+                continue
+            rows = active[pick]
+            if w == _VARINT:
+                value = block.varint(rows, 10)
+                length = None
+            elif w == _I64:
+                value = block.fixed(rows, 8)
+                length = None
+            elif w == _I32:
+                value = block.fixed(rows, 4)
+                length = None
+            else:
+                size = block.varint(rows, 5)
+                value = block.pos[rows].astype(np.uint64)
+                length = size.astype(np.int64)
+                over = (length < 0) | (block.pos[rows] + length > block.end[rows])
+                block.broken[rows[over]] = True
+                block.pos[rows] = np.minimum(block.pos[rows] + np.maximum(length, 0),
+                                             block.end[rows])
+            where = index[pick]
+            for j in np.unique(where[where >= 0]).tolist():
+                col = cols[j]
+                mine = where == j
+                if col.field.wire != w:  # the runtime keeps it as an unknown field
+                    block.broken[rows[mine]] = True
+                    continue
+                target = rows[mine]
+                col.present[target] = True
+                col.value[target] = value[mine]
+                if length is not None:
+                    col.length[target] = length[mine]
+        active = active[(block.pos[active] < block.end[active]) & ~block.broken[active]]
+    fallback = block.broken | (block.pos != block.end)
+    keep = np.nonzero(~fallback)[0]
+    if not keep.size:
+        return None, fallback
+    arrays = []
+    for col, fld in zip(cols, schema, strict=True):
+        arr = _arrow(col, keep, buf)
+        if arr is None:  # a string that is not UTF-8: the whole block to the runtime
+            return None, np.ones(n, dtype=np.bool_)
+        arrays.append(arr.cast(fld.type) if arr.type != fld.type else arr)
+    return pa.Table.from_arrays(arrays, schema=schema), fallback
+
+
+def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
+    f = col.field
+    present = col.present[keep]
+    raw = col.value[keep]
+    mask = None if not f.presence else pa.array(~present)
+    t = f.type
+    if f.wire == _LEN:
+        length = np.where(present, col.length[keep], 0)
+        offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(length, out=offsets[1:])
+        total = int(offsets[-1])
+        idx = np.repeat(raw.astype(np.int64) - offsets[:-1], length) + np.arange(total)
+        data = buf[idx] if total else np.zeros(0, dtype=np.uint8)
+        typ = pa.large_string() if t == _T.TYPE_STRING else pa.large_binary()
+        validity = None if mask is None else pa.array(present).buffers()[1]
+        arr = pa.Array.from_buffers(typ, len(keep), [validity, pa.py_buffer(offsets),
+                                                     pa.py_buffer(data)],
+                                    null_count=-1 if mask is not None else 0)
+        if t == _T.TYPE_STRING:
+            try:
+                arr.validate(full=True)
+            except pa.ArrowInvalid:
+                return None
+        if mask is None and f.default:  # a default that is not empty (proto2)
+            arr = pa.array(np.where(present, arr.to_numpy(zero_copy_only=False), f.default),
+                           typ)
+        return arr
+    default = f.default
+    if t in (_T.TYPE_INT64, _T.TYPE_SFIXED64):
+        values: np.ndarray = raw.view(np.int64)
+    elif t in (_T.TYPE_UINT64, _T.TYPE_FIXED64):
+        values = raw
+    elif t in (_T.TYPE_INT32, _T.TYPE_SFIXED32):
+        values = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+    elif t in (_T.TYPE_UINT32, _T.TYPE_FIXED32):
+        values = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    elif t == _T.TYPE_SINT32:
+        u = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        values = ((u >> np.uint32(1)) ^ (np.uint32(0) - (u & np.uint32(1)))).view(np.int32)
+    elif t == _T.TYPE_SINT64:
+        values = ((raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))).view(np.int64)
+    elif t == _T.TYPE_BOOL:
+        values = raw != 0
+    elif t == _T.TYPE_DOUBLE:
+        values = raw.view(np.float64)
+    elif t == _T.TYPE_FLOAT:
+        values = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+    else:  # enum: the value's name, or its number as text when the schema has no such value
+        number = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+        number = np.where(present, number, int(default))
+        names = f.enum_names or {}
+        texts = [names.get(v) or str(v) for v in np.unique(number).tolist()]
+        uniq = np.unique(number)
+        codes = np.searchsorted(uniq, number).astype(np.int32)
+        arr = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.string()))
+        out = arr.cast(pa.string())
+        return out if mask is None else pa.array(out.to_numpy(zero_copy_only=False),
+                                                 pa.string(), mask=~present)
+    if mask is None:
+        if default:  # proto2 explicit defaults; proto3 defaults are zero
+            values = np.where(present, values, np.asarray(default, dtype=values.dtype))
+        return pa.array(values)
+    return pa.array(values, mask=~present)
