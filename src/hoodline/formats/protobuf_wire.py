@@ -70,37 +70,43 @@ def flat_fields(desc: Descriptor) -> tuple[FlatField, ...] | None:
     return tuple(out)
 
 
+#: zero bytes after the block: a cursor never passes its message's end by more than a value's
+#: width before its row is broken, so reads need no bounds checks
+_PAD = 16
+#: wire types a flat message never carries: groups (3, 4) and the undefined 6, 7
+_BAD_WIRE = np.asarray([False, False, False, True, True, False, True, True])
+
+
 class _Block:
     """The bytes of a block and a cursor per message; ``broken`` marks messages the fast path
     hands back to the runtime."""
 
     def __init__(self, buf: U8, starts: I64, ends: I64) -> None:
-        self.buf = buf
-        self.last = len(buf) - 1
+        self.buf = np.concatenate([buf, np.zeros(_PAD, dtype=np.uint8)])
         self.pos = starts.copy()
         self.end = ends
         self.broken = np.zeros(len(starts), dtype=np.bool_)
 
-    def byte(self, at: I64) -> U64:
-        return self.buf[np.clip(at, 0, self.last)].astype(np.uint64)
-
     def varint(self, rows: I64, width: int) -> U64:
         """Varints of at most ``width`` bytes at the cursors of ``rows`` (advanced past them);
         a longer or truncated one breaks its row."""
-        value = np.zeros(len(rows), dtype=np.uint64)
         pos = self.pos[rows]
-        open_ = np.arange(len(rows))
-        for k in range(width):
-            at = pos[open_]
-            past = at >= self.end[rows[open_]]
-            b = self.byte(at)
-            value[open_] |= (b & np.uint64(0x7F)) << np.uint64(7 * k)
-            pos[open_] = at + 1
-            more = ((b & np.uint64(0x80)) != 0) & ~past
-            self.broken[rows[open_[past]]] = True
-            open_ = open_[more]
+        past = pos >= self.end[rows]
+        b = self.buf[np.where(past, 0, pos)]
+        value = (b & 0x7F).astype(np.uint64)
+        pos += 1
+        self.broken[rows[past]] = True
+        open_ = np.nonzero((b >= 0x80) & ~past)[0]  # most varints (tags, lengths) are 1 byte
+        for k in range(1, width):
             if not open_.size:
                 break
+            at = pos[open_]
+            past = at >= self.end[rows[open_]]
+            b = self.buf[np.where(past, 0, at)]
+            value[open_] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+            pos[open_] = at + 1
+            self.broken[rows[open_[past]]] = True
+            open_ = open_[(b >= 0x80) & ~past]
         self.broken[rows[open_]] = True  # still continuing after ``width`` bytes
         self.pos[rows] = pos
         return value
@@ -110,9 +116,9 @@ class _Block:
         pos = self.pos[rows]
         over = pos + width > self.end[rows]
         self.broken[rows[over]] = True
-        value = np.zeros(len(rows), dtype=np.uint64)
-        for k in range(width):
-            value |= self.byte(pos + k) << np.uint64(8 * k)
+        at = np.where(over, 0, pos)
+        raw = self.buf[at[:, None] + np.arange(width)]
+        value = raw.view("<u8" if width == 8 else "<u4").reshape(-1).astype(np.uint64)
         self.pos[rows] = pos + width
         return value
 
@@ -135,21 +141,19 @@ def decode_flat(
     block = _Block(buf, starts.astype(np.int64), ends.astype(np.int64))
     cols = [_Column(f, np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.uint64),
                     np.zeros(n, dtype=np.int64)) for f in fields]
-    numbers = np.asarray([f.number for f in fields], dtype=np.uint64)
-    order = np.argsort(numbers)
-    sorted_numbers = numbers[order]
+    # field number -> field index (-1: unknown); the last entry stands for every larger number
+    top = max((f.number for f in fields), default=0) + 1
+    lookup = np.full(top + 1, -1, dtype=np.int64)
+    for j, f in enumerate(fields):
+        lookup[f.number] = j
     active = np.nonzero(block.pos < block.end)[0]
     while active.size:
         tag = block.varint(active, 5)
-        wire = (tag & np.uint64(7)).astype(np.int64)
+        wire = (tag & np.uint64(7)).astype(np.intp)
         number = tag >> np.uint64(3)
-        invalid = (number == 0) | (wire == 3) | (wire == 4) | (wire == 6) | (wire == 7)
+        invalid = _BAD_WIRE[wire] | (number == 0)
         block.broken[active[invalid]] = True
-        slot = np.searchsorted(sorted_numbers, number)
-        slot_c = np.minimum(slot, len(fields) - 1) if len(fields) else slot
-        known = ((slot < len(fields)) & (sorted_numbers[slot_c] == number)
-                 if len(fields) else np.zeros(len(active), dtype=np.bool_))
-        index = np.where(known, order[slot_c] if len(fields) else 0, -1)
+        index = lookup[np.minimum(number, top).astype(np.intp)]
         for w in (_VARINT, _I64, _LEN, _I32):
             pick = (wire == w) & ~invalid
             if not pick.any():
@@ -173,7 +177,8 @@ def decode_flat(
                 block.pos[rows] = np.minimum(block.pos[rows] + np.maximum(length, 0),
                                              block.end[rows])
             where = index[pick]
-            for j in np.unique(where[where >= 0]).tolist():
+            seen = np.bincount(where[where >= 0], minlength=len(fields))
+            for j in np.nonzero(seen)[0].tolist():
                 col = cols[j]
                 mine = where == j
                 if col.field.wire != w:  # the runtime keeps it as an unknown field
