@@ -1,12 +1,14 @@
 """Decoding Confluent-framed Protobuf values of a 12-field message, one core. Not a test.
 
     PYTHONPATH=src:. .venv/bin/python -m bench.protobuf_decode [--records 1000000] [--runs 3]
-        [--record]
+        [--message order|event] [--record]
 
 The values are written by confluent-kafka's own ``ProtobufSerializer`` (schema registered in
 the test registry, tests/helpers/schema_registry.py, on 127.0.0.1): a flat ``bench.Order``
 (int64, strings, an enum, proto3 ``optional`` string and double, int32, double, bool,
-sint32, fixed64). Measured in the same run over the same values in blocks of 65,536 (a Kafka
+sint32, fixed64); with ``--message event`` a ``bench.Event`` of nested messages (a struct
+holding an enum and another struct) and Google's Timestamp and wrapper types. Measured in the
+same run over the same values in blocks of 65,536 (a Kafka
 reader task's block):
 
 * hoodline: :class:`hoodline.formats.registry_decoder.RegistryDecoder` (columnar path of
@@ -67,18 +69,74 @@ def order_class() -> Any:
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Order"))
 
 
-def make_values(url: str, n: int) -> list[bytes]:
+def event_class() -> Any:
+    """``bench.Event`` (nested messages, Google's well-known types) in the default pool."""
+    from google.protobuf import timestamp_pb2, wrappers_pb2  # noqa: F401 - in the pool
+
+    pool = descriptor_pool.Default()
+    try:
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Event"))
+    except KeyError:
+        pass
+    f = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="bench_event.proto", package="bench", syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto"])
+    kind = fdp.enum_type.add(name="Kind")
+    for i, name in enumerate(["CLICK", "VIEW", "BUY"]):
+        kind.value.add(name=name, number=i)
+    event = fdp.message_type.add(name="Event")
+    point = fdp.message_type.add(name="Point")
+    point.field.add(name="x", number=1, type=f.TYPE_SINT64, label=f.LABEL_OPTIONAL)
+    point.field.add(name="label", number=2, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    box = fdp.message_type.add(name="Box")
+    box.field.add(name="kind", number=1, type=f.TYPE_ENUM, type_name=".bench.Kind",
+                  label=f.LABEL_OPTIONAL)
+    box.field.add(name="corner", number=2, type=f.TYPE_MESSAGE, type_name=".bench.Point",
+                  label=f.LABEL_OPTIONAL)
+    fields = [("id", f.TYPE_INT64, ""), ("user", f.TYPE_STRING, ""),
+              ("box", f.TYPE_MESSAGE, ".bench.Box"),
+              ("at", f.TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+              ("count", f.TYPE_MESSAGE, ".google.protobuf.Int64Value"),
+              ("note", f.TYPE_MESSAGE, ".google.protobuf.StringValue"),
+              ("amount", f.TYPE_DOUBLE, "")]
+    for number, (name, typ, type_name) in enumerate(fields, start=1):
+        extra: dict[str, Any] = {"type_name": type_name} if type_name else {}
+        event.field.add(name=name, number=number, type=typ, label=f.LABEL_OPTIONAL, **extra)
+    pool.AddSerializedFile(fdp.SerializeToString())
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Event"))
+
+
+def _event(cls: Any, i: int, rng: random.Random) -> Any:
+    m = cls(id=i, user=f"user-{rng.randrange(100_000):06d}", amount=round(rng.random() * 100, 2))
+    m.box.kind = rng.randrange(3)
+    if rng.random() < 0.8:
+        m.box.corner.x = rng.randrange(-1000, 1000)
+        m.box.corner.label = rng.choice(["top", "left", "bottom-right"])
+    m.at.seconds = 1_700_000_000 + i
+    m.at.nanos = rng.randrange(1_000_000_000)
+    if rng.random() < 0.6:
+        m.count.value = rng.randrange(10_000)
+    if rng.random() < 0.3:
+        m.note.value = rng.choice(["gift", "promo code applied"])
+    return m
+
+
+def make_values(url: str, n: int, message: str = "order") -> list[bytes]:
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    cls = order_class()
+    cls = event_class() if message == "event" else order_class()
     ser = ProtobufSerializer(cls, SchemaRegistryClient({"url": url}),
                              conf={"use.deprecated.format": False})
     ctx = SerializationContext("orders", MessageField.VALUE)
     rng = random.Random(5)
     distinct = []
     for i in range(min(n, 200_000)):
+        if message == "event":
+            distinct.append(ser(_event(cls, i, rng), ctx))
+            continue
         m = cls(id=i, customer=f"customer-{rng.randrange(100_000):06d}",
                 region=rng.choice(["eu-west", "us-east", "ap-south"]), status=rng.randrange(3),
                 qty=rng.randrange(1, 50), amount=round(rng.random() * 1000, 2),
@@ -104,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--record", action="store_true", help="append the result to BENCHMARKS.md")
+    ap.add_argument("--message", choices=("order", "event"), default="order",
+                    help="flat 12-field order, or an event of nested and well-known messages")
     args = ap.parse_args(argv)
+    full_name = "bench.Event" if args.message == "event" else "bench.Order"
 
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
@@ -115,16 +176,17 @@ def main(argv: list[str] | None = None) -> int:
 
     registry = SchemaRegistry()
     try:
-        values = make_values(registry.url, args.records)
+        values = make_values(registry.url, args.records, args.message)
         blocks = [pa.array(values[i:i + BLOCK], pa.binary())
                   for i in range(0, len(values), BLOCK)]
         settings = RegistrySettings((("url", registry.url),), "orders-value",
-                                    message_path="bench.Order")
+                                    message_path=full_name)
         subject = fetch_subject_schema(settings, SchemaKind.PROTOBUF)
         decoder = RegistryFormat(settings, subject.schema_id, kind=SchemaKind.PROTOBUF).decoder(
             subject.arrow, ["id"])
-        codec = ProtobufCodec(subject.parsed, "bench.Order")
-        deser = ProtobufDeserializer(order_class(), {"use.deprecated.format": False},
+        codec = ProtobufCodec(subject.parsed, full_name)
+        cls = event_class() if args.message == "event" else order_class()
+        deser = ProtobufDeserializer(cls, {"use.deprecated.format": False},
                                      SchemaRegistryClient({"url": registry.url}))
         ctx = SerializationContext("orders", MessageField.VALUE)
 
@@ -172,12 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     ratios = ", ".join(f"{med[p] / med['hoodline']:.1f}x {p}" for p in ("runtime", "confluent"))
     table = common.markdown_table(["system", "CPU (median)", "wall (median)", "records/s (CPU)"],
                                   rows)
-    body = (f"{n:,} values of a 12-field Protobuf message "
+    what = ("an event Protobuf message (nested messages, Timestamp, wrappers)"
+            if args.message == "event" else "a 12-field Protobuf message")
+    body = (f"{n:,} values of {what} "
             f"({sum(len(v) for v in values) / n:.0f} bytes each), {args.runs} runs, blocks of "
             f"{BLOCK:,}.\n\n{table}\n\nhoodline's speed (CPU): {ratios}.")
     print(body)
     if args.record:
-        common.append_block("Protobuf decode (Confluent wire format)", body, common.machine())
+        title = "Protobuf decode (Confluent wire format)" + (
+            ", nested messages" if args.message == "event" else "")
+        common.append_block(title, body, common.machine())
     return 0
 
 

@@ -13,3 +13,8 @@ def test_bench_protobuf_decode_small(capsys: pytest.CaptureFixture[str]) -> None
     assert "3,000 values of a 12-field Protobuf message" in out
     for system in ("| hoodline |", "| runtime |", "| confluent |"):
         assert system in out
+
+
+def test_bench_protobuf_decode_nested_small(capsys: pytest.CaptureFixture[str]) -> None:
+    protobuf_decode.main(["--records", "2000", "--runs", "1", "--message", "event"])
+    assert "2,000 values of an event Protobuf message" in capsys.readouterr().out

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hoodline.formats.protobuf import ProtobufCodec
-from hoodline.formats.protobuf_wire import decode_flat, flat_fields
+from hoodline.formats.protobuf_wire import columnar_fields, decode_block
 
 F = descriptor_pb2.FieldDescriptorProto
 #: (name, type) of the test message's fields, numbered from 1
@@ -108,10 +108,10 @@ def test_serialized_messages_decode_as_the_runtime_decodes_them(rows: list[dict[
     assert fast == runtime
     assert not runtime[1]  # all valid
     # and they took the columnar path (nothing handed back to the runtime)
-    flat = flat_fields(_codec().desc)
+    flat = columnar_fields(_codec().desc)
     assert flat is not None
     data, starts, ends = _block(payloads)
-    _, fallback = decode_flat(flat, data, starts + 1, ends, _codec().arrow)
+    _, fallback = decode_block(flat, data, starts + 1, ends, _codec().arrow)
     assert not fallback.any()
 
 
@@ -145,15 +145,123 @@ def test_wire_format_corners_match_the_runtime() -> None:
     assert fast[0][11]["i64"] == 0  # the group went to the runtime, which skipped it
 
 
-def test_a_message_with_nested_fields_takes_the_runtime_path() -> None:
-    fdp = descriptor_pb2.FileDescriptorProto(name="hoodline_test_wire_nested.proto",
-                                             package="wirenested", syntax="proto3")
+@functools.cache
+def _nested_codec() -> ProtobufCodec:
+    """wirenest.Event: a nested message (with an enum and a message inside), Google's
+    Timestamp, Duration and wrappers."""
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="hoodline_test_wire_nested.proto", package="wirenest", syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto", "google/protobuf/duration.proto",
+                    "google/protobuf/wrappers.proto"])
+    enum = fdp.enum_type.add(name="Kind")
+    for i, n in enumerate(["A", "B"]):
+        enum.value.add(name=n, number=i)
+    event = fdp.message_type.add(name="Event")
+    point = fdp.message_type.add(name="Point")
+    point.field.add(name="x", number=1, type=F.TYPE_SINT64, label=F.LABEL_OPTIONAL)
+    point.field.add(name="label", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    box = fdp.message_type.add(name="Box")
+    box.field.add(name="kind", number=1, type=F.TYPE_ENUM, type_name=".wirenest.Kind",
+                  label=F.LABEL_OPTIONAL)
+    box.field.add(name="corner", number=2, type=F.TYPE_MESSAGE, type_name=".wirenest.Point",
+                  label=F.LABEL_OPTIONAL)
+    fields = [("id", F.TYPE_INT64, ""), ("box", F.TYPE_MESSAGE, ".wirenest.Box"),
+              ("at", F.TYPE_MESSAGE, ".google.protobuf.Timestamp"),
+              ("took", F.TYPE_MESSAGE, ".google.protobuf.Duration"),
+              ("count", F.TYPE_MESSAGE, ".google.protobuf.Int64Value"),
+              ("note", F.TYPE_MESSAGE, ".google.protobuf.StringValue"),
+              ("flag", F.TYPE_MESSAGE, ".google.protobuf.BoolValue")]
+    for number, (name, typ, type_name) in enumerate(fields, start=1):
+        extra = {"type_name": type_name} if type_name else {}
+        event.field.add(name=name, number=number, type=typ, label=F.LABEL_OPTIONAL, **extra)
+    return ProtobufCodec(fdp.SerializeToString(), "wirenest.Event")
+
+
+def _set(msg: Any, values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        if isinstance(value, dict):
+            getattr(msg, name).SetInParent()
+            _set(getattr(msg, name), value)
+        else:
+            setattr(msg, name, value)
+
+
+def _nested_payload(values: dict[str, Any]) -> bytes:
+    msg = _nested_codec()._cls()
+    _set(msg, values)
+    return b"\x00" + msg.SerializeToString()
+
+
+def _both_nested(payloads: list[bytes]) -> tuple[Any, Any]:
+    codec = _nested_codec()
+    out = []
+    for result in (codec.decode(*_block(payloads)), codec._decode_each(*_block(payloads))):
+        rows = result.table.to_pylist() if result.table is not None else []
+        out.append((dict(zip(result.good.tolist(), rows, strict=True)),
+                    dict(zip(result.bad.tolist(), result.reasons, strict=True))))
+    return out[0], out[1]
+
+
+point_st = st.fixed_dictionaries({}, optional={"x": st.integers(-2**63, 2**63 - 1),
+                                               "label": st.text(max_size=4)})
+event_st = st.fixed_dictionaries({}, optional={
+    "id": st.integers(-2**63, 2**63 - 1),
+    "box": st.fixed_dictionaries({}, optional={"kind": st.integers(0, 1), "corner": point_st}),
+    "at": st.fixed_dictionaries({"seconds": st.integers(-62_135_596_800, 253_402_300_799),
+                                 "nanos": st.integers(0, 999_999_999)}),
+    "took": st.fixed_dictionaries({"seconds": st.integers(-10**6, 10**6),
+                                   "nanos": st.integers(-999_999_999, 999_999_999)}),
+    "count": st.fixed_dictionaries({}, optional={"value": st.integers(-2**63, 2**63 - 1)}),
+    "note": st.fixed_dictionaries({}, optional={"value": st.text(max_size=4)}),
+    "flag": st.fixed_dictionaries({}, optional={"value": st.booleans()}),
+})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(event_st, min_size=1, max_size=30))
+def test_nested_messages_and_well_known_types_decode_as_the_runtime_does(
+    rows: list[dict[str, Any]]
+) -> None:
+    # a Duration's seconds and nanos share their sign
+    for r in rows:
+        if "took" in r and r["took"]["seconds"] * r["took"]["nanos"] < 0:
+            r["took"]["nanos"] = -r["took"]["nanos"]
+    payloads = [_nested_payload(r) for r in rows]
+    fast, runtime = _both_nested(payloads)
+    assert fast == runtime and not runtime[1]
+    codec = _nested_codec()
+    fields = columnar_fields(codec.desc)
+    assert fields is not None
+    data, starts, ends = _block(payloads)
+    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    assert not fallback.any()  # all of them on the columnar path
+
+
+def test_nested_corners_match_the_runtime() -> None:
+    box = _nested_payload({"box": {"kind": 1, "corner": {"x": -3}}})[1:]
+    inner = _nested_payload({"box": {"corner": {"label": "p"}}})[1:]
+    payloads = [
+        b"\x00" + box,
+        b"\x00" + box + inner,  # the message field twice: the runtime merges the two
+        b"\x00" + b"\x12\x02\x12\x05",  # box holding a corner longer than the box
+        b"\x00" + b"\x12\x00",  # an empty box: present, every field its default
+        _nested_payload({"took": {"seconds": -1, "nanos": -500_000_001}}),  # floor division
+    ]
+    fast, runtime = _both_nested(payloads)
+    assert fast == runtime
+    assert fast[0][1]["box"] == {"kind": "B", "corner": {"x": -3, "label": "p"}}
+    assert fast[0][3]["box"] == {"kind": "A", "corner": None} and fast[0][3]["at"] is None
+    assert set(fast[1]) == {2}
+
+
+def test_repeated_and_map_fields_take_the_runtime_path() -> None:
+    fdp = descriptor_pb2.FileDescriptorProto(name="hoodline_test_wire_repeated.proto",
+                                             package="wirerep", syntax="proto3")
     inner = fdp.message_type.add(name="Inner")
-    inner.field.add(name="x", number=1, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+    inner.field.add(name="tags", number=1, type=F.TYPE_STRING, label=F.LABEL_REPEATED)
     outer = fdp.message_type.add(name="Outer")
-    outer.field.add(name="inner", number=1, type=F.TYPE_MESSAGE, type_name=".wirenested.Inner",
+    outer.field.add(name="inner", number=1, type=F.TYPE_MESSAGE, type_name=".wirerep.Inner",
                     label=F.LABEL_OPTIONAL)
-    outer.field.add(name="tags", number=2, type=F.TYPE_STRING, label=F.LABEL_REPEATED)
-    codec = ProtobufCodec(fdp.SerializeToString(), "wirenested.Outer")
-    assert flat_fields(codec.desc) is None
-    assert flat_fields(ProtobufCodec(fdp.SerializeToString(), "wirenested.Inner").desc)
+    assert columnar_fields(ProtobufCodec(fdp.SerializeToString(), "wirerep.Outer").desc) is None
+    assert columnar_fields(ProtobufCodec(fdp.SerializeToString(), "wirerep.Inner").desc) is None
+    assert columnar_fields(_nested_codec().desc) is not None

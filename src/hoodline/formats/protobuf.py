@@ -18,11 +18,10 @@ come from the installed modules. ``google.protobuf.Timestamp`` reads as timestam
 ``Duration`` as duration[us], the wrapper types (``Int64Value`` ...) as nullable values;
 recursive messages (``google.protobuf.Struct``) are refused.
 
-Decoding: values of a *flat* message (every field a singular scalar, string, bytes or enum)
-that name the file's first message are read column by column, a whole block at once
-(:mod:`hoodline.formats.protobuf_wire`); every other value -- nested, repeated or map fields,
-another message index path, anything unusual the columnar path hands back -- is parsed message
-by message with the ``protobuf`` runtime.
+Decoding: values of the file's first message, when it has no repeated or map fields (at any
+depth), are read column by column, a whole block at once (:mod:`hoodline.formats.protobuf_wire`);
+every other value -- repeated or map fields, another message index path, anything unusual the
+columnar path hands back -- is parsed message by message with the ``protobuf`` runtime.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from google.protobuf.message import DecodeError
 
 from hoodline.formats.codec import GroupResult
 from hoodline.formats.json_decoder import UNPARSEABLE
-from hoodline.formats.protobuf_wire import decode_flat, flat_fields
+from hoodline.formats.protobuf_wire import columnar_fields, decode_block
 
 __all__ = ["WRONG_MESSAGE", "ProtobufCodec", "message_type", "protobuf_to_arrow"]
 
@@ -227,17 +226,18 @@ class ProtobufCodec:
         self.arrow = protobuf_to_arrow(self.desc)
         self._cls = message_factory.GetMessageClass(self.desc)
         self._path = _index_path(self.desc)
-        #: the columnar path: a flat first message of its file
-        self._flat = flat_fields(self.desc) if self._path == [0] else None
+        #: the columnar path: the file's first message, without repeated or map fields
+        self._columnar = columnar_fields(self.desc) if self._path == [0] else None
 
     def decode(self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
                ends: npt.NDArray[np.int64]) -> GroupResult:
-        if self._flat is None or not len(starts) or not len(data):
+        if self._columnar is None or not len(starts) or not len(data):
             return self._decode_each(data, starts, ends)
         # message indexes [0] as Confluent's serializers write them: one zero byte
         lone = (starts < ends) & (data[np.clip(starts, 0, len(data) - 1)] == 0)
         fast = np.nonzero(lone)[0]
-        table, fallback = decode_flat(self._flat, data, starts[fast] + 1, ends[fast], self.arrow)
+        table, fallback = decode_block(self._columnar, data, starts[fast] + 1, ends[fast],
+                                       self.arrow)
         slow = np.sort(np.concatenate([np.nonzero(~lone)[0], fast[fallback]]))
         if not slow.size:
             return GroupResult(table, fast)

@@ -1,18 +1,22 @@
-"""Columnar decoding of flat Protobuf messages: the wire format of a whole block of messages
-read field by field with numpy, all messages at once.
+"""Columnar decoding of Protobuf messages: the wire format of a whole block of messages read
+field by field with numpy, all messages at once.
 
 A message is a sequence of fields, each a tag (varint: field number << 3 | wire type) and a
 value: a varint (wire type 0), 8 bytes (1), a length-delimited span (2) or 4 bytes (5). Each
-step of :func:`decode_flat` reads one field of every message that has fields left, so a block
+step of :func:`decode_block` reads one field of every message that has fields left, so a block
 takes as many vectorised steps as its longest message has fields, whatever its row count.
 
-Only *flat* messages take this path (:func:`flat_fields`): every field a singular scalar,
-string, bytes or enum. Within that, a message is left to the ``protobuf`` runtime (returned in
-``fallback``) when anything is unusual for the fast path: a truncated or over-long value, a
-known field carrying another wire type than its type's (the runtime keeps it as an unknown
-field), a group or an invalid wire type, a string that is not UTF-8. The runtime then decodes
-it or says why it cannot, so both paths give the same rows and the same errors. Unknown field
-numbers are skipped, as every Protobuf parser does; a field seen twice keeps its last value.
+The messages that take this path (:func:`columnar_fields`) have no repeated or map fields:
+every field is a singular scalar, string, bytes or enum, or a singular message of such fields
+(a struct column, decoded the same way from the spans that hold it; Google's Timestamp,
+Duration and wrapper messages become plain values). Within that, a message is left to the
+``protobuf`` runtime (returned in ``fallback``) when anything is unusual for this path: a
+truncated or over-long value, a known field carrying another wire type than its type's (the
+runtime keeps it as an unknown field), a group or an invalid wire type, a string that is not
+UTF-8, a message field given twice (the runtime merges the two). The runtime then decodes it
+or says why it cannot, so both paths give the same rows and the same errors. Unknown field
+numbers are skipped, as every Protobuf parser does; a scalar field seen twice keeps its last
+value.
 """
 
 from __future__ import annotations
@@ -44,8 +48,8 @@ _WIRE: dict[int, int] = {
 
 
 @dataclass(frozen=True)
-class FlatField:
-    """One field of a flat message: where its values go and how they read."""
+class WireField:
+    """One field of a message on the columnar path: where its values go and how they read."""
 
     name: str
     number: int
@@ -54,18 +58,43 @@ class FlatField:
     presence: bool
     default: Any  # the field's default (proto3: zero, empty, the enum's 0 value)
     enum_names: dict[int, str] | None
+    #: a singular message field: its own fields (None for scalars)
+    children: tuple[WireField, ...] | None = None
+    #: Google's well-known message it is (read as a plain value), or ""
+    well_known: str = ""
 
 
-def flat_fields(desc: Descriptor) -> tuple[FlatField, ...] | None:
-    """The message's fields when every one is a singular scalar / string / bytes / enum
-    (None otherwise: nested messages, repeated fields and maps take the runtime's path)."""
+#: well-known messages read as plain values (their Arrow types: protobuf.py's _WELL_KNOWN)
+_TIME_LIKE = ("google.protobuf.Timestamp", "google.protobuf.Duration")
+_WRAPPERS = tuple(f"google.protobuf.{n}Value" for n in
+                  ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String",
+                   "Bytes"))
+
+
+def columnar_fields(desc: Descriptor, depth: int = 0) -> tuple[WireField, ...] | None:
+    """The message's fields when every one is a singular scalar / string / bytes / enum or a
+    singular message of such fields (None otherwise: repeated fields and maps take the
+    runtime's path)."""
+    if depth > 32:  # deeper than any schema the column types allow (recursion is refused)
+        return None
     out = []
     for f in desc.fields:
-        if f.is_repeated or f.type not in _WIRE:
+        if f.is_repeated:
+            return None
+        if f.type == _T.TYPE_MESSAGE:
+            sub = f.message_type
+            children = columnar_fields(sub, depth + 1)
+            if children is None or sub.GetOptions().map_entry:
+                return None
+            known = sub.full_name if sub.full_name in (*_TIME_LIKE, *_WRAPPERS) else ""
+            out.append(WireField(f.name, f.number, f.type, _LEN, True, None, None, children,
+                                 known))
+            continue
+        if f.type not in _WIRE:
             return None
         names = ({v.number: v.name for v in f.enum_type.values}
                  if f.type == _T.TYPE_ENUM else None)
-        out.append(FlatField(f.name, f.number, f.type, _WIRE[f.type], f.has_presence,
+        out.append(WireField(f.name, f.number, f.type, _WIRE[f.type], f.has_presence,
                              f.default_value, names))
     return tuple(out)
 
@@ -73,7 +102,7 @@ def flat_fields(desc: Descriptor) -> tuple[FlatField, ...] | None:
 #: zero bytes after the block: a cursor never passes its message's end by more than a value's
 #: width before its row is broken, so reads need no bounds checks
 _PAD = 16
-#: wire types a flat message never carries: groups (3, 4) and the undefined 6, 7
+#: wire types a message on this path never carries: groups (3, 4) and the undefined 6, 7
 _BAD_WIRE = np.asarray([False, False, False, True, True, False, True, True])
 
 
@@ -125,18 +154,19 @@ class _Block:
 
 @dataclass
 class _Column:
-    field: FlatField
+    field: WireField
     present: npt.NDArray[np.bool_]
     value: U64  # varint / fixed values; for spans: the start
     length: I64  # spans only
 
 
-def decode_flat(
-    fields: tuple[FlatField, ...], buf: U8, starts: I64, ends: I64, schema: pa.Schema
+def decode_block(
+    fields: tuple[WireField, ...], buf: U8, starts: I64, ends: I64, schema: pa.Schema | None
 ) -> tuple[pa.Table | None, npt.NDArray[np.bool_]]:
     """The messages at ``[starts[i], ends[i])`` of ``buf`` as a table of ``schema`` (the
-    fields' columns, see :func:`hoodline.formats.protobuf.protobuf_to_arrow`), and
-    ``fallback``: the rows the table leaves out, for the ``protobuf`` runtime."""
+    fields' columns, see :func:`hoodline.formats.protobuf.protobuf_to_arrow`; None: each
+    field's natural type, for a well-known message's parts), and ``fallback``: the rows the
+    table leaves out, for the ``protobuf`` runtime."""
     n = len(starts)
     block = _Block(buf, starts.astype(np.int64), ends.astype(np.int64))
     cols = [_Column(f, np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.uint64),
@@ -185,22 +215,74 @@ def decode_flat(
                     block.broken[rows[mine]] = True
                     continue
                 target = rows[mine]
+                if col.field.children is not None:  # a message seen twice is merged: runtime
+                    twice = col.present[target]
+                    block.broken[target[twice]] = True
                 col.present[target] = True
                 col.value[target] = value[mine]
                 if length is not None:
                     col.length[target] = length[mine]
         active = active[(block.pos[active] < block.end[active]) & ~block.broken[active]]
-    fallback = block.broken | (block.pos != block.end)
+    block.broken |= block.pos != block.end
+    # nested messages, decoded from their spans; a row whose nested message the columnar path
+    # cannot read goes to the runtime whole
+    nested: dict[int, tuple[pa.Table | None, I64]] = {}
+    for j, col in enumerate(cols):
+        if col.field.children is None:
+            continue
+        rows = np.nonzero(col.present & ~block.broken)[0]
+        begin = col.value[rows].astype(np.int64)
+        sub_schema = (pa.schema(list(schema.field(j).type))
+                      if schema is not None and not col.field.well_known else None)
+        sub, sub_fallback = decode_block(col.field.children, buf, begin,
+                                        begin + col.length[rows], sub_schema)
+        block.broken[rows[sub_fallback]] = True
+        where_sub = np.full(n, -1, dtype=np.int64)
+        where_sub[rows[~sub_fallback]] = np.arange(int((~sub_fallback).sum()))
+        nested[j] = (sub, where_sub)
+    fallback = block.broken
     keep = np.nonzero(~fallback)[0]
     if not keep.size:
         return None, fallback
     arrays = []
-    for col, fld in zip(cols, schema, strict=True):
-        arr = _arrow(col, keep, buf)
+    for j, col in enumerate(cols):
+        target = schema.field(j).type if schema is not None else None
+        if j in nested:
+            arr = _message(col.field, *nested[j], keep, target)
+        else:
+            arr = _arrow(col, keep, buf)
         if arr is None:  # a string that is not UTF-8: the whole block to the runtime
             return None, np.ones(n, dtype=np.bool_)
-        arrays.append(arr.cast(fld.type) if arr.type != fld.type else arr)
-    return pa.Table.from_arrays(arrays, schema=schema), fallback
+        arrays.append(arr.cast(target) if target is not None and arr.type != target else arr)
+    names = [f.name for f in fields]
+    table = (pa.Table.from_arrays(arrays, schema=schema) if schema is not None
+             else pa.Table.from_arrays(arrays, names=names))
+    return table, fallback
+
+
+def _message(f: WireField, sub: pa.Table | None, where_sub: I64, keep: I64,
+             target: pa.DataType | None) -> pa.Array:
+    """A message field's column for the rows ``keep``: a struct, or a well-known message's
+    value; null where the message is absent."""
+    idx = where_sub[keep]
+    absent = idx < 0
+    if target is None:
+        raise ValueError(f"field '{f.name}': a nested message needs its column type")
+    if sub is None or absent.all():
+        return pa.nulls(len(keep), target)
+    taken = sub.take(pa.array(idx, mask=absent))
+    if f.well_known in _TIME_LIKE:  # seconds and nanos -> microseconds, as protobuf.py
+        secs = taken.column("seconds").to_numpy(zero_copy_only=False)
+        nanos = taken.column("nanos").to_numpy(zero_copy_only=False)
+        secs = np.nan_to_num(secs).astype(np.int64)
+        nanos = np.nan_to_num(nanos).astype(np.int64)
+        micros = secs * 1_000_000 + np.floor_divide(nanos, 1_000)
+        return pa.array(micros, pa.int64(), mask=absent).cast(target)
+    if f.well_known:
+        return taken.column("value").combine_chunks().cast(target)
+    return pa.StructArray.from_arrays(
+        [taken.column(k).combine_chunks() for k in range(taken.num_columns)],
+        fields=list(target), mask=pa.array(absent))
 
 
 def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
