@@ -161,6 +161,10 @@ def test_truncated_records_fail_as_corrupt() -> None:
     content = length_prefixed(encode_records(table, schema))
     with pytest.raises(TableError, match="corrupt"):
         record_offsets(content[:-2], 0, 2)
+    with pytest.raises(TableError, match="ends inside record 1 of 2"):  # no length prefix
+        record_offsets(content[: len(content) // 2 + 1], 0, 2)
+    with pytest.raises(TableError, match="negative Avro record length"):
+        record_offsets(b"\xff\xff\xff\xf0" + content[4:], 0, 2)
     starts, ends = record_offsets(content, 0, 2)
     with pytest.raises(TableError, match="corrupt"):
         decode_records(content, starts, ends - 1, schema)

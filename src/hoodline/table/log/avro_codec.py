@@ -584,28 +584,28 @@ def record_offsets(content: bytes | memoryview, start: int, count: int) -> tuple
     view = memoryview(content)
     size = len(view)
     unpack = _I32BE.unpack_from
-    starts: list[int] = []
-    lengths: list[int] = []
-    add_start, add_length = starts.append, lengths.append
+    ends = [0] * count
     pos = start
+    i = 0
     try:
-        for _ in range(count):  # each record's start follows from the one before: a loop
-            (length,) = unpack(view, pos)
-            pos += 4
-            add_start(pos)
-            add_length(length)
-            pos += length
+        # each record's end follows from the one before: a loop, kept to one statement
+        for i in range(count):
+            ends[i] = pos = pos + 4 + unpack(view, pos)[0]
     except struct.error:
         raise TableError(
-            f"Avro data block ends inside record {len(starts)} of {count}; it is corrupt"
+            f"Avro data block ends inside record {i} of {count}; it is corrupt"
         ) from None
+    last = np.asarray(ends, dtype=np.int64)
+    first = np.empty(count, dtype=np.int64)
+    if count:
+        first[0] = start
+        first[1:] = last[:-1]
+    first += 4
+    if (last < first).any():
+        raise TableError("negative Avro record length; the data block is corrupt")
     if pos > size:
         raise TableError(f"Avro data block ends inside record {count - 1}; it is corrupt")
-    first = np.asarray(starts, dtype=np.int64)
-    sizes = np.asarray(lengths, dtype=np.int64)
-    if (sizes < 0).any():
-        raise TableError("negative Avro record length; the data block is corrupt")
-    return first, first + sizes
+    return first, last
 
 
 def decode_records(
