@@ -265,3 +265,92 @@ def test_repeated_and_map_fields_take_the_runtime_path() -> None:
     assert columnar_fields(ProtobufCodec(fdp.SerializeToString(), "wirerep.Outer").desc) is None
     assert columnar_fields(ProtobufCodec(fdp.SerializeToString(), "wirerep.Inner").desc) is None
     assert columnar_fields(_nested_codec().desc) is not None
+
+
+def _codec_of(fields: list[dict[str, Any]], syntax: str = "proto3",
+              enum: list[tuple[str, int]] | None = None, allow_alias: bool = False,
+              oneof: str = "", imports: tuple[str, ...] = ()) -> ProtobufCodec:
+    """A one-message schema file ``edge.M`` (a fresh file name per shape)."""
+    name = f"hoodline_test_edge_{abs(hash((repr(fields), syntax, repr(enum), oneof)))}.proto"
+    fdp = descriptor_pb2.FileDescriptorProto(name=name, package="edge", syntax=syntax,
+                                             dependency=list(imports))
+    if enum:
+        e = fdp.enum_type.add(name="E")
+        e.options.allow_alias = allow_alias
+        for n, v in enum:
+            e.value.add(name=n, number=v)
+    msg = fdp.message_type.add(name="M")
+    if oneof:
+        msg.oneof_decl.add(name=oneof)
+    for f in fields:
+        msg.field.add(label=F.LABEL_OPTIONAL, **f)
+    return ProtobufCodec(fdp.SerializeToString(), "edge.M")
+
+
+def _same(codec: ProtobufCodec, payloads: list[bytes]) -> tuple[dict[int, Any], dict[int, str]]:
+    out = []
+    for result in (codec.decode(*_block(payloads)), codec._decode_each(*_block(payloads))):
+        rows = result.table.to_pylist() if result.table is not None else []
+        out.append((dict(zip(result.good.tolist(), rows, strict=True)),
+                    dict(zip(result.bad.tolist(), result.reasons, strict=True))))
+    assert out[0] == out[1]
+    return out[0]
+
+
+def test_review_corners_match_the_runtime() -> None:
+    # a oneof of two members keeps the last one set: left to the runtime
+    one = _codec_of([dict(name="a", number=1, type=F.TYPE_INT64, oneof_index=0),
+                     dict(name="b", number=2, type=F.TYPE_STRING, oneof_index=0)], oneof="k")
+    assert columnar_fields(one.desc) is None
+    good, _ = _same(one, [b"\x00\x08\x05\x12\x01x"])
+    assert good[0] == {"a": None, "b": "x"}
+    # a closed (proto2) enum: a number it does not name is an unknown field
+    closed = _codec_of([dict(name="e", number=1, type=F.TYPE_ENUM, type_name=".edge.E")],
+                       syntax="proto2", enum=[("A", 1), ("B", 2)])
+    good, _ = _same(closed, [b"\x00\x08\x07", b"\x00\x08\x01\x08\x07", b"\x00\x08\x02"])
+    assert (good[0]["e"], good[1]["e"], good[2]["e"]) == (None, "A", "B")
+    # aliases: a number's first name
+    alias = _codec_of([dict(name="e", number=1, type=F.TYPE_ENUM, type_name=".edge.E")],
+                      enum=[("IDLE", 0), ("STARTED", 1), ("RUNNING", 1)], allow_alias=True)
+    assert _same(alias, [b"\x00\x08\x01"])[0][0]["e"] == "STARTED"
+    # a tag beyond 32 bits, and the largest field number
+    big = _codec_of([dict(name="a", number=1, type=F.TYPE_INT64),
+                     dict(name="z", number=2**29 - 1, type=F.TYPE_INT64)])
+    good, bad = _same(big, [b"\x00\x08\x05" + b"\x80\x80\x80\x80\x7f" + b"\x01",
+                            b"\x00" + _varint((2**29 - 1) << 3) + b"\x09"])
+    assert set(bad) == {0} and good[1]["z"] == 9
+    # Timestamp seconds whose microseconds overflow: a bad record on both paths
+    ts = _codec_of([dict(name="at", number=1, type=F.TYPE_MESSAGE,
+                         type_name=".google.protobuf.Timestamp")],
+                   imports=("google/protobuf/timestamp.proto",))
+    huge = b"\x08" + _varint(2**62)  # seconds = 2^62
+    good, bad = _same(ts, [b"\x00\x0a" + bytes([len(huge)]) + huge, b"\x00\x0a\x02\x08\x01"])
+    assert set(bad) == {0} and good[1]["at"].timestamp() == 1
+    assert "beyond what a microsecond column holds" in ts._decode_each(
+        *_block([b"\x00\x0a" + bytes([len(huge)]) + huge])).details[0]
+
+
+def test_one_bad_string_leaves_only_its_row_to_the_runtime() -> None:
+    codec = _codec()
+    payloads = [_message({"s": f"v{i}", "i64": i}) for i in range(50)]
+    payloads[7] = b"\x00" + bytes([0x7A, 0x02]) + b"\xff\xfe"
+    flat = columnar_fields(codec.desc)
+    assert flat is not None
+    data, starts, ends = _block(payloads)
+    table, fallback = decode_block(flat, data, starts + 1, ends, codec.arrow)
+    assert fallback.nonzero()[0].tolist() == [7] and table is not None and table.num_rows == 49
+    _, bad = _both(payloads)
+    assert set(bad[1]) == {7}
+
+
+def test_a_message_with_very_many_fields_goes_to_the_runtime_alone() -> None:
+    codec = _codec()
+    payloads = [_message({"i64": i}) for i in range(20)]
+    payloads.append(b"\x00" + b"\x08\x01" * 5000)  # one field repeated 5000 times: last wins
+    flat = columnar_fields(codec.desc)
+    assert flat is not None
+    data, starts, ends = _block(payloads)
+    _, fallback = decode_block(flat, data, starts + 1, ends, codec.arrow)
+    assert fallback.nonzero()[0].tolist() == [20]
+    fast, runtime = _both(payloads)
+    assert fast == runtime and fast[0][20]["i64"] == 1

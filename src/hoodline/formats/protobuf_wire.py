@@ -58,6 +58,8 @@ class WireField:
     presence: bool
     default: Any  # the field's default (proto3: zero, empty, the enum's 0 value)
     enum_names: dict[int, str] | None
+    #: a closed (proto2) enum: a number it does not name is an unknown field to the runtime
+    closed_enum: bool = False
     #: a singular message field: its own fields (None for scalars)
     children: tuple[WireField, ...] | None = None
     #: Google's well-known message it is (read as a plain value), or ""
@@ -77,6 +79,10 @@ def columnar_fields(desc: Descriptor, depth: int = 0) -> tuple[WireField, ...] |
     runtime's path)."""
     if depth > 32:  # deeper than any schema the column types allow (recursion is refused)
         return None
+    # a oneof of two or more members keeps only the last one set: the runtime's business (a
+    # proto3 `optional` field is a oneof of one, which behaves as any field with presence)
+    if any(len(o.fields) > 1 for o in desc.oneofs):
+        return None
     out = []
     for f in desc.fields:
         if f.is_repeated:
@@ -87,15 +93,20 @@ def columnar_fields(desc: Descriptor, depth: int = 0) -> tuple[WireField, ...] |
             if children is None or sub.GetOptions().map_entry:
                 return None
             known = sub.full_name if sub.full_name in (*_TIME_LIKE, *_WRAPPERS) else ""
-            out.append(WireField(f.name, f.number, f.type, _LEN, True, None, None, children,
-                                 known))
+            out.append(WireField(f.name, f.number, f.type, _LEN, True, None, None,
+                                 children=children, well_known=known))
             continue
         if f.type not in _WIRE:
             return None
-        names = ({v.number: v.name for v in f.enum_type.values}
-                 if f.type == _T.TYPE_ENUM else None)
+        names: dict[int, str] | None = None
+        closed = False
+        if f.type == _T.TYPE_ENUM:
+            names = {}
+            for v in f.enum_type.values:  # aliases: the first name of a number, as the runtime
+                names.setdefault(v.number, v.name)
+            closed = bool(f.enum_type.is_closed)
         out.append(WireField(f.name, f.number, f.type, _WIRE[f.type], f.has_presence,
-                             f.default_value, names))
+                             f.default_value, names, closed))
     return tuple(out)
 
 
@@ -106,12 +117,22 @@ _PAD = 16
 _BAD_WIRE = np.asarray([False, False, False, True, True, False, True, True])
 
 
+#: bytes of string values gathered through one index array (8 bytes of index per byte)
+_GATHER_BYTES = 1 << 21
+#: steps (fields read) after which the messages still going are left to the runtime: one very
+#: long message must not cost a vectorised step per field for the whole block
+_STEPS_PER_FIELD = 4
+_MIN_STEPS = 64
+#: Timestamp / Duration seconds whose microseconds fit 64 bits
+_MAX_SECONDS = (2**63 - 1) // 1_000_000 - 1
+
+
 class _Block:
-    """The bytes of a block and a cursor per message; ``broken`` marks messages the fast path
-    hands back to the runtime."""
+    """The bytes of a block (``buf`` ends with :data:`_PAD` zero bytes) and a cursor per
+    message; ``broken`` marks messages the fast path hands back to the runtime."""
 
     def __init__(self, buf: U8, starts: I64, ends: I64) -> None:
-        self.buf = np.concatenate([buf, np.zeros(_PAD, dtype=np.uint8)])
+        self.buf = buf
         self.pos = starts.copy()
         self.end = ends
         self.broken = np.zeros(len(starts), dtype=np.bool_)
@@ -164,26 +185,36 @@ def decode_block(
     fields: tuple[WireField, ...], buf: U8, starts: I64, ends: I64, schema: pa.Schema | None
 ) -> tuple[pa.Table | None, npt.NDArray[np.bool_]]:
     """The messages at ``[starts[i], ends[i])`` of ``buf`` as a table of ``schema`` (the
-    fields' columns, see :func:`hoodline.formats.protobuf.protobuf_to_arrow`; None: each
-    field's natural type, for a well-known message's parts), and ``fallback``: the rows the
-    table leaves out, for the ``protobuf`` runtime."""
+    fields' columns, see :func:`hoodline.formats.protobuf.protobuf_to_arrow`), and
+    ``fallback``: the rows the table leaves out, for the ``protobuf`` runtime."""
+    padded = np.concatenate([buf, np.zeros(_PAD, dtype=np.uint8)])
+    return _decode(fields, padded, starts, ends, schema)
+
+
+def _decode(
+    fields: tuple[WireField, ...], buf: U8, starts: I64, ends: I64, schema: pa.Schema | None
+) -> tuple[pa.Table | None, npt.NDArray[np.bool_]]:
+    """:func:`decode_block` on a padded ``buf``; ``schema`` None: each field's natural type
+    (a well-known message's parts)."""
     n = len(starts)
     block = _Block(buf, starts.astype(np.int64), ends.astype(np.int64))
     cols = [_Column(f, np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.uint64),
                     np.zeros(n, dtype=np.int64)) for f in fields]
-    # field number -> field index (-1: unknown); the last entry stands for every larger number
-    top = max((f.number for f in fields), default=0) + 1
-    lookup = np.full(top + 1, -1, dtype=np.int64)
-    for j, f in enumerate(fields):
-        lookup[f.number] = j
+    find = _field_index(fields)
     active = np.nonzero(block.pos < block.end)[0]
+    steps = max(_MIN_STEPS, _STEPS_PER_FIELD * len(fields))
     while active.size:
+        steps -= 1
+        if steps < 0:  # a message with very many fields (repeats, unknowns): the runtime's
+            block.broken[active] = True
+            break
         tag = block.varint(active, 5)
         wire = (tag & np.uint64(7)).astype(np.intp)
         number = tag >> np.uint64(3)
-        invalid = _BAD_WIRE[wire] | (number == 0)
+        # field number 0, groups, undefined wire types, tags beyond 32 bits: the runtime's
+        invalid = _BAD_WIRE[wire] | (number == 0) | (tag > np.uint64(0xFFFFFFFF))
         block.broken[active[invalid]] = True
-        index = lookup[np.minimum(number, top).astype(np.intp)]
+        index = find(number)
         for w in (_VARINT, _I64, _LEN, _I32):
             pick = (wire == w) & ~invalid
             if not pick.any():
@@ -224,6 +255,11 @@ def decode_block(
                     col.length[target] = length[mine]
         active = active[(block.pos[active] < block.end[active]) & ~block.broken[active]]
     block.broken |= block.pos != block.end
+    for col in cols:  # closed enums: a number the schema does not name is an unknown field
+        if col.field.closed_enum and col.field.enum_names is not None:
+            named = np.asarray(sorted(col.field.enum_names), dtype=np.int64)
+            number = (col.value & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+            block.broken[col.present & ~np.isin(number, named)] = True
     # nested messages, decoded from their spans; a row whose nested message the columnar path
     # cannot read goes to the runtime whole
     nested: dict[int, tuple[pa.Table | None, I64]] = {}
@@ -234,26 +270,34 @@ def decode_block(
         begin = col.value[rows].astype(np.int64)
         sub_schema = (pa.schema(list(schema.field(j).type))
                       if schema is not None and not col.field.well_known else None)
-        sub, sub_fallback = decode_block(col.field.children, buf, begin,
-                                        begin + col.length[rows], sub_schema)
+        sub, sub_fallback = _decode(col.field.children, buf, begin, begin + col.length[rows],
+                                    sub_schema)
         block.broken[rows[sub_fallback]] = True
+        if sub is not None and col.field.well_known in _TIME_LIKE:
+            # seconds whose microseconds overflow 64 bits: the runtime reports them
+            secs = sub.column("seconds").to_numpy()
+            block.broken[rows[~sub_fallback][np.abs(secs) > _MAX_SECONDS]] = True
         where_sub = np.full(n, -1, dtype=np.int64)
         where_sub[rows[~sub_fallback]] = np.arange(int((~sub_fallback).sum()))
         nested[j] = (sub, where_sub)
+    arrays: list[pa.Array] = []
+    while len(arrays) < len(cols):
+        keep = np.nonzero(~block.broken)[0]
+        if not keep.size:
+            return None, block.broken
+        arrays = []
+        for j, col in enumerate(cols):
+            target = schema.field(j).type if schema is not None else None
+            if j in nested:
+                arr = _message(col.field, *nested[j], keep, target)
+            else:
+                arr = _arrow(col, keep, buf)
+            if isinstance(arr, np.ndarray):  # strings that are not UTF-8: those rows to the
+                block.broken[keep[arr]] = True  # runtime, and the columns again without them
+                break
+            arrays.append(arr.cast(target) if target is not None and arr.type != target
+                          else arr)
     fallback = block.broken
-    keep = np.nonzero(~fallback)[0]
-    if not keep.size:
-        return None, fallback
-    arrays = []
-    for j, col in enumerate(cols):
-        target = schema.field(j).type if schema is not None else None
-        if j in nested:
-            arr = _message(col.field, *nested[j], keep, target)
-        else:
-            arr = _arrow(col, keep, buf)
-        if arr is None:  # a string that is not UTF-8: the whole block to the runtime
-            return None, np.ones(n, dtype=np.bool_)
-        arrays.append(arr.cast(target) if target is not None and arr.type != target else arr)
     names = [f.name for f in fields]
     table = (pa.Table.from_arrays(arrays, schema=schema) if schema is not None
              else pa.Table.from_arrays(arrays, names=names))
@@ -272,6 +316,7 @@ def _message(f: WireField, sub: pa.Table | None, where_sub: I64, keep: I64,
         return pa.nulls(len(keep), target)
     taken = sub.take(pa.array(idx, mask=absent))
     if f.well_known in _TIME_LIKE:  # seconds and nanos -> microseconds, as protobuf.py
+        # (seconds too large for 64-bit microseconds were sent to the runtime, see _decode)
         secs = taken.column("seconds").to_numpy(zero_copy_only=False)
         nanos = taken.column("nanos").to_numpy(zero_copy_only=False)
         secs = np.nan_to_num(secs).astype(np.int64)
@@ -285,7 +330,48 @@ def _message(f: WireField, sub: pa.Table | None, where_sub: I64, keep: I64,
         fields=list(target), mask=pa.array(absent))
 
 
-def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
+def _field_index(fields: tuple[WireField, ...]) -> Any:
+    """A function from field numbers (uint64 array) to field indexes (-1: unknown): a direct
+    table for the usual small numbers, a sorted search when one is large (up to 2^29 - 1)."""
+    top = max((f.number for f in fields), default=0) + 1
+    if top <= 1 << 16:
+        table = np.full(top + 1, -1, dtype=np.int64)  # the last entry: every larger number
+        for j, f in enumerate(fields):
+            table[f.number] = j
+        return lambda number: table[np.minimum(number, top).astype(np.intp)]
+    numbers = np.asarray([f.number for f in fields], dtype=np.uint64)
+    order = np.argsort(numbers)
+    ordered = numbers[order]
+
+    def find(number: U64) -> I64:
+        slot = np.minimum(np.searchsorted(ordered, number), len(ordered) - 1)
+        return np.where(ordered[slot] == number, order[slot], -1)
+
+    return find
+
+
+def _gather(buf: U8, begin: I64, length: I64, offsets: I64) -> U8:
+    """The bytes ``buf[begin[i]:begin[i] + length[i]]`` one after the other, through index
+    arrays of a bounded size."""
+    total = int(offsets[-1])
+    data = np.empty(total, dtype=np.uint8)
+    n = len(begin)
+    a = 0
+    while a < n:
+        # rows a..b hold at most _GATHER_BYTES bytes (or one row, if it alone holds more)
+        b = max(a + 1, int(np.searchsorted(offsets, offsets[a] + _GATHER_BYTES, "right")) - 1)
+        b = min(b, n)
+        lo, hi = int(offsets[a]), int(offsets[b])
+        if hi > lo:
+            shift = begin[a:b] - (offsets[a:b] - lo)
+            data[lo:hi] = buf[np.repeat(shift, length[a:b]) + np.arange(hi - lo)]
+        a = b
+    return data
+
+
+def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | npt.NDArray[np.bool_]:
+    """The column for the rows ``keep``; for a string column holding values that are not
+    UTF-8, which of the rows hold them instead."""
     f = col.field
     present = col.present[keep]
     raw = col.value[keep]
@@ -295,9 +381,7 @@ def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
         length = np.where(present, col.length[keep], 0)
         offsets = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(length, out=offsets[1:])
-        total = int(offsets[-1])
-        idx = np.repeat(raw.astype(np.int64) - offsets[:-1], length) + np.arange(total)
-        data = buf[idx] if total else np.zeros(0, dtype=np.uint8)
+        data = _gather(buf, raw.astype(np.int64), length, offsets)
         typ = pa.large_string() if t == _T.TYPE_STRING else pa.large_binary()
         validity = None if mask is None else pa.array(present).buffers()[1]
         arr = pa.Array.from_buffers(typ, len(keep), [validity, pa.py_buffer(offsets),
@@ -306,8 +390,9 @@ def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
         if t == _T.TYPE_STRING:
             try:
                 arr.validate(full=True)
-            except pa.ArrowInvalid:
-                return None
+            except pa.ArrowInvalid:  # rare: find the rows, one by one
+                return np.asarray([not _utf8(data[offsets[i]:offsets[i + 1]])
+                                   for i in range(len(keep))], dtype=np.bool_)
         if mask is None and f.default:  # a default that is not empty (proto2)
             arr = pa.array(np.where(present, arr.to_numpy(zero_copy_only=False), f.default),
                            typ)
@@ -336,8 +421,8 @@ def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
         number = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
         number = np.where(present, number, int(default))
         names = f.enum_names or {}
-        texts = [names.get(v) or str(v) for v in np.unique(number).tolist()]
         uniq = np.unique(number)
+        texts = [names.get(v) or str(v) for v in uniq.tolist()]
         codes = np.searchsorted(uniq, number).astype(np.int32)
         arr = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.string()))
         out = arr.cast(pa.string())
@@ -348,3 +433,11 @@ def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | None:
             values = np.where(present, values, np.asarray(default, dtype=values.dtype))
         return pa.array(values)
     return pa.array(values, mask=~present)
+
+
+def _utf8(data: U8) -> bool:
+    try:
+        data.tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
