@@ -29,8 +29,6 @@ import argparse
 import io
 import json
 import random
-import statistics
-import time
 from typing import Any
 
 import fastavro
@@ -116,11 +114,6 @@ def make_values(url: str, n: int, schema: dict[str, Any] | None = None) -> list[
     return [distinct[i % len(distinct)] for i in range(n)]
 
 
-def _timed(fn: Any) -> tuple[float, float, Any]:
-    c0, w0 = time.process_time(), time.perf_counter()
-    out = fn()
-    return time.process_time() - c0, time.perf_counter() - w0, out
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -173,11 +166,11 @@ def main(argv: list[str] | None = None) -> int:
                                                          "fastavro": []}
         check: dict[str, pa.Table] = {}
         for _ in range(args.runs):
-            cpu, wall, out = _timed(hoodline)
+            cpu, wall, out = common.timed(hoodline)
             results["hoodline"].append((cpu, wall))
             check["hoodline"] = out
             for name, fn in (("confluent", peer), ("fastavro", bare)):
-                cpu, wall, out = _timed(fn)
+                cpu, wall, out = common.timed(fn)
                 results[name].append((cpu, wall))
                 check[name] = out
         for name in ("confluent", "fastavro"):
@@ -187,16 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         registry.stop()
 
     n = len(values)
-    rows = []
-    med: dict[str, float] = {}
-    for name, runs in results.items():
-        cpu = statistics.median(r[0] for r in runs)
-        wall = statistics.median(r[1] for r in runs)
-        med[name] = cpu
-        rows.append([name, f"{cpu:.3f} s", f"{wall:.3f} s", f"{n / cpu:,.0f}"])
-    ratios = ", ".join(f"{med[p] / med['hoodline']:.1f}x {p}" for p in ("confluent", "fastavro"))
-    table = common.markdown_table(["system", "CPU (median)", "wall (median)", "records/s (CPU)"],
-                                  rows)
+    table, ratios = common.cpu_table(results, n, ("confluent", "fastavro"))
     what = ("Debezium change events (nested records)" if args.schema == "debezium"
             else "a 12-field record")
     body = (f"{n:,} values of {what} ({sum(len(v) for v in values) / n:.0f} bytes "

@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import threading
@@ -199,6 +200,31 @@ def rate(rows: int, seconds: float | None) -> str:
     return "-" if not seconds else f"{rows / seconds:,.0f}"
 
 
+def timed(fn: Any) -> tuple[float, float, Any]:
+    """(CPU seconds of this process, wall seconds, result) of ``fn()``."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.process_time() - c0, time.perf_counter() - w0, out
+
+
+def cpu_table(
+    results: dict[str, list[tuple[float, float]]], n: int, peers: Sequence[str],
+    base: str = "hoodline",
+) -> tuple[str, str]:
+    """A markdown table of each system's median CPU and wall time over its runs and
+    records/s (CPU) for ``n`` records, and the ratios ``peer CPU / base CPU`` as text."""
+    rows = []
+    med: dict[str, float] = {}
+    for name, runs in results.items():
+        cpu = statistics.median(r[0] for r in runs)
+        wall = statistics.median(r[1] for r in runs)
+        med[name] = cpu
+        rows.append([name, f"{cpu:.3f} s", f"{wall:.3f} s", f"{n / cpu:,.0f}"])
+    ratios = ", ".join(f"{med[p] / med[base]:.1f}x {p}" for p in peers)
+    table = markdown_table(["system", "CPU (median)", "wall (median)", "records/s (CPU)"], rows)
+    return table, ratios
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -210,7 +236,7 @@ def command_line() -> str:
     if sys.argv[0].endswith("__main__.py") or "/bench/" in sys.argv[0]:
         mod = Path(sys.argv[0]).with_suffix("").name
         argv = ["-m", f"bench.{mod}", *sys.argv[1:]]
-    return "PYTHONPATH=src .venv/bin/python " + " ".join(argv)
+    return "PYTHONPATH=src:. .venv/bin/python " + " ".join(argv)
 
 
 def append_block(

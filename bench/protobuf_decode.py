@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
-import time
 from typing import Any
 
 import numpy as np
@@ -151,11 +149,6 @@ def make_values(url: str, n: int, message: str = "order") -> list[bytes]:
     return [distinct[i % len(distinct)] for i in range(n)]
 
 
-def _timed(fn: Any) -> tuple[float, float, Any]:
-    c0, w0 = time.process_time(), time.perf_counter()
-    out = fn()
-    return time.process_time() - c0, time.perf_counter() - w0, out
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -214,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         check: dict[str, pa.Table] = {}
         for _ in range(args.runs):
             for name, fn in (("hoodline", hoodline), ("runtime", runtime), ("confluent", peer)):
-                cpu, wall, out = _timed(fn)
+                cpu, wall, out = common.timed(fn)
                 results[name].append((cpu, wall))
                 check[name] = out
         for name in ("runtime", "confluent"):
@@ -224,16 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         registry.stop()
 
     n = len(values)
-    rows = []
-    med: dict[str, float] = {}
-    for name, runs in results.items():
-        cpu = statistics.median(r[0] for r in runs)
-        wall = statistics.median(r[1] for r in runs)
-        med[name] = cpu
-        rows.append([name, f"{cpu:.3f} s", f"{wall:.3f} s", f"{n / cpu:,.0f}"])
-    ratios = ", ".join(f"{med[p] / med['hoodline']:.1f}x {p}" for p in ("runtime", "confluent"))
-    table = common.markdown_table(["system", "CPU (median)", "wall (median)", "records/s (CPU)"],
-                                  rows)
+    table, ratios = common.cpu_table(results, n, ("runtime", "confluent"))
     what = ("an event Protobuf message (nested messages, Timestamp, wrappers)"
             if args.message == "event" else "a 12-field Protobuf message")
     body = (f"{n:,} values of {what} "
