@@ -398,36 +398,12 @@ def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | npt.NDArray[np.bool_]
                            typ)
         return arr
     default = f.default
-    if t in (_T.TYPE_INT64, _T.TYPE_SFIXED64):
-        values: np.ndarray = raw.view(np.int64)
-    elif t in (_T.TYPE_UINT64, _T.TYPE_FIXED64):
-        values = raw
-    elif t in (_T.TYPE_INT32, _T.TYPE_SFIXED32):
-        values = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
-    elif t in (_T.TYPE_UINT32, _T.TYPE_FIXED32):
-        values = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    elif t == _T.TYPE_SINT32:
-        u = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        values = ((u >> np.uint32(1)) ^ (np.uint32(0) - (u & np.uint32(1)))).view(np.int32)
-    elif t == _T.TYPE_SINT64:
-        values = ((raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))).view(np.int64)
-    elif t == _T.TYPE_BOOL:
-        values = raw != 0
-    elif t == _T.TYPE_DOUBLE:
-        values = raw.view(np.float64)
-    elif t == _T.TYPE_FLOAT:
-        values = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
-    else:  # enum: the value's name, or its number as text when the schema has no such value
-        number = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
-        number = np.where(present, number, int(default))
-        names = f.enum_names or {}
-        uniq = np.unique(number)
-        texts = [names.get(v) or str(v) for v in uniq.tolist()]
-        codes = np.searchsorted(uniq, number).astype(np.int32)
-        arr = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.string()))
-        out = arr.cast(pa.string())
+    if t == _T.TYPE_ENUM:
+        number = np.where(present, _enum_numbers(raw), int(default))
+        out = _enum_texts(f, number)
         return out if mask is None else pa.array(out.to_numpy(zero_copy_only=False),
                                                  pa.string(), mask=~present)
+    values = _numbers(t, raw)
     if mask is None:
         if default:  # proto2 explicit defaults; proto3 defaults are zero
             values = np.where(present, values, np.asarray(default, dtype=values.dtype))
@@ -441,3 +417,41 @@ def _utf8(data: U8) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _numbers(t: int, raw: U64) -> np.ndarray:
+    """Raw varint / fixed values of a scalar type as its numpy values (not enums)."""
+    if t in (_T.TYPE_INT64, _T.TYPE_SFIXED64):
+        return raw.view(np.int64)
+    if t in (_T.TYPE_UINT64, _T.TYPE_FIXED64):
+        return raw
+    if t in (_T.TYPE_INT32, _T.TYPE_SFIXED32):
+        return (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+    if t in (_T.TYPE_UINT32, _T.TYPE_FIXED32):
+        return (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    if t == _T.TYPE_SINT32:
+        u = (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        return ((u >> np.uint32(1)) ^ (np.uint32(0) - (u & np.uint32(1)))).view(np.int32)
+    if t == _T.TYPE_SINT64:
+        return ((raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))).view(np.int64)
+    if t == _T.TYPE_BOOL:
+        return np.not_equal(raw, 0)
+    if t == _T.TYPE_DOUBLE:
+        return raw.view(np.float64)
+    if t == _T.TYPE_FLOAT:
+        return (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+    raise ValueError(f"Protobuf type {t} has no numeric value")
+
+
+def _enum_numbers(raw: U64) -> npt.NDArray[np.int32]:
+    return (raw & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+
+
+def _enum_texts(f: WireField, number: npt.NDArray[np.int32]) -> pa.Array:
+    """Enum numbers as their names, or as text when the schema does not name them."""
+    names = f.enum_names or {}
+    uniq = np.unique(number)
+    texts = [names.get(v) or str(v) for v in uniq.tolist()]
+    codes = np.searchsorted(uniq, number).astype(np.int32)
+    arr = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.string()))
+    return arr.cast(pa.string())
