@@ -254,7 +254,7 @@ def test_nested_corners_match_the_runtime() -> None:
     assert set(fast[1]) == {2}
 
 
-def test_repeated_and_map_fields_take_the_runtime_path() -> None:
+def test_repeated_messages_and_maps_take_the_runtime_path() -> None:
     fdp = descriptor_pb2.FileDescriptorProto(name="hoodline_test_wire_repeated.proto",
                                              package="wirerep", syntax="proto3")
     inner = fdp.message_type.add(name="Inner")
@@ -262,8 +262,13 @@ def test_repeated_and_map_fields_take_the_runtime_path() -> None:
     outer = fdp.message_type.add(name="Outer")
     outer.field.add(name="inner", number=1, type=F.TYPE_MESSAGE, type_name=".wirerep.Inner",
                     label=F.LABEL_OPTIONAL)
-    assert columnar_fields(ProtobufCodec(fdp.SerializeToString(), "wirerep.Outer").desc) is None
-    assert columnar_fields(ProtobufCodec(fdp.SerializeToString(), "wirerep.Inner").desc) is None
+    many = fdp.message_type.add(name="Many")
+    many.field.add(name="inners", number=1, type=F.TYPE_MESSAGE, type_name=".wirerep.Inner",
+                   label=F.LABEL_REPEATED)
+    serialized = fdp.SerializeToString()
+    assert columnar_fields(ProtobufCodec(serialized, "wirerep.Outer").desc) is not None
+    assert columnar_fields(ProtobufCodec(serialized, "wirerep.Inner").desc) is not None
+    assert columnar_fields(ProtobufCodec(serialized, "wirerep.Many").desc) is None
     assert columnar_fields(_nested_codec().desc) is not None
 
 
@@ -354,3 +359,77 @@ def test_a_message_with_very_many_fields_goes_to_the_runtime_alone() -> None:
     assert fallback.nonzero()[0].tolist() == [20]
     fast, runtime = _both(payloads)
     assert fast == runtime and fast[0][20]["i64"] == 1
+
+
+REPEATED = [("ri32", F.TYPE_INT32), ("rs64", F.TYPE_SINT64), ("ru64", F.TYPE_UINT64),
+            ("rf32", F.TYPE_FIXED32), ("rsf64", F.TYPE_SFIXED64), ("rd", F.TYPE_DOUBLE),
+            ("rfl", F.TYPE_FLOAT), ("rb", F.TYPE_BOOL), ("re", F.TYPE_ENUM),
+            ("rs", F.TYPE_STRING), ("rby", F.TYPE_BYTES)]
+
+
+@functools.cache
+def _repeated_codec(syntax: str) -> ProtobufCodec:
+    """edge.M of repeated fields: proto3 packs scalars by default, proto2 does not."""
+    fields = [dict(name=name, number=k, type=typ, label=F.LABEL_REPEATED,
+                   **({"type_name": ".edge.E"} if typ == F.TYPE_ENUM else {}))
+              for k, (name, typ) in enumerate(REPEATED, start=1)]
+    fields.append(dict(name="id", number=20, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL))
+    name = f"hoodline_test_repeated_{syntax}.proto"
+    fdp = descriptor_pb2.FileDescriptorProto(name=name, package="edge", syntax=syntax)
+    e = fdp.enum_type.add(name="E")
+    for n, v in (("ZERO", 0), ("ONE", 1), ("TWO", 2)):
+        e.value.add(name=n, number=v)
+    msg = fdp.message_type.add(name="M")
+    for f in fields:
+        msg.field.add(**f)
+    return ProtobufCodec(fdp.SerializeToString(), "edge.M")
+
+
+repeated_st = st.fixed_dictionaries({}, optional={
+    "ri32": st.lists(st.integers(-2**31, 2**31 - 1), max_size=4),
+    "rs64": st.lists(st.integers(-2**63, 2**63 - 1), max_size=4),
+    "ru64": st.lists(st.integers(0, 2**64 - 1), max_size=4),
+    "rf32": st.lists(st.integers(0, 2**32 - 1), max_size=4),
+    "rsf64": st.lists(st.integers(-2**63, 2**63 - 1), max_size=4),
+    "rd": st.lists(st.floats(allow_nan=False), max_size=4),
+    "rfl": st.lists(st.floats(width=32, allow_nan=False), max_size=4),
+    "rb": st.lists(st.booleans(), max_size=4), "re": st.lists(st.integers(0, 2), max_size=4),
+    "rs": st.lists(st.text(max_size=5), max_size=4),
+    "rby": st.lists(st.binary(max_size=5), max_size=4), "id": st.integers(0, 2**40),
+})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(repeated_st, min_size=1, max_size=25), st.sampled_from(["proto3", "proto2"]))
+def test_repeated_fields_decode_as_the_runtime_does(rows: list[dict[str, Any]],
+                                                    syntax: str) -> None:
+    codec = _repeated_codec(syntax)
+    payloads = [b"\x00" + codec._cls(**r).SerializeToString() for r in rows]
+    good, bad = _same(codec, payloads)
+    assert not bad and len(good) == len(rows)
+    fields = columnar_fields(codec.desc)
+    assert fields is not None
+    data, starts, ends = _block(payloads)
+    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    assert not fallback.any()
+
+
+def test_repeated_corners_match_the_runtime() -> None:
+    codec = _repeated_codec("proto3")
+    payloads = [
+        # ri32 unpacked 1, packed [2, 300], unpacked -1: one list in that order
+        b"\x00\x08\x01" + b"\x0a\x03\x02\xac\x02" + b"\x08" + _varint(2**64 - 1),
+        b"\x00\x0a\x02\x05\x85",  # a packed run ending inside a varint
+        b"\x00\x22\x03abc",  # packed fixed32 of 3 bytes
+        b"\x00\x52\x02\xff\xfe",  # a string element that is not UTF-8
+        b"\x00\x4a\x02\x01\x07",  # enum numbers 1 and 7 (open enum: "7")
+        b"\x00\x0a\x00",  # an empty packed run
+        b"\x00\x1a\x0b" + b"\xff" * 10 + b"\x01",  # a packed varint of 11 bytes
+    ]
+    good, bad = _same(codec, payloads)
+    assert good[0]["ri32"] == [1, 2, 300, -1] and good[0]["rs"] == []
+    assert good[4]["re"] == ["ONE", "7"] and good[5]["ri32"] == []
+    assert set(bad) == {1, 2, 3, 6}
+    # a closed (proto2) enum list: a number it does not name is dropped by the runtime
+    good, _ = _same(_repeated_codec("proto2"), [b"\x00\x48\x01\x48\x07\x48\x02"])
+    assert good[0]["re"] == ["ONE", "TWO"]

@@ -6,14 +6,15 @@ value: a varint (wire type 0), 8 bytes (1), a length-delimited span (2) or 4 byt
 step of :func:`decode_block` reads one field of every message that has fields left, so a block
 takes as many vectorised steps as its longest message has fields, whatever its row count.
 
-The messages that take this path (:func:`columnar_fields`) have no repeated or map fields:
-every field is a singular scalar, string, bytes or enum, or a singular message of such fields
-(a struct column, decoded the same way from the spans that hold it; Google's Timestamp,
-Duration and wrapper messages become plain values). Within that, a message is left to the
+The messages that take this path (:func:`columnar_fields`) have no lists of messages and no
+maps: every field is a scalar, string, bytes or enum -- singular, or repeated (a list column;
+packed runs and single elements, in message order) -- or a singular message of such fields (a
+struct column, decoded the same way from the spans that hold it; Google's Timestamp, Duration
+and wrapper messages become plain values). Within that, a message is left to the
 ``protobuf`` runtime (returned in ``fallback``) when anything is unusual for this path: a
 truncated or over-long value, a known field carrying another wire type than its type's (the
 runtime keeps it as an unknown field), a group or an invalid wire type, a string that is not
-UTF-8, a message field given twice (the runtime merges the two). The runtime then decodes it
+UTF-8, a message field given twice (the runtime merges the two), a malformed packed run. The runtime then decodes it
 or says why it cannot, so both paths give the same rows and the same errors. Unknown field
 numbers are skipped, as every Protobuf parser does; a scalar field seen twice keeps its last
 value.
@@ -22,6 +23,7 @@ value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 import numpy as np
@@ -64,6 +66,8 @@ class WireField:
     children: tuple[WireField, ...] | None = None
     #: Google's well-known message it is (read as a plain value), or ""
     well_known: str = ""
+    #: a repeated scalar / string / bytes / enum field: a list column
+    repeated: bool = False
 
 
 #: well-known messages read as plain values (their Arrow types: protobuf.py's _WELL_KNOWN)
@@ -85,7 +89,7 @@ def columnar_fields(desc: Descriptor, depth: int = 0) -> tuple[WireField, ...] |
         return None
     out = []
     for f in desc.fields:
-        if f.is_repeated:
+        if f.is_repeated and f.type == _T.TYPE_MESSAGE:  # lists of messages and maps
             return None
         if f.type == _T.TYPE_MESSAGE:
             sub = f.message_type
@@ -105,8 +109,11 @@ def columnar_fields(desc: Descriptor, depth: int = 0) -> tuple[WireField, ...] |
             for v in f.enum_type.values:  # aliases: the first name of a number, as the runtime
                 names.setdefault(v.number, v.name)
             closed = bool(f.enum_type.is_closed)
-        out.append(WireField(f.name, f.number, f.type, _WIRE[f.type], f.has_presence,
-                             f.default_value, names, closed))
+        repeated = bool(f.is_repeated)
+        out.append(WireField(f.name, f.number, f.type, _WIRE[f.type],
+                             f.has_presence and not repeated,
+                             None if repeated else f.default_value, names, closed,
+                             repeated=repeated))
     return tuple(out)
 
 
@@ -179,6 +186,8 @@ class _Column:
     present: npt.NDArray[np.bool_]
     value: U64  # varint / fixed values; for spans: the start
     length: I64  # spans only
+    # a repeated field: each step's occurrences (rows, values, lengths, packed or not)
+    occurrences: list[tuple[I64, U64, I64, bool]] = dc_field(default_factory=list)
 
 
 def decode_block(
@@ -242,6 +251,16 @@ def _decode(
             for j in np.nonzero(seen)[0].tolist():
                 col = cols[j]
                 mine = where == j
+                if col.field.repeated:  # one element, or a packed run of them
+                    packed = w == _LEN and col.field.wire != _LEN
+                    if w == col.field.wire or packed:
+                        col.occurrences.append((
+                            rows[mine], value[mine],
+                            length[mine] if length is not None else np.zeros(0, np.int64),
+                            packed))
+                    else:  # the runtime keeps it as an unknown field
+                        block.broken[rows[mine]] = True
+                    continue
                 if col.field.wire != w:  # the runtime keeps it as an unknown field
                     block.broken[rows[mine]] = True
                     continue
@@ -255,8 +274,14 @@ def _decode(
                     col.length[target] = length[mine]
         active = active[(block.pos[active] < block.end[active]) & ~block.broken[active]]
     block.broken |= block.pos != block.end
-    for col in cols:  # closed enums: a number the schema does not name is an unknown field
-        if col.field.closed_enum and col.field.enum_names is not None:
+    lists = {j: _elements(col, buf, block.broken) for j, col in enumerate(cols)
+             if col.field.repeated}
+    for j, col in enumerate(cols):  # closed enums: a number not named is an unknown field
+        if j in lists and col.field.closed_enum and col.field.enum_names is not None:
+            named = np.asarray(sorted(col.field.enum_names), dtype=np.int64)
+            e_rows, e_value, _ = lists[j]
+            block.broken[e_rows[~np.isin(_enum_numbers(e_value), named)]] = True
+        elif col.field.closed_enum and col.field.enum_names is not None:
             named = np.asarray(sorted(col.field.enum_names), dtype=np.int64)
             number = (col.value & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
             block.broken[col.present & ~np.isin(number, named)] = True
@@ -290,6 +315,8 @@ def _decode(
             target = schema.field(j).type if schema is not None else None
             if j in nested:
                 arr = _message(col.field, *nested[j], keep, target)
+            elif j in lists:
+                arr = _list(col.field, *lists[j], keep, buf)
             else:
                 arr = _arrow(col, keep, buf)
             if isinstance(arr, np.ndarray):  # strings that are not UTF-8: those rows to the
@@ -455,3 +482,92 @@ def _enum_texts(f: WireField, number: npt.NDArray[np.int32]) -> pa.Array:
     codes = np.searchsorted(uniq, number).astype(np.int32)
     arr = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.string()))
     return arr.cast(pa.string())
+
+
+def _elements(col: _Column, buf: U8, broken: npt.NDArray[np.bool_]) -> tuple[I64, U64, I64]:
+    """A repeated field's elements in message order: (row, raw value or span start, span
+    length), packed runs expanded; rows whose runs are malformed are marked ``broken``."""
+    f = col.field
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64))
+    if not col.occurrences:
+        return empty
+    rows = np.concatenate([o[0] for o in col.occurrences])
+    value = np.concatenate([o[1] for o in col.occurrences])
+    length = np.concatenate([o[2] if len(o[2]) else np.zeros(len(o[0]), np.int64)
+                             for o in col.occurrences])
+    packed = np.concatenate([np.full(len(o[0]), o[3]) for o in col.occurrences])
+    seq = np.arange(len(rows))  # occurrences in the order they were read
+    single = ~packed
+    parts = [(rows[single], seq[single], np.zeros(int(single.sum()), np.int64), value[single],
+              length[single])]
+    if packed.any():
+        p_rows, p_seq = rows[packed], seq[packed]
+        p_start, p_len = value[packed].astype(np.int64), length[packed]
+        if f.wire == _VARINT:
+            offsets = np.zeros(len(p_rows) + 1, dtype=np.int64)
+            np.cumsum(p_len, out=offsets[1:])
+            data = _gather(buf, p_start, p_len, offsets)
+            term = data < 0x80
+            last = offsets[1:] - 1
+            full = p_len > 0
+            unended = np.zeros(len(p_rows), dtype=np.bool_)
+            unended[full] = ~term[last[full]]
+            broken[p_rows[unended]] = True
+            term[last[full]] = True  # no element runs on into the next run
+            ends = np.nonzero(term)[0]
+            starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+            width = ends - starts + 1
+            owner = np.repeat(np.arange(len(p_rows)), p_len)[ends] if len(ends) else ends
+            broken[p_rows[owner[width > 10]]] = True
+            shift = np.minimum((np.arange(len(data)) - np.repeat(starts, width)) * 7, 63)
+            bits = (data & 0x7F).astype(np.uint64) << shift.astype(np.uint64)
+            vals = (np.bitwise_or.reduceat(bits, starts) if len(starts)
+                    else np.zeros(0, np.uint64))
+        else:
+            size = 8 if f.wire == _I64 else 4
+            ragged = p_len % size != 0
+            broken[p_rows[ragged]] = True
+            p_len = np.where(ragged, 0, p_len)
+            offsets = np.zeros(len(p_rows) + 1, dtype=np.int64)
+            np.cumsum(p_len, out=offsets[1:])
+            data = _gather(buf, p_start, p_len, offsets)
+            vals = data.view("<u8" if size == 8 else "<u4").astype(np.uint64)
+            owner = np.repeat(np.arange(len(p_rows)), p_len // size)
+        parts.append((p_rows[owner], p_seq[owner], np.arange(len(owner), dtype=np.int64),
+                      vals, np.zeros(len(owner), np.int64)))
+    e_rows, e_seq, e_sub, e_value, e_len = (np.concatenate(x) for x in zip(*parts, strict=True))
+    order = np.lexsort((e_sub, e_seq, e_rows))
+    return e_rows[order], e_value[order].astype(np.uint64), e_len[order]
+
+
+def _list(f: WireField, e_rows: I64, e_value: U64, e_len: I64, keep: I64,
+          buf: U8) -> pa.Array | npt.NDArray[np.bool_]:
+    """A repeated field's list column for the rows ``keep`` (empty lists where it is absent);
+    for strings that are not UTF-8, which of the rows hold them instead."""
+    slot = np.searchsorted(keep, e_rows)
+    mine = (slot < len(keep)) & (keep[np.minimum(slot, max(len(keep) - 1, 0))] == e_rows)
+    slot, e_value, e_len = slot[mine], e_value[mine], e_len[mine]
+    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot, minlength=len(keep)), out=offsets[1:])
+    if f.wire == _LEN:
+        v_offsets = np.zeros(len(e_len) + 1, dtype=np.int64)
+        np.cumsum(e_len, out=v_offsets[1:])
+        data = _gather(buf, e_value.astype(np.int64), e_len, v_offsets)
+        typ = pa.large_string() if f.type == _T.TYPE_STRING else pa.large_binary()
+        values = pa.Array.from_buffers(typ, len(e_len), [None, pa.py_buffer(v_offsets),
+                                                         pa.py_buffer(data)])
+        if f.type == _T.TYPE_STRING:
+            try:
+                values.validate(full=True)
+            except pa.ArrowInvalid:
+                bad = np.asarray([not _utf8(data[v_offsets[i]:v_offsets[i + 1]])
+                                  for i in range(len(e_len))], dtype=np.bool_)
+                out = np.zeros(len(keep), dtype=np.bool_)
+                out[slot[bad]] = True
+                return out
+        values = values.cast(pa.string() if f.type == _T.TYPE_STRING else pa.binary())
+    elif f.type == _T.TYPE_ENUM:
+        values = _enum_texts(f, _enum_numbers(e_value))
+    else:
+        values = pa.array(_numbers(f.type, e_value))
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
