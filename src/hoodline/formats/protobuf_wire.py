@@ -14,8 +14,9 @@ and wrapper messages become plain values). Within that, a message is left to the
 ``protobuf`` runtime (returned in ``fallback``) when anything is unusual for this path: a
 truncated or over-long value, a known field carrying another wire type than its type's (the
 runtime keeps it as an unknown field), a group or an invalid wire type, a string that is not
-UTF-8, a message field given twice (the runtime merges the two), a malformed packed run. The runtime then decodes it
-or says why it cannot, so both paths give the same rows and the same errors. Unknown field
+UTF-8, a message field given twice (the runtime merges the two), a malformed packed run. The
+runtime then decodes it or says why it cannot, so both paths give the same rows and the same
+errors. Unknown field
 numbers are skipped, as every Protobuf parser does; a scalar field seen twice keeps its last
 value.
 """
