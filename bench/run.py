@@ -21,6 +21,7 @@ NAMES = (
     "bench_json_decoder",
     "bench_kafka_reader",
     "avro_decode",
+    "protobuf_decode",
 )
 
 
