@@ -433,3 +433,27 @@ def test_repeated_corners_match_the_runtime() -> None:
     # a closed (proto2) enum list: a number it does not name is dropped by the runtime
     good, _ = _same(_repeated_codec("proto2"), [b"\x00\x48\x01\x48\x07\x48\x02"])
     assert good[0]["re"] == ["ONE", "TWO"]
+
+
+def test_packed_runs_that_are_empty_cut_or_too_long_match_the_runtime() -> None:
+    codec = _repeated_codec("proto3")
+    ident = b"\xa0\x01\x05"  # id = 5
+    run = b"\x0a\x64" + b"\x01" * 100  # ri32: a packed run of 100 elements
+    cases = [
+        [b"\x00\x0a\x00"],  # the block's only packed run is empty
+        [b"\x00" + ident + b"\x0a"],  # cut right after a packed field's tag
+        [b"\x00" + ident, b"\x00" + run[:40]],  # the last run cut: longer than its message
+        [b"\x00\x0a\xff\xff\xff\xff\x7f" + b"\x01", b"\x00" + ident],  # a 34 GB run
+        [b"\x00" + run, b"\x00\x0a\x00" + ident],
+    ]
+    for payloads in cases:
+        _same(codec, payloads)
+    good, bad = _same(codec, cases[2])
+    assert good[0]["id"] == 5 and set(bad) == {1}
+    assert _same(codec, cases[4])[0][0]["ri32"] == [1] * 100
+
+
+def test_a_proto2_string_that_is_not_utf8_is_a_bad_record_on_both_paths() -> None:
+    codec = _repeated_codec("proto2")
+    good, bad = _same(codec, [b"\x00\x52\x02\xff\xfe", b"\x00\x52\x02ok"])
+    assert set(bad) == {0} and good[1]["rs"] == ["ok"]

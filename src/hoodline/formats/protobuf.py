@@ -190,6 +190,9 @@ def _value(field: FieldDescriptor, v: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_ENUM:
         found = field.enum_type.values_by_number.get(v)
         return found.name if found is not None else str(v)
+    if field.type == FieldDescriptor.TYPE_STRING and isinstance(v, bytes):
+        # proto2 strings are not checked by the runtime: a string column needs UTF-8
+        raise ValueError(f"string field '{field.name}' holds bytes that are not UTF-8")
     return v
 
 

@@ -255,9 +255,11 @@ def _decode(
                 if col.field.repeated:  # one element, or a packed run of them
                     packed = w == _LEN and col.field.wire != _LEN
                     if w == col.field.wire or packed:
+                        whole = ~block.broken[rows[mine]]  # not a run past its message's end
                         col.occurrences.append((
-                            rows[mine], value[mine],
-                            length[mine] if length is not None else np.zeros(0, np.int64),
+                            rows[mine][whole], value[mine][whole],
+                            length[mine][whole] if length is not None
+                            else np.zeros(0, np.int64),
                             packed))
                     else:  # the runtime keeps it as an unknown field
                         block.broken[rows[mine]] = True
@@ -498,6 +500,10 @@ def _elements(col: _Column, buf: U8, broken: npt.NDArray[np.bool_]) -> tuple[I64
                              for o in col.occurrences])
     packed = np.concatenate([np.full(len(o[0]), o[3]) for o in col.occurrences])
     seq = np.arange(len(rows))  # occurrences in the order they were read
+    # rows already left to the runtime, and empty runs, contribute nothing
+    live = ~broken[rows] & ~(packed & (length == 0))
+    rows, value, length, packed, seq = rows[live], value[live], length[live], packed[live], \
+        seq[live]
     single = ~packed
     parts = [(rows[single], seq[single], np.zeros(int(single.sum()), np.int64), value[single],
               length[single])]
