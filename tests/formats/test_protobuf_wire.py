@@ -182,6 +182,8 @@ def _set(msg: Any, values: dict[str, Any]) -> None:
         if isinstance(value, dict):
             getattr(msg, name).SetInParent()
             _set(getattr(msg, name), value)
+        elif isinstance(value, list):
+            getattr(msg, name).extend(value)
         else:
             setattr(msg, name, value)
 
@@ -254,22 +256,88 @@ def test_nested_corners_match_the_runtime() -> None:
     assert set(fast[1]) == {2}
 
 
-def test_repeated_messages_and_maps_take_the_runtime_path() -> None:
-    fdp = descriptor_pb2.FileDescriptorProto(name="hoodline_test_wire_repeated.proto",
-                                             package="wirerep", syntax="proto3")
-    inner = fdp.message_type.add(name="Inner")
-    inner.field.add(name="tags", number=1, type=F.TYPE_STRING, label=F.LABEL_REPEATED)
+def test_maps_take_the_runtime_path() -> None:
+    fdp = descriptor_pb2.FileDescriptorProto(name="hoodline_test_wire_map.proto",
+                                             package="wiremap", syntax="proto3")
     outer = fdp.message_type.add(name="Outer")
-    outer.field.add(name="inner", number=1, type=F.TYPE_MESSAGE, type_name=".wirerep.Inner",
-                    label=F.LABEL_OPTIONAL)
-    many = fdp.message_type.add(name="Many")
-    many.field.add(name="inners", number=1, type=F.TYPE_MESSAGE, type_name=".wirerep.Inner",
-                   label=F.LABEL_REPEATED)
-    serialized = fdp.SerializeToString()
-    assert columnar_fields(ProtobufCodec(serialized, "wirerep.Outer").desc) is not None
-    assert columnar_fields(ProtobufCodec(serialized, "wirerep.Inner").desc) is not None
-    assert columnar_fields(ProtobufCodec(serialized, "wirerep.Many").desc) is None
-    assert columnar_fields(_nested_codec().desc) is not None
+    entry = outer.nested_type.add(name="LabelsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    outer.field.add(name="labels", number=1, type=F.TYPE_MESSAGE,
+                    type_name=".wiremap.Outer.LabelsEntry", label=F.LABEL_REPEATED)
+    codec = ProtobufCodec(fdp.SerializeToString(), "wiremap.Outer")
+    assert columnar_fields(codec.desc) is None
+    msg = codec._cls()
+    msg.labels["a"] = 1
+    msg.labels["b"] = 2
+    good = codec.decode(*_block([b"\x00" + msg.SerializeToString()]))
+    assert good.table is not None
+    assert sorted(good.table.column("labels").to_pylist()[0]) == [("a", 1), ("b", 2)]
+
+
+@functools.cache
+def _list_codec() -> ProtobufCodec:
+    """wirelist.Order: repeated messages (holding a repeated field), repeated Timestamps."""
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="hoodline_test_wire_lists.proto", package="wirelist", syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto"])
+    item = fdp.message_type.add(name="Item")
+    item.field.add(name="sku", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    item.field.add(name="qty", number=2, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+    item.field.add(name="tags", number=3, type=F.TYPE_STRING, label=F.LABEL_REPEATED)
+    order = fdp.message_type.add(name="Order")
+    order.field.add(name="id", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    order.field.add(name="items", number=2, type=F.TYPE_MESSAGE, type_name=".wirelist.Item",
+                    label=F.LABEL_REPEATED)
+    order.field.add(name="times", number=3, type=F.TYPE_MESSAGE,
+                    type_name=".google.protobuf.Timestamp", label=F.LABEL_REPEATED)
+    fdp.message_type.insert(0, fdp.message_type.pop())  # Order first: the table's message
+    return ProtobufCodec(fdp.SerializeToString(), "wirelist.Order")
+
+
+item_st = st.fixed_dictionaries({}, optional={
+    "sku": st.text(max_size=4), "qty": st.integers(-2**31, 2**31 - 1),
+    "tags": st.lists(st.text(max_size=3), max_size=3)})
+order_st = st.fixed_dictionaries({}, optional={
+    "id": st.integers(0, 2**40), "items": st.lists(item_st, max_size=4),
+    "times": st.lists(st.integers(-62_135_596_800, 253_402_300_799), max_size=3)})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(order_st, min_size=1, max_size=25))
+def test_lists_of_messages_decode_as_the_runtime_does(rows: list[dict[str, Any]]) -> None:
+    codec = _list_codec()
+    payloads = []
+    for r in rows:
+        msg = codec._cls(id=r.get("id", 0))
+        for it in r.get("items", []):
+            _set(msg.items.add(), it)
+        for s in r.get("times", []):
+            msg.times.add(seconds=s, nanos=s % 1000)
+        payloads.append(b"\x00" + msg.SerializeToString())
+    good, bad = _same(codec, payloads)
+    assert not bad and len(good) == len(rows)
+    fields = columnar_fields(codec.desc)
+    assert fields is not None
+    data, starts, ends = _block(payloads)
+    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    assert not fallback.any()
+
+
+def test_list_of_messages_corners_match_the_runtime() -> None:
+    codec = _list_codec()
+    item = b"\x0a\x01a\x10\x02"  # sku "a", qty 2
+    payloads = [
+        b"\x00\x12" + bytes([len(item)]) + item + b"\x08\x07\x12\x00",  # items, id, an empty item
+        b"\x00\x12\x03\x0a\x05a",  # an item whose string runs past it
+        b"\x00\x12\x02\xff\xfe",  # an item that is not a valid message
+        b"\x00\x08\x01",  # no items: an empty list
+    ]
+    good, bad = _same(codec, payloads)
+    assert good[0]["items"] == [{"sku": "a", "qty": 2, "tags": []},
+                                {"sku": "", "qty": 0, "tags": []}] and good[0]["id"] == 7
+    assert good[3]["items"] == [] and set(bad) == {1, 2}
 
 
 def _codec_of(fields: list[dict[str, Any]], syntax: str = "proto3",

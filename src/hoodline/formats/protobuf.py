@@ -18,11 +18,10 @@ come from the installed modules. ``google.protobuf.Timestamp`` reads as timestam
 ``Duration`` as duration[us], the wrapper types (``Int64Value`` ...) as nullable values;
 recursive messages (``google.protobuf.Struct``) are refused.
 
-Decoding: values of the file's first message, when it has no lists of messages and no maps
-(at any depth), are read column by column, a whole block at once
-(:mod:`hoodline.formats.protobuf_wire`); every other value -- lists of messages, maps, another
-message index path, anything unusual the columnar path hands back -- is parsed message by
-message with the ``protobuf`` runtime.
+Decoding: values of the file's first message, when it has no map fields (at any depth), are
+read column by column, a whole block at once (:mod:`hoodline.formats.protobuf_wire`); every
+other value -- maps, another message index path, anything unusual the columnar path hands back
+-- is parsed message by message with the ``protobuf`` runtime.
 """
 
 from __future__ import annotations
@@ -234,7 +233,7 @@ class ProtobufCodec:
         self.arrow = protobuf_to_arrow(self.desc)
         self._cls = message_factory.GetMessageClass(self.desc)
         self._path = _index_path(self.desc)
-        #: the columnar path: the file's first message, without lists of messages or maps
+        #: the columnar path: the file's first message, without map fields
         self._columnar = columnar_fields(self.desc) if self._path == [0] else None
 
     def decode(self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],

@@ -6,11 +6,11 @@ value: a varint (wire type 0), 8 bytes (1), a length-delimited span (2) or 4 byt
 step of :func:`decode_block` reads one field of every message that has fields left, so a block
 takes as many vectorised steps as its longest message has fields, whatever its row count.
 
-The messages that take this path (:func:`columnar_fields`) have no lists of messages and no
-maps: every field is a scalar, string, bytes or enum -- singular, or repeated (a list column;
-packed runs and single elements, in message order) -- or a singular message of such fields (a
-struct column, decoded the same way from the spans that hold it; Google's Timestamp, Duration
-and wrapper messages become plain values). Within that, a message is left to the
+The messages that take this path (:func:`columnar_fields`) have no maps: every field is a
+scalar, string, bytes or enum -- singular, or repeated (a list column; packed runs and single
+elements, in message order) -- or a message of such fields, singular (a struct column) or
+repeated (a list of structs), decoded the same way from the spans that hold it; Google's
+Timestamp, Duration and wrapper messages become plain values. Within that, a message is left to the
 ``protobuf`` runtime (returned in ``fallback``) when anything is unusual for this path: a
 truncated or over-long value, a known field carrying another wire type than its type's (the
 runtime keeps it as an unknown field), a group or an invalid wire type, a string that is not
@@ -90,16 +90,15 @@ def columnar_fields(desc: Descriptor, depth: int = 0) -> tuple[WireField, ...] |
         return None
     out = []
     for f in desc.fields:
-        if f.is_repeated and f.type == _T.TYPE_MESSAGE:  # lists of messages and maps
-            return None
-        if f.type == _T.TYPE_MESSAGE:
+        if f.type == _T.TYPE_MESSAGE:  # a struct, or a list of them (maps: the runtime's)
             sub = f.message_type
             children = columnar_fields(sub, depth + 1)
             if children is None or sub.GetOptions().map_entry:
                 return None
             known = sub.full_name if sub.full_name in (*_TIME_LIKE, *_WRAPPERS) else ""
-            out.append(WireField(f.name, f.number, f.type, _LEN, True, None, None,
-                                 children=children, well_known=known))
+            out.append(WireField(f.name, f.number, f.type, _LEN, not f.is_repeated, None, None,
+                                 children=children, well_known=known,
+                                 repeated=bool(f.is_repeated)))
             continue
         if f.type not in _WIRE:
             return None
@@ -294,19 +293,30 @@ def _decode(
     for j, col in enumerate(cols):
         if col.field.children is None:
             continue
-        rows = np.nonzero(col.present & ~block.broken)[0]
-        begin = col.value[rows].astype(np.int64)
-        sub_schema = (pa.schema(list(schema.field(j).type))
-                      if schema is not None and not col.field.well_known else None)
-        sub, sub_fallback = _decode(col.field.children, buf, begin, begin + col.length[rows],
+        # a struct column: the rows that hold the message; a list of structs: the elements
+        if col.field.repeated:
+            rows, span_start, span_size = lists[j]
+            n_items = len(rows)
+        else:
+            rows = np.nonzero(col.present & ~block.broken)[0]
+            span_start, span_size = col.value[rows], col.length[rows]
+            n_items = n
+        begin = span_start.astype(np.int64)
+        struct = None if schema is None else schema.field(j).type
+        if struct is not None and col.field.repeated:
+            struct = struct.value_type
+        sub_schema = (pa.schema(list(struct))
+                      if struct is not None and not col.field.well_known else None)
+        sub, sub_fallback = _decode(col.field.children, buf, begin, begin + span_size,
                                     sub_schema)
         block.broken[rows[sub_fallback]] = True
         if sub is not None and col.field.well_known in _TIME_LIKE:
             # seconds whose microseconds overflow 64 bits: the runtime reports them
             secs = sub.column("seconds").to_numpy()
             block.broken[rows[~sub_fallback][np.abs(secs) > _MAX_SECONDS]] = True
-        where_sub = np.full(n, -1, dtype=np.int64)
-        where_sub[rows[~sub_fallback]] = np.arange(int((~sub_fallback).sum()))
+        where_sub = np.full(n_items, -1, dtype=np.int64)
+        placed = np.nonzero(~sub_fallback)[0] if col.field.repeated else rows[~sub_fallback]
+        where_sub[placed] = np.arange(len(placed))
         nested[j] = (sub, where_sub)
     arrays: list[pa.Array] = []
     while len(arrays) < len(cols):
@@ -316,7 +326,9 @@ def _decode(
         arrays = []
         for j, col in enumerate(cols):
             target = schema.field(j).type if schema is not None else None
-            if j in nested:
+            if j in nested and col.field.repeated:
+                arr = _message_list(col.field, lists[j][0], *nested[j], keep, target)
+            elif j in nested:
                 arr = _message(col.field, *nested[j], keep, target)
             elif j in lists:
                 arr = _list(col.field, *lists[j], keep, buf)
@@ -577,4 +589,18 @@ def _list(f: WireField, e_rows: I64, e_value: U64, e_len: I64, keep: I64,
         values = _enum_texts(f, _enum_numbers(e_value))
     else:
         values = pa.array(_numbers(f.type, e_value))
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
+
+
+def _message_list(f: WireField, e_rows: I64, sub: pa.Table | None, where_sub: I64, keep: I64,
+                  target: pa.DataType | None) -> pa.Array:
+    """A repeated message field's list column for the rows ``keep`` (its elements, decoded
+    into ``sub``, belong to ``e_rows``; every element of a kept row was decoded)."""
+    if target is None:
+        raise ValueError(f"field '{f.name}': a list of messages needs its column type")
+    slot = np.searchsorted(keep, e_rows)
+    mine = (slot < len(keep)) & (keep[np.minimum(slot, max(len(keep) - 1, 0))] == e_rows)
+    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot[mine], minlength=len(keep)), out=offsets[1:])
+    values = _message(f, sub, where_sub, np.nonzero(mine)[0], target.value_type)
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
