@@ -525,3 +525,32 @@ def test_a_proto2_string_that_is_not_utf8_is_a_bad_record_on_both_paths() -> Non
     codec = _repeated_codec("proto2")
     good, bad = _same(codec, [b"\x00\x52\x02\xff\xfe", b"\x00\x52\x02ok"])
     assert set(bad) == {0} and good[1]["rs"] == ["ok"]
+
+
+def test_timestamps_at_the_edge_of_64_bit_microseconds_match_the_runtime() -> None:
+    codec = _list_codec()
+    edges = [(-(2**63), 0), (9_223_372_036_853, 2**31 - 1), (-9_223_372_036_853, -(2**31)),
+             (253_402_300_799, 999_999_999), (1, 0)]
+    payloads = []
+    for seconds, nanos in edges:
+        ts = _varint(seconds) if seconds >= 0 else _varint(seconds + 2**64)
+        inner = b"\x08" + ts + b"\x10" + (_varint(nanos) if nanos >= 0
+                                          else _varint(nanos + 2**64))
+        payloads.append(b"\x00\x1a" + bytes([len(inner)]) + inner)
+    good, bad = _same(codec, payloads)
+    assert set(bad) == {0, 1, 2} and good[4]["times"][0].timestamp() == 1
+
+
+def test_long_lists_of_messages_stay_columnar() -> None:
+    codec = _list_codec()
+    msg = codec._cls(id=1)
+    for k in range(300):
+        msg.items.add(sku=f"s{k}", qty=k)
+    payloads = [b"\x00" + msg.SerializeToString()] * 3
+    fields = columnar_fields(codec.desc)
+    assert fields is not None
+    data, starts, ends = _block(payloads)
+    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    assert not fallback.any()
+    good, _ = _same(codec, payloads)
+    assert len(good[2]["items"]) == 300 and good[2]["items"][299]["qty"] == 299

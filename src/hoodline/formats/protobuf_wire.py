@@ -129,9 +129,10 @@ _GATHER_BYTES = 1 << 21
 #: steps (fields read) after which the messages still going are left to the runtime: one very
 #: long message must not cost a vectorised step per field for the whole block
 _STEPS_PER_FIELD = 4
-_MIN_STEPS = 64
-#: Timestamp / Duration seconds whose microseconds fit 64 bits
-_MAX_SECONDS = (2**63 - 1) // 1_000_000 - 1
+_MIN_STEPS = 1024
+#: Timestamp / Duration seconds whose microseconds (plus any nanos // 1000, |nanos| < 2^31)
+#: surely fit 64 bits; beyond, the runtime decides
+_MAX_SECONDS = 9_223_372_036_850
 
 
 class _Block:
@@ -313,7 +314,8 @@ def _decode(
         if sub is not None and col.field.well_known in _TIME_LIKE:
             # seconds whose microseconds overflow 64 bits: the runtime reports them
             secs = sub.column("seconds").to_numpy()
-            block.broken[rows[~sub_fallback][np.abs(secs) > _MAX_SECONDS]] = True
+            beyond = (secs > _MAX_SECONDS) | (secs < -_MAX_SECONDS)  # no abs: -2^63 stays < 0
+            block.broken[rows[~sub_fallback][beyond]] = True
         where_sub = np.full(n_items, -1, dtype=np.int64)
         placed = np.nonzero(~sub_fallback)[0] if col.field.repeated else rows[~sub_fallback]
         where_sub[placed] = np.arange(len(placed))
