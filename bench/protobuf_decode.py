@@ -39,13 +39,20 @@ from hoodline.formats.registry_decoder import RegistryFormat
 BLOCK = 65_536
 
 
-def order_class() -> Any:
-    """``bench.Order`` in the default descriptor pool (what the serializer needs)."""
-    pool = descriptor_pool.Default()
+def _defined(full_name: str) -> Any:
+    """The message class of ``full_name`` in the default descriptor pool (what the serializer
+    needs), or None before its file was added."""
     try:
-        return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Order"))
+        pool = descriptor_pool.Default()
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name))
     except KeyError:
-        pass
+        return None
+
+
+def order_class() -> Any:
+    """``bench.Order`` in the default descriptor pool."""
+    if (cls := _defined("bench.Order")) is not None:
+        return cls
     f = descriptor_pb2.FieldDescriptorProto
     fdp = descriptor_pb2.FileDescriptorProto(name="bench_order.proto", package="bench",
                                              syntax="proto3")
@@ -63,19 +70,16 @@ def order_class() -> Any:
             msg.oneof_decl.add(name=f"_{name}")
             extra.update(proto3_optional=True, oneof_index=len(msg.oneof_decl) - 1)
         msg.field.add(name=name, number=number, type=typ, label=f.LABEL_OPTIONAL, **extra)
-    pool.AddSerializedFile(fdp.SerializeToString())
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Order"))
+    descriptor_pool.Default().AddSerializedFile(fdp.SerializeToString())
+    return _defined("bench.Order")
 
 
 def event_class() -> Any:
     """``bench.Event`` (nested messages, Google's well-known types) in the default pool."""
     from google.protobuf import timestamp_pb2, wrappers_pb2  # noqa: F401 - in the pool
 
-    pool = descriptor_pool.Default()
-    try:
-        return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Event"))
-    except KeyError:
-        pass
+    if (cls := _defined("bench.Event")) is not None:
+        return cls
     f = descriptor_pb2.FieldDescriptorProto
     fdp = descriptor_pb2.FileDescriptorProto(
         name="bench_event.proto", package="bench", syntax="proto3",
@@ -101,8 +105,8 @@ def event_class() -> Any:
     for number, (name, typ, type_name) in enumerate(fields, start=1):
         extra: dict[str, Any] = {"type_name": type_name} if type_name else {}
         event.field.add(name=name, number=number, type=typ, label=f.LABEL_OPTIONAL, **extra)
-    pool.AddSerializedFile(fdp.SerializeToString())
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Event"))
+    descriptor_pool.Default().AddSerializedFile(fdp.SerializeToString())
+    return _defined("bench.Event")
 
 
 def _event(cls: Any, i: int, rng: random.Random) -> Any:

@@ -59,16 +59,26 @@ def _block(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64)
 
 
-def _both(payloads: list[bytes]) -> tuple[Any, Any]:
+def _paths(codec: ProtobufCodec, payloads: list[bytes]) -> tuple[Any, Any]:
     """(columnar, runtime) results, each as {row: values} and {row: reason}."""
-    codec = _codec()
     out = []
     for result in (codec.decode(*_block(payloads)), codec._decode_each(*_block(payloads))):
         rows = result.table.to_pylist() if result.table is not None else []
-        good = dict(zip(result.good.tolist(), rows, strict=True))
-        bad = dict(zip(result.bad.tolist(), result.reasons, strict=True))
-        out.append((good, bad))
+        out.append((dict(zip(result.good.tolist(), rows, strict=True)),
+                    dict(zip(result.bad.tolist(), result.reasons, strict=True))))
     return out[0], out[1]
+
+
+def _both(payloads: list[bytes]) -> tuple[Any, Any]:
+    return _paths(_codec(), payloads)
+
+
+def _fallback(codec: ProtobufCodec, payloads: list[bytes]) -> np.ndarray:
+    """Which payloads the columnar path hands to the runtime."""
+    fields = columnar_fields(codec.desc)
+    assert fields is not None
+    data, starts, ends = _block(payloads)
+    return decode_block(fields, data, starts + 1, ends, codec.arrow)[1]
 
 
 def _message(values: dict[str, Any]) -> bytes:
@@ -108,10 +118,7 @@ def test_serialized_messages_decode_as_the_runtime_decodes_them(rows: list[dict[
     assert fast == runtime
     assert not runtime[1]  # all valid
     # and they took the columnar path (nothing handed back to the runtime)
-    flat = columnar_fields(_codec().desc)
-    assert flat is not None
-    data, starts, ends = _block(payloads)
-    _, fallback = decode_block(flat, data, starts + 1, ends, _codec().arrow)
+    fallback = _fallback(_codec(), payloads)
     assert not fallback.any()
 
 
@@ -195,13 +202,7 @@ def _nested_payload(values: dict[str, Any]) -> bytes:
 
 
 def _both_nested(payloads: list[bytes]) -> tuple[Any, Any]:
-    codec = _nested_codec()
-    out = []
-    for result in (codec.decode(*_block(payloads)), codec._decode_each(*_block(payloads))):
-        rows = result.table.to_pylist() if result.table is not None else []
-        out.append((dict(zip(result.good.tolist(), rows, strict=True)),
-                    dict(zip(result.bad.tolist(), result.reasons, strict=True))))
-    return out[0], out[1]
+    return _paths(_nested_codec(), payloads)
 
 
 point_st = st.fixed_dictionaries({}, optional={"x": st.integers(-2**63, 2**63 - 1),
@@ -232,10 +233,7 @@ def test_nested_messages_and_well_known_types_decode_as_the_runtime_does(
     fast, runtime = _both_nested(payloads)
     assert fast == runtime and not runtime[1]
     codec = _nested_codec()
-    fields = columnar_fields(codec.desc)
-    assert fields is not None
-    data, starts, ends = _block(payloads)
-    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    fallback = _fallback(codec, payloads)
     assert not fallback.any()  # all of them on the columnar path
 
 
@@ -318,10 +316,7 @@ def test_lists_of_messages_decode_as_the_runtime_does(rows: list[dict[str, Any]]
         payloads.append(b"\x00" + msg.SerializeToString())
     good, bad = _same(codec, payloads)
     assert not bad and len(good) == len(rows)
-    fields = columnar_fields(codec.desc)
-    assert fields is not None
-    data, starts, ends = _block(payloads)
-    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    fallback = _fallback(codec, payloads)
     assert not fallback.any()
 
 
@@ -361,13 +356,9 @@ def _codec_of(fields: list[dict[str, Any]], syntax: str = "proto3",
 
 
 def _same(codec: ProtobufCodec, payloads: list[bytes]) -> tuple[dict[int, Any], dict[int, str]]:
-    out = []
-    for result in (codec.decode(*_block(payloads)), codec._decode_each(*_block(payloads))):
-        rows = result.table.to_pylist() if result.table is not None else []
-        out.append((dict(zip(result.good.tolist(), rows, strict=True)),
-                    dict(zip(result.bad.tolist(), result.reasons, strict=True))))
-    assert out[0] == out[1]
-    return out[0]
+    fast, runtime = _paths(codec, payloads)
+    assert fast == runtime
+    return fast
 
 
 def test_review_corners_match_the_runtime() -> None:
@@ -420,10 +411,7 @@ def test_a_message_with_very_many_fields_goes_to_the_runtime_alone() -> None:
     codec = _codec()
     payloads = [_message({"i64": i}) for i in range(20)]
     payloads.append(b"\x00" + b"\x08\x01" * 5000)  # one field repeated 5000 times: last wins
-    flat = columnar_fields(codec.desc)
-    assert flat is not None
-    data, starts, ends = _block(payloads)
-    _, fallback = decode_block(flat, data, starts + 1, ends, codec.arrow)
+    fallback = _fallback(codec, payloads)
     assert fallback.nonzero()[0].tolist() == [20]
     fast, runtime = _both(payloads)
     assert fast == runtime and fast[0][20]["i64"] == 1
@@ -475,10 +463,7 @@ def test_repeated_fields_decode_as_the_runtime_does(rows: list[dict[str, Any]],
     payloads = [b"\x00" + codec._cls(**r).SerializeToString() for r in rows]
     good, bad = _same(codec, payloads)
     assert not bad and len(good) == len(rows)
-    fields = columnar_fields(codec.desc)
-    assert fields is not None
-    data, starts, ends = _block(payloads)
-    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    fallback = _fallback(codec, payloads)
     assert not fallback.any()
 
 
@@ -547,10 +532,7 @@ def test_long_lists_of_messages_stay_columnar() -> None:
     for k in range(300):
         msg.items.add(sku=f"s{k}", qty=k)
     payloads = [b"\x00" + msg.SerializeToString()] * 3
-    fields = columnar_fields(codec.desc)
-    assert fields is not None
-    data, starts, ends = _block(payloads)
-    _, fallback = decode_block(fields, data, starts + 1, ends, codec.arrow)
+    fallback = _fallback(codec, payloads)
     assert not fallback.any()
     good, _ = _same(codec, payloads)
     assert len(good[2]["items"]) == 300 and good[2]["items"][299]["qty"] == 299

@@ -561,15 +561,22 @@ def _elements(col: _Column, buf: U8, broken: npt.NDArray[np.bool_]) -> tuple[I64
     return e_rows[order], e_value[order].astype(np.uint64), e_len[order]
 
 
+def _list_offsets(keep: I64, e_rows: I64) -> tuple[npt.NDArray[np.bool_], I64]:
+    """Which elements belong to the rows ``keep`` (sorted), and the list offsets of those
+    rows (elements are in row order)."""
+    slot = np.searchsorted(keep, e_rows)
+    mine = (slot < len(keep)) & (keep[np.minimum(slot, max(len(keep) - 1, 0))] == e_rows)
+    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(slot[mine], minlength=len(keep)), out=offsets[1:])
+    return mine, offsets
+
+
 def _list(f: WireField, e_rows: I64, e_value: U64, e_len: I64, keep: I64,
           buf: U8) -> pa.Array | npt.NDArray[np.bool_]:
     """A repeated field's list column for the rows ``keep`` (empty lists where it is absent);
     for strings that are not UTF-8, which of the rows hold them instead."""
-    slot = np.searchsorted(keep, e_rows)
-    mine = (slot < len(keep)) & (keep[np.minimum(slot, max(len(keep) - 1, 0))] == e_rows)
-    slot, e_value, e_len = slot[mine], e_value[mine], e_len[mine]
-    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(slot, minlength=len(keep)), out=offsets[1:])
+    mine, offsets = _list_offsets(keep, e_rows)
+    e_value, e_len = e_value[mine], e_len[mine]
     if f.wire == _LEN:
         v_offsets = np.zeros(len(e_len) + 1, dtype=np.int64)
         np.cumsum(e_len, out=v_offsets[1:])
@@ -584,7 +591,7 @@ def _list(f: WireField, e_rows: I64, e_value: U64, e_len: I64, keep: I64,
                 bad = np.asarray([not _utf8(data[v_offsets[i]:v_offsets[i + 1]])
                                   for i in range(len(e_len))], dtype=np.bool_)
                 out = np.zeros(len(keep), dtype=np.bool_)
-                out[slot[bad]] = True
+                out[np.repeat(np.arange(len(keep)), np.diff(offsets))[bad]] = True
                 return out
         values = values.cast(pa.string() if f.type == _T.TYPE_STRING else pa.binary())
     elif f.type == _T.TYPE_ENUM:
@@ -600,9 +607,6 @@ def _message_list(f: WireField, e_rows: I64, sub: pa.Table | None, where_sub: I6
     into ``sub``, belong to ``e_rows``; every element of a kept row was decoded)."""
     if target is None:
         raise ValueError(f"field '{f.name}': a list of messages needs its column type")
-    slot = np.searchsorted(keep, e_rows)
-    mine = (slot < len(keep)) & (keep[np.minimum(slot, max(len(keep) - 1, 0))] == e_rows)
-    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(slot[mine], minlength=len(keep)), out=offsets[1:])
+    mine, offsets = _list_offsets(keep, e_rows)
     values = _message(f, sub, where_sub, np.nonzero(mine)[0], target.value_type)
     return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
