@@ -6,6 +6,7 @@ One session (``spark_cluster``, shared with the other local-cluster tests) for t
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import sys
@@ -28,6 +29,7 @@ from hoodline.spark.probe import (
     task_identity,
 )
 from hoodline.spark.session import WORKER_DAEMON, HoodlineSpark
+from hoodline.spark.work_dir import LOCK_NAME, WorkDirClaim
 from tests.conftest import LOCAL, LOCAL_CLUSTER, SparkProvider
 
 pytestmark = pytest.mark.spark
@@ -282,12 +284,16 @@ def test_round_survives_an_executor_killed_after_its_files_were_written(
 
 
 def test_stop_ends_executor_processes_and_removes_work_dirs(spark_cluster: HoodlineSpark) -> None:
+    """Stopping ends the executors; the work directory goes once no other session uses it --
+    a session of another process started in the same second has the same app id and directory
+    (here a second claim stands in for it)."""
     from pyspark.find_spark_home import _find_spark_home
 
     pids = spark_cluster.executor_pids()
     app_id = spark_cluster.context.applicationId
     work_dir = Path(_find_spark_home()) / "work" / app_id
     assert pids and work_dir.is_dir()
+    other = WorkDirClaim(work_dir)
     spark_cluster.stop()
     for pid in pids:  # gone, or exited and waiting for the driver JVM to reap it
         try:
@@ -295,5 +301,21 @@ def test_stop_ends_executor_processes_and_removes_work_dirs(spark_cluster: Hoodl
         except FileNotFoundError:
             continue
         assert state == "Z", f"executor {pid} still runs after stop (state {state})"
-    assert not work_dir.exists()
+    executor_dirs = sorted(p.name for p in work_dir.iterdir() if p.is_dir())
+    assert executor_dirs, "the session removed the work directory another session still uses"
+    other.release()
+    # removed -- unless a session of another process (same app id) really holds it still
+    assert not work_dir.exists() or _claimed_elsewhere(work_dir), sorted(work_dir.iterdir())
     spark_cluster.stop()  # idempotent
+
+
+def _claimed_elsewhere(directory: Path) -> bool:
+    lock = directory / LOCK_NAME
+    if not lock.exists():
+        return False
+    with lock.open("rb") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False

@@ -13,8 +13,8 @@ Facts this module is built on (pip-installed pyspark 4.3.0, Java 17, measured on
   tasks. We zip the imported ``hoodline`` package and ship it with ``addPyFile``; shipped files come
   first on the workers' ``sys.path``, so executors run exactly the driver's code.
 * The standalone worker writes each executor's work directory under ``$SPARK_HOME/work/<app id>``
-  (inside site-packages for a pip install; not configurable for local-cluster). We delete that
-  directory when the session stops.
+  (inside site-packages for a pip install; not configurable for local-cluster). Sessions started in
+  the same second share it (same app id); the last one to stop deletes it (:mod:`.work_dir`).
 * Spark picks a non-loopback address by default; for local masters we bind to 127.0.0.1.
 * JVM-level settings (driver memory, log configuration) only take effect when the JVM is launched,
   i.e. for the first session of a Python process.
@@ -48,6 +48,7 @@ from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 from hoodline.spark import class_cache
+from hoodline.spark.work_dir import WorkDirClaim
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +257,10 @@ class HoodlineSpark:
         self.master = master
         self._scratch = scratch
         self._applied_conf = dict(applied_conf or {})
-        self._app_id = session.sparkContext.applicationId
+        self._work_dir = (
+            WorkDirClaim(Path(_find_spark_home()) / "work" / session.sparkContext.applicationId)
+            if master.kind == "local-cluster" else None
+        )
         self._stopped = False
 
     @property
@@ -335,8 +339,8 @@ class HoodlineSpark:
             if pids:
                 time.sleep(0.1)
         shutil.rmtree(self._scratch, ignore_errors=True)
-        if self.master.kind == "local-cluster":
-            shutil.rmtree(Path(_find_spark_home()) / "work" / self._app_id, ignore_errors=True)
+        if self._work_dir is not None:
+            self._work_dir.release()
 
     def __enter__(self) -> HoodlineSpark:
         return self

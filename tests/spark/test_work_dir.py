@@ -1,0 +1,55 @@
+"""The local-cluster work directory: removed by the last session that uses it, never under another.
+
+Sessions of two processes started in the same second share ``$SPARK_HOME/work/<app id>``
+(measured: both got ``app-20261123104809-0000``); the first to stop deleted it under the other,
+whose tasks then failed to import the shipped package.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hoodline.spark.work_dir import LOCK_NAME, WorkDirClaim
+
+
+def test_the_only_session_removes_the_directory(tmp_path: Path) -> None:
+    work = tmp_path / "work" / "app-20261123104809-0000"
+    claim = WorkDirClaim(work)
+    (work / "0").mkdir()
+    (work / "0" / "hoodline-abc.zip").write_bytes(b"zip")
+    assert (work / LOCK_NAME).is_file()
+    assert claim.release() is True
+    assert not work.exists() and (tmp_path / "work").is_dir()
+    assert claim.release() is False  # idempotent
+
+
+def test_the_directory_stays_while_another_session_holds_it(tmp_path: Path) -> None:
+    work = tmp_path / "app-1"
+    first, second = WorkDirClaim(work), WorkDirClaim(work)
+    (work / "0").mkdir()
+    assert first.release() is False
+    assert (work / "0").is_dir()
+    assert second.release() is True
+    assert not work.exists()
+
+
+def test_a_claim_held_by_another_process_keeps_the_directory(tmp_path: Path) -> None:
+    work = tmp_path / "app-2"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; from hoodline.spark.work_dir import WorkDirClaim;"
+         f"c = WorkDirClaim(Path({str(work)!r})); print('held', flush=True); sys.stdin.read();"
+         "print(c.release(), flush=True)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert WorkDirClaim(work).release() is False
+        assert work.is_dir()
+        out, _ = holder.communicate("", timeout=30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    assert out == "True\n" and not work.exists()
