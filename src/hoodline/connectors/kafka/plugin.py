@@ -84,8 +84,11 @@ from hoodline.source.api import SourceSplit
 
 __all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugin", "KafkaRecords"]
 
-#: Messages decoded together in a task (bigger blocks: fewer, faster vectorised calls).
-BLOCK_RECORDS = 65_536
+#: Messages decoded together in a task (bigger blocks: fewer, faster vectorised calls). A
+#: block's decoding peaks at ~2 KB of Arrow memory per message (raw batches, decoded columns,
+#: keys, the payload sent on): 65,536 took a reader task's Arrow pool to 124 MiB and the Python
+#: worker to ~470 MiB; 16,384 to 48-63 MiB and ~330-380 MiB at the same speed (BENCHMARKS.md).
+BLOCK_RECORDS = 16_384
 BAD_TOMBSTONE_KEY = "bad_tombstone_key"
 
 #: The columns of a Kafka message in ``format = raw`` pipelines.
