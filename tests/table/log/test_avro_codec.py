@@ -170,6 +170,23 @@ def test_truncated_records_fail_as_corrupt() -> None:
         decode_records(content, starts, ends - 1, schema)
 
 
+def test_a_string_running_into_the_next_record_fails_as_corrupt() -> None:
+    """Strings are copied out as one array over the block whose spans must not overlap; a
+    length that reaches into the next record is reported, not read across."""
+    table = pa.table({"s": pa.array(["hello", "world", "!"]), "n": pa.array([1, 2, 3])})
+    schema = arrow_to_avro(table.schema, "t")
+    content = bytearray(length_prefixed(encode_records(table, schema)))
+    starts, ends = record_offsets(bytes(content), 0, 3)
+    back = decode_records(bytes(content), starts, ends, schema)
+    assert back.column("s").to_pylist() == ["hello", "world", "!"]
+    # record 0 is [union branch][length 5 = zig-zag 0x0a]["hello"]...: claim 8 bytes instead
+    first = int(starts[0])
+    assert content[first + 1] == 0x0A
+    content[first + 1] = 0x10
+    with pytest.raises(TableError, match="corrupt"):
+        decode_records(bytes(content), starts, ends, schema)
+
+
 def test_null_in_a_required_field_is_refused_naming_it() -> None:
     table = pa.table({"n": pa.array([1, None])})
     schema = {"type": "record", "name": "r", "fields": [{"name": "n", "type": "long"}]}

@@ -463,22 +463,45 @@ class _Cursor:
             raise TableError("negative Avro length; the log block is corrupt")
         lens = np.where(rows, lengths, 0)
         starts = self.pos
-        if n and int((starts + lens).max()) > len(self.buf):
+        stops = starts + lens
+        if n and int(stops.max()) > len(self.buf):
             raise TableError("Avro record runs past its block; the log block is corrupt")
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        data = np.empty(int(offsets[-1]), dtype=np.uint8)
-        # gather byte by byte through an index, a bounded number of rows at a time
-        for a in range(0, n, _GATHER_ROWS):
-            b = min(n, a + _GATHER_ROWS)
-            lo, hi = int(offsets[a]), int(offsets[b])
-            if hi == lo:
-                continue
-            shift = starts[a:b] - (offsets[a:b] - lo)
-            idx = np.repeat(shift, lens[a:b]) + np.arange(hi - lo, dtype=np.int64)
-            data[lo:hi] = self.buf[idx]
-        self.pos = self.pos + lens
-        return _binary(offsets, data)
+        self.pos = stops
+        if n == 0:
+            return _binary(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint8))
+        if not (stops[:-1] <= starts[1:]).all():
+            # spans out of order (a corrupt block: a value runs into the next record);
+            # the cursor's check reports it
+            return _gathered(self.buf, starts, lens)
+        # Records lie one after the other, so the spans and the gaps between them tile the
+        # buffer: one array over the buffer whose even elements are the spans (offsets
+        # start0, stop0, start1, stop1, ...), and a take copies them out in C++.
+        bounds = np.empty(2 * n, dtype=np.int64)
+        bounds[0::2] = starts
+        bounds[1::2] = stops
+        tiled = pa.Array.from_buffers(
+            pa.large_binary(), 2 * n - 1,
+            [None, pa.py_buffer(bounds), pa.py_buffer(self.buf)],
+        )
+        return pc.take(tiled, pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
+
+
+def _gathered(buf: U8, starts: I64, lens: I64) -> pa.Array:
+    """The ``lens`` bytes at ``starts`` (any order) as a large-binary array, gathered byte by
+    byte through an index, a bounded number of rows at a time."""
+    n = len(starts)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    for a in range(0, n, _GATHER_ROWS):
+        b = min(n, a + _GATHER_ROWS)
+        lo, hi = int(offsets[a]), int(offsets[b])
+        if hi == lo:
+            continue
+        shift = starts[a:b] - (offsets[a:b] - lo)
+        idx = np.repeat(shift, lens[a:b]) + np.arange(hi - lo, dtype=np.int64)
+        data[lo:hi] = buf[idx]
+    return _binary(offsets, data)
 
 
 def _decode_field(
