@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from hoodline.formats.json_decoder import _layout
 
-__all__ = ["NOT_WIRE_FORMAT", "NOT_WIRE_FORMAT_DETAIL", "Frames", "payloads", "read_frames"]
+__all__ = ["NOT_WIRE_FORMAT", "NOT_WIRE_FORMAT_DETAIL", "Frames", "read_frames"]
 
 #: Bad-record reason of values that are not framed.
 NOT_WIRE_FORMAT = "not_wire_format"
@@ -54,22 +54,3 @@ def read_frames(values: pa.Array) -> Frames:
     return Frames(framed, ids, starts, ends, data)
 
 
-def payloads(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
-             ends: npt.NDArray[np.int64]) -> pa.Array:
-    """The byte ranges ``[starts[i], ends[i])`` of ``data`` as one binary array (gathered a
-    bounded number of rows at a time: the byte index stays small)."""
-    lengths = ends - starts
-    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    body = np.empty(int(offsets[-1]), dtype=np.uint8)
-    for a in range(0, len(starts), _GATHER_ROWS):
-        b = min(len(starts), a + _GATHER_ROWS)
-        lo, hi = int(offsets[a]), int(offsets[b])
-        if hi > lo:
-            shift = starts[a:b] - (offsets[a:b] - lo)
-            body[lo:hi] = data[np.repeat(shift, lengths[a:b]) + np.arange(hi - lo)]
-    return pa.Array.from_buffers(pa.large_binary(), len(starts),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(body)])
-
-
-_GATHER_ROWS = 4096

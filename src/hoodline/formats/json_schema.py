@@ -31,8 +31,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from hoodline.formats.codec import GroupResult
-from hoodline.formats.confluent import payloads
 from hoodline.formats.json_decoder import JsonDecoder
+from hoodline.spans import byte_spans
 
 __all__ = ["JsonSchemaCodec", "JsonSchemaError", "json_schema_to_arrow"]
 
@@ -124,7 +124,7 @@ class JsonSchemaCodec:
 
     def decode(self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
                ends: npt.NDArray[np.int64]) -> GroupResult:
-        result = self._json.decode(payloads(data, starts, ends))
+        result = self._json.decode(byte_spans(data, starts, ends - starts))
         return GroupResult(result.records, np.asarray(result.row_index, dtype=np.int64),
                            np.asarray(result.errors.index, dtype=np.int64),
                            result.errors.reason.to_pylist(), result.errors.detail.to_pylist())

@@ -32,6 +32,8 @@ import numpy.typing as npt
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from hoodline.spans import byte_spans, span_bytes
+
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 U8 = npt.NDArray[np.uint8]
@@ -124,8 +126,6 @@ _PAD = 16
 _BAD_WIRE = np.asarray([False, False, False, True, True, False, True, True])
 
 
-#: bytes of string values gathered through one index array (8 bytes of index per byte)
-_GATHER_BYTES = 1 << 21
 #: steps (fields read) after which the messages still going are left to the runtime: one very
 #: long message must not cost a vectorised step per field for the whole block
 _STEPS_PER_FIELD = 4
@@ -394,25 +394,6 @@ def _field_index(fields: tuple[WireField, ...]) -> Any:
     return find
 
 
-def _gather(buf: U8, begin: I64, length: I64, offsets: I64) -> U8:
-    """The bytes ``buf[begin[i]:begin[i] + length[i]]`` one after the other, through index
-    arrays of a bounded size."""
-    total = int(offsets[-1])
-    data = np.empty(total, dtype=np.uint8)
-    n = len(begin)
-    a = 0
-    while a < n:
-        # rows a..b hold at most _GATHER_BYTES bytes (or one row, if it alone holds more)
-        b = max(a + 1, int(np.searchsorted(offsets, offsets[a] + _GATHER_BYTES, "right")) - 1)
-        b = min(b, n)
-        lo, hi = int(offsets[a]), int(offsets[b])
-        if hi > lo:
-            shift = begin[a:b] - (offsets[a:b] - lo)
-            data[lo:hi] = buf[np.repeat(shift, length[a:b]) + np.arange(hi - lo)]
-        a = b
-    return data
-
-
 def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | npt.NDArray[np.bool_]:
     """The column for the rows ``keep``; for a string column holding values that are not
     UTF-8, which of the rows hold them instead."""
@@ -425,7 +406,7 @@ def _arrow(col: _Column, keep: I64, buf: U8) -> pa.Array | npt.NDArray[np.bool_]
         length = np.where(present, col.length[keep], 0)
         offsets = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(length, out=offsets[1:])
-        data = _gather(buf, raw.astype(np.int64), length, offsets)
+        data = span_bytes(byte_spans(buf, raw.astype(np.int64), length))
         typ = pa.large_string() if t == _T.TYPE_STRING else pa.large_binary()
         validity = None if mask is None else pa.array(present).buffers()[1]
         arr = pa.Array.from_buffers(typ, len(keep), [validity, pa.py_buffer(offsets),
@@ -527,7 +508,7 @@ def _elements(col: _Column, buf: U8, broken: npt.NDArray[np.bool_]) -> tuple[I64
         if f.wire == _VARINT:
             offsets = np.zeros(len(p_rows) + 1, dtype=np.int64)
             np.cumsum(p_len, out=offsets[1:])
-            data = _gather(buf, p_start, p_len, offsets)
+            data = span_bytes(byte_spans(buf, p_start, p_len))
             term = data < 0x80
             last = offsets[1:] - 1
             full = p_len > 0
@@ -551,7 +532,7 @@ def _elements(col: _Column, buf: U8, broken: npt.NDArray[np.bool_]) -> tuple[I64
             p_len = np.where(ragged, 0, p_len)
             offsets = np.zeros(len(p_rows) + 1, dtype=np.int64)
             np.cumsum(p_len, out=offsets[1:])
-            data = _gather(buf, p_start, p_len, offsets)
+            data = span_bytes(byte_spans(buf, p_start, p_len))
             vals = data.view("<u8" if size == 8 else "<u4").astype(np.uint64)
             owner = np.repeat(np.arange(len(p_rows)), p_len // size)
         parts.append((p_rows[owner], p_seq[owner], np.arange(len(owner), dtype=np.int64),
@@ -580,7 +561,7 @@ def _list(f: WireField, e_rows: I64, e_value: U64, e_len: I64, keep: I64,
     if f.wire == _LEN:
         v_offsets = np.zeros(len(e_len) + 1, dtype=np.int64)
         np.cumsum(e_len, out=v_offsets[1:])
-        data = _gather(buf, e_value.astype(np.int64), e_len, v_offsets)
+        data = span_bytes(byte_spans(buf, e_value.astype(np.int64), e_len))
         typ = pa.large_string() if f.type == _T.TYPE_STRING else pa.large_binary()
         values = pa.Array.from_buffers(typ, len(e_len), [None, pa.py_buffer(v_offsets),
                                                          pa.py_buffer(data)])

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import TableError
+from hoodline.spans import byte_spans
 
 _EMPTY = pa.scalar(b"", pa.large_binary())
 _NULL_BRANCH = b"\x00"
@@ -400,10 +401,6 @@ def length_prefixed(datums: pa.Array) -> bytes:
 # -- decode ----------------------------------------------------------------------------------------
 _I32BE = struct.Struct(">i")
 
-#: rows whose bytes :meth:`_Cursor.spans` gathers through one index array
-_GATHER_ROWS = 1 << 16
-
-
 class _Cursor:
     """Read positions (one per record) into one byte buffer."""
 
@@ -462,46 +459,12 @@ class _Cursor:
         if (lengths < 0).any():
             raise TableError("negative Avro length; the log block is corrupt")
         lens = np.where(rows, lengths, 0)
-        starts = self.pos
-        stops = starts + lens
+        stops = self.pos + lens
         if n and int(stops.max()) > len(self.buf):
             raise TableError("Avro record runs past its block; the log block is corrupt")
+        spans = byte_spans(self.buf, self.pos, lens)
         self.pos = stops
-        if n == 0:
-            return _binary(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint8))
-        if not (stops[:-1] <= starts[1:]).all():
-            # spans out of order (a corrupt block: a value runs into the next record);
-            # the cursor's check reports it
-            return _gathered(self.buf, starts, lens)
-        # Records lie one after the other, so the spans and the gaps between them tile the
-        # buffer: one array over the buffer whose even elements are the spans (offsets
-        # start0, stop0, start1, stop1, ...), and a take copies them out in C++.
-        bounds = np.empty(2 * n, dtype=np.int64)
-        bounds[0::2] = starts
-        bounds[1::2] = stops
-        tiled = pa.Array.from_buffers(
-            pa.large_binary(), 2 * n - 1,
-            [None, pa.py_buffer(bounds), pa.py_buffer(self.buf)],
-        )
-        return pc.take(tiled, pa.array(np.arange(0, 2 * n, 2, dtype=np.int64)))
-
-
-def _gathered(buf: U8, starts: I64, lens: I64) -> pa.Array:
-    """The ``lens`` bytes at ``starts`` (any order) as a large-binary array, gathered byte by
-    byte through an index, a bounded number of rows at a time."""
-    n = len(starts)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    for a in range(0, n, _GATHER_ROWS):
-        b = min(n, a + _GATHER_ROWS)
-        lo, hi = int(offsets[a]), int(offsets[b])
-        if hi == lo:
-            continue
-        shift = starts[a:b] - (offsets[a:b] - lo)
-        idx = np.repeat(shift, lens[a:b]) + np.arange(hi - lo, dtype=np.int64)
-        data[lo:hi] = buf[idx]
-    return _binary(offsets, data)
+        return spans
 
 
 def _decode_field(
