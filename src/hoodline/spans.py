@@ -28,8 +28,9 @@ _GATHER_BYTES = 1 << 20
 
 def byte_spans(buf: U8, starts: I64, lengths: I64) -> pa.Array:
     """``buf[starts[i]:starts[i] + lengths[i]]`` for every ``i`` as a ``large_binary`` array
-    without nulls (the start of an empty range does not matter). The caller has checked that
-    every range lies inside ``buf`` and that no length is negative."""
+    without nulls (the start of an empty range does not matter). ``buf`` is contiguous (e.g.
+    ``np.frombuffer``). The caller has checked that every range lies inside ``buf`` and that no
+    length is negative."""
     n = len(starts)
     if n == 0:
         return pa.array([], pa.large_binary())

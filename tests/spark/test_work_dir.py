@@ -7,9 +7,13 @@ whose tasks then failed to import the shipped package.
 
 from __future__ import annotations
 
+import fcntl
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from hoodline.spark.work_dir import LOCK_NAME, WorkDirClaim
 
@@ -53,3 +57,37 @@ def test_a_claim_held_by_another_process_keeps_the_directory(tmp_path: Path) -> 
         if holder.poll() is None:
             holder.kill()
     assert out == "True\n" and not work.exists()
+
+
+def test_a_lock_file_removed_while_claiming_is_not_what_the_claim_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last holder may remove the directory between a new session's open and its lock; the
+    new session must then lock the file other sessions see, not the removed one."""
+    work = tmp_path / "app-3"
+    real_flock = fcntl.flock
+    calls = {"n": 0}
+
+    def flock_after_removal(fd: int, op: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:  # the previous holder's release happens right here
+            shutil.rmtree(work)
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_removal)
+    claim = WorkDirClaim(work)
+    monkeypatch.setattr(fcntl, "flock", real_flock)
+    assert calls["n"] >= 2
+    other = WorkDirClaim(work)
+    assert other.release() is False  # the first claim holds the live lock file
+    assert work.is_dir()
+    assert claim.release() is True and not work.exists()
+
+
+def test_the_last_release_removes_the_lock_file_before_the_directory(tmp_path: Path) -> None:
+    work = tmp_path / "app-4"
+    first = WorkDirClaim(work)
+    assert first.release() is True
+    again = WorkDirClaim(work)  # a later session with the same id starts afresh
+    assert (work / LOCK_NAME).is_file()
+    assert again.release() is True and not work.exists()

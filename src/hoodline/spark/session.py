@@ -252,15 +252,13 @@ class HoodlineSpark:
         master: Master,
         scratch: Path,
         applied_conf: dict[str, str] | None = None,
+        work_dir: WorkDirClaim | None = None,
     ) -> None:
         self.session = session
         self.master = master
         self._scratch = scratch
         self._applied_conf = dict(applied_conf or {})
-        self._work_dir = (
-            WorkDirClaim(Path(_find_spark_home()) / "work" / session.sparkContext.applicationId)
-            if master.kind == "local-cluster" else None
-        )
+        self._work_dir = work_dir
         self._stopped = False
 
     @property
@@ -328,19 +326,21 @@ class HoodlineSpark:
             pids = []
         jvm = self.context._jvm
         updates = _take_accumulator_server(self.context)
-        self.session.stop()
-        if updates is not None:
-            threading.Thread(target=updates.shutdown, name="accumulator-server-stop",
-                             daemon=True).start()
-        _forget_conf(jvm, self._applied_conf)
-        deadline = time.monotonic() + 30
-        while pids and time.monotonic() < deadline:
-            pids = [p for p in pids if _alive(p)]
-            if pids:
-                time.sleep(0.1)
-        shutil.rmtree(self._scratch, ignore_errors=True)
-        if self._work_dir is not None:
-            self._work_dir.release()
+        try:
+            self.session.stop()
+            if updates is not None:
+                threading.Thread(target=updates.shutdown, name="accumulator-server-stop",
+                                 daemon=True).start()
+            _forget_conf(jvm, self._applied_conf)
+            deadline = time.monotonic() + 30
+            while pids and time.monotonic() < deadline:
+                pids = [p for p in pids if _alive(p)]
+                if pids:
+                    time.sleep(0.1)
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            if self._work_dir is not None:
+                self._work_dir.release()
 
     def __enter__(self) -> HoodlineSpark:
         return self
@@ -408,6 +408,8 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             f"before starting hoodline's session on {master.url!r}"
         )
     scratch = Path(tempfile.mkdtemp(prefix="hoodline-spark-"))
+    session: SparkSession | None = None
+    work_dir: WorkDirClaim | None = None
     try:
         log_config = scratch / "log4j2.properties"
         log_config.write_text(_log4j2_properties(settings.log_level))
@@ -429,11 +431,19 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         # the package archive (~0.25 s of compiling) is built while the JVM starts
         with ThreadPoolExecutor(1, thread_name_prefix="hoodline-archive") as pool:
             shipped = pool.submit(package_archive, scratch) if settings.ship_package else None
-            session: SparkSession = builder.getOrCreate()
+            session = builder.getOrCreate()
+            if master.kind == "local-cluster":  # before anything else (see .work_dir)
+                work_dir = WorkDirClaim(
+                    Path(_find_spark_home()) / "work" / session.sparkContext.applicationId
+                )
             session.sparkContext.setLogLevel(settings.log_level.upper())
             if shipped is not None:
                 session.sparkContext.addPyFile(str(shipped.result()))
     except BaseException:
+        if session is not None:  # started, but not ready for hoodline: stop it again
+            session.stop()
+        if work_dir is not None:
+            work_dir.release()
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return HoodlineSpark(session, master, scratch, conf)
+    return HoodlineSpark(session, master, scratch, conf, work_dir)

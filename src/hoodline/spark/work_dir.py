@@ -8,9 +8,11 @@ current directory, holding the files shipped with ``addPyFile``) under
 to stop must not delete it under the other: the other's Python workers then fail every task
 ("No such file or directory: './hoodline-….zip'", measured).
 
-Each session holds a shared ``flock`` on a lock file in that directory while it runs. On stop it
-removes the directory only if it can then take the lock exclusively, i.e. no other session holds
-it; otherwise the last one to stop removes it.
+Each session holds a shared ``flock`` on a lock file in that directory while it runs, taken as
+soon as its SparkContext exists (the executors may already be starting; another session of the
+same app id stopping in those milliseconds is the one case left). On stop it removes the directory
+only if it can then take the lock exclusively, i.e. no other session holds it; otherwise the last
+one to stop removes it.
 """
 
 from __future__ import annotations
@@ -31,9 +33,7 @@ class WorkDirClaim:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        self._fd: int | None = _shared_lock(directory)
 
     def release(self) -> bool:
         """Give up the claim; remove the directory when no other session holds one. Returns
@@ -47,7 +47,37 @@ class WorkDirClaim:
             except BlockingIOError:
                 log.debug("%s is still used by another session; leaving it", self.directory)
                 return False
+            # the lock file goes first: a session claiming from now on creates a new one (and
+            # its directory) instead of locking this one
+            (self.directory / LOCK_NAME).unlink(missing_ok=True)
             shutil.rmtree(self.directory, ignore_errors=True)
             return True
         finally:
             os.close(fd)
+
+
+def _shared_lock(directory: Path) -> int:
+    """An open descriptor of ``directory``'s lock file holding a shared lock. Retries when the
+    last holder removed the file between our open and our lock (we would hold a lock on a file
+    no other session sees)."""
+    path = directory / LOCK_NAME
+    for _ in range(_ATTEMPTS):
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the directory was removed after mkdir
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise OSError(f"could not lock {path}: it was removed {_ATTEMPTS} times while claiming it")
+
+
+_ATTEMPTS = 100

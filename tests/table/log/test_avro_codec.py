@@ -187,6 +187,19 @@ def test_a_string_running_into_the_next_record_fails_as_corrupt() -> None:
         decode_records(bytes(content), starts, ends, schema)
 
 
+def test_a_huge_string_length_fails_as_corrupt() -> None:
+    """A length near 2^63 must not wrap around when added to the position."""
+    table = pa.table({"s": pa.array(["hello"])})
+    schema = arrow_to_avro(table.schema, "t")
+    datum = encode_records(table, schema)[0].as_py()
+    huge = bytes([0xFE] + [0xFF] * 8 + [0x01])  # zig-zag varint of 2^63 - 1
+    corrupt = datum[:1] + huge + datum[2:]
+    content = length_prefixed(pa.array([corrupt], pa.large_binary()))
+    starts, ends = record_offsets(content, 0, 1)
+    with pytest.raises(TableError, match="corrupt"):
+        decode_records(content, starts, ends, schema)
+
+
 def test_null_in_a_required_field_is_refused_naming_it() -> None:
     table = pa.table({"n": pa.array([1, None])})
     schema = {"type": "record", "name": "r", "fields": [{"name": "n", "type": "long"}]}

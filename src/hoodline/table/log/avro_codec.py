@@ -459,11 +459,11 @@ class _Cursor:
         if (lengths < 0).any():
             raise TableError("negative Avro length; the log block is corrupt")
         lens = np.where(rows, lengths, 0)
-        stops = self.pos + lens
-        if n and int(stops.max()) > len(self.buf):
+        # compared as room left, not as pos + length: a huge corrupt length must not wrap
+        if n and (lens > len(self.buf) - self.pos).any():
             raise TableError("Avro record runs past its block; the log block is corrupt")
         spans = byte_spans(self.buf, self.pos, lens)
-        self.pos = stops
+        self.pos = self.pos + lens
         return spans
 
 
