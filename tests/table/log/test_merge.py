@@ -86,3 +86,18 @@ def test_vectorised_merge_equals_applying_blocks_in_order(
     got = {r["id"]: (r["ts"], r["v"]) for r in merged.to_pylist()}
     assert len(got) == merged.num_rows  # one row per key
     assert got == _reference(base, events, ordered)
+
+
+def test_a_key_with_two_base_rows_is_decided_by_its_first_row() -> None:
+    """Base files written without combining may hold a key twice: with an ordering field the
+    first base row decides whether the log record replaces the key's rows."""
+    base = _rows([("a", 5, 1), ("a", 1, 2), ("b", 0, 3)])
+    conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731
+        pa.schema([f.with_nullable(True) for f in SCHEMA]))
+    kept = merge_slice(base, _blocks([("data", [("a", 3, 9), ("b", 1, 4)])]), SCHEMA,
+                       conform, "ts")
+    assert sorted((r["id"], r["ts"], r["v"]) for r in kept.to_pylist()) == [
+        ("a", 1, 2), ("a", 5, 1), ("b", 1, 4)]
+    replaced = merge_slice(_rows([("a", 1, 2), ("a", 5, 1)]), _blocks([("data", [("a", 3, 9)])]),
+                           SCHEMA, conform, "ts")
+    assert [(r["id"], r["ts"], r["v"]) for r in replaced.to_pylist()] == [("a", 3, 9)]

@@ -119,18 +119,8 @@ def merge_slice(
         last_delete = pa.table({"k": dkeys, "s": pa.array(dseq)})
     ordering = ordering_field if ordering_field in schema.names else None
     winners = _winners(log, log_seq, last_delete, ordering)
-    touched = pa.concat_arrays([last_delete.column("k").combine_chunks(),
-                                winners.column(RECORD_KEY).combine_chunks()])
-    if ordering is not None and state.num_rows and winners.num_rows:
-        winners = _drop_older(state, winners, ordering, last_delete.column("k"))
     if state.num_rows:
-        # a key with a delete loses its base row; a key with a winning record replaces it
-        gone = pc.is_in(state.column(RECORD_KEY), value_set=touched)
-        if ordering is not None:  # ... unless the base row beat that record (kept above)
-            kept = pc.is_in(state.column(RECORD_KEY), value_set=_base_keepers(
-                state, winners, touched, last_delete.column("k")))
-            gone = pc.and_(gone, pc.invert(kept))
-        state = state.filter(pc.invert(gone))
+        state, winners = _apply_to_base(state, winners, ordering, last_delete.column("k"))
     if winners.num_rows == 0:
         return state
     if state.num_rows == 0:
@@ -181,28 +171,37 @@ def _winners(
     return log.take(pa.array(chosen))
 
 
-def _drop_older(
-    state: pa.Table, winners: pa.Table, field: str, deleted: pa.ChunkedArray | pa.Array
-) -> pa.Table:
-    """Log records of keys never deleted whose base row has a greater ordering value are
-    dropped (the base row stays)."""
-    pos = pc.index_in(winners.column(RECORD_KEY), value_set=state.column(RECORD_KEY))
-    stored = pc.take(state.column(field), pos)
-    stored_wins = pc.fill_null(pc.greater(stored, winners.column(field)), False)
+def _apply_to_base(
+    state: pa.Table, winners: pa.Table, ordering: str | None, deleted: pa.ChunkedArray | pa.Array
+) -> tuple[pa.Table, pa.Table]:
+    """The base rows that stay and the log records that replace or join them.
+
+    A base row goes when its key was deleted or a log record replaces it. With an ordering
+    field, the log record of a key never deleted whose base row has a greater ordering value is
+    dropped and that base row stays (with several base rows of one key, its first decides). One
+    lookup of the base keys among the winners' (a hash of the small side) serves both."""
+    gone = np.zeros(state.num_rows, dtype=bool)
     if len(deleted):
-        was_deleted = pc.is_in(winners.column(RECORD_KEY), value_set=deleted)
-        stored_wins = pc.and_(stored_wins, pc.invert(was_deleted))
-    if not pc.any(stored_wins).as_py():
-        return winners
-    return winners.filter(pc.invert(stored_wins))
+        gone |= pc.is_in(state.column(RECORD_KEY), value_set=deleted).to_numpy(
+            zero_copy_only=False)
+    if winners.num_rows:
+        pos = pc.index_in(state.column(RECORD_KEY), value_set=winners.column(RECORD_KEY))
+        pos_np = pc.fill_null(pos, -1).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(pos_np >= 0)
+        hit = pos_np[rows]
+        dropped = np.zeros(winners.num_rows, dtype=bool)
+        if ordering is not None and len(rows):
+            stored = pc.take(state.column(ordering), pa.array(rows))
+            theirs = pc.take(winners.column(ordering), pa.array(hit))
+            base_wins = pc.fill_null(pc.greater(stored, theirs), False).to_numpy(
+                zero_copy_only=False)
+            if len(deleted):
+                base_wins &= ~gone[rows]  # a deleted key's base row never wins
+            firsts, first_row = np.unique(hit, return_index=True)
+            dropped[firsts] = base_wins[first_row]
+        gone[rows] |= ~dropped[hit]
+        if dropped.any():
+            winners = winners.filter(pa.array(~dropped))
+    return (state.filter(pa.array(~gone)) if gone.any() else state), winners
 
 
-def _base_keepers(
-    state: pa.Table, winners: pa.Table, touched: pa.Array, deleted: pa.ChunkedArray | pa.Array
-) -> pa.Array:
-    """Keys whose base row stays although the logs touched them: not deleted, and their log
-    record was dropped by :func:`_drop_older`."""
-    keep = pc.filter(touched, pc.invert(pc.is_in(touched, value_set=winners.column(RECORD_KEY))))
-    if len(deleted):
-        keep = pc.filter(keep, pc.invert(pc.is_in(keep, value_set=deleted)))
-    return keep
