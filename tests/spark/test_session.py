@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -67,3 +69,40 @@ def test_the_table_services_pool_is_declared_before_any_job_uses_it(spark: Hoodl
     pool = sc._jsc.sc().getPoolForName(SERVICES_POOL)
     assert pool.isDefined(), f"no {SERVICES_POOL!r} pool in the FAIR scheduler"
     assert pool.get().weight() == 1 and pool.get().minShare() == 0
+
+
+_FAILED_START = """
+import sys
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+from hoodline.spark.session import SparkSettings, start_session
+
+def failing_log_level(self, level):
+    raise RuntimeError("the start's own error")
+
+real_stop = SparkSession.stop
+def failing_stop(self):
+    real_stop(self)
+    raise RuntimeError("stop failed too")
+
+SparkContext.setLogLevel = failing_log_level
+SparkSession.stop = failing_stop
+try:
+    start_session(SparkSettings(master="local[1]"))
+except RuntimeError as e:
+    print("raised:", e)
+"""
+
+
+def test_a_failed_start_reports_its_own_error_and_cleans_up_when_stopping_fails_too(
+    tmp_path: Path,
+) -> None:
+    """A session that started but failed to get ready is stopped again; when that stop raises
+    as well, the start's error is the one reported and the scratch directory is still removed."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _FAILED_START], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "raised: the start's own error" in done.stdout, done.stdout + done.stderr
+    assert "stopping the half-started Spark session failed" in done.stderr
+    assert not list(tmp_path.glob("hoodline-spark-*"))

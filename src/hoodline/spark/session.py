@@ -440,10 +440,14 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             if shipped is not None:
                 session.sparkContext.addPyFile(str(shipped.result()))
     except BaseException:
-        if session is not None:  # started, but not ready for hoodline: stop it again
-            session.stop()
-        if work_dir is not None:
-            work_dir.release()
-        shutil.rmtree(scratch, ignore_errors=True)
+        try:
+            if session is not None:  # started, but not ready for hoodline: stop it again
+                session.stop()
+        except Exception:  # the start's own error is the one to report
+            log.warning("stopping the half-started Spark session failed", exc_info=True)
+        finally:
+            if work_dir is not None:
+                work_dir.release()
+            shutil.rmtree(scratch, ignore_errors=True)
         raise
     return HoodlineSpark(session, master, scratch, conf, work_dir)

@@ -179,7 +179,8 @@ def _apply_to_base(
     A base row goes when its key was deleted or a log record replaces it. With an ordering
     field, the log record of a key never deleted whose base row has a greater ordering value is
     dropped and that base row stays (with several base rows of one key, its first decides). One
-    lookup of the base keys among the winners' (a hash of the small side) serves both."""
+    lookup of the base keys among the winners' serves both (its hash is built over the winners,
+    usually far fewer than the base rows)."""
     gone = np.zeros(state.num_rows, dtype=bool)
     if len(deleted):
         gone |= pc.is_in(state.column(RECORD_KEY), value_set=deleted).to_numpy(
