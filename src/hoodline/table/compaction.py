@@ -37,7 +37,6 @@ import math
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
@@ -60,7 +59,7 @@ from hoodline.table.write.context import (
 from hoodline.table.write.file_writer import footer_for, previous_filter, write_parquet
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
-from hoodline.table.write.records import COMMIT_TIME, FILE_NAME, RECORD_KEY
+from hoodline.table.write.records import FILE_NAME, RECORD_KEY
 
 
 def planned_slice(op: CompactionOperation) -> FileSlice:
@@ -163,7 +162,8 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     ctx, op, schema = task.ctx, task.operation, task.schema
     table = ctx.table()
     s = planned_slice(op)
-    merged = read_merged_slice(table, s, schema, task.visible, threads=False)
+    result = read_merged_slice(table, s, schema, task.visible, threads=False)
+    merged = result.rows
     name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
     merged = merged.set_column(
         merged.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(name, merged.num_rows)
@@ -179,12 +179,11 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     previous = added = None
     from_logs = merged.num_rows
     if s.base_file is not None:
-        # the old base file's bloom filter already holds its keys: add those the logs brought
-        # (records written after the slice's base instant)
+        # the old base file's bloom filter already holds its keys: add the keys the logs
+        # brought that it lacks
         previous = previous_filter(parquet_file(table.base_path / s.base_file))
-        newer = pc.greater(merged.column(COMMIT_TIME), pa.scalar(op.base_instant))
-        added = pc.filter(keys, newer).combine_chunks()
-        from_logs = len(added)
+        added = result.added_keys()
+        from_logs = result.log_rows.num_rows
     write_parquet(path, merged, footer_for(keys, ctx, previous, added), ctx.options)
     size = path.stat().st_size
     return WriteStat(

@@ -29,7 +29,12 @@ from hoodline.table.archive import has_archived_instants
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED, earliest_retained_commit
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.instant import is_timestamp_string
-from hoodline.table.log.merge import DEFAULT_PAYLOAD, committed_blocks, merge_slice
+from hoodline.table.log.merge import (
+    DEFAULT_PAYLOAD,
+    MergedSlice,
+    committed_blocks,
+    merge_slice,
+)
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
 from hoodline.table.table import CREATE_SCHEMA_KEY, HudiTable
 
@@ -91,7 +96,7 @@ def read_merged_slice(
     is_visible: Callable[[str], bool],
     base_filter: pc.Expression | None = None,
     threads: bool = True,
-) -> pa.Table:
+) -> MergedSlice:
     """Every column of ``schema`` for the rows of a slice: base file merged with the log blocks
     of the instants ``is_visible`` accepts (``base_filter``: base rows merged at all).
     ``threads``: decode the base file on pyarrow's thread pool (off when the caller already
@@ -139,7 +144,7 @@ def read_file_slices(
             if is_visible is None:
                 is_visible = table.fs_view().is_visible
             base_filter = row_filter if filter_before_merge else None
-            merged = read_merged_slice(table, s, full, is_visible, base_filter)
+            merged = read_merged_slice(table, s, full, is_visible, base_filter).rows
             if row_filter is not None:
                 merged = _apply_filter(merged, row_filter)
             parts.append(merged.select(target.names))
@@ -245,7 +250,7 @@ def iter_snapshot_batches(
     view = table.fs_view(as_of=as_of)
     for s in view.latest_file_slices():
         if s.log_files or s.base_file is None:
-            merged = read_merged_slice(table, s, full, view.is_visible).select(target.names)
+            merged = read_merged_slice(table, s, full, view.is_visible).rows.select(target.names)
             yield from merged.to_batches(max_chunksize=batch_size)
             continue
         path = table.absolute(s.base_file)

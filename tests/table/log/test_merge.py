@@ -83,9 +83,13 @@ def test_vectorised_merge_equals_applying_blocks_in_order(
         ),
         "ts" if ordered else None,
     )
-    got = {r["id"]: (r["ts"], r["v"]) for r in merged.to_pylist()}
-    assert len(got) == merged.num_rows  # one row per key
+    got = {r["id"]: (r["ts"], r["v"]) for r in merged.rows.to_pylist()}
+    assert len(got) == merged.rows.num_rows  # one row per key
     assert got == _reference(base, events, ordered)
+    # the keys a new base file's bloom filter lacks when it starts from the base file's
+    added = merged.added_keys().to_pylist()
+    assert len(added) == len(set(added))
+    assert set(added) == set(got) - {r[0] for r in base}
 
 
 def test_a_key_with_two_base_rows_is_decided_by_its_first_row() -> None:
@@ -96,8 +100,8 @@ def test_a_key_with_two_base_rows_is_decided_by_its_first_row() -> None:
         pa.schema([f.with_nullable(True) for f in SCHEMA]))
     kept = merge_slice(base, _blocks([("data", [("a", 3, 9), ("b", 1, 4)])]), SCHEMA,
                        conform, "ts")
-    assert sorted((r["id"], r["ts"], r["v"]) for r in kept.to_pylist()) == [
+    assert sorted((r["id"], r["ts"], r["v"]) for r in kept.rows.to_pylist()) == [
         ("a", 1, 2), ("a", 5, 1), ("b", 1, 4)]
     replaced = merge_slice(_rows([("a", 1, 2), ("a", 5, 1)]), _blocks([("data", [("a", 3, 9)])]),
                            SCHEMA, conform, "ts")
-    assert [(r["id"], r["ts"], r["v"]) for r in replaced.to_pylist()] == [("a", 3, 9)]
+    assert [(r["id"], r["ts"], r["v"]) for r in replaced.rows.to_pylist()] == [("a", 3, 9)]

@@ -16,7 +16,12 @@ import pytest
 
 from hoodline.errors import TableError
 from hoodline.faults import InjectedFailure
-from hoodline.table.bloom import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, deserialize
+from hoodline.table.bloom import (
+    BLOOM_FILTER_KEY,
+    BLOOM_FILTER_TYPE_KEY,
+    SimpleBloomFilter,
+    deserialize,
+)
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.compaction import plan_file_slices
 from hoodline.table.fs_view import FileSlice
@@ -210,6 +215,42 @@ def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
         index_type == "BLOOM" and any(s.base_instant == commits[4].timestamp for s in latest)
     )
     assert_hudi_matches_hoodline(table)
+
+
+def test_compaction_hashes_only_the_keys_the_base_file_lacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compacted file reuses its base file's bloom filter: updated keys are in it already,
+    so only keys new to the file group are hashed into it."""
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    options = {"hoodie.compact.inline": False, "hoodline.index.bloom.min.entries": 100}
+    with WriteClient(table, options) as client:
+        client.upsert(rows(list(range(90))))
+        assert client.compact() is not None  # log-only slice -> first base file
+        client.upsert(rows([3, 7], ts=2, v="b"))
+        client.upsert(rows([7, 200, 201], ts=3, v="c"))  # key 7 updated twice
+        hashed: list[str] = []
+        real_add = SimpleBloomFilter.add
+
+        def recording(self: SimpleBloomFilter, keys: pa.Array | pa.ChunkedArray) -> None:
+            hashed.extend(keys.to_pylist())
+            real_add(self, keys)
+
+        monkeypatch.setattr(SimpleBloomFilter, "add", recording)
+        assert client.compact() is not None
+    assert sorted(hashed) == ["200", "201"]
+    (sl,) = table.fs_view().latest_file_slices()
+    assert sl.base_file is not None and not sl.log_files
+    pf = pq.ParquetFile(table.base_path / sl.base_file)
+    meta = pf.metadata.metadata
+    code = meta[BLOOM_FILTER_TYPE_KEY.encode()].decode()
+    flt = deserialize(meta[BLOOM_FILTER_KEY.encode()], code)
+    keys = pf.read(columns=["_hoodie_record_key"]).column(0)
+    assert len(keys) == 92 and bool(np.all(flt.might_contain(keys)))
+    assert snapshot_dict(table)[("eu", 7)] == (3, "c7")
+    md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+    (stat,) = md.partition_to_write_stats[""]
+    assert stat.total_log_records == 4  # 3, 7, 200, 201 came from the logs
 
 
 def test_compaction_plan_is_an_avro_file_with_hudis_plan_schema(tmp_path: Path) -> None:

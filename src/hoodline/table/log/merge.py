@@ -17,6 +17,7 @@ blocks of its target instant read before it. Then, block by block:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +67,25 @@ def committed_blocks(
     return kept
 
 
+@dataclass(frozen=True)
+class MergedSlice:
+    """The rows of a merged slice: the base rows that stay, then the log records."""
+
+    rows: pa.Table
+    #: the log records among ``rows``
+    log_rows: pa.Table
+    #: per log record, whether a base row had its key (None: none had)
+    in_base: npt.NDArray[np.bool_] | None = None
+
+    def added_keys(self) -> pa.Array:
+        """Record keys of the log records whose key no base row had: with the base file's
+        keys, every key of ``rows`` (what a new base file's bloom filter must hold)."""
+        keys = self.log_rows.column(RECORD_KEY).combine_chunks()
+        if self.in_base is None or not self.in_base.any():
+            return keys
+        return keys.filter(pa.array(~self.in_base))
+
+
 def merge_slice(
     base: pa.Table | None,
     blocks: Sequence[LogBlock],
@@ -73,7 +93,7 @@ def merge_slice(
     conform: Callable[[pa.Table, str], pa.Table],
     ordering_field: str | None = None,
     source: str = "",
-) -> pa.Table:
+) -> MergedSlice:
     """The rows of a slice: ``base`` (already conformed to ``schema``) with ``blocks`` applied.
 
     ``conform(records, source)`` brings a block's records to ``schema``; ``ordering_field`` set
@@ -104,7 +124,7 @@ def merge_slice(
         seqs.append(np.arange(seq, seq + data.num_rows, dtype=np.int64))
         seq += data.num_rows
     if not records and not delete_keys:
-        return state
+        return MergedSlice(state, _nullable(schema.empty_table()))
     log = pa.concat_tables(records) if records else _nullable(schema.empty_table())
     log_seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
     dkeys = pa.concat_arrays(delete_keys) if delete_keys else pa.array([], pa.string())
@@ -119,13 +139,16 @@ def merge_slice(
         last_delete = pa.table({"k": dkeys, "s": pa.array(dseq)})
     ordering = ordering_field if ordering_field in schema.names else None
     winners = _winners(log, log_seq, last_delete, ordering)
+    in_base = None
     if state.num_rows:
-        state, winners = _apply_to_base(state, winners, ordering, last_delete.column("k"))
+        state, winners, in_base = _apply_to_base(
+            state, winners, ordering, last_delete.column("k"))
     if winners.num_rows == 0:
-        return state
+        return MergedSlice(state, winners)
     if state.num_rows == 0:
-        return winners
-    return pa.concat_tables([_nullable(state), _nullable(winners)])
+        return MergedSlice(winners, winners, in_base)
+    rows = pa.concat_tables([_nullable(state), _nullable(winners)])
+    return MergedSlice(rows, winners, in_base)
 
 
 def _nullable(table: pa.Table) -> pa.Table:
@@ -173,8 +196,9 @@ def _winners(
 
 def _apply_to_base(
     state: pa.Table, winners: pa.Table, ordering: str | None, deleted: pa.ChunkedArray | pa.Array
-) -> tuple[pa.Table, pa.Table]:
-    """The base rows that stay and the log records that replace or join them.
+) -> tuple[pa.Table, pa.Table, npt.NDArray[np.bool_]]:
+    """The base rows that stay, the log records that replace or join them and, per such
+    record, whether a base row has its key.
 
     A base row goes when its key was deleted or a log record replaces it. With an ordering
     field, the log record of a key never deleted whose base row has a greater ordering value is
@@ -182,6 +206,7 @@ def _apply_to_base(
     lookup of the base keys among the winners' serves both (its hash is built over the winners,
     usually far fewer than the base rows)."""
     gone = np.zeros(state.num_rows, dtype=bool)
+    in_base = np.zeros(winners.num_rows, dtype=bool)
     if len(deleted):
         gone |= pc.is_in(state.column(RECORD_KEY), value_set=deleted).to_numpy(
             zero_copy_only=False)
@@ -201,8 +226,10 @@ def _apply_to_base(
             firsts, first_row = np.unique(hit, return_index=True)
             dropped[firsts] = base_wins[first_row]
         gone[rows] |= ~dropped[hit]
+        in_base[hit] = True
         if dropped.any():
             winners = winners.filter(pa.array(~dropped))
-    return (state.filter(pa.array(~gone)) if gone.any() else state), winners
+            in_base = in_base[~dropped]
+    return (state.filter(pa.array(~gone)) if gone.any() else state), winners, in_base
 
 

@@ -91,19 +91,22 @@ def _old_rows(table: pa.Table, ctx: WriteContext, source: str, file_name: str) -
 
 
 def _keep_newer_stored(
-    ctx: WriteContext, old: pa.Table, upserts: pa.Table, replaced: pa.ChunkedArray
+    ctx: WriteContext,
+    old: pa.Table,
+    upserts: pa.Table,
+    replaced: pa.ChunkedArray,
+    positions: pa.ChunkedArray,
 ) -> tuple[pa.ChunkedArray, pa.Table]:
     """DefaultHoodieRecordPayload: a stored row whose ordering value is greater than the
-    incoming one's stays; that incoming record is dropped. Returns (replaced mask, upserts)."""
+    incoming one's stays; that incoming record is dropped. ``positions``: each stored row's
+    position among ``upserts`` (null: not among them). Returns (replaced mask, upserts)."""
     ordering = ctx.config.precombine_field
     if ordering is None or ordering not in old.schema.names:
         return replaced, upserts
     want = ctx.data_schema.field(ordering).type
     old_ord = pc.cast(old.column(ordering), want)
     new_ord = pc.cast(upserts.column(ordering), want)
-    new_keys = upserts.column(RECORD_KEY).combine_chunks()
-    pos = pc.index_in(old.column(RECORD_KEY), value_set=new_keys)
-    incoming = pc.take(new_ord, pos)
+    incoming = pc.take(new_ord, positions)
     stored_wins = pc.fill_null(pc.greater(old_ord, incoming), False)
     if not pc.any(stored_wins).as_py():
         return replaced, upserts
@@ -307,6 +310,7 @@ def write_file_group(
         if upserts.num_rows
         else pa.array([], pa.string())
     )
+    added_keys = new_keys
     parts: list[pa.Table] = []
     num_updates = num_deletes = 0
     previous: KeyFilter | None = None
@@ -324,10 +328,15 @@ def write_file_group(
         wanted = [n for n in old_file.schema_arrow.names if n != FILE_NAME]
         old = old_file.read(columns=wanted, use_threads=read_threads).replace_schema_metadata(None)
         old_keys = old.column(RECORD_KEY)
-        replaced = pc.is_in(old_keys, value_set=new_keys)
+        # each stored row's position among the incoming keys: the rows they replace, and the
+        # keys the old version did not hold (the only ones its bloom filter lacks)
+        positions = pc.index_in(old_keys, value_set=new_keys)
+        replaced = pc.is_valid(positions)
+        stored = np.zeros(len(new_keys), dtype=np.bool_)
+        stored[pc.drop_null(positions).to_numpy()] = True
+        added_keys = new_keys.filter(pa.array(~stored)) if stored.any() else new_keys
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
-            replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced)
-            new_keys = upserts.column(RECORD_KEY).combine_chunks()
+            replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced, positions)
         num_updates = int(pc.sum(replaced).as_py() or 0)
         gone = replaced
         if len(delete_keys) and ctx.options.payload_class is PayloadClass.DEFAULT:
@@ -343,8 +352,8 @@ def write_file_group(
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
-    # every row not from the old version is one of ``upserts`` (keys ``new_keys``)
-    footer = footer_for(out.column(RECORD_KEY), ctx, previous, new_keys)
+    # every key of ``out`` is the old version's or one of ``added_keys``
+    footer = footer_for(out.column(RECORD_KEY), ctx, previous, added_keys)
     write_parquet(path, out, footer, ctx.options)
     size = path.stat().st_size
     return WriteStat(
