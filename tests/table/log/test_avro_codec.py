@@ -11,6 +11,8 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hoodline.errors import TableError
 from hoodline.table.log.avro_codec import (
@@ -272,3 +274,56 @@ def test_nested_optional_records_decode_column_by_column_like_fastavro() -> None
     assert got.to_pylist() == expected
     with pytest.raises(TableError):
         decode_records(content[:-3], starts, ends, envelope)
+
+
+def _boundary_longs() -> list[int]:
+    """Values whose zig-zag varints take every length from 1 to 10 bytes, at both ends."""
+    out = [0, -1, 2**63 - 1, -(2**63)]
+    for k in range(1, 10):
+        edge = 2 ** (7 * k)  # zig-zag of v is 2v (v >= 0) or -2v - 1 (v < 0)
+        out += [edge // 2 - 1, edge // 2, -(edge // 2), -(edge // 2) - 1]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    picks=st.lists(
+        st.tuples(
+            st.sampled_from(_boundary_longs()), st.booleans(), st.integers(-(2**31), 2**31 - 1)
+        ),
+        min_size=1,
+        max_size=80,
+    )
+)
+def test_varints_of_every_length_decode_as_fastavro_reads_them(
+    picks: list[tuple[int, bool, int]],
+) -> None:
+    """Varints are read 8 bytes at a time (longer ones byte by byte): every length, with nulls
+    (rows not advanced) and fields after them, reads as fastavro reads it."""
+    table = pa.table(
+        {
+            "v": pa.array([None if null else v for v, null, _ in picks], pa.int64()),
+            "i": pa.array([i for _, _, i in picks], pa.int32()),
+            "d": pa.array([float(v) for v, _, _ in picks], pa.float64()),
+            "f": pa.array([float(i) for _, _, i in picks], pa.float32()),
+        }
+    )
+    schema = arrow_to_avro(table.schema, "t")
+    datums = _fastavro_datums(table, schema)
+    content = length_prefixed(pa.array(datums, pa.large_binary()))
+    starts, ends = record_offsets(content, 0, len(datums))
+    back = decode_records(content, starts, ends, schema)
+    assert back.to_pylist() == table.to_pylist()
+
+
+def test_a_varint_longer_than_ten_bytes_or_past_the_block_fails_as_corrupt() -> None:
+    table = pa.table({"n": pa.array([5], pa.int64())})
+    schema = {"type": "record", "name": "r", "fields": [{"name": "n", "type": "long"}]}
+    for datum in (b"\xff" * 11 + b"\x01", b"\xff" * 3, b"\xff" * 9):
+        content = length_prefixed(pa.array([datum], pa.large_binary()))
+        starts, ends = record_offsets(content, 0, 1)
+        with pytest.raises(TableError, match="corrupt"):
+            decode_records(content, starts, ends, schema)
+    content = length_prefixed(encode_records(table, schema))
+    starts, ends = record_offsets(content, 0, 1)
+    assert decode_records(content, starts, ends, schema).column("n").to_pylist() == [5]

@@ -401,11 +401,34 @@ def length_prefixed(datums: pa.Array) -> bytes:
 # -- decode ----------------------------------------------------------------------------------------
 _I32BE = struct.Struct(">i")
 
+#: bit 7 of every byte of a little-endian 8-byte word (a varint byte's "more follows" bit)
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW7_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
+#: (keep, move, shift): the 7-bit groups of a word packed pairwise into 14-, 28-, 56-bit lanes
+_PACK_STEPS = (
+    (np.uint64(0x007F007F007F007F), np.uint64(0x7F007F007F007F00), np.uint64(1)),
+    (np.uint64(0x00003FFF00003FFF), np.uint64(0x3FFF00003FFF0000), np.uint64(2)),
+    (np.uint64(0x000000000FFFFFFF), np.uint64(0x0FFFFFFF00000000), np.uint64(4)),
+)
+_ONE = np.uint64(1)
+_THREE = np.uint64(3)
+
+
 class _Cursor:
-    """Read positions (one per record) into one byte buffer."""
+    """Read positions (one per record) into one byte buffer.
+
+    The buffer is copied once with 8 zero bytes after it, so that the 8 bytes at any position
+    can be read as one little-endian word (an overlapping strided view): a varint of up to 8
+    bytes is decoded from its word with a fixed number of vectorised steps whatever its length,
+    and a fixed-width value is one gather."""
 
     def __init__(self, buf: U8, starts: I64, ends: I64) -> None:
-        self.buf = buf
+        self.size = len(buf)
+        self.buf = np.zeros(self.size + 8, dtype=np.uint8)
+        self.buf[: self.size] = buf
+        #: ``words[i]``: the bytes ``buf[i:i + 8]`` as a little-endian uint64
+        self.words: npt.NDArray[np.uint64] = np.ndarray(
+            (self.size + 1,), dtype="<u8", buffer=self.buf, strides=(1,))
         self.pos = starts.copy()
         self.ends = ends
 
@@ -414,44 +437,88 @@ class _Cursor:
         if over.any():
             raise TableError("Avro record is shorter than its schema; the log block is corrupt")
 
+    def _at(self, rows: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
+        """The positions of ``rows`` (and whether that is every row), checked to lie in the
+        buffer."""
+        every = bool(rows.all())
+        idx = self.pos if every else self.pos[rows]
+        if len(idx) and int(idx.max()) >= self.size:
+            raise TableError("Avro record runs past its block; the log block is corrupt")
+        return idx, every
+
     def varint(self, rows: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Zig-zag varints at the positions of ``rows`` (others: 0, not advanced)."""
         n = len(self.pos)
-        limit = len(self.buf)
-        if n and rows.all():  # fast path: every value fits one byte (small lengths, branches)
-            if int(self.pos.max()) >= limit:
-                raise TableError("Avro record runs past its block; the log block is corrupt")
-            first = self.buf[self.pos]
+        idx, every = self._at(rows)
+        if every and n:  # fast path: every value fits one byte (small lengths, branches)
+            first = self.buf[idx]
             if not (first & 0x80).any():
                 self.pos += 1
                 small = first.astype(np.int64)
                 return (small >> 1) ^ -(small & 1)
-        result = np.zeros(n, dtype=np.uint64)
-        active = rows.copy()
+        words = self.words[idx]
+        # the first byte without the "more" bit ends the varint: its bit 7 alone in ``last``
+        stop = ~words & _HIGH_BITS
+        last = stop & (~stop + _ONE)
+        value = words & ((last << _ONE) - _ONE) & _LOW7_BITS  # (last at bit 63: all ones)
+        for keep, move, shift in _PACK_STEPS:
+            value = (value & keep) | ((value & move) >> shift)
+        # bit index of ``last`` is 8 * length - 1
+        width = ((np.bitwise_count(last - _ONE).astype(np.uint64) + _ONE) >> _THREE)
+        long_rows = stop == 0  # 9 or 10 bytes (or corrupt): byte by byte
+        if long_rows.any():
+            at = np.flatnonzero(long_rows)
+            value[at], width[at] = self._long_varints(idx[at])
+        if int((idx + width.astype(np.int64)).max(initial=0)) > self.size:
+            raise TableError("Avro record runs past its block; the log block is corrupt")
+        decoded = (value >> _ONE).astype(np.int64) ^ -(value & _ONE).astype(np.int64)
+        if every:
+            self.pos += width.astype(np.int64)
+            return decoded
+        self.pos[rows] += width.astype(np.int64)
+        out = np.zeros(n, dtype=np.int64)
+        out[rows] = decoded
+        return out
+
+    def _long_varints(self, idx: I64) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """(unsigned value, byte length) of the varints at ``idx``, one byte at a time."""
+        result = np.zeros(len(idx), dtype=np.uint64)
+        width = np.zeros(len(idx), dtype=np.uint64)
+        active = np.ones(len(idx), dtype=bool)
         shift = 0
         while active.any():
             if shift > 63:
                 raise TableError("Avro varint longer than 10 bytes; the log block is corrupt")
-            idx = self.pos[active]
-            if (idx >= limit).any():
+            at = idx[active] + (shift // 7)
+            if (at >= self.size).any():
                 raise TableError("Avro record runs past its block; the log block is corrupt")
-            b = self.buf[idx].astype(np.uint64)
+            b = self.buf[at].astype(np.uint64)
             result[active] |= (b & np.uint64(0x7F)) << np.uint64(shift)
-            self.pos[active] += 1
-            cont = (b & np.uint64(0x80)) != 0
-            active[active] = cont
+            width[active] += _ONE
+            active[active] = (b & np.uint64(0x80)) != 0
             shift += 7
-        return ((result >> np.uint64(1)).astype(np.int64)) ^ -(
-            (result & np.uint64(1)).astype(np.int64)
-        )
+        return result, width
 
     def fixed(self, rows: npt.NDArray[np.bool_], width: int) -> U8:
-        idx = self.pos[rows]
-        if len(idx) and int(idx.max()) + width > len(self.buf):
+        """The ``width`` bytes at the positions of ``rows``, one row each."""
+        idx, _every = self._at(rows)
+        if len(idx) and int(idx.max()) + width > self.size:
             raise TableError("Avro record runs past its block; the log block is corrupt")
-        mat: U8 = self.buf[idx[:, None] + np.arange(width)[None, :]]
+        view: U8 = np.ndarray(
+            (self.size + 8 - width + 1, width), dtype=np.uint8, buffer=self.buf, strides=(1, 1))
+        mat: U8 = view[idx]
         self.pos[rows] += width
         return mat
+
+    def words_at(self, rows: npt.NDArray[np.bool_], width: int) -> npt.NDArray[np.uint64]:
+        """The little-endian words at the positions of ``rows`` (``width`` <= 8 bytes of them
+        belong to the value; the caller masks or views them), advancing ``width`` bytes."""
+        idx, _every = self._at(rows)
+        if len(idx) and int(idx.max()) + width > self.size:
+            raise TableError("Avro record runs past its block; the log block is corrupt")
+        words: npt.NDArray[np.uint64] = self.words[idx]
+        self.pos[rows] += width
+        return words
 
     def spans(self, rows: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]) -> pa.Array:
         """Large-binary array of the ``lengths`` bytes at each row's position (empty elsewhere)."""
@@ -507,11 +574,16 @@ def _decode_field(
         vals[present] = mat[:, 0] != 0
         return pa.array(vals, mask=mask)
     if kind in ("float", "double"):
-        width = 4 if kind == "float" else 8
-        mat = cur.fixed(present, width)
-        vals = np.zeros(n, dtype="<f4" if width == 4 else "<f8")
-        vals[present] = np.ascontiguousarray(mat).view(vals.dtype).reshape(-1)
-        return pa.array(vals, mask=mask)
+        words = cur.words_at(present, 4 if kind == "float" else 8)
+        if kind == "float":
+            floats = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32).view("<f4")
+        else:
+            floats = words.view("<f8")
+        if nulls or not present.all():
+            full = np.zeros(n, dtype=floats.dtype)
+            full[present] = floats
+            floats = full
+        return pa.array(floats, mask=mask)
     if kind in ("string", "bytes"):
         lengths = cur.varint(present)
         arr = cur.spans(present, lengths)
