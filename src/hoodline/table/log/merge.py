@@ -160,38 +160,49 @@ def _nullable(table: pa.Table) -> pa.Table:
 def _winners(
     log: pa.Table, log_seq: npt.NDArray[np.int64], last_delete: pa.Table, ordering: str | None
 ) -> pa.Table:
-    """Per key, the log record its events after its last delete end with (see merge_slice)."""
-    if log.num_rows == 0:
+    """Per key, the log record its events after its last delete end with (see merge_slice),
+    in replay order.
+
+    Keys are hashed once into group numbers (``dictionary_encode``); when every key occurs
+    once -- a slice written once since its base, the common case -- every record wins as it
+    is. Otherwise the choice runs on the group numbers, not on the key strings."""
+    n = log.num_rows
+    if n == 0:
         return log
     keys = log.column(RECORD_KEY)
-    after = np.ones(log.num_rows, dtype=bool)
+    after: npt.NDArray[np.bool_] | None = None
     if last_delete.num_rows:
         pos = pc.index_in(keys, value_set=last_delete.column("k"))
         cut = pc.take(last_delete.column("s"), pos)  # null: the key was never deleted
         cut_np = pc.fill_null(cut, -1).to_numpy(zero_copy_only=False)
         after = log_seq > cut_np
-    cols: dict[str, object] = {"k": keys, "s": pa.array(log_seq), "i": pa.array(
-        np.arange(log.num_rows, dtype=np.int64))}
-    # a null ordering value sorts first: any value beats it
-    sort_keys = [("k", "ascending", "at_start")]
-    if ordering is not None:
-        cols["o"] = log.column(ordering)
-        sort_keys.append(("o", "ascending", "at_start"))
-    sort_keys.append(("s", "ascending", "at_start"))
-    idx = pa.table(cols).filter(pa.array(after))
-    if idx.num_rows == 0:
+    encoded = pc.dictionary_encode(keys)  # one dictionary shared by the chunks
+    groups = len(encoded.chunk(0).dictionary) if encoded.num_chunks else 0
+    if groups == n:
+        return log if after is None or after.all() else log.filter(pa.array(after))
+    group = np.concatenate(
+        [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]).astype(np.int64)
+    rows = np.arange(n, dtype=np.int64) if after is None else np.flatnonzero(after)
+    if len(rows) == 0:
         return log.schema.empty_table()
-    order = pc.sort_indices(idx, sort_keys=sort_keys)
-    ordered_keys = pc.take(idx.column("k"), order).combine_chunks()
-    rows = pc.take(idx.column("i"), order).to_numpy(zero_copy_only=False)
-    # the last row of every run of equal keys
-    n = len(ordered_keys)
-    last = np.ones(n, dtype=bool)
-    if n > 1:
-        same = pc.equal(ordered_keys.slice(1), ordered_keys.slice(0, n - 1))
-        last[:-1] = ~pc.fill_null(same, False).to_numpy(zero_copy_only=False)
-    chosen = np.sort(rows[last])
-    return log.take(pa.array(chosen))
+    if ordering is None:  # the last event of each key (records are in replay order)
+        last = np.full(groups, -1, dtype=np.int64)
+        np.maximum.at(last, group[rows], rows)
+        return log.take(pa.array(np.sort(last[last >= 0])))
+    # the greatest ordering value of each key, ties to the later record; a null ordering
+    # value sorts first: any value beats it
+    idx = pa.table({
+        "g": pa.array(group[rows]),
+        "o": log.column(ordering).take(pa.array(rows)),
+        "s": pa.array(log_seq[rows]),
+    })
+    order = pc.sort_indices(idx, sort_keys=[
+        ("g", "ascending", "at_start"), ("o", "ascending", "at_start"),
+        ("s", "ascending", "at_start")]).to_numpy(zero_copy_only=False)
+    ordered_groups = group[rows][order]
+    last_of_run = np.ones(len(order), dtype=bool)
+    last_of_run[:-1] = ordered_groups[1:] != ordered_groups[:-1]
+    return log.take(pa.array(np.sort(rows[order[last_of_run]])))
 
 
 def _apply_to_base(
