@@ -327,3 +327,16 @@ def test_a_varint_longer_than_ten_bytes_or_past_the_block_fails_as_corrupt() -> 
     content = length_prefixed(encode_records(table, schema))
     starts, ends = record_offsets(content, 0, 1)
     assert decode_records(content, starts, ends, schema).column("n").to_pylist() == [5]
+
+
+def test_a_union_branch_out_of_range_fails_naming_the_field() -> None:
+    table = pa.table({"s": pa.array(["a", None, "c"]), "n": pa.array([1, 2, None])})
+    schema = arrow_to_avro(table.schema, "t")
+    datums = _fastavro_datums(table, schema)
+    content = length_prefixed(pa.array(datums, pa.large_binary()))
+    starts, ends = record_offsets(content, 0, 3)
+    assert decode_records(content, starts, ends, schema).to_pylist() == table.to_pylist()
+    bad = bytearray(content)
+    bad[int(starts[1])] = 0x04  # branch 2 of a two-branch union
+    with pytest.raises(TableError, match="field 's': Avro union branch out of range"):
+        decode_records(bytes(bad), starts, ends, schema)

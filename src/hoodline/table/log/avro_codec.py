@@ -480,6 +480,28 @@ class _Cursor:
         out[rows] = decoded
         return out
 
+    def union_branch(
+        self, rows: npt.NDArray[np.bool_], value: int, null: int | None, name: str
+    ) -> npt.NDArray[np.bool_]:
+        """The rows of ``rows`` whose union takes branch ``value`` (the others take ``null``),
+        reading each row's branch index. The two branches of an optional field are 0 and 1,
+        one-byte varints, so the bytes are compared as they are (zig-zag: 2 * branch); any
+        other byte is a branch out of range."""
+        idx, every = self._at(rows)
+        code = self.buf[idx]
+        taken: npt.NDArray[np.bool_] = code == 2 * value
+        if not taken.all():
+            other = code == 2 * null if null is not None else np.zeros(len(code), dtype=bool)
+            if not (taken | other).all():
+                raise TableError(f"field '{name}': Avro union branch out of range; corrupt block")
+        if every:
+            self.pos += 1
+            return taken
+        self.pos[rows] += 1
+        present = np.zeros(len(rows), dtype=bool)
+        present[rows] = taken
+        return present
+
     def _long_varints(self, idx: I64) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
         """(unsigned value, byte length) of the varints at ``idx``, one byte at a time."""
         result = np.zeros(len(idx), dtype=np.uint64)
@@ -543,12 +565,7 @@ def _decode_field(
     act = np.ones(n, dtype=bool) if active is None else active
     present = act
     if f.value_branch is not None:
-        branch = cur.varint(act)
-        null_branch = f.null_branch if f.null_branch is not None else -1
-        bad = act & (branch != f.value_branch) & (branch != null_branch)
-        if bad.any():
-            raise TableError(f"field '{f.name}': Avro union branch out of range; corrupt block")
-        present = act & (branch == f.value_branch)
+        present = cur.union_branch(act, f.value_branch, f.null_branch, f.name)
     null_rows = act & ~present  # the union's null branch
     nulls = int(null_rows.sum())
     mask = null_rows if nulls else None
