@@ -14,7 +14,8 @@ Hashing is Hadoop's: for hash *i* = 0..k-1, ``h_i = murmur2(utf8(key), seed=h_{i
 the first) and the bit is ``abs(h_i % bits)`` with Java's signed ``%``; murmur2 is Hadoop's 32-bit
 ``MurmurHash`` (little-endian blocks; the 1-3 tail bytes taken from the end of the key,
 *sign-extended*, last byte lowest — unlike reference murmur2). Sizing as Hudi:
-``bits = ceil(n * -ln(p) / ln(2)^2)``, ``k = ceil(ln(2) * bits / n)``.
+``bits = ceil(n * -ln(p) / ln(2)^2)``, ``k = ceil(ln(2) * bits / n)``, or with fewer hash
+functions and more bits for the same rate (:func:`filter_shape`).
 
 hoodline writes ``SIMPLE`` filters and reads both types. Everything is vectorised with numpy
 (one pass per 4-byte block per hash function) over chunks of keys small enough for the CPU cache,
@@ -65,6 +66,25 @@ def bit_size(num_entries: int, fpp: float) -> int:
 def num_hashes(bits: int, num_entries: int) -> int:
     """Hudi's ``BloomFilterUtils.getNumHashes``."""
     return max(1, math.ceil(math.log(2) * bits / max(num_entries, 1)))
+
+
+def filter_shape(num_entries: int, fpp: float, max_hashes: int = 0) -> tuple[int, int]:
+    """(bits, hash functions) of a filter for ``num_entries`` keys at false-positive rate
+    ``fpp``: Hudi's sizing, or with more than ``max_hashes`` (> 0) hash functions, that many
+    with the bits that keep the rate: ``fpp = (1 - exp(-k n / m)) ** k`` solved for ``m``.
+
+    Each hash function costs a hash computation and a bit write per key, whenever keys are
+    added or looked up; Hudi's count, ``ceil(log2(1 / fpp))``, is 30 at its default 1e-9, the
+    bit count that minimises the bits. Fewer functions need more bits for the same rate (16:
+    ~16 % more at 1e-9) and about half the work. The count is in the filter's header, so Java
+    Hudi and every other reader evaluate such a filter as any other."""
+    bits = bit_size(num_entries, fpp)
+    hashes = num_hashes(bits, num_entries)
+    if max_hashes <= 0 or hashes <= max_hashes:
+        return bits, hashes
+    root = math.exp(math.log(fpp) / max_hashes)  # fpp ** (1 / k): one bit's chance of being set
+    bits = math.ceil(-max_hashes * max(num_entries, 1) / math.log1p(-root))
+    return bits, max_hashes
 
 
 @dataclass
@@ -227,10 +247,11 @@ class SimpleBloomFilter:
         self.bits: Bools = bits if bits is not None else np.zeros(vector_size, dtype=np.bool_)
 
     @classmethod
-    def for_entries(cls, num_entries: int, fpp: float) -> SimpleBloomFilter:
-        """A filter sized for ``num_entries`` keys at false-positive rate ``fpp`` (Hudi's rule)."""
-        bits = bit_size(num_entries, fpp)
-        return cls(bits, num_hashes(bits, num_entries))
+    def for_entries(cls, num_entries: int, fpp: float, max_hashes: int = 0) -> SimpleBloomFilter:
+        """A filter sized for ``num_entries`` keys at false-positive rate ``fpp`` (Hudi's rule,
+        with at most ``max_hashes`` hash functions: see :func:`filter_shape`)."""
+        bits, hashes = filter_shape(num_entries, fpp, max_hashes)
+        return cls(bits, hashes)
 
     def add(self, keys: pa.Array | pa.ChunkedArray) -> None:
         if len(keys) == 0:
@@ -370,8 +391,10 @@ def build_filter(
     min_entries: int,
     previous: KeyFilter | None = None,
     added: pa.Array | pa.ChunkedArray | None = None,
+    max_hashes: int = 0,
 ) -> SimpleBloomFilter:
-    """A filter holding ``keys``, sized for :func:`sized_entries` of their count.
+    """A filter holding ``keys``, sized for :func:`sized_entries` of their count (with at most
+    ``max_hashes`` hash functions, see :func:`filter_shape`).
 
     Copy-on-write base files are immutable, so each file's filter can be sized for the keys it
     actually holds; the format is the same as a fixed-size Hudi filter.
@@ -384,7 +407,7 @@ def build_filter(
     of this capacity would have.
     """
     capacity = sized_entries(len(keys), min_entries)
-    flt = SimpleBloomFilter.for_entries(capacity, fpp)
+    flt = SimpleBloomFilter.for_entries(capacity, fpp, max_hashes)
     if (
         added is not None
         and isinstance(previous, SimpleBloomFilter)

@@ -9,12 +9,14 @@ Hudi's ``BucketIdentifier`` computes it). Re-generate with the hadoop-client jar
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyspark
 import pytest
 
 from hoodline.table.bloom import (
@@ -22,6 +24,7 @@ from hoodline.table.bloom import (
     SimpleBloomFilter,
     build_filter,
     deserialize,
+    filter_shape,
     sized_entries,
 )
 from hoodline.table.index.bucket import (
@@ -50,6 +53,46 @@ def test_simple_bloom_filter_bytes_equal_hadoop(entries: int, fpp: float, golden
     flt = SimpleBloomFilter.for_entries(entries, fpp)
     flt.add(keys)
     assert flt.serialize() == (FIX / golden).read_text().strip()
+
+
+def test_filters_with_capped_hash_counts_keep_the_false_positive_rate() -> None:
+    # Hudi's sizing at fpp 1e-9: 30 hash functions; capped at 16 the bits grow to keep the rate
+    assert filter_shape(156_250, 1e-9) == (6_739_495, 30)
+    bits, hashes = filter_shape(156_250, 1e-9, max_hashes=16)
+    assert hashes == 16 and 1.15 < bits / 6_739_495 < 1.17
+    assert (1 - math.exp(-hashes * 156_250 / bits)) ** hashes == pytest.approx(1e-9, rel=1e-3)
+    # a cap above Hudi's count changes nothing; 0 means no cap
+    assert filter_shape(1000, 0.01, max_hashes=16) == filter_shape(1000, 0.01) == (9586, 7)
+    assert filter_shape(1000, 1e-9, max_hashes=0) == filter_shape(1000, 1e-9)
+
+
+def test_hadoop_reads_a_capped_filter_and_finds_every_key(tmp_path: Path) -> None:
+    """The hash count travels in the filter's header: Hadoop's own BloomFilter (what Hudi's
+    SimpleBloomFilter wraps) reads a filter of 16 hash functions and finds every key."""
+    keys = pa.array([f"key-{i}" for i in range(20_000)] + ["ü€-1", ""])
+    flt = build_filter(keys, 1e-9, 1000, max_hashes=16)
+    assert flt.nb_hash == 16
+    absent = [f"other-{i}" for i in range(20_000)]
+    assert not flt.might_contain(pa.array(absent)).any()
+    (tmp_path / "filter.b64").write_text(flt.serialize())
+    (tmp_path / "keys.txt").write_text("\n".join(keys.to_pylist()) + "\n", encoding="utf-8")
+    (tmp_path / "absent.txt").write_text("\n".join(absent) + "\n", encoding="utf-8")
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
+    jars = Path(pyspark.__file__).parent / "jars"
+    classpath = ":".join(str(p) for p in sorted(jars.glob("hadoop-client-*.jar")))
+    outputs = []
+    for name in ("keys.txt", "absent.txt"):
+        out = subprocess.run(
+            [java, "-cp", classpath, str(FIX / "BloomRead.java"), str(tmp_path / "filter.b64"),
+             str(tmp_path / name)],
+            capture_output=True, text=True, timeout=120, check=True,
+        )
+        outputs.append(out.stdout.split())
+    # every key found (the empty key is skipped by the reader), Hadoop writes the same bytes
+    assert outputs[0] == [str(len(keys) - 1), str(len(keys) - 1), "true"]
+    assert outputs[1] == ["0", str(len(absent)), "true"]
 
 
 def test_hadoop_filter_deserializes_and_contains_all_keys() -> None:

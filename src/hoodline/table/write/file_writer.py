@@ -167,7 +167,10 @@ def footer_for(
     options = ctx.options
     if not _writes_bloom_filter(ctx):
         return {}
-    flt = build_filter(keys, options.bloom_fpp, options.bloom_min_entries, previous, added)
+    flt = build_filter(
+        keys, options.bloom_fpp, options.bloom_min_entries, previous, added,
+        options.bloom_max_hashes,
+    )
     footer = {BLOOM_FILTER_KEY: flt.serialize(), BLOOM_FILTER_TYPE_KEY: SIMPLE}
     if len(keys):  # an empty file (every record deleted) has the filter, no key range
         mm = pc.min_max(keys)
