@@ -592,14 +592,15 @@ def _decode_field(
         return pa.array(vals, mask=mask)
     if kind in ("float", "double"):
         words = cur.words_at(present, 4 if kind == "float" else 8)
-        if kind == "float":
-            floats = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32).view("<f4")
+        floats: npt.NDArray[np.floating[Any]]
+        if kind == "float":  # the IEEE bits as a native uint32, then viewed as float32
+            floats = (words & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
         else:
-            floats = words.view("<f8")
+            floats = words.view("<f8")  # the block's own little-endian bytes
         if nulls or not present.all():
-            full = np.zeros(n, dtype=floats.dtype)
-            full[present] = floats
-            floats = full
+            spread = np.zeros(n, dtype=floats.dtype)
+            spread[present] = floats
+            floats = spread
         return pa.array(floats, mask=mask)
     if kind in ("string", "bytes"):
         lengths = cur.varint(present)
