@@ -296,7 +296,7 @@ class SimpleBloomFilter:
                 f"{len(raw) - pos} bytes left)"
             )
         packed = np.frombuffer(raw, dtype=np.uint8, count=nbytes, offset=pos)
-        bits = np.unpackbits(packed, bitorder="little")[:vector_size].astype(np.bool_)
+        bits = np.unpackbits(packed, bitorder="little")[:vector_size].view(np.bool_)  # 0s and 1s
         return cls(vector_size, nb_hash, bits, hash_type), pos + nbytes
 
 
