@@ -74,10 +74,10 @@ def filter_shape(num_entries: int, fpp: float, max_hashes: int = 0) -> tuple[int
     with the bits that keep the rate: ``fpp = (1 - exp(-k n / m)) ** k`` solved for ``m``.
 
     Each hash function costs a hash computation and a bit write per key, whenever keys are
-    added or looked up; Hudi's count, ``ceil(log2(1 / fpp))``, is 30 at its default 1e-9, the
-    bit count that minimises the bits. Fewer functions need more bits for the same rate (16:
-    ~16 % more at 1e-9) and about half the work. The count is in the filter's header, so Java
-    Hudi and every other reader evaluate such a filter as any other."""
+    added or looked up. Hudi's count, ``ceil(log2(1 / fpp))`` (30 at its default 1e-9), is the
+    one that needs the fewest bits; fewer functions need more bits for the same rate (16: ~16 %
+    more at 1e-9) and about half the work. The count is in the filter's header, so Java Hudi
+    and every other reader evaluate such a filter as any other."""
     bits = bit_size(num_entries, fpp)
     hashes = num_hashes(bits, num_entries)
     if max_hashes <= 0 or hashes <= max_hashes:
