@@ -4,6 +4,8 @@ only costs speed."""
 from __future__ import annotations
 
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -47,8 +49,28 @@ def test_a_failed_build_is_logged_and_leaves_nothing(
     monkeypatch.setattr(class_cache.subprocess, "run", fails)
     target = tmp_path / "c" / "x.jsa"
     assert class_cache.build(target) is False
-    assert not target.exists() and not any(target.parent.iterdir())
+    assert not target.exists() and not list(target.parent.glob("*.jsa"))
     assert "could not build the JVM class cache" in caplog.text and "out of memory" in caplog.text
+
+
+def test_starts_that_find_no_archive_build_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four starts at once on a fresh machine: one builds, the others wait for its archive."""
+    builds: list[str] = []
+
+    def builder(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        builds.append(cmd[-1])
+        time.sleep(0.3)  # long enough for every other start to arrive meanwhile
+        Path(cmd[-1]).write_bytes(b"archive")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(class_cache.subprocess, "run", builder)
+    target = tmp_path / "c" / "x.jsa"
+    with ThreadPoolExecutor(4) as pool:  # flock: separately opened files exclude each other
+        results = list(pool.map(lambda _: class_cache.build(target), range(4)))
+    assert results == [True] * 4
+    assert len(builds) == 1 and target.read_bytes() == b"archive"
 
 
 @pytest.mark.spark

@@ -7,14 +7,17 @@ its first query about 1 s faster on this kind of machine (BENCHMARKS.md).
 The archive is built once per installation -- Java binary, pyspark version and jar set, which
 make up its file name -- by :func:`build`: a separate Python process starts a session with
 ``-XX:ArchiveClassesAtExit``, runs a small job shaped like a round, stops Spark and waits until
-the JVM has exited and written the archive, which then moves into place atomically. The JVM
-checks the archive when it maps it and ignores it (silently: CDS logging is off) when it does not
-match. Where the archive lives: ``$HOODLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/hoodline``, else
-``~/.cache/hoodline``.
+the JVM has exited and written the archive, which then moves into place atomically. Starts that
+find no archive build it one at a time (a lock file beside it): two pipelines started together on
+a fresh machine build it once, and the second maps the first one's archive instead of competing
+with it for the cores. The JVM checks the archive when it maps it and ignores it (silently: CDS
+logging is off) when it does not match. Where the archive lives: ``$HOODLINE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/hoodline``, else ``~/.cache/hoodline``.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -22,6 +25,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -81,6 +86,25 @@ def build(path: Path, timeout_s: float = BUILD_TIMEOUT_S) -> bool:
     if path.is_file():
         return True
     path.parent.mkdir(parents=True, exist_ok=True)
+    with _one_builder(path):
+        if path.is_file():  # built by another start while this one waited
+            return True
+        return _build(path, timeout_s)
+
+
+@contextmanager
+def _one_builder(path: Path) -> Iterator[None]:
+    """Held while ``path`` is built: one builder per archive across processes (released by the
+    kernel when a builder dies)."""
+    with open(path.parent / f".{path.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build(path: Path, timeout_s: float) -> bool:
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".building-", suffix=".jsa")
     os.close(fd)
     tmp = Path(tmp_name)
