@@ -59,18 +59,35 @@ def test_starts_that_find_no_archive_build_it_once(
     """Four starts at once on a fresh machine: one builds, the others wait for its archive."""
     builds: list[str] = []
 
+    envs: list[object] = []
+
     def builder(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
         builds.append(cmd[-1])
+        envs.append(kwargs.get("env"))
         time.sleep(0.3)  # long enough for every other start to arrive meanwhile
         Path(cmd[-1]).write_bytes(b"archive")
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(class_cache.subprocess, "run", builder)
+    monkeypatch.setenv("PYSPARK_GATEWAY_SECRET", "not-for-the-builder")
     target = tmp_path / "c" / "x.jsa"
     with ThreadPoolExecutor(4) as pool:  # flock: separately opened files exclude each other
         results = list(pool.map(lambda _: class_cache.build(target), range(4)))
     assert results == [True] * 4
     assert len(builds) == 1 and target.read_bytes() == b"archive"
+    # the builder starts its own JVM, never a spark-submit parent's gateway
+    env = envs[0]
+    assert isinstance(env, dict) and "PATH" in env and "PYSPARK_GATEWAY_SECRET" not in env
+
+
+def test_no_archive_under_spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """spark-submit starts the driver JVM before hoodline: no archive can apply to it, so none is
+    looked for, built or announced."""
+    monkeypatch.setenv("HOODLINE_CACHE_DIR", str(tmp_path))
+    assert class_cache.archive_path() is not None
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")
+    assert class_cache.jvm_started_by_spark_submit()
+    assert class_cache.archive_path() is None
 
 
 @pytest.mark.spark

@@ -13,6 +13,9 @@ a fresh machine build it once, and the second maps the first one's archive inste
 with it for the cores. The JVM checks the archive when it maps it and ignores it (silently: CDS
 logging is off) when it does not match. Where the archive lives: ``$HOODLINE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/hoodline``, else ``~/.cache/hoodline``.
+
+Under ``spark-submit`` the driver JVM is running before hoodline starts (PySpark connects to it
+through ``PYSPARK_GATEWAY_PORT``): no archive can apply to it, so none is built or mapped.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "hoodline"
 
 
+#: Set by ``spark-submit`` for the Python driver it starts: the driver JVM already runs.
+GATEWAY_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")
+
+
+def jvm_started_by_spark_submit() -> bool:
+    """True when PySpark will connect to a driver JVM that ``spark-submit`` already started."""
+    return GATEWAY_ENV[0] in os.environ
+
+
 def _java() -> Path | None:
     home = os.environ.get("JAVA_HOME")
     java = Path(home) / "bin" / "java" if home else None
@@ -56,12 +68,13 @@ def _java() -> Path | None:
 
 
 def archive_path() -> Path | None:
-    """Where the archive for this Java and this pyspark lives (None without a Java binary)."""
+    """Where the archive for this Java and this pyspark lives (None without a Java binary, and
+    under ``spark-submit``, whose driver JVM runs already)."""
     import pyspark
     from pyspark import __version__ as pyspark_version
 
     java = _java()
-    if java is None:
+    if java is None or jvm_started_by_spark_submit():
         return None
 
     jars = Path(pyspark.__file__).parent / "jars"
@@ -110,9 +123,11 @@ def _build(path: Path, timeout_s: float) -> bool:
     tmp = Path(tmp_name)
     tmp.unlink()
     try:
+        # the builder starts its own JVM: never the gateway of a spark-submit parent
+        env = {k: v for k, v in os.environ.items() if k not in GATEWAY_ENV}
         done = subprocess.run(
             [sys.executable, "-m", "hoodline.spark.class_cache", str(tmp)],
-            capture_output=True, text=True, timeout=timeout_s, check=False,
+            capture_output=True, text=True, timeout=timeout_s, check=False, env=env,
         )
         if done.returncode != 0 or not tmp.is_file():
             log.warning("could not build the JVM class cache at %s (exit %s): %s", path,
