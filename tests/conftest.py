@@ -9,6 +9,7 @@ broker and Spark are stopped at the end of the session.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -150,15 +151,54 @@ def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
+#: Fixtures that start Spark (tests with the ``spark`` marker start it too, in subprocesses).
+_SPARK_FIXTURES = frozenset({"spark", "spark_provider", "spark_cluster", "standalone_cluster"})
+
+
+def _needs_spark(item: pytest.Item) -> bool:
+    return (item.get_closest_marker("spark") is not None
+            or not _SPARK_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order tests: the ``slow`` end-to-end tests first, so the two test processes (pytest-xdist,
-    one test handed out at a time) take them early and finish together; then the rest, with the
-    modules that use the ``local-cluster`` session last so each process starts it at most once.
-    A module's tests stay together otherwise (the sort is stable)."""
+    """Order tests: those without Spark first (they run while :func:`pytest_configure`'s build
+    of the JVM class cache occupies a core on a fresh machine), then the ``slow`` end-to-end
+    tests, so the two test processes (pytest-xdist, one test handed out at a time) take them
+    early and finish together; then the rest, with the modules that use the ``local-cluster``
+    session last so each process starts it at most once. A module's tests stay together
+    otherwise (the sort is stable)."""
     uses: dict[str, set[str]] = {}
     for item in items:
         uses.setdefault(_module(item), set()).update(getattr(item, "fixturenames", ()))
 
-    items.sort(key=lambda item: (item.get_closest_marker("slow") is None,
+    items.sort(key=lambda item: (_needs_spark(item),
+                                 item.get_closest_marker("slow") is None,
                                  "spark_cluster" in uses[_module(item)]))
+
+
+_class_cache_build: threading.Thread | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In the controlling process: build the JVM class cache in the background when it is
+    missing (a fresh machine, as in CI; ~50 s), so the tests without Spark run meanwhile and
+    the first Spark start waits only for the rest of the build (class_cache's lock)."""
+    global _class_cache_build
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        return
+
+    def build() -> None:
+        from hoodline.spark import class_cache
+
+        path = class_cache.archive_path()
+        if path is not None:
+            class_cache.build(path)
+
+    _class_cache_build = threading.Thread(target=build, name="class-cache-build", daemon=True)
+    _class_cache_build.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _class_cache_build is not None:
+        _class_cache_build.join()
