@@ -259,6 +259,37 @@ def test_many_bad_records_in_a_large_batch_are_all_isolated() -> None:
     assert set(result.errors.reason.to_pylist()) == {WRONG_TYPE}
 
 
+def test_a_batch_of_many_blocks_keeps_every_row_and_finds_bad_ones_past_the_first_block(
+) -> None:
+    """A 5 MiB batch is parsed in 1 MiB blocks (the reader's row numbers then count from the
+    failing block): rows stay in order, a row longer than a block is read whole, and bad rows
+    in later blocks are found exactly, with and without the reader's row hint."""
+    n = 40_000
+    long_row = 25_000
+    bad = {31_003: WRONG_TYPE, 31_004: UNPARSEABLE, 38_000: WRONG_TYPE, 39_999: UNPARSEABLE}
+    raws = []
+    for i in range(n):
+        if bad.get(i) == WRONG_TYPE:
+            raws.append(json.dumps({"id": i, "score": "high"}).encode())
+        elif bad.get(i) == UNPARSEABLE:
+            raws.append(b'{"id": %d, "name": oops}' % i)
+        else:
+            name = "n" * (1_500_000 if i == long_row else 100)
+            raws.append(json.dumps({"id": i, "name": name, "score": i / 2}).encode())
+    values = pa.array(raws, pa.binary())
+    assert pa.compute.sum(pa.compute.binary_length(values)).as_py() > 5 * (1 << 20)
+    result = decoder().decode(values)
+    good = [i for i in range(n) if i not in bad]
+    assert result.row_index.to_pylist() == good
+    assert result.records.column("id").to_pylist() == good
+    assert result.records.column("score").to_pylist() == [i / 2 for i in good]
+    assert len(result.records.column("name")[good.index(long_row)].as_py()) == 1_500_000
+    assert [(i, r) for i, r, _ in iter_bad(result.errors)] == sorted(bad.items())
+    clean = decoder().decode(pa.array([r for i, r in enumerate(raws) if i not in bad]))
+    assert clean.records.column("id").num_chunks > 1  # read in blocks, not as one
+    assert clean.records.column("id").to_pylist() == good
+
+
 def test_surrounding_whitespace_is_fine_but_trailing_garbage_is_not() -> None:
     values = pa.array([b'  {"id": 1}  ', b'\t{"id": 2}\r\n', b'{"id": 3} x', b'x {"id": 4}',
                        b'{"id": 5}'], pa.binary())
