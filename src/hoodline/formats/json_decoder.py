@@ -53,9 +53,7 @@ UNREADABLE_PARTITION = "unreadable_partition"
 REASONS = (UNPARSEABLE, NOT_OBJECT, WRONG_TYPE, MISSING_KEY, NULL_VALUE, UNREADABLE_PARTITION)
 
 _OBJECT_SHAPE = r"^[ \t\r\n]*\{(?s:.*)\}[ \t\r\n]*$"
-#: JSON is parsed in blocks of 1 MiB: a 4 MiB block of ~200-byte messages took 70 ms where four
-#: 1 MiB blocks take 40 ms (cache-sized working set; BENCHMARKS.md)
-_BLOCK = 1 << 20
+_MIN_BLOCK = 1 << 20
 _FANOUT = 8
 _DETAIL_MAX = 300
 
@@ -254,11 +252,8 @@ class JsonDecoder:
     ) -> tuple[list[pa.Table], list[pa.Array], list[tuple[int, str]]]:
         """Parse all ``values``; returns good tables + their positions, and failed positions.
 
-        The values are joined once; any row range is a zero-copy slice of that buffer, parsed in
-        blocks of ``_BLOCK`` bytes (at least the longest row). The reader counts the "in row N"
-        of its errors from the failing block's start, so a range that fails in blocks is read
-        again as one block. A failing range is narrowed down using the reader's "in row N" hint
-        when it gives one (the rows
+        The values are joined once; any row range is a zero-copy slice of that buffer. A failing
+        range is narrowed down using the reader's "in row N" hint when it gives one (the rows
         before N are parsed again on their own, row N is tried alone, the rest continues), else
         by splitting it into ``_FANOUT`` parts. Rows are only declared bad after failing alone.
         """
@@ -276,36 +271,29 @@ class JsonDecoder:
         )
         buf = joined[0].as_buffer()
         assert buf is not None
-        # every row must fit in one block (the reader refuses a row across two)
-        block = max(_BLOCK, int(lengths.max()) + 2)
 
-        # (lo, hi, whole): ``whole`` ranges are read as one block, for an exact row hint
-        stack = [(0, n, False)]
+        stack = [(0, n)]
         while stack:
-            lo, hi, whole = stack.pop()
+            lo, hi = stack.pop()
             if hi <= lo:
                 continue
             start, end = int(line_start[lo]), int(line_end[hi - 1])
-            chunked = not whole and end - start > block
             try:
-                table = self._read(buf.slice(start, end - start), block if chunked else None)
+                table = self._read(buf.slice(start, end - start))
                 if table.num_rows != hi - lo:
                     raise _RowCountMismatch(table.num_rows)
             except (pa.ArrowInvalid, _RowCountMismatch) as exc:
                 if hi - lo == 1:
                     failures.append((lo, str(exc)))
                     continue
-                if chunked:  # its "in row N" counts from the failing block: read it whole
-                    stack.append((lo, hi, True))
-                    continue
                 hint = _row_hint(exc)
                 if hint is not None and 0 <= hint < hi - lo:
                     bad = lo + hint
-                    stack.extend([(bad + 1, hi, False), (bad, bad + 1, False), (lo, bad, False)])
+                    stack.extend([(bad + 1, hi), (bad, bad + 1), (lo, bad)])
                 else:
                     step = max(1, -(-(hi - lo) // _FANOUT))
                     stack.extend(
-                        (a, min(a + step, hi), False) for a in reversed(range(lo, hi, step))
+                        (a, min(a + step, hi)) for a in reversed(range(lo, hi, step))
                     )
                 continue
             tables.append((lo, table))
@@ -316,10 +304,8 @@ class JsonDecoder:
         ]
         return [t for _, t in tables], good_idx, failures
 
-    def _read(self, buf: pa.Buffer, block: int | None) -> pa.Table:
-        """``buf`` parsed in blocks of ``block`` bytes, or as one block (``None``)."""
-        size = block if block is not None else max(_BLOCK, buf.size + 1)
-        read_options = pj.ReadOptions(use_threads=False, block_size=size)
+    def _read(self, buf: pa.Buffer) -> pa.Table:
+        read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
         return pj.read_json(
             pa.BufferReader(buf), read_options=read_options, parse_options=self._parse_options
         )
