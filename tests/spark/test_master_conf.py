@@ -36,6 +36,7 @@ def test_spark_conf_defaults_for_a_small_machine(tmp_path: Path) -> None:
     assert conf["spark.ui.enabled"] == "false"
     assert conf["spark.sql.shuffle.partitions"] == "2"
     assert conf["spark.driver.host"] == "127.0.0.1"
+    assert conf["spark.shuffle.compress"] == "false"  # payloads arrive compressed by Arrow
     assert f"file:{tmp_path / 'l.p'}" in conf["spark.executor.extraJavaOptions"]
     assert "-XX:TieredStopAtLevel=1" in conf["spark.driver.extraJavaOptions"].split()
     assert "-XX:TieredStopAtLevel=1" in conf["spark.executor.extraJavaOptions"].split()

@@ -107,10 +107,17 @@ def _rows(kind: int, task: int, payloads: list[bytes], routes: list[int] | None 
     )
 
 
-def to_ipc(data: pa.RecordBatch | pa.Table) -> bytes:
+#: Record payloads are LZ4-compressed by Arrow before they reach the JVM: every byte a payload
+#: has is copied several times there (Arrow to rows, the shuffle's serializer and its own
+#: compression, rows to Arrow) and crosses the Python-JVM sockets twice (BENCHMARKS.md).
+RECORDS_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+def to_ipc(data: pa.RecordBatch | pa.Table, options: pa.ipc.IpcWriteOptions | None = None
+           ) -> bytes:
     """Arrow IPC stream bytes of ``data`` (how records and bad records travel)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, data.schema) as writer:
+    with pa.ipc.new_stream(sink, data.schema, options=options) as writer:
         writer.write(data)
     return bytes(sink.getvalue())
 
@@ -138,7 +145,7 @@ def _routed(records: pa.Table | pa.RecordBatch, targets: np.ndarray, task: int,
     for target in present:
         rows = table if len(present) == 1 else table.take(
             pa.array(np.flatnonzero(targets == target)))
-        payloads.append(to_ipc(rows.combine_chunks()))
+        payloads.append(to_ipc(rows.combine_chunks(), RECORDS_IPC))
     return _rows(RECORDS, task, payloads, [routes[int(t)] for t in present])
 
 

@@ -153,6 +153,9 @@ def spark_conf(
         "spark.sql.shuffle.partitions": str(partitions),
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
+        # hoodline's shuffles carry envelope rows whose record payloads Arrow compressed already
+        # (job.RECORDS_IPC): compressing them again cost the 2M-message ingest's JVM ~2.5 s CPU
+        "spark.shuffle.compress": "false",
         # table services (a background compaction) run in a pool of their own beside the
         # rounds' jobs instead of queueing them behind it (see SparkEngine.run_tasks)
         "spark.scheduler.mode": "FAIR",
