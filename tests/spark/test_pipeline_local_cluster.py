@@ -3,6 +3,7 @@ package; a stream with updates, deletes and tombstones ends up in the table exac
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -42,9 +43,12 @@ def test_merge_on_read_pipeline_compacts_on_the_executors_beside_the_rounds(
     engine = SparkEngine(spark_cluster)
     executors = set(spark_cluster.executor_pids())
     # the tasks run in Python workers the executor JVMs started, not in this process
-    for pid in set(engine.run_tasks(lambda _: os.getpid(), range(4))):
+    # ... and froze what they had loaded (pyspark's own daemon here, see hoodline.spark.worker_gc)
+    for pid, frozen in set(engine.run_tasks(lambda _: (os.getpid(), gc.get_freeze_count()),
+                                            range(4))):
         assert pid != os.getpid()
         assert executors & {p.pid for p in psutil.Process(pid).parents()}, pid
+        assert frozen > 20_000, (pid, frozen)
     topic = create_topic(broker.bootstrap_servers, unique("pc-mor"), 3)
     stream = Stream(broker.bootstrap_servers, topic, 3, seed=17)
     stream.produce(1500, 300, deletes=0.1, tombstones=0.05)

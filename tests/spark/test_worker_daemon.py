@@ -3,6 +3,7 @@ installation, pyarrow and the task code loaded before forking)."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,3 +52,20 @@ def test_workers_are_forked_with_the_task_code_and_pyspark_from_its_installation
     rows = per_subtask(spark.session, 2, probe, "tasks string, pyspark string").toArrow()
     assert not any(".zip" in p for p in rows.column("tasks").to_pylist())  # preloaded
     assert not any(".zip" in p for p in rows.column("pyspark").to_pylist())
+
+
+@pytest.mark.spark
+def test_forked_workers_start_with_the_preloaded_objects_frozen(spark: HoodlineSpark) -> None:
+    # pyspark's daemon runs a full gc.collect() after every task of a reused worker: the
+    # daemon's preloads must be out of its reach before the fork (not frozen by hoodline's
+    # stages here: a plain mapInArrow function)
+    def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pylist([{"frozen": gc.get_freeze_count()}],
+                                         schema=pa.schema([("frozen", pa.int64())]))
+
+    rows = spark.session.range(0, 2, 1, numPartitions=2).mapInArrow(probe, "frozen long")
+    frozen = rows.toArrow().column("frozen").to_pylist()
+    assert len(frozen) == 2
+    assert min(frozen) > 20_000, frozen  # pyarrow, numpy, pandas, pyspark, hoodline

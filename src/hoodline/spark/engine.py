@@ -17,6 +17,7 @@ from hoodline.spark.session import (
     settings_from_runtime,
     start_session,
 )
+from hoodline.spark.worker_gc import freeze_loaded
 
 __all__ = ["SparkEngine"]
 
@@ -24,6 +25,16 @@ _POOL = "spark.scheduler.pool"
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+def _frozen_first(fn: Callable[[T], R]) -> Callable[[T], R]:
+    """``fn`` run by a worker that first froze what it loaded (see :mod:`.worker_gc`)."""
+
+    def call(item: T) -> R:
+        freeze_loaded()
+        return fn(item)
+
+    return call
+
 
 _ABORTED = re.compile(r"Job aborted due to stage failure: ([^\n]*)")
 #: The last line of a Python traceback inside a Spark error ("SomeError: message").
@@ -83,7 +94,7 @@ class SparkEngine(Engine):
         sc.setLocalProperty(_POOL, SERVICES_POOL)
         try:
             rdd = sc.parallelize(list(items), len(items))
-            results: list[R] = rdd.map(fn).collect()
+            results: list[R] = rdd.map(_frozen_first(fn)).collect()
         except HoodlineError:
             raise
         except Exception as exc:

@@ -46,6 +46,7 @@ from hoodline.pipeline.engine import RoundOutputBuilder
 from hoodline.pipeline.plugin import ReadOutcome
 from hoodline.pipeline.tasks import ErrorRows, RoundJob, TaskFailure
 from hoodline.spark.probe import task_attempt_id, task_identity
+from hoodline.spark.worker_gc import freeze_loaded
 from hoodline.table.index.bucket import bucket_of_file_id, java_string_hashes
 from hoodline.table.write.records import FILE_ID, RECORD_KEY, dictionary_codes
 
@@ -194,6 +195,7 @@ def per_subtask(
         raise EngineJobError(f"a stage needs at least one subtask, got {n}")
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_loaded()
         ids: list[int] = []
         for batch in batches:
             ids.extend(batch.column(0).to_pylist())
@@ -230,6 +232,7 @@ def assign_stage(df: DataFrame, job: RoundJob) -> DataFrame:
     by file group; control rows pass through unchanged."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_loaded()
         task, _ = task_identity()
         payloads, control = _split_envelope(batches)
         yield from control
@@ -248,6 +251,7 @@ def writer_stage(df: DataFrame, job: RoundJob) -> DataFrame:
     it received, one row per write status and one "done" row."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_loaded()
         task, _ = task_identity()
         # A writer's input is one task's share of one round: bounded by the round limits.
         payloads, control = _split_envelope(batches)

@@ -12,7 +12,8 @@ This daemon, for local masters only (the driver's own installation serves the wo
   installed pyspark package that is also importable (same installation, so same version), so
   pyspark loads from its compiled installation;
 * imports pyarrow and the modules a round's tasks run before forking, so every worker starts
-  with them loaded (copy-on-write);
+  with them loaded (copy-on-write), and freezes them out of the garbage collector
+  (:mod:`.worker_gc`);
 * then runs pyspark's daemon unchanged.
 """
 
@@ -53,6 +54,10 @@ def main() -> None:
     for module in PRELOAD:
         __import__(module)
     from pyspark import daemon
+
+    from hoodline.spark.worker_gc import freeze_loaded
+
+    freeze_loaded()
 
     daemon.manager()
 
