@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from pyspark import cloudpickle
 
@@ -22,16 +21,14 @@ from hoodline.pipeline.engine import RoundOutput, RoundOutputBuilder
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.job import (
-    KIND_COLUMN,
-    PAYLOAD_COLUMN,
     RECORDS,
-    TASK_COLUMN,
     WRITER_DONE,
+    Envelope,
     _routed,
     decode,
     per_subtask,
-    round_dataframe,
-    spark_routes,
+    round_rdd,
+    target_partition,
     to_ipc,
 )
 from hoodline.spark.probe import task_identity
@@ -43,30 +40,29 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def test_task_i_is_subtask_i(spark: HoodlineSpark) -> None:
-    def fn(i: int) -> Iterator[pa.RecordBatch]:
-        partition, attempt = task_identity()
-        yield pa.RecordBatch.from_pylist(
-            [{"subtask": i, "partition": partition, "attempt": attempt}],
-            schema=pa.schema([("subtask", pa.int32()), ("partition", pa.int32()),
-                              ("attempt", pa.int32())]),
-        )
+    def fn(i: int) -> Iterator[tuple[int, int]]:
+        partition, _ = task_identity()
+        yield i, partition
 
-    table = per_subtask(spark.session, 5, fn, "subtask int, partition int, attempt int").toArrow()
-    assert sorted(table.column("subtask").to_pylist()) == [0, 1, 2, 3, 4]
-    assert table.column("subtask").to_pylist() == table.column("partition").to_pylist()
+    got = per_subtask(spark.context, 5, fn).collect()
+    assert sorted(i for i, _ in got) == [0, 1, 2, 3, 4]
+    assert all(i == partition for i, partition in got)
     with pytest.raises(EngineJobError):
-        per_subtask(spark.session, 0, fn, "subtask int")
+        per_subtask(spark.context, 0, fn)
 
 
 class _Capturing(SparkEngine):
-    """The Spark engine, keeping every round's raw result rows for inspection."""
+    """The Spark engine, keeping every round's lineage and raw result envelopes."""
 
     def __init__(self, spark: HoodlineSpark) -> None:
         super().__init__(spark)
-        self.results: list[pa.Table] = []
+        self.lineages: list[str] = []
+        self.results: list[list[Envelope]] = []
 
     def run_round(self, job: RoundJob) -> RoundOutput:
-        results = round_dataframe(self.spark.session, job).toArrow()
+        rdd = round_rdd(self.spark.context, job)
+        self.lineages.append((rdd.toDebugString() or b"").decode())
+        results = rdd.collect()
         self.results.append(results)
         return decode(results, RoundOutputBuilder(job.readers, job.writer_tasks)).build()
 
@@ -106,8 +102,12 @@ def test_rounds_through_the_spark_job_every_writer_reports_and_hudi_rs_reads_the
     summary = RoundDriver(_files_config(root, table, index, writers=6), engine).run(once=True)
     assert summary.commits >= 2 and summary.records_read == 550
     for results in engine.results:  # 6 writer tasks, at most 4 file groups: all said "done"
-        done = results.filter(pc.equal(results.column(KIND_COLUMN), WRITER_DONE))
-        assert sorted(done.column(TASK_COLUMN).to_pylist()) == list(range(6))
+        done = [task for kind, task, _ in results if kind == WRITER_DONE]
+        assert sorted(done) == list(range(6))
+    # records shuffled once by file group (BUCKET), or by key and then by file group (BLOOM)
+    shuffles = 1 if index == "BUCKET" else 2
+    assert all(lineage.count("ShuffledRDD") == shuffles for lineage in engine.lineages), (
+        engine.lineages[0])
     snap = hudi_snapshot(table)
     assert snap.num_rows == len(model)  # no duplicates, nothing lost
     assert dict(zip(snap.column("id").to_pylist(), snap.column("v").to_pylist(),
@@ -124,14 +124,11 @@ def test_python_workers_are_reused_across_jobs(spark: HoodlineSpark) -> None:
     """Worker reuse lets per-process caches (e.g. a Kafka consumer) live across rounds."""
     import os
 
-    def fn(i: int) -> Iterator[pa.RecordBatch]:
-        yield pa.RecordBatch.from_pylist([{"pid": os.getpid()}],
-                                         schema=pa.schema([("pid", pa.int64())]))
+    def fn(i: int) -> Iterator[int]:
+        yield os.getpid()
 
-    first = set(per_subtask(spark.session, 4, fn, "pid long").toArrow().column("pid")
-                .to_pylist())
-    second = set(per_subtask(spark.session, 4, fn, "pid long").toArrow().column("pid")
-                 .to_pylist())
+    first = set(per_subtask(spark.context, 4, fn).collect())
+    second = set(per_subtask(spark.context, 4, fn).collect())
     assert len(first) <= 2  # local[2]: at most two concurrent workers, reused by the 4 tasks
     assert second <= first
 
@@ -140,13 +137,13 @@ def test_wait_until_idle_sees_running_tasks(spark: HoodlineSpark, tmp_path: Path
     import threading
     import time
 
-    def slow(i: int) -> Iterator[pa.RecordBatch]:
+    def slow(i: int) -> Iterator[int]:
         while not (tmp_path / "release").exists():
             time.sleep(0.02)
-        yield pa.RecordBatch.from_pylist([{"i": i}], schema=pa.schema([("i", pa.int32())]))
+        yield i
 
     job = threading.Thread(
-        target=lambda: per_subtask(spark.session, 2, slow, "i int").collect(), daemon=True
+        target=lambda: per_subtask(spark.context, 2, slow).collect(), daemon=True
     )
     job.start()
     deadline = time.monotonic() + 60
@@ -163,7 +160,7 @@ def test_append_only_bulk_insert_writes_in_the_reader_tasks_without_a_shuffle(
     spark: HoodlineSpark, tmp_path: Path
 ) -> None:
     """bulk_insert with the BLOOM index: every reader task writes its own new file groups and
-    reports as a writer; the job has no exchange at all, and hudi-rs reads every record."""
+    reports as a writer; the job has no shuffle at all, and hudi-rs reads every record."""
     root, table = tmp_path / "in", tmp_path / "t"
     root.mkdir()
     for f in range(3):
@@ -172,47 +169,38 @@ def test_append_only_bulk_insert_writes_in_the_reader_tasks_without_a_shuffle(
                         "at": "2024-03-01T10:00:00Z"}) + "\n"
             for k in range(f * 1000, f * 1000 + 1000)))
     cfg = _files_config(root, table, "BLOOM", writers=6, operation="bulk_insert")
-    plans: list[str] = []
 
-    class _Plans(_Capturing):
+    class _Direct(_Capturing):
         def run_round(self, job: RoundJob) -> RoundOutput:
             assert job.direct_write and job.writer_tasks == job.readers == 3
-            df = round_dataframe(self.spark.session, job)
-            plans.append(df._jdf.queryExecution().executedPlan().toString())
             return super().run_round(job)
 
-    summary = RoundDriver(cfg, _Plans(spark)).run(once=True)
-    assert summary.records_read == 3000 and plans
-    assert not any("Exchange" in p for p in plans), plans[0]
+    engine = _Direct(spark)
+    summary = RoundDriver(cfg, engine).run(once=True)
+    assert summary.records_read == 3000 and engine.lineages
+    assert not any("ShuffledRDD" in lineage for lineage in engine.lineages), engine.lineages[0]
     ids = hudi_snapshot(table).column("id").to_pylist()
     assert sorted(ids) == list(range(3000))
 
 
 
 @pytest.mark.parametrize("partitions", [1, 2, 3, 6, 8])
-def test_route_values_land_in_their_partition(spark: HoodlineSpark, partitions: int) -> None:
-    """Records travel with a route value chosen so that Spark's hash partitioning sends them to
-    exactly the intended task (balance: every target task gets its own partition)."""
-    routes = spark_routes(partitions)
-    assert len(set(routes)) == partitions
+def test_envelopes_land_in_their_target_partition(spark: HoodlineSpark, partitions: int) -> None:
+    """A routed envelope's key is its target task: the shuffle sends it to exactly that task
+    (balance: every target task gets its own partition)."""
 
-    def emit(i: int) -> Iterator[pa.RecordBatch]:
-        yield pa.RecordBatch.from_pylist(
-            [{"route": r, "target": t} for t, r in enumerate(routes)],
-            schema=pa.schema([("route", pa.int32()), ("target", pa.int32())]))
+    def emit(i: int) -> Iterator[tuple[int, int]]:
+        for t in range(partitions):
+            yield t, i
 
-    def where(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition, _ = task_identity()
-        for b in batches:
-            yield pa.RecordBatch.from_arrays(
-                [b.column("target"), pa.array([partition] * b.num_rows, pa.int32())],
-                names=["target", "partition"])
+    def where(partition: int, routed: Iterator[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+        for target, _ in routed:
+            yield target, partition
 
-    df = per_subtask(spark.session, 2, emit, "route int, target int")
-    got = df.repartition(partitions, "route").mapInArrow(where, "target int, partition int")
-    rows = got.toArrow().to_pylist()
-    assert len(rows) == 2 * partitions
-    assert all(r["target"] == r["partition"] for r in rows), rows
+    got = (per_subtask(spark.context, 2, emit).partitionBy(partitions, target_partition)
+           .mapPartitionsWithIndex(where).collect())
+    assert len(got) == 2 * partitions
+    assert all(target == partition for target, partition in got), got
 
 
 def test_record_payloads_travel_lz4_compressed_and_read_back_exactly() -> None:
@@ -222,9 +210,10 @@ def test_record_payloads_travel_lz4_compressed_and_read_back_exactly() -> None:
     batch = pa.record_batch({"id": pa.array(range(n), pa.int64()),
                              "event": pa.array(["view", "click"] * (n // 2), pa.string())})
     targets = np.arange(n) % 3
-    rows = _routed(batch, targets, task=0, partitions=3)
-    assert rows.column(KIND_COLUMN).to_pylist() == [RECORDS] * 3
-    for t, payload in enumerate(rows.column(PAYLOAD_COLUMN).to_pylist()):
+    routed = list(_routed(batch, targets, task=0))
+    assert [(target, kind, task) for target, (kind, task, _) in routed] == [
+        (t, RECORDS, 0) for t in range(3)]
+    for t, (_, (_, _, payload)) in enumerate(routed):
         [got] = pa.ipc.open_stream(payload)
         assert got.equals(batch.filter(pa.array(targets == t)))
         assert len(payload) < 0.75 * len(to_ipc(got))  # compressed (to_ipc's default: not)

@@ -8,7 +8,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
@@ -40,32 +39,24 @@ def test_workers_are_forked_with_the_task_code_and_pyspark_from_its_installation
     assert spark.context.getConf().get("spark.python.daemon.module") == (
         "hoodline.spark.worker_daemon")
 
-    def probe(i: int) -> Iterator[pa.RecordBatch]:
+    def probe(i: int) -> Iterator[tuple[str, str]]:
         import pyspark
 
         import hoodline.pipeline.tasks as tasks  # a fresh import would come from the shipped zip
 
-        yield pa.RecordBatch.from_pylist(
-            [{"tasks": tasks.__file__ or "", "pyspark": pyspark.__file__ or ""}],
-            schema=pa.schema([("tasks", pa.string()), ("pyspark", pa.string())]))
+        yield tasks.__file__ or "", pyspark.__file__ or ""
 
-    rows = per_subtask(spark.session, 2, probe, "tasks string, pyspark string").toArrow()
-    assert not any(".zip" in p for p in rows.column("tasks").to_pylist())  # preloaded
-    assert not any(".zip" in p for p in rows.column("pyspark").to_pylist())
+    files = per_subtask(spark.context, 2, probe).collect()
+    assert len(files) == 2
+    assert not any(".zip" in tasks for tasks, _ in files)  # preloaded
+    assert not any(".zip" in pyspark for _, pyspark in files)
 
 
 @pytest.mark.spark
 def test_forked_workers_start_with_the_preloaded_objects_frozen(spark: HoodlineSpark) -> None:
     # pyspark's daemon runs a full gc.collect() after every task of a reused worker: the
     # daemon's preloads must be out of its reach before the fork (not frozen by hoodline's
-    # stages here: a plain mapInArrow function)
-    def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for _ in batches:
-            pass
-        yield pa.RecordBatch.from_pylist([{"frozen": gc.get_freeze_count()}],
-                                         schema=pa.schema([("frozen", pa.int64())]))
-
-    rows = spark.session.range(0, 2, 1, numPartitions=2).mapInArrow(probe, "frozen long")
-    frozen = rows.toArrow().column("frozen").to_pylist()
+    # stages here: a plain Spark function)
+    frozen = spark.context.parallelize(range(2), 2).map(lambda _: gc.get_freeze_count()).collect()
     assert len(frozen) == 2
     assert min(frozen) > 20_000, frozen  # pyarrow, numpy, pandas, pyspark, hoodline

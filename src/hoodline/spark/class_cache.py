@@ -67,6 +67,11 @@ def _java() -> Path | None:
     return java.resolve() if java is not None else None
 
 
+#: The shape of the round job :func:`_train` runs: a new shape loads other classes, so it goes
+#: into the archive's name (an archive of the old shape is not reused).
+JOB_SHAPE = "rdd-envelopes-1"
+
+
 def archive_path() -> Path | None:
     """Where the archive for this Java and this pyspark lives (None without a Java binary, and
     under ``spark-submit``, whose driver JVM runs already)."""
@@ -80,7 +85,7 @@ def archive_path() -> Path | None:
     jars = Path(pyspark.__file__).parent / "jars"
     key = hashlib.sha256()
     stat = java.stat()
-    key.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark_version}".encode())
+    key.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark_version}|{JOB_SHAPE}".encode())
     for jar in sorted(jars.glob("*.jar")):
         key.update(f"|{jar.name}:{jar.stat().st_size}".encode())
     return cache_dir() / f"spark-{pyspark_version}-{key.hexdigest()[:16]}.jsa"
@@ -145,9 +150,7 @@ def _build(path: Path, timeout_s: float) -> bool:
 def _train(target: Path) -> None:
     """Run in the builder process: load the classes a round uses, then exit the JVM cleanly so
     that it writes the archive to ``target``."""
-    import pyarrow as pa
-
-    from hoodline.spark.job import ENVELOPE_DDL, per_subtask
+    from hoodline.spark.job import RECORDS, per_subtask, target_partition
     from hoodline.spark.session import SparkSettings, start_session
 
     spark = start_session(SparkSettings(
@@ -156,14 +159,12 @@ def _train(target: Path) -> None:
                     f"-XX:ArchiveClassesAtExit={target} {' '.join(QUIET)}"},
     ))
     try:
-        def rows(i: int):  # type: ignore[no-untyped-def]
-            yield pa.RecordBatch.from_pylist(
-                [{"_route": i, "_kind": 0, "_task": i, "_payload": b"x"}],
-                schema=pa.schema([("_route", pa.int32()), ("_kind", pa.int8()),
-                                  ("_task", pa.int32()), ("_payload", pa.binary())]))
+        def envelopes(i: int):  # type: ignore[no-untyped-def]
+            yield i, (RECORDS, i, b"x")
 
-        df = per_subtask(spark.session, 2, rows, ENVELOPE_DDL)
-        df.repartition(2, "_route").mapInArrow(lambda b: b, ENVELOPE_DDL).toArrow()
+        # the shape of a round's job (see hoodline.spark.job)
+        per_subtask(spark.context, 2, envelopes).partitionBy(2, target_partition).values(
+        ).collect()
     finally:
         spark.stop()
     from pyspark import SparkContext

@@ -10,7 +10,7 @@ from hoodline.errors import EngineJobError, HoodlineError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.engine import Engine, RoundOutput, RoundOutputBuilder
 from hoodline.pipeline.tasks import RoundJob
-from hoodline.spark.job import decode, round_dataframe
+from hoodline.spark.job import decode, round_rdd
 from hoodline.spark.session import (
     SERVICES_POOL,
     HoodlineSpark,
@@ -72,9 +72,9 @@ class SparkEngine(Engine):
         return int(self.spark.context.defaultParallelism)
 
     def run_round(self, job: RoundJob) -> RoundOutput:
-        df = round_dataframe(self.spark.session, job)
+        rdd = round_rdd(self.spark.context, job)
         try:
-            results = df.toArrow()
+            results = rdd.collect()
         except HoodlineError:
             raise
         except Exception as exc:  # a failed Spark job: retryable (lost executor, I/O, ...)

@@ -69,11 +69,6 @@ class SparkSettings:
     driver_memory: str = "1g"
     #: ``spark.sql.shuffle.partitions``; ``None`` = total cores of the master (at least 2).
     shuffle_partitions: int | None = None
-    #: Rows per Arrow batch Spark hands to ``mapInArrow`` functions. Every row of a round's job
-    #: is an envelope row whose payload holds up to one batch of records, so a few rows per
-    #: batch keep the JVM from gathering a whole task's input into one Arrow batch (2M-message
-    #: ingest: driver JVM 800 -> 576 MiB, and faster).
-    arrow_batch_records: int = 2
     #: Zip the imported hoodline package and ship it to executors.
     ship_package: bool = True
     #: Spark (log4j) log level: WARN keeps the console quiet, ERROR quieter.
@@ -136,10 +131,6 @@ def spark_conf(
             f"Spark log level {settings.log_level!r} is invalid; "
             f"use one of {', '.join(_LOG_LEVELS)}"
         )
-    if settings.arrow_batch_records < 1:
-        raise ConfigError(
-            f"arrow batch size {settings.arrow_batch_records} is invalid; must be >= 1"
-        )
     partitions = settings.shuffle_partitions or max(2, master.total_cores)
     conf: dict[str, str] = {
         "spark.app.name": settings.app_name,
@@ -148,12 +139,11 @@ def spark_conf(
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
-        "spark.sql.execution.arrow.maxRecordsPerBatch": str(settings.arrow_batch_records),
         "spark.python.worker.reuse": "true",
         "spark.sql.shuffle.partitions": str(partitions),
         "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
-        # hoodline's shuffles carry envelope rows whose record payloads Arrow compressed already
+        # hoodline's shuffles carry envelopes whose record payloads Arrow compressed already
         # (job.RECORDS_IPC): compressing them again cost the 2M-message ingest's JVM ~2.5 s CPU
         "spark.shuffle.compress": "false",
         # table services (a background compaction) run in a pool of their own beside the
