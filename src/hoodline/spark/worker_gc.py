@@ -19,11 +19,17 @@ from __future__ import annotations
 
 import gc
 
+#: whether this process froze (inherited by forked workers; ``gc.get_freeze_count()`` would
+#: walk every frozen object, ~10 ms per task)
+_frozen = False
+
 
 def freeze_loaded() -> None:
     """Freeze the objects this process tracks (after collecting its garbage): the first call
     of a process does, later calls (and calls in workers forked from a frozen parent) do
     nothing."""
-    if gc.get_freeze_count() == 0:
+    global _frozen
+    if not _frozen:
         gc.collect()
         gc.freeze()
+        _frozen = True
