@@ -86,6 +86,37 @@ def test_timestamp_helpers() -> None:
     assert not is_valid_timestamp("2024010203040567")
 
 
+def _by_strptime(ts: str) -> datetime | None:
+    try:
+        base = datetime.strptime(ts[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return base + timedelta(milliseconds=int(ts[14:]))
+
+
+def _parsed(ts: str) -> datetime | None:
+    try:
+        return parse_timestamp(ts)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=400)
+@given(st.tuples(st.integers(0, 9999), st.integers(0, 13), st.integers(0, 32),
+                 st.integers(0, 25), st.integers(0, 61), st.integers(0, 62),
+                 st.integers(0, 999)))
+def test_parse_reads_and_refuses_what_strptime_does(fields: tuple[int, ...]) -> None:
+    y, mo, d, h, mi, s, ms = fields
+    ts = f"{y:04d}{mo:02d}{d:02d}{h:02d}{mi:02d}{s:02d}{ms:03d}"
+    assert _parsed(ts) == _by_strptime(ts)
+
+
+@pytest.mark.parametrize("ts", ["20240229000000000", "20230229000000000", "20240101240000000",
+                                "20240101000060000", "00000101000000000", "20240431235959999"])
+def test_parse_edges_agree_with_strptime(ts: str) -> None:
+    assert _parsed(ts) == _by_strptime(ts)
+
+
 class SteppingClock:
     def __init__(self, moments: list[datetime]) -> None:
         self.moments = list(moments)

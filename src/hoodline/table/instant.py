@@ -182,7 +182,10 @@ def parse_timestamp(ts: str) -> datetime:
     """Parse a 17-digit instant time into an aware UTC datetime (millisecond precision)."""
     if not _TS_RE.match(ts):
         raise ValueError(f"instant time '{ts}' is not 17 digits")
-    base = datetime.strptime(ts[:14], TIMESTAMP_FORMAT).replace(tzinfo=UTC)
+    # the fields by position (what strptime with TIMESTAMP_FORMAT reads from 14 digits, and it
+    # refuses the same impossible times), ~10x faster: table listings parse every file name
+    base = datetime(int(ts[0:4]), int(ts[4:6]), int(ts[6:8]), int(ts[8:10]), int(ts[10:12]),
+                    int(ts[12:14]), tzinfo=UTC)
     return base + timedelta(milliseconds=int(ts[14:]))
 
 
