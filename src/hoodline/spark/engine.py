@@ -26,6 +26,7 @@ _POOL = "spark.scheduler.pool"
 T = TypeVar("T")
 R = TypeVar("R")
 
+
 def _frozen_first(fn: Callable[[T], R]) -> Callable[[T], R]:
     """``fn`` run by a worker that first froze what it loaded (see :mod:`.worker_gc`)."""
 
