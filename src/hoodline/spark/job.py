@@ -4,8 +4,8 @@ Stages (facts each has a test for):
 
 * **readers** -- :func:`per_subtask` runs ``fn(i)`` as Spark task ``i`` of a stage with exactly
   ``n`` tasks (``parallelize(range(n), n)``: partition ``i`` holds exactly the element ``i``),
-  so reader subtask *i* is Spark task *i*, also on retries. A zero-element partition would
-  still run, but every subtask gets its element so that the check below holds.
+  so reader subtask *i* is Spark task *i*, also on retries; each task checks that it got
+  exactly its own element.
 * **assigners** (BLOOM index) -- records routed by record key, so all records of a key meet.
 * **writers** -- records routed by file group into exactly ``writers`` partitions; Spark runs a
   task for every partition of a shuffle, also the empty ones: so every writer task reports.
