@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from hoodline.errors import ConfigError
 from hoodline.pipeline.master import parse_master
-from hoodline.spark.session import SparkSettings, package_archive, spark_conf
+from hoodline.spark.session import SparkSettings, spark_conf
 
 
 def test_parse_master() -> None:
@@ -44,41 +43,6 @@ def test_spark_conf_defaults_for_a_small_machine(tmp_path: Path) -> None:
     assert spark_conf(extra, parse_master("local[2]"), None)["spark.sql.shuffle.partitions"] == "7"
     with pytest.raises(ConfigError, match="log level 'LOUD'"):
         spark_conf(SparkSettings(log_level="LOUD"), master, None)
-
-
-def test_package_archive_contains_importable_hoodline(tmp_path: Path) -> None:
-    archive = package_archive(tmp_path)
-    with zipfile.ZipFile(archive) as zf:
-        names = set(zf.namelist())
-    assert "hoodline/__init__.py" in names
-    assert "hoodline/formats/json_decoder.py" in names
-    assert not any("__pycache__" in n for n in names)
-    # every folder with modules is a regular package inside the zip (zipimport needs that)
-    folders = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
-    assert all(f"{f}/__init__.py" in names for f in folders)
-    # bytecode beside every source, so workers never compile
-    sources = {n for n in names if n.endswith(".py")}
-    assert {n[:-1] for n in names if n.endswith(".pyc")} == sources
-
-
-def test_workers_import_hoodline_from_the_archive_without_compiling(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    archive = package_archive(tmp_path)
-    code = f"""
-import builtins, sys
-sys.path.insert(0, {str(archive)!r})
-compiled = []
-real = builtins.compile
-builtins.compile = lambda *a, **k: compiled.append(a[1]) or real(*a, **k)
-import hoodline.pipeline.tasks, hoodline.connectors.kafka.plugin, hoodline.spark.job
-assert hoodline.pipeline.tasks.__file__.startswith({str(archive)!r}), hoodline.__file__
-print(len(compiled), [c for c in compiled if "hoodline" in str(c)][:3])
-"""
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True).stdout.split(" ", 1)
-    assert out[1].strip() == "[]", out
 
 
 def test_settings_from_pipeline_runtime_section() -> None:

@@ -11,7 +11,8 @@ Facts this module is built on (pip-installed pyspark 4.3.0, Java 17, measured on
 * Executors do not see the driver's ``sys.path`` (pytest's ``pythonpath``, a source checkout ...):
   unless hoodline is installed in the executors' interpreter, its modules cannot be imported in
   tasks. We zip the imported ``hoodline`` package and ship it with ``addPyFile``; shipped files come
-  first on the workers' ``sys.path``, so executors run exactly the driver's code.
+  first on the workers' ``sys.path``, so executors run exactly the driver's code
+  (:mod:`.package_archive`).
 * The standalone worker writes each executor's work directory under ``$SPARK_HOME/work/<app id>``
   (inside site-packages for a pip install; not configurable for local-cluster). Sessions started in
   the same second share it (same app id); the last one to stop deletes it (:mod:`.work_dir`).
@@ -24,14 +25,11 @@ from __future__ import annotations
 
 import logging
 import os
-import py_compile
 import shutil
 import sys
 import tempfile
 import threading
 import time
-import uuid
-import zipfile
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -48,6 +46,7 @@ from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 from hoodline.spark import class_cache
+from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.work_dir import WorkDirClaim
 
 log = logging.getLogger(__name__)
@@ -69,7 +68,8 @@ class SparkSettings:
     driver_memory: str = "1g"
     #: ``spark.sql.shuffle.partitions``; ``None`` = total cores of the master (at least 2).
     shuffle_partitions: int | None = None
-    #: Zip the imported hoodline package and ship it to executors.
+    #: Zip the imported hoodline package and ship it to executors (the zip is cached, see
+    #: :mod:`.package_archive`).
     ship_package: bool = True
     #: Spark (log4j) log level: WARN keeps the console quiet, ERROR quieter.
     log_level: str = "WARN"
@@ -200,40 +200,6 @@ def _conf_text(value: object) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return str(value)
-
-
-def package_archive(dest_dir: Path) -> Path:
-    """Zip the imported ``hoodline`` package into ``dest_dir`` for ``addPyFile``: sources plus
-    their bytecode (zipimport never compiles into the archive, so without it every new Python
-    worker would compile every module again; unchecked hash-based ``.pyc`` files need no source
-    timestamps, and the sources stay for tracebacks)."""
-    root = Path(hoodline.__file__).resolve().parent
-    archive = dest_dir / f"hoodline-{uuid.uuid4().hex[:12]}.zip"
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(root.rglob("*")):
-            if "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
-                continue
-            arcname = Path("hoodline") / path.relative_to(root)
-            if path.is_dir():
-                # zipimport cannot import namespace packages: give such folders an __init__.
-                if any(path.glob("*.py")) and not (path / "__init__.py").exists():
-                    zf.writestr(str(arcname / "__init__.py"), "")
-                continue
-            zf.write(path, arcname)
-            if path.suffix == ".py":
-                zf.writestr(str(arcname.with_suffix(".pyc")), _bytecode(path, arcname, dest_dir))
-    return archive
-
-
-def _bytecode(source: Path, arcname: Path, scratch: Path) -> bytes:
-    target = scratch / "bytecode.pyc"
-    py_compile.compile(
-        str(source), cfile=str(target), dfile=str(arcname), doraise=True,
-        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
-    )
-    data = target.read_bytes()
-    target.unlink()
-    return data
 
 
 class HoodlineSpark:
@@ -421,9 +387,10 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         builder: Any = SparkSession.builder.master(master.url)
         for key, value in conf.items():
             builder = builder.config(key, value)
-        # the package archive (~0.25 s of compiling) is built while the JVM starts
+        # the package archive (cached; ~0.8 s of compiling when not) is made while the JVM starts
         with ThreadPoolExecutor(1, thread_name_prefix="hoodline-archive") as pool:
-            shipped = pool.submit(package_archive, scratch) if settings.ship_package else None
+            shipped = (pool.submit(shipped_archive, scratch, class_cache.cache_dir())
+                       if settings.ship_package else None)
             session = builder.getOrCreate()
             if master.kind == "local-cluster":  # before anything else (see .work_dir)
                 work_dir = WorkDirClaim(
