@@ -13,6 +13,14 @@ from hoodline.spark import package_archive as pa_mod
 from hoodline.spark.package_archive import build_archive, package_key, shipped_archive
 
 
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A session's scratch directory (the cache is ``tmp_path / "cache"``)."""
+    path = tmp_path / "scratch"
+    path.mkdir()
+    return path
+
+
 def test_package_archive_contains_importable_hoodline(tmp_path: Path) -> None:
     archive = build_archive(tmp_path / "h.zip")
     with zipfile.ZipFile(archive) as zf:
@@ -28,10 +36,11 @@ def test_package_archive_contains_importable_hoodline(tmp_path: Path) -> None:
     assert {n[:-1] for n in names if n.endswith(".pyc")} == sources
 
 
-def test_workers_import_hoodline_from_the_archive_without_compiling(tmp_path: Path) -> None:
+def test_workers_import_hoodline_from_the_archive_without_compiling(
+    tmp_path: Path, scratch: Path
+) -> None:
     # through the cache, as sessions ship it
-    (tmp_path / "scratch").mkdir()
-    archive = shipped_archive(tmp_path / "scratch", tmp_path / "cache")
+    archive = shipped_archive(scratch, tmp_path / "cache")
     code = f"""
 import builtins, sys
 sys.path.insert(0, {str(archive)!r})
@@ -60,11 +69,10 @@ def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 def test_cached_archive_is_built_once_and_shipped_as_unique_copies(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built = _count_builds(monkeypatch)
-    cache, scratch = tmp_path / "cache", tmp_path / "scratch"
-    scratch.mkdir()
+    cache = tmp_path / "cache"
     first = shipped_archive(scratch, cache)
     second = shipped_archive(scratch, cache)
     assert len(built) == 1, built  # the second start compiled nothing
@@ -76,11 +84,10 @@ def test_cached_archive_is_built_once_and_shipped_as_unique_copies(
 
 
 def test_another_package_version_gets_its_own_archive_and_old_ones_are_pruned(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built = _count_builds(monkeypatch)
-    cache, scratch = tmp_path / "cache", tmp_path / "scratch"
-    scratch.mkdir()
+    cache = tmp_path / "cache"
     versions = [f"v{i}" for i in range(pa_mod.KEEP_OTHERS + 3)]
     for v in versions:
         monkeypatch.setattr(pa_mod, "package_key", lambda v=v: v)
@@ -102,17 +109,19 @@ def test_package_key_follows_every_file_of_the_package(tmp_path: Path) -> None:
     changed = package_key(root)
     assert changed != before
     (root / "sub" / "n.py").write_text("")  # a new module
-    assert package_key(root) not in (before, changed)
+    added = package_key(root)
+    assert added not in (before, changed)
+    (root / "__pycache__").mkdir()  # Python writing bytecode into the folder: same package
+    (root / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"x")
+    assert package_key(root) == added
 
 
 def test_unusable_cache_falls_back_to_building_in_scratch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built = _count_builds(monkeypatch)
     not_a_dir = tmp_path / "cache"
     not_a_dir.write_text("a file where the cache directory should be")
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
     archive = shipped_archive(scratch, not_a_dir)
     assert archive.parent == scratch and zipfile.is_zipfile(archive)
     assert built[-1] == archive

@@ -58,7 +58,10 @@ def package_key(root: Path | None = None) -> str:
     magic number."""
     root = root or _package_root()
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    # files only: a folder's mtime moves when Python writes its __pycache__ into it
     for path in _package_files(root):
+        if path.is_dir():
+            continue
         st = path.stat()
         digest.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:24]
@@ -102,6 +105,7 @@ def shipped_archive(scratch: Path, cache: Path | None) -> Path:
     if cache is None:
         return build_archive(dest)
     cached = cache / f"{_PREFIX}{package_key()}.zip"
+    built = False
     try:
         if not cached.is_file():
             cache.mkdir(parents=True, exist_ok=True)
@@ -111,16 +115,19 @@ def shipped_archive(scratch: Path, cache: Path | None) -> Path:
                 os.replace(partial, cached)  # atomic: concurrent starts never see half a zip
             finally:
                 partial.unlink(missing_ok=True)
-            _prune(cache, keep=cached)
+            built = True
         shutil.copyfile(cached, dest)
-        return dest
     except OSError as exc:  # unwritable cache, or pruned by another start meanwhile
         log.debug("package archive cache %s not used: %s", cache, exc)
         return build_archive(dest)
+    if built:
+        _prune(cache, keep=cached)
+    return dest
 
 
 def _prune(cache: Path, keep: Path) -> None:
-    """Delete all but the :data:`KEEP_OTHERS` newest cached archives besides ``keep``."""
+    """Delete all but the :data:`KEEP_OTHERS` newest cached archives besides ``keep`` (best
+    effort: the archive in use is already copied)."""
     others: list[tuple[float, Path]] = []
     for path in cache.glob(f"{_PREFIX}*.zip"):
         try:
@@ -129,4 +136,7 @@ def _prune(cache: Path, keep: Path) -> None:
         except FileNotFoundError:  # pruned by a concurrent start
             continue
     for _, old in sorted(others, reverse=True)[KEEP_OTHERS:]:
-        old.unlink(missing_ok=True)
+        try:
+            old.unlink(missing_ok=True)
+        except OSError as exc:
+            log.debug("could not prune the package archive %s: %s", old, exc)
