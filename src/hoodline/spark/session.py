@@ -45,9 +45,10 @@ import hoodline
 from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
-from hoodline.spark import class_cache
+from hoodline.spark import class_cache, worker_zygote
 from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.work_dir import WorkDirClaim
+from hoodline.spark.worker_zygote import Zygote, daemon_environment
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +123,13 @@ def spark_conf(
     log_config: Path | None,
     class_archive: Path | None = None,
     scheduler_pools: Path | None = None,
+    zygote_socket: Path | None = None,
 ) -> dict[str, str]:
     """The ``spark.*`` settings for ``settings`` (pure; no JVM needed). ``class_archive``: a
     built class-data archive for the driver JVM (see :mod:`.class_cache`); ``scheduler_pools``:
-    the FAIR scheduler's allocation file (see :func:`_scheduler_pools`)."""
+    the FAIR scheduler's allocation file (see :func:`_scheduler_pools`); ``zygote_socket``:
+    where the worker daemon finds a warm zygote (``local[N]`` with preloads only, see
+    :mod:`.worker_zygote`)."""
     if settings.log_level.upper() not in _LOG_LEVELS:
         raise ConfigError(
             f"Spark log level {settings.log_level!r} is invalid; "
@@ -161,6 +165,8 @@ def spark_conf(
         # installation through their environment (set for them only; this process's
         # environment, which later sessions' JVMs inherit, stays as it was).
         conf["spark.executorEnv.PYTHONPATH"] = str(Path(hoodline.__file__).resolve().parent.parent)
+        if zygote_socket is not None:
+            conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"] = str(zygote_socket)
     if "MALLOC_ARENA_MAX" not in os.environ:
         # Python workers run librdkafka's and pyarrow's threads, and glibc gives each thread a
         # malloc arena of its own (up to 8 per core) that keeps freed memory resident: with two
@@ -212,12 +218,14 @@ class HoodlineSpark:
         scratch: Path,
         applied_conf: dict[str, str] | None = None,
         work_dir: WorkDirClaim | None = None,
+        zygote: Zygote | None = None,
     ) -> None:
         self.session = session
         self.master = master
         self._scratch = scratch
         self._applied_conf = dict(applied_conf or {})
         self._work_dir = work_dir
+        self._zygote = zygote
         self._stopped = False
 
     @property
@@ -297,6 +305,8 @@ class HoodlineSpark:
                 if pids:
                     time.sleep(0.1)
         finally:
+            if self._zygote is not None:
+                self._zygote.stop()
             shutil.rmtree(self._scratch, ignore_errors=True)
             if self._work_dir is not None:
                 self._work_dir.release()
@@ -369,6 +379,7 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     scratch = Path(tempfile.mkdtemp(prefix="hoodline-spark-"))
     session: SparkSession | None = None
     work_dir: WorkDirClaim | None = None
+    zygote: Zygote | None = None
     try:
         log_config = scratch / "log4j2.properties"
         log_config.write_text(_log4j2_properties(settings.log_level))
@@ -379,9 +390,19 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             log.info("building the JVM class cache once (later starts are ~2.5 s faster): %s",
                      archive)
             class_cache.build(archive)
-        conf = spark_conf(settings, master, log_config, archive, pools)
         # Executors must run the interpreter that has pyarrow & co (see module docs).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        socket_path = scratch / "zygote.sock"
+        warm = (master.kind == "local" and settings.preload_workers
+                and worker_zygote.fits(socket_path))
+        conf = spark_conf(settings, master, log_config, archive, pools,
+                          socket_path if warm else None)
+        if warm:  # the worker daemon's imports run while the JVM starts
+            try:
+                zygote = Zygote.start(socket_path, daemon_environment(os.environ, conf))
+            except OSError as exc:  # workers start as they did before (cold)
+                log.info("no warm worker daemon for this session: %s", exc)
+                del conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"]
         if master.is_local:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder: Any = SparkSession.builder.master(master.url)
@@ -408,6 +429,8 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         finally:
             if work_dir is not None:
                 work_dir.release()
+            if zygote is not None:
+                zygote.stop()
             shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return HoodlineSpark(session, master, scratch, conf, work_dir)
+    return HoodlineSpark(session, master, scratch, conf, work_dir, zygote)

@@ -15,6 +15,10 @@ This daemon, for local masters only (the driver's own installation serves the wo
   with them loaded (copy-on-write), and freezes them out of the garbage collector
   (:mod:`.worker_gc`);
 * then runs pyspark's daemon unchanged.
+
+A session starts the daemon's imports earlier, while its JVM starts, in a zygote process: the
+daemon Spark launches then only hands its pipes over to a child of that zygote
+(:mod:`.worker_zygote`), and imports and forks by itself only when there is no usable zygote.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from __future__ import annotations
 import importlib.machinery
 import os
 import sys
+
+from hoodline.spark import worker_zygote
 
 #: What a round's tasks import (loaded once in the daemon, shared by the forked workers).
 PRELOAD = (
@@ -49,18 +55,31 @@ def prefer_installed_pyspark(path: list[str]) -> list[str]:
     return [p for p in path if not (p.endswith(".zip") and p.startswith(lib))]
 
 
-def main() -> None:
-    sys.path[:] = prefer_installed_pyspark(sys.path)
+def preload() -> None:
+    """Import :data:`PRELOAD` and pyspark's daemon, then freeze them out of the garbage
+    collector's reach (:mod:`.worker_gc`)."""
     for module in PRELOAD:
         __import__(module)
-    from pyspark import daemon
+    import pyspark.daemon  # noqa: F401
 
     from hoodline.spark.worker_gc import freeze_loaded
 
     freeze_loaded()
 
+
+def main(argv: list[str]) -> None:
+    sys.path[:] = prefer_installed_pyspark(sys.path)
+    if argv[:1] == ["--zygote"] and len(argv) == 2:
+        worker_zygote.serve(int(argv[1]), preload)
+        return
+    if worker_zygote.hand_over(sys.path):
+        return
+    preload()
+    from pyspark import daemon
+
+    os.environ[worker_zygote.STARTED_ENV] = "cold"
     daemon.manager()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
