@@ -156,13 +156,14 @@ def test_the_launcher_hands_its_pipes_to_a_warm_daemon(sock_dir: Path) -> None:
     zygote = Zygote.start(where, env)
     try:
         launcher = _launch({**env, SOCKET_ENV: str(where)})
-        port = _port(launcher)  # written by the daemon the zygote forked
+        port = _port(launcher)  # written by the zygote, which became the daemon
         assert _listening(port)
-        zygote.process.wait(20)  # one daemon per session: the zygote is done
-        assert not where.exists()
+        assert not where.exists()  # one daemon per session: no more launchers are served
+        assert zygote.process.poll() is None  # the daemon: a child of the session, as is
         # Spark stops its daemon by closing its stdin: the daemon, then the launcher, exit
         assert launcher.stdin is not None
         launcher.stdin.close()
+        zygote.process.wait(20)
         assert _wait_exit(launcher) == 0
         assert not _listening(port)
         assert "hoodline worker daemon" not in _stderr(launcher)  # neither refused nor cold
@@ -177,11 +178,10 @@ def test_sigterm_to_the_launcher_stops_the_warm_daemon(sock_dir: Path) -> None:
     try:
         launcher = _launch({**env, SOCKET_ENV: str(where)})
         port = _port(launcher)
+        assert _listening(port)
         launcher.send_signal(signal.SIGTERM)  # how Spark's Process.destroy() stops it
-        _wait_exit(launcher)
-        deadline = time.monotonic() + 10
-        while _listening(port) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        zygote.process.wait(20)  # the daemon got it
+        assert _wait_exit(launcher) == 0
         assert not _listening(port)
     finally:
         zygote.stop()
@@ -195,6 +195,7 @@ def test_a_launcher_whose_environment_differs_starts_cold_and_says_why(sock_dir:
         launcher = _launch({**env, SOCKET_ENV: str(where), "MALLOC_ARENA_MAX": "4"})
         port = _port(launcher)  # its own daemon: it imported and listens itself
         assert _listening(port)
+        assert zygote.process.wait(20) == 0  # refused and gone
         assert launcher.stdin is not None
         launcher.stdin.close()
         _wait_exit(launcher)  # (pyspark's own daemon exits with 1 on EOF)

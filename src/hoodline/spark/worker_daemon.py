@@ -17,8 +17,8 @@ This daemon, for local masters only (the driver's own installation serves the wo
 * then runs pyspark's daemon unchanged.
 
 A session starts the daemon's imports earlier, while its JVM starts, in a zygote process: the
-daemon Spark launches then only hands its pipes over to a child of that zygote
-(:mod:`.worker_zygote`), and imports and forks by itself only when there is no usable zygote.
+daemon Spark launches then only hands its pipes over to that zygote, which becomes the daemon
+(:mod:`.worker_zygote`); it imports and forks by itself only when there is no usable zygote.
 """
 
 from __future__ import annotations
@@ -70,8 +70,7 @@ def preload() -> None:
 def main(argv: list[str]) -> None:
     sys.path[:] = prefer_installed_pyspark(sys.path)
     if argv[:1] == ["--zygote"] and len(argv) == 2:
-        worker_zygote.serve(int(argv[1]), preload)
-        return
+        sys.exit(worker_zygote.serve(int(argv[1]), preload))
     if worker_zygote.hand_over(sys.path):
         return
     preload()

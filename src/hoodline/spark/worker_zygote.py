@@ -14,17 +14,18 @@ Facts this module is built on (pyspark 4.3.0, the 2-core machine of BENCHMARKS.m
 So a session starts a **zygote** beside the JVM (:class:`Zygote`): a process that imports the
 preloads at once and then waits on a Unix socket. When Spark launches the daemon module, that
 small process (the *launcher*, :func:`hand_over`) sends the zygote its stdin, stdout and stderr
-(``SCM_RIGHTS``), its environment and its ``sys.path``; the zygote forks a child that takes them
-over and runs pyspark's daemon unchanged, and exits (a session has one daemon; should Spark
-launch another, that one starts cold). The launcher stays the process Spark knows: it
-forwards SIGTERM to the daemon and exits when the daemon and its workers have (the socket they
-inherited closes).
+(``SCM_RIGHTS``), its environment and its ``sys.path``; the zygote takes them over and runs
+pyspark's daemon unchanged -- it *becomes* the session's daemon (a session has one; should
+Spark launch another, that one starts cold), so the daemon and its workers stay in the driver's
+process tree. The launcher stays the process Spark knows: it forwards SIGTERM to the daemon and
+exits when the daemon and its workers have (the socket they inherited closes).
 
-The child refuses -- and the launcher runs the daemon itself, cold, as before -- when the
+The zygote refuses -- and the launcher runs the daemon itself, cold, as before -- when the
 launcher's interpreter or a variable read when a process or a preloaded library starts (hash
 seed, malloc and thread-pool settings, ...) differs from the zygote's, or when the launcher's
-``sys.path`` would import a preloaded package from another file. The zygote exits when its
-stdin (a pipe from the session) closes: when the session stops it, or the driver dies.
+``sys.path`` would import a preloaded package from another file. Before it becomes the daemon,
+the zygote exits when its stdin (a pipe from the session) closes: when the session stops, or
+the driver dies; as the daemon, it exits when Spark closes *its* stdin or stops it.
 Only the standard library is imported here: the launcher must start fast.
 """
 
@@ -179,10 +180,11 @@ def _say(message: str) -> None:
 
 
 # -- the zygote -----------------------------------------------------------------------------------
-def serve(listener_fd: int, preload: Callable[[], None]) -> None:
-    """The zygote's main loop: run ``preload``, then fork a daemon for the first launcher that
+def serve(listener_fd: int, preload: Callable[[], None]) -> int:
+    """The zygote's life: run ``preload``, then become the daemon of the first launcher that
     connects to the listening socket ``listener_fd`` (bound by the session before this process
-    started, so a launcher never finds it missing) -- or return when stdin closes."""
+    started, so a launcher never finds it missing) and return the daemon's exit code; return 0
+    when the session closes stdin first, or the launcher's request is refused."""
     own_env = dict(os.environ)  # what this process started with
     listener = socket.socket(fileno=listener_fd)
     where = listener.getsockname()
@@ -190,30 +192,38 @@ def serve(listener_fd: int, preload: Callable[[], None]) -> None:
         preload()
         origins = {name: str(sys.modules[name].__file__) for name in sorted(_PACKAGES)
                    if getattr(sys.modules.get(name), "__file__", None)}
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # daemons are reaped by the kernel
         while True:
             ready, _, _ = select.select([listener.fileno(), 0], [], [])
             if 0 in ready and not os.read(0, 4096):
-                return  # the session closed our stdin (or is gone)
+                return 0  # the session closed our stdin (or is gone)
             if listener.fileno() in ready:
                 conn, _ = listener.accept()
-                if _start_daemon(conn, listener, own_env, origins):
-                    return  # one daemon per session: its memory is the daemon's now
+                received = _receive(conn)
+                if received is not None:
+                    break
     finally:
         listener.close()
         try:  # later launchers find no zygote (not a stale socket nobody accepts on)
             os.unlink(where)
         except OSError:
             pass
+    request, fds = received
+    reason = incompatibility(request, own_env, origins, _find_origin)
+    if reason is not None:
+        conn.sendall(f"cold {reason}\n".encode())
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+        return 0
+    return _run_daemon(conn, request, fds)
 
 
 #: the top-level packages whose origins a launcher's ``sys.path`` must agree with
 _PACKAGES = frozenset({"pyarrow", "numpy", "pandas", "pyspark", "hoodline"})
 
 
-def _start_daemon(conn: socket.socket, listener: socket.socket, own_env: dict[str, str],
-                  origins: dict[str, str]) -> bool:
-    """Fork a daemon for the launcher at ``conn`` (True) unless its request is unreadable."""
+def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]] | None:
+    """A launcher's request and its three standard streams; None (reported) if unreadable."""
     fds: list[int] = []
     try:
         conn.settimeout(10.0)
@@ -226,40 +236,24 @@ def _start_daemon(conn: socket.socket, listener: socket.socket, own_env: dict[st
                 raise OSError("the launcher closed the connection mid-request")
             data += chunk
         request = json.loads(data)
-        if len(fds) != 3:
-            raise OSError(f"expected the launcher's 3 standard streams, got {len(fds)}")
+        if len(fds) != 3 or not isinstance(request, dict):
+            raise OSError(f"expected a request and 3 standard streams, got {len(fds)} streams")
+        conn.settimeout(None)
+        return request, fds
     except (OSError, ValueError) as exc:
         _say(f"the zygote dropped a request: {exc}")
         for fd in fds:
             os.close(fd)
         conn.close()
-        return False
-    pid = os.fork()
-    if pid:
-        for fd in fds:
-            os.close(fd)
-        conn.close()
-        return True
-    code = 1
-    try:  # the child: never returns into the zygote's loop
-        listener.close()
-        reason = incompatibility(request, own_env, origins, _find_origin)
-        if reason is not None:
-            conn.sendall(f"cold {reason}\n".encode())
-            code = 0
-        else:
-            code = _run_daemon(conn, request, fds)
-    except BaseException as exc:  # reported, then the child exits
-        _say(f"the warm worker daemon failed: {type(exc).__name__}: {exc}")
-    finally:
-        os._exit(code)
+        return None
 
 
 def _run_daemon(conn: socket.socket, request: Mapping[str, object], fds: list[int]) -> int:
+    """Take the launcher's place: its streams, environment and path; then pyspark's daemon."""
     from pyspark import daemon
 
     for target, fd in enumerate(fds):
-        os.dup2(fd, target)
+        os.dup2(fd, target)  # stdin: the session's pipe is closed here, Spark's replaces it
         os.close(fd)
     env = request["env"]
     assert isinstance(env, dict)
@@ -269,9 +263,8 @@ def _run_daemon(conn: socket.socket, request: Mapping[str, object], fds: list[in
     path = request["path"]
     assert isinstance(path, list)
     sys.path[:] = path
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     conn.sendall(f"warm {os.getpid()}\n".encode())
-    # ``conn`` stays open in the daemon and its workers: the launcher's EOF when all are gone
+    # ``conn`` stays open here and in the forked workers: the launcher's EOF when all are gone
     try:
         daemon.manager()
     except SystemExit as exc:
@@ -304,19 +297,22 @@ class Zygote:
             listener.close()
         return cls(process, socket_path)
 
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Close the zygote's stdin (it exits) and wait for it; kill it after ``timeout_s``.
-        Daemons it forked belong to Spark and end with their session."""
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Close the zygote's stdin and wait for it to exit; SIGTERM after ``timeout_s`` (as
+        the session's daemon it exits when Spark stops it, which a session's stop does first),
+        SIGKILL after as long again."""
         if self.process.stdin is not None:
             try:
                 self.process.stdin.close()
             except OSError:
                 pass
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        for stop in (self.process.terminate, self.process.kill):
+            try:
+                self.process.wait(timeout_s)
+                return
+            except subprocess.TimeoutExpired:
+                stop()
+        self.process.wait()
 
 
 def fits(socket_path: Path) -> bool:
