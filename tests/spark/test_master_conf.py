@@ -84,3 +84,23 @@ def test_remote_master_gets_no_local_only_settings(tmp_path: Path) -> None:
     assert "spark.executor.extraJavaOptions" not in conf
     assert "spark.driver.extraJavaOptions" in conf
     assert "TieredStopAtLevel" not in conf["spark.driver.extraJavaOptions"]  # not our cluster's
+
+
+def test_the_worker_daemon_is_told_of_a_zygote_only_when_it_is_hoodlines(tmp_path: Path) -> None:
+    key = "spark.executorEnv.HOODLINE_WORKER_ZYGOTE"
+    where = tmp_path / "z.sock"
+    local = parse_master("local[2]")
+    assert spark_conf(SparkSettings(), local, None, zygote_socket=where)[key] == str(where)
+    assert key not in spark_conf(SparkSettings(), local, None)  # no zygote started
+    replaced = [
+        SparkSettings(preload_workers=False),
+        SparkSettings(extra_conf={"spark.python.daemon.module": "my.daemon"}),
+        SparkSettings(extra_conf={"spark.python.use.daemon": "false"}),
+    ]
+    for settings in replaced:
+        assert key not in spark_conf(settings, local, None, zygote_socket=where), settings
+    cluster = parse_master("local-cluster[2,1,1024]")  # executors start their own daemons
+    assert key not in spark_conf(SparkSettings(master=cluster.url), cluster, None,
+                                 zygote_socket=where)
+    assert key not in spark_conf(SparkSettings(), local, None,
+                                 zygote_socket=tmp_path / ("x" * 120))  # too long a path

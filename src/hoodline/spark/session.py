@@ -128,8 +128,9 @@ def spark_conf(
     """The ``spark.*`` settings for ``settings`` (pure; no JVM needed). ``class_archive``: a
     built class-data archive for the driver JVM (see :mod:`.class_cache`); ``scheduler_pools``:
     the FAIR scheduler's allocation file (see :func:`_scheduler_pools`); ``zygote_socket``:
-    where the worker daemon finds a warm zygote (``local[N]`` with preloads only, see
-    :mod:`.worker_zygote`)."""
+    where the worker daemon is to find a warm zygote -- used when the workers start from
+    hoodline's daemon (``local[N]``, preloads on, not replaced through ``extra_conf``) and the
+    path fits a Unix socket (see :mod:`.worker_zygote`)."""
     if settings.log_level.upper() not in _LOG_LEVELS:
         raise ConfigError(
             f"Spark log level {settings.log_level!r} is invalid; "
@@ -165,8 +166,6 @@ def spark_conf(
         # installation through their environment (set for them only; this process's
         # environment, which later sessions' JVMs inherit, stays as it was).
         conf["spark.executorEnv.PYTHONPATH"] = str(Path(hoodline.__file__).resolve().parent.parent)
-        if zygote_socket is not None:
-            conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"] = str(zygote_socket)
     if "MALLOC_ARENA_MAX" not in os.environ:
         # Python workers run librdkafka's and pyarrow's threads, and glibc gives each thread a
         # malloc arena of its own (up to 8 per core) that keeps freed memory resident: with two
@@ -187,7 +186,16 @@ def spark_conf(
     if java:
         conf["spark.driver.extraJavaOptions"] = " ".join(java)
     conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
+    if (zygote_socket is not None and master.kind == "local" and _runs_hoodline_daemon(conf)
+            and worker_zygote.fits(zygote_socket)):
+        conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"] = str(zygote_socket)
     return conf
+
+
+def _runs_hoodline_daemon(conf: Mapping[str, str]) -> bool:
+    """Whether Spark will start Python workers from hoodline's daemon module with ``conf``."""
+    return (conf.get("spark.python.daemon.module") == WORKER_DAEMON
+            and conf.get("spark.python.use.daemon", "true").strip().lower() != "false")
 
 
 def settings_from_runtime(runtime: RuntimeSection, app_name: str = "hoodline") -> SparkSettings:
@@ -393,11 +401,9 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         # Executors must run the interpreter that has pyarrow & co (see module docs).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         socket_path = scratch / "zygote.sock"
-        warm = (master.kind == "local" and settings.preload_workers
-                and worker_zygote.fits(socket_path))
-        conf = spark_conf(settings, master, log_config, archive, pools,
-                          socket_path if warm else None)
-        if warm:  # the worker daemon's imports run while the JVM starts
+        conf = spark_conf(settings, master, log_config, archive, pools, socket_path)
+        if f"spark.executorEnv.{worker_zygote.SOCKET_ENV}" in conf:
+            # the worker daemon's imports run while the JVM starts
             try:
                 zygote = Zygote.start(socket_path, daemon_environment(os.environ, conf))
             except OSError as exc:  # workers start as they did before (cold)
