@@ -1,10 +1,13 @@
-"""local[N]: the worker daemon's imports run in a zygote while the JVM starts; Spark's daemon
-process hands its pipes over to a child of the zygote, or starts cold when it cannot."""
+"""local[N]: the worker daemon's imports run in a zygote while the JVM starts; the daemon
+process Spark launches hands its pipes over to the zygote, which becomes the daemon, or starts
+cold when it cannot."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -12,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from pyspark import cloudpickle
 
@@ -35,18 +39,20 @@ SOURCE_ROOT = str(Path(hoodline.__file__).resolve().parent.parent)
 
 # -- policy ---------------------------------------------------------------------------------------
 def test_start_variables_are_those_read_when_a_process_or_library_starts() -> None:
-    env = {"MALLOC_ARENA_MAX": "2", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
-           "LD_PRELOAD": "x.so", "ARROW_DEFAULT_MEMORY_POOL": "system", "PYTHONPATH": "/a",
-           "PYTHONUNBUFFERED": "YES", "PYTHON_WORKER_FACTORY_SECRET": "s", "SPARK_HOME": "/s",
-           "HOME": "/root"}
-    assert start_variables(env) == {
+    read_at_start = {
         "MALLOC_ARENA_MAX": "2", "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
-        "LD_PRELOAD": "x.so", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+        "LD_PRELOAD": "x.so", "ARROW_DEFAULT_MEMORY_POOL": "system",
+        "JE_ARROW_MALLOC_CONF": "x", "NUMPY_MADVISE_HUGEPAGE": "0",
+        "PANDAS_COPY_ON_WRITE": "1", "PYSPARK_ENABLE_NAMEDTUPLE_PATCH": "1",
+        "GOTO_NUM_THREADS": "2", "KMP_AFFINITY": "x", "BLIS_NUM_THREADS": "2"}
+    others = {"PYTHONPATH": "/a", "PYTHONUNBUFFERED": "YES", "PYTHON_WORKER_FACTORY_SECRET": "s",
+              "SPARK_HOME": "/s", "PYSPARK_PYTHON": "python", "HOME": "/root"}
+    assert start_variables({**read_at_start, **others}) == read_at_start
 
 
 def _request(env: dict[str, str], path: list[str] | None = None) -> dict[str, object]:
-    return {"executable": os.path.realpath(sys.executable), "hash": hash("hoodline-worker-zygote"),
-            "env": env, "path": path if path is not None else ["/site"]}
+    return {**worker_zygote.interpreter(), "env": env,
+            "path": path if path is not None else ["/site"]}
 
 
 def test_a_matching_request_is_served() -> None:
@@ -61,6 +67,8 @@ def test_a_matching_request_is_served() -> None:
     ("change", "reason"),
     [
         ({"executable": "/other/python"}, "interpreter '/other/python'"),
+        ({"prefix": "/other/venv"}, "environment (sys.prefix) '/other/venv'"),
+        ({"version": "3.99.0"}, "Python version '3.99.0'"),
         ({"hash": 12345}, "PYTHONHASHSEED"),
         ({"env": {"MALLOC_ARENA_MAX": "8"}}, "MALLOC_ARENA_MAX='8' where the zygote started "
                                              "with '2'"),
@@ -83,11 +91,13 @@ def test_a_request_the_zygote_cannot_serve_says_why(change: dict[str, object],
 
 def test_the_daemon_environment_is_what_spark_gives_its_daemon() -> None:
     conf = {"spark.executorEnv.MALLOC_ARENA_MAX": "2", "spark.executorEnv.PYTHONPATH": "/src",
-            "spark.app.name": "x"}
+            "spark.app.name": "x", "spark.executor.cores": "4"}
     env = daemon_environment({"HOME": "/root", "PYTHONPATH": "src"}, conf)
     assert env == {"HOME": "/root", "PYTHONPATH": "/src", "MALLOC_ARENA_MAX": "2",
                    "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "YES"}
-    # a driver's own seed and an explicit thread count are passed on as they are
+    # Spark's thread count is a task's CPUs; a driver's own seed and an explicit thread count
+    # are passed on as they are
+    assert daemon_environment({}, {"spark.task.cpus": "2"})["OMP_NUM_THREADS"] == "2"
     env = daemon_environment({"PYTHONHASHSEED": "7"},
                              {"spark.executorEnv.OMP_NUM_THREADS": "3"})
     assert env["PYTHONHASHSEED"] == "7" and env["OMP_NUM_THREADS"] == "3"
@@ -115,11 +125,12 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-def _launch(env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _launch(env: dict[str, str], argv: tuple[str, ...] = (),
+            cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """Start the daemon module as Spark does (pipes on stdin/stdout/stderr)."""
-    return subprocess.Popen([sys.executable, "-m", "hoodline.spark.worker_daemon"],
+    return subprocess.Popen([sys.executable, "-m", "hoodline.spark.worker_daemon", *argv],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
 
 
 def _port(launcher: subprocess.Popen[bytes]) -> int:
@@ -131,8 +142,6 @@ def _port(launcher: subprocess.Popen[bytes]) -> int:
 
 
 def _listening(port: int) -> bool:
-    import socket
-
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2):
             return True
@@ -140,27 +149,62 @@ def _listening(port: int) -> bool:
         return False
 
 
-def _wait_exit(process: subprocess.Popen[bytes], timeout_s: float = 20.0) -> int:
-    code: int = process.wait(timeout_s)
-    return code
+_SECRET = "zygote-test-secret"
+#: a worker module as Spark names them (pyspark's daemon imports ``sys.argv[1]`` when it starts
+#: with "pyspark"): reports what its worker process sees
+_PROBE = """
+import json, os, sys
+
+def main(infile, outfile):
+    data = json.dumps({"cwd": os.getcwd(), "argv": sys.argv[1:], "ppid": os.getppid(),
+                       "daemon": os.environ.get("HOODLINE_WORKER_DAEMON")}).encode()
+    outfile.write(len(data).to_bytes(4, "big") + data)
+    outfile.flush()
+"""
 
 
-def _stderr(process: subprocess.Popen[bytes]) -> str:
-    assert process.stderr is not None
-    return process.stderr.read().decode()
+def _ask_worker(port: int) -> dict[str, object]:
+    """Ask the daemon at ``port`` for a worker as the JVM does (authenticated with the secret)
+    and return what the probe worker module reports."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        f = sock.makefile("rwb")
+        f.read(4)  # the worker's PID
+        secret = _SECRET.encode()
+        f.write(struct.pack(">i", len(secret)) + secret)
+        f.flush()
+        (size,) = struct.unpack(">i", f.read(4))
+        assert f.read(size) == b"ok"
+        (size,) = struct.unpack(">i", f.read(4))
+        report: dict[str, object] = json.loads(f.read(size))
+        return report
 
 
-def test_the_launcher_hands_its_pipes_to_a_warm_daemon(sock_dir: Path) -> None:
+@pytest.fixture
+def probe_dir(sock_dir: Path) -> Path:
+    where = sock_dir / "cwd"
+    where.mkdir()
+    (where / "pyspark_zygote_probe.py").write_text(_PROBE)
+    return where
+
+
+def _launcher_env(env: dict[str, str], where: Path) -> dict[str, str]:
+    return {**env, SOCKET_ENV: str(where), "PYTHON_WORKER_FACTORY_SECRET": _SECRET}
+
+
+def test_the_zygote_takes_the_launchers_place_as_its_daemon(sock_dir: Path,
+                                                            probe_dir: Path) -> None:
     where = sock_dir / "z.sock"
     env = _base_env()
     zygote = Zygote.start(where, env)
     try:
-        launcher = _launch({**env, SOCKET_ENV: str(where)})
+        launcher = _launch(_launcher_env(env, where), ("pyspark_zygote_probe",), probe_dir)
         port = _port(launcher)  # written by the zygote, which became the daemon
-        assert _listening(port)
         assert not where.exists()  # one daemon per session: no more launchers are served
-        assert zygote.process.poll() is None  # the daemon: a child of the session, as is
-        # Spark stops its daemon by closing its stdin: the daemon, then the launcher, exit
+        # its workers run the launcher's worker module in its directory, forked by the zygote
+        report = _ask_worker(port)
+        assert report == {"cwd": str(probe_dir), "argv": ["pyspark_zygote_probe"],
+                          "ppid": zygote.process.pid, "daemon": "warm"}
+        # the JVM's exit closes the daemon's stdin: the daemon, then the launcher, exit
         assert launcher.stdin is not None
         launcher.stdin.close()
         zygote.process.wait(20)
@@ -176,15 +220,57 @@ def test_sigterm_to_the_launcher_stops_the_warm_daemon(sock_dir: Path) -> None:
     env = _base_env()
     zygote = Zygote.start(where, env)
     try:
-        launcher = _launch({**env, SOCKET_ENV: str(where)})
+        launcher = _launch(_launcher_env(env, where))
         port = _port(launcher)
-        assert _listening(port)
         launcher.send_signal(signal.SIGTERM)  # how Spark's Process.destroy() stops it
         zygote.process.wait(20)  # the daemon got it
         assert _wait_exit(launcher) == 0
         assert not _listening(port)
     finally:
         zygote.stop()
+
+
+def test_sigterm_before_the_zygote_answers_stops_both(sock_dir: Path) -> None:
+    where = sock_dir / "z.sock"
+    env = _base_env()
+    zygote = Zygote.start(where, env)
+    try:
+        launcher = _launch(_launcher_env(env, where))
+        time.sleep(0.3)  # connected (or still starting); the zygote is still importing
+        launcher.send_signal(signal.SIGTERM)
+        _wait_exit(launcher, 30)
+        zygote.process.wait(30)  # it either found the launcher gone or got the SIGTERM
+    finally:
+        zygote.stop()
+
+
+def test_an_unreadable_request_is_dropped_and_the_next_launcher_served(
+    sock_dir: Path, probe_dir: Path
+) -> None:
+    where = sock_dir / "z.sock"
+    env = _base_env()
+    zygote = Zygote.start(where, env)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bad:
+            bad.connect(str(where))
+            bad.sendall(b"\x00\x00")  # half a length, no streams
+        launcher = _launch(_launcher_env(env, where), ("pyspark_zygote_probe",), probe_dir)
+        assert _ask_worker(_port(launcher))["daemon"] == "warm"
+        assert launcher.stdin is not None
+        launcher.stdin.close()
+        assert _wait_exit(launcher) == 0
+    finally:
+        zygote.stop()
+
+
+def _wait_exit(process: subprocess.Popen[bytes], timeout_s: float = 20.0) -> int:
+    code: int = process.wait(timeout_s)
+    return code
+
+
+def _stderr(process: subprocess.Popen[bytes]) -> str:
+    assert process.stderr is not None
+    return process.stderr.read().decode()
 
 
 def test_a_launcher_whose_environment_differs_starts_cold_and_says_why(sock_dir: Path) -> None:
@@ -217,19 +303,22 @@ def test_a_launcher_without_a_zygote_starts_cold(sock_dir: Path) -> None:
 def test_a_zygote_exits_when_its_session_closes_its_stdin(sock_dir: Path) -> None:
     where = sock_dir / "z.sock"
     zygote = Zygote.start(where, _base_env())
-    deadline = time.monotonic() + 20
-    while not where.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert where.exists()
-    zygote.stop()
+    assert where.exists()  # bound by the session before the zygote started
+    zygote.stop(timeout_s=60)  # (it may still be importing on a busy machine)
     assert zygote.process.returncode == 0  # exited by itself, not killed
     assert not where.exists()
 
 
 # -- in a session ---------------------------------------------------------------------------------
 @pytest.mark.spark
-def test_a_local_sessions_workers_come_from_the_warm_daemon(spark: HoodlineSpark) -> None:
-    def probe(i: int) -> Iterator[str]:
-        yield os.environ.get(STARTED_ENV, "")
+def test_a_local_sessions_workers_come_from_the_warm_daemon_in_the_drivers_tree(
+    spark: HoodlineSpark,
+) -> None:
+    def probe(i: int) -> Iterator[tuple[str, int]]:
+        yield os.environ.get(STARTED_ENV, ""), os.getppid()
 
-    assert per_subtask(spark.context, 2, probe).collect() == ["warm", "warm"]
+    got = per_subtask(spark.context, 2, probe).collect()
+    assert [daemon for daemon, _ in got] == ["warm", "warm"]
+    # the daemon (the zygote) is a child of this driver: its workers' CPU and memory count
+    # as the driver's process tree's
+    assert {psutil.Process(parent).ppid() for _, parent in got} == {os.getpid()}
