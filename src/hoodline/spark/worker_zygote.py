@@ -364,15 +364,20 @@ class Zygote:
         return cls(process, socket_path)
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Close the zygote's stdin and wait for it to exit. As the session's daemon it exits
-        when Spark stops it (a session's stop does that first); after ``timeout_s`` it gets
-        SIGTERM (pyspark's daemon then stops its workers), after as long again its process
-        group (it and its workers) gets SIGKILL."""
+        """Stop the zygote (after its session's JVM: no launcher can come any more).
+
+        Still a zygote (its socket is there: it may still be importing, and would only notice
+        its closed stdin afterwards): SIGTERM at once. As the session's daemon it exits when
+        Spark stops it, which a session's stop does first: wait for that; after ``timeout_s``
+        SIGTERM (pyspark's daemon then stops its workers), after as long again SIGKILL to its
+        process group (it and its workers)."""
         if self.process.stdin is not None:
             try:
                 self.process.stdin.close()
             except OSError:
                 pass
+        if self.socket_path.exists() and self.process.poll() is None:
+            self.process.terminate()
         try:
             self.process.wait(timeout_s)
             return
