@@ -1,4 +1,4 @@
-"""Create and stop the SparkSession hoodline runs on (``local[N]`` or ``local-cluster[E,C,M]``).
+"""Create and stop the Spark application hoodline runs on (``local[N]``, ``local-cluster[E,C,M]``).
 
 Facts this module is built on (pip-installed pyspark 4.3.0, Java 17, measured on a 2-core machine):
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
@@ -217,18 +217,24 @@ def _conf_text(value: object) -> str:
 
 
 class HoodlineSpark:
-    """A running session plus what is needed to stop it cleanly. Use as a context manager."""
+    """A running Spark application plus what is needed to stop it cleanly. Use as a context
+    manager.
+
+    hoodline's jobs are RDD jobs: only a :class:`SparkContext` is started. Starting Spark SQL's
+    session on top of it cost ~1 s more at every start (BENCHMARKS.md); :attr:`session`
+    creates one on first use, for callers that want DataFrames."""
 
     def __init__(
         self,
-        session: SparkSession,
+        context: SparkContext,
         master: Master,
         scratch: Path,
         applied_conf: dict[str, str] | None = None,
         work_dir: WorkDirClaim | None = None,
         zygote: Zygote | None = None,
     ) -> None:
-        self.session = session
+        self._context = context
+        self._session: SparkSession | None = None
         self.master = master
         self._scratch = scratch
         self._applied_conf = dict(applied_conf or {})
@@ -238,7 +244,14 @@ class HoodlineSpark:
 
     @property
     def context(self) -> SparkContext:
-        return self.session.sparkContext
+        return self._context
+
+    @property
+    def session(self) -> SparkSession:
+        """A Spark SQL session on this context (created on first use)."""
+        if self._session is None:
+            self._session = SparkSession(self._context)
+        return self._session
 
     def executor_pids(self) -> list[int]:
         """PIDs of executor JVMs (children of the driver JVM); empty for ``local[N]``."""
@@ -302,7 +315,10 @@ class HoodlineSpark:
         jvm = self.context._jvm
         updates = _take_accumulator_server(self.context)
         try:
-            self.session.stop()
+            if self._session is not None:
+                self._session.stop()  # (stops the context too)
+            else:
+                self._context.stop()
             if updates is not None:
                 threading.Thread(target=updates.shutdown, name="accumulator-server-stop",
                                  daemon=True).start()
@@ -375,7 +391,8 @@ def _alive(pid: int) -> bool:
 
 
 def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
-    """Start a SparkSession for hoodline. Refuses to reuse a session started elsewhere."""
+    """Start Spark for hoodline (a SparkContext; see :class:`HoodlineSpark`). Refuses to reuse a
+    context started elsewhere."""
     settings = settings or SparkSettings()
     master = parse_master(settings.master)
     if SparkContext._active_spark_context is not None:
@@ -385,7 +402,7 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             f"before starting hoodline's session on {master.url!r}"
         )
     scratch = Path(tempfile.mkdtemp(prefix="hoodline-spark-"))
-    session: SparkSession | None = None
+    context: SparkContext | None = None
     work_dir: WorkDirClaim | None = None
     zygote: Zygote | None = None
     try:
@@ -411,25 +428,23 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                 del conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"]
         if master.is_local:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder: Any = SparkSession.builder.master(master.url)
-        for key, value in conf.items():
-            builder = builder.config(key, value)
+        spark_settings = SparkConf().setMaster(master.url).setAll(list(conf.items()))
         # the package archive (cached; ~0.8 s of compiling when not) is made while the JVM starts
         with ThreadPoolExecutor(1, thread_name_prefix="hoodline-archive") as pool:
             shipped = (pool.submit(shipped_archive, scratch, class_cache.cache_dir())
                        if settings.ship_package else None)
-            session = builder.getOrCreate()
+            context = SparkContext(conf=spark_settings)
             if master.kind == "local-cluster":  # before anything else (see .work_dir)
                 work_dir = WorkDirClaim(
-                    Path(_find_spark_home()) / "work" / session.sparkContext.applicationId
+                    Path(_find_spark_home()) / "work" / context.applicationId
                 )
-            session.sparkContext.setLogLevel(settings.log_level.upper())
+            context.setLogLevel(settings.log_level.upper())
             if shipped is not None:
-                session.sparkContext.addPyFile(str(shipped.result()))
+                context.addPyFile(str(shipped.result()))
     except BaseException:
         try:
-            if session is not None:  # started, but not ready for hoodline: stop it again
-                session.stop()
+            if context is not None:  # started, but not ready for hoodline: stop it again
+                context.stop()
         except Exception:  # the start's own error is the one to report
             log.warning("stopping the half-started Spark session failed", exc_info=True)
         finally:
@@ -439,4 +454,4 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                 zygote.stop()
             shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return HoodlineSpark(session, master, scratch, conf, work_dir, zygote)
+    return HoodlineSpark(context, master, scratch, conf, work_dir, zygote)
