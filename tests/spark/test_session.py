@@ -73,19 +73,18 @@ def test_the_table_services_pool_is_declared_before_any_job_uses_it(spark: Hoodl
 _FAILED_START = """
 import sys
 from pyspark import SparkContext
-from pyspark.sql import SparkSession
 from hoodline.spark.session import SparkSettings, start_session
 
 def failing_log_level(self, level):
     raise RuntimeError("the start's own error")
 
-real_stop = SparkSession.stop
+real_stop = SparkContext.stop
 def failing_stop(self):
     real_stop(self)
     raise RuntimeError("stop failed too")
 
 SparkContext.setLogLevel = failing_log_level
-SparkSession.stop = failing_stop
+SparkContext.stop = failing_stop
 try:
     start_session(SparkSettings(master="local[1]"))
 except RuntimeError as e:
@@ -105,3 +104,25 @@ def test_a_failed_start_reports_its_own_error_and_cleans_up_when_stopping_fails_
     assert "raised: the start's own error" in done.stdout, done.stdout + done.stderr
     assert "stopping the half-started Spark session failed" in done.stderr
     assert not list(tmp_path.glob("hoodline-spark-*"))
+
+
+_NO_SQL_AT_START = """
+from pyspark.sql import SparkSession
+from hoodline.spark.session import SparkSettings, start_session
+spark = start_session(SparkSettings(master="local[1]"))
+try:
+    print("sql session at start:", SparkSession._instantiatedSession is not None)
+    rows = spark.session.range(3).count()
+    print("sql session on use:", SparkSession._instantiatedSession is not None, rows)
+finally:
+    spark.stop()
+"""
+
+
+def test_a_start_makes_no_sql_session_until_one_is_asked_for() -> None:
+    """hoodline's jobs need only the SparkContext; Spark SQL's session cost ~1 s per start."""
+    done = subprocess.run([sys.executable, "-c", _NO_SQL_AT_START], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "sql session at start: False" in done.stdout, done.stdout + done.stderr
+    assert "sql session on use: True 3" in done.stdout, done.stdout + done.stderr

@@ -349,7 +349,7 @@ PASSTHROUGH = {
     ("table", "options"): "table-layer write options (hoodie.*)",
     ("table", "storage"): "object store settings of the table and its error table (endpoint, "
     "region, credentials, ...); none needed with the provider's standard environment",
-    ("runtime", "spark-conf"): "extra spark.* settings for the SparkSession",
+    ("runtime", "spark-conf"): "extra spark.* settings for the Spark application",
 }
 _TOP_LEVEL = ("source", "table", "schema", "runtime", "errors")
 

@@ -1,4 +1,4 @@
-"""The Spark engine: runs the round driver's jobs on a SparkSession (see :mod:`.job`)."""
+"""The Spark engine: runs the round driver's jobs on a SparkContext (see :mod:`.job`)."""
 
 from __future__ import annotations
 
