@@ -125,6 +125,16 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+@pytest.fixture
+def zygote(sock_dir: Path) -> Iterator[Zygote]:
+    """A zygote started as a session starts it, stopped after the test."""
+    started = Zygote.start(sock_dir / "z.sock", _base_env())
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
 def _launch(env: dict[str, str], argv: tuple[str, ...] = (),
             cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """Start the daemon module as Spark does (pipes on stdin/stdout/stderr)."""
@@ -191,76 +201,56 @@ def _launcher_env(env: dict[str, str], where: Path) -> dict[str, str]:
     return {**env, SOCKET_ENV: str(where), "PYTHON_WORKER_FACTORY_SECRET": _SECRET}
 
 
-def test_the_zygote_takes_the_launchers_place_as_its_daemon(sock_dir: Path,
+def test_the_zygote_takes_the_launchers_place_as_its_daemon(zygote: Zygote,
                                                             probe_dir: Path) -> None:
-    where = sock_dir / "z.sock"
-    env = _base_env()
-    zygote = Zygote.start(where, env)
-    try:
-        launcher = _launch(_launcher_env(env, where), ("pyspark_zygote_probe",), probe_dir)
-        port = _port(launcher)  # written by the zygote, which became the daemon
-        assert not where.exists()  # one daemon per session: no more launchers are served
-        # its workers run the launcher's worker module in its directory, forked by the zygote
-        report = _ask_worker(port)
-        assert report == {"cwd": str(probe_dir), "argv": ["pyspark_zygote_probe"],
-                          "ppid": zygote.process.pid, "daemon": "warm"}
-        # the JVM's exit closes the daemon's stdin: the daemon, then the launcher, exit
-        assert launcher.stdin is not None
-        launcher.stdin.close()
-        zygote.process.wait(20)
-        assert _wait_exit(launcher) == 0
-        assert not _listening(port)
-        assert "hoodline worker daemon" not in _stderr(launcher)  # neither refused nor cold
-    finally:
-        zygote.stop()
+    where, env = zygote.socket_path, _base_env()
+    launcher = _launch(_launcher_env(env, where), ("pyspark_zygote_probe",), probe_dir)
+    port = _port(launcher)  # written by the zygote, which became the daemon
+    assert not where.exists()  # one daemon per session: no more launchers are served
+    # its workers run the launcher's worker module in its directory, forked by the zygote
+    report = _ask_worker(port)
+    assert report == {"cwd": str(probe_dir), "argv": ["pyspark_zygote_probe"],
+                      "ppid": zygote.process.pid, "daemon": "warm"}
+    # the JVM's exit closes the daemon's stdin: the daemon, then the launcher, exit
+    assert launcher.stdin is not None
+    launcher.stdin.close()
+    zygote.process.wait(20)
+    assert _wait_exit(launcher) == 0
+    assert not _listening(port)
+    assert "hoodline worker daemon" not in _stderr(launcher)  # neither refused nor cold
 
 
-def test_sigterm_to_the_launcher_stops_the_warm_daemon(sock_dir: Path) -> None:
-    where = sock_dir / "z.sock"
-    env = _base_env()
-    zygote = Zygote.start(where, env)
-    try:
-        launcher = _launch(_launcher_env(env, where))
-        port = _port(launcher)
-        launcher.send_signal(signal.SIGTERM)  # how Spark's Process.destroy() stops it
-        zygote.process.wait(20)  # the daemon got it
-        assert _wait_exit(launcher) == 0
-        assert not _listening(port)
-    finally:
-        zygote.stop()
+def test_sigterm_to_the_launcher_stops_the_warm_daemon(zygote: Zygote) -> None:
+    where, env = zygote.socket_path, _base_env()
+    launcher = _launch(_launcher_env(env, where))
+    port = _port(launcher)
+    launcher.send_signal(signal.SIGTERM)  # how Spark's Process.destroy() stops it
+    zygote.process.wait(20)  # the daemon got it
+    assert _wait_exit(launcher) == 0
+    assert not _listening(port)
 
 
-def test_sigterm_before_the_zygote_answers_stops_both(sock_dir: Path) -> None:
-    where = sock_dir / "z.sock"
-    env = _base_env()
-    zygote = Zygote.start(where, env)
-    try:
-        launcher = _launch(_launcher_env(env, where))
-        time.sleep(0.3)  # connected (or still starting); the zygote is still importing
-        launcher.send_signal(signal.SIGTERM)
-        _wait_exit(launcher, 30)
-        zygote.process.wait(30)  # it either found the launcher gone or got the SIGTERM
-    finally:
-        zygote.stop()
+def test_sigterm_before_the_zygote_answers_stops_both(zygote: Zygote) -> None:
+    where, env = zygote.socket_path, _base_env()
+    launcher = _launch(_launcher_env(env, where))
+    time.sleep(0.3)  # connected (or still starting); the zygote is still importing
+    launcher.send_signal(signal.SIGTERM)
+    _wait_exit(launcher, 30)
+    zygote.process.wait(30)  # it either found the launcher gone or got the SIGTERM
 
 
 def test_an_unreadable_request_is_dropped_and_the_next_launcher_served(
-    sock_dir: Path, probe_dir: Path
+    zygote: Zygote, probe_dir: Path
 ) -> None:
-    where = sock_dir / "z.sock"
-    env = _base_env()
-    zygote = Zygote.start(where, env)
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bad:
-            bad.connect(str(where))
-            bad.sendall(b"\x00\x00")  # half a length, no streams
-        launcher = _launch(_launcher_env(env, where), ("pyspark_zygote_probe",), probe_dir)
-        assert _ask_worker(_port(launcher))["daemon"] == "warm"
-        assert launcher.stdin is not None
-        launcher.stdin.close()
-        assert _wait_exit(launcher) == 0
-    finally:
-        zygote.stop()
+    where, env = zygote.socket_path, _base_env()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bad:
+        bad.connect(str(where))
+        bad.sendall(b"\x00\x00")  # half a length, no streams
+    launcher = _launch(_launcher_env(env, where), ("pyspark_zygote_probe",), probe_dir)
+    assert _ask_worker(_port(launcher))["daemon"] == "warm"
+    assert launcher.stdin is not None
+    launcher.stdin.close()
+    assert _wait_exit(launcher) == 0
 
 
 def _wait_exit(process: subprocess.Popen[bytes], timeout_s: float = 20.0) -> int:
@@ -273,22 +263,17 @@ def _stderr(process: subprocess.Popen[bytes]) -> str:
     return process.stderr.read().decode()
 
 
-def test_a_launcher_whose_environment_differs_starts_cold_and_says_why(sock_dir: Path) -> None:
-    where = sock_dir / "z.sock"
-    env = _base_env()
-    zygote = Zygote.start(where, env)
-    try:
-        launcher = _launch({**env, SOCKET_ENV: str(where), "MALLOC_ARENA_MAX": "4"})
-        port = _port(launcher)  # its own daemon: it imported and listens itself
-        assert _listening(port)
-        assert zygote.process.wait(20) == 0  # refused and gone
-        assert launcher.stdin is not None
-        launcher.stdin.close()
-        _wait_exit(launcher)  # (pyspark's own daemon exits with 1 on EOF)
-        err = _stderr(launcher)
-        assert "refused (MALLOC_ARENA_MAX='4' where the zygote started with '2')" in err, err
-    finally:
-        zygote.stop()
+def test_a_launcher_whose_environment_differs_starts_cold_and_says_why(zygote: Zygote) -> None:
+    where, env = zygote.socket_path, _base_env()
+    launcher = _launch({**env, SOCKET_ENV: str(where), "MALLOC_ARENA_MAX": "4"})
+    port = _port(launcher)  # its own daemon: it imported and listens itself
+    assert _listening(port)
+    assert zygote.process.wait(20) == 0  # refused and gone
+    assert launcher.stdin is not None
+    launcher.stdin.close()
+    _wait_exit(launcher)  # (pyspark's own daemon exits with 1 on EOF)
+    err = _stderr(launcher)
+    assert "refused (MALLOC_ARENA_MAX='4' where the zygote started with '2')" in err, err
 
 
 def test_a_launcher_without_a_zygote_starts_cold(sock_dir: Path) -> None:
