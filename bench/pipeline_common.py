@@ -38,7 +38,8 @@ def _is_java(p: psutil.Process) -> bool:
 
 
 class RoleRss:
-    """Samples the RSS of this process, its Spark JVM(s) and the JVM's Python workers every
+    """Samples the RSS of this process, its Spark JVM(s) and the Python workers (children of the
+    JVM's daemon or of hoodline's worker zygote, a child of this process) every
     ``interval`` seconds in a thread; ``peak[role]`` holds each role's highest sample (bytes).
     Processes whose pid is in ``exclude`` (and their descendants) are ignored, e.g. a producer
     child.
@@ -71,8 +72,10 @@ class RoleRss:
                 if _is_java(child):
                     roles.append(("jvm", child))
                     roles.extend(("workers", w) for w in child.children(recursive=True))
-                else:  # other helpers of the driver (none expected): count as workers
+                else:  # the worker zygote (it becomes the daemon: the workers are its
+                    # children) and any other helper of the driver
                     roles.append(("workers", child))
+                    roles.extend(("workers", w) for w in child.children(recursive=True))
             except psutil.Error:
                 pass
         self._roles = roles
