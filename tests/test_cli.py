@@ -165,3 +165,29 @@ def test_compact_refuses_copy_on_write_tables(table: HudiTable) -> None:
     result = runner.invoke(app, ["table", "compact", str(table.base_path)])
     assert result.exit_code != 0
     assert "COPY_ON_WRITE" in result.output and "MERGE_ON_READ" in result.output
+
+
+def test_clean_deletes_versions_older_than_the_retained_commits(tmp_path: Path) -> None:
+    t = HudiTable.create(
+        tmp_path / "cow",
+        TableConfig(name="orders", record_key_fields=("id",), partition_fields=(),
+                    precombine_field="ts", bucket_count=1),
+    )
+    with WriteClient(t, {"hoodie.clean.automatic": False}) as client:
+        for ts in range(1, 6):  # each upsert rewrites the one base file: five versions
+            client.upsert(pa.table({"id": ["a", "b"], "ts": [ts, ts], "v": [ts, ts]}))
+    path = str(t.base_path)
+    before = hudi_snapshot(t.base_path).drop_columns(["_hoodie_file_name"])
+    assert len(list(t.base_path.glob("*.parquet"))) == 5
+    done = runner.invoke(app, ["table", "clean", path, "--retain", "2"])
+    assert done.exit_code == 0, done.output
+    assert "2 files deleted" in done.output
+    # the versions the last two commits read stay, and the newest one before them (Java's
+    # KEEP_LATEST_COMMITS), nothing else
+    assert len(list(t.base_path.glob("*.parquet"))) == 3
+    after = hudi_snapshot(t.base_path).drop_columns(["_hoodie_file_name"])
+    assert_rows_equal(before, after, label="after clean")
+    again = runner.invoke(app, ["table", "clean", path, "--retain", "2"])
+    assert again.exit_code == 0 and "nothing to clean" in again.output
+    refused = runner.invoke(app, ["table", "clean", path, "--retain", "0"])
+    assert refused.exit_code != 0 and "'--retain'" in refused.output

@@ -556,6 +556,51 @@ def table_compact(path: TablePath) -> None:
     )
 
 
+@table_app.command("clean")
+@_friendly_errors
+def table_clean(
+    path: TablePath,
+    retain: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Keep the file versions the last RETAIN completed commits need "
+            "(default: hoodie.cleaner.commits.retained, 10).",
+        ),
+    ] = None,
+) -> None:
+    """Delete file versions older than the last N completed commits need (KEEP_LATEST_COMMITS).
+
+    Takes the table's writer lock (refused while a live writer writes; writers clean after
+    every commit unless 'hoodie.clean.automatic' is off)."""
+    from hoodline.table.table import HudiTable
+    from hoodline.table.write.client import WriteClient
+
+    table = HudiTable.open(path)
+    options = {
+        "hoodline.write.lock.owner": "hoodline table clean",
+        "hoodie.datasource.write.payload.class": table.config.payload_class,
+    }
+    with WriteClient(table, options) as client:
+        for inst in client.repaired:
+            console.print(f"completed {inst.action} {inst.timestamp} left by an earlier writer",
+                          markup=False)
+        done = client.clean(retain)
+    if done is None:
+        console.print("nothing to clean: every file version is still needed")
+        return
+    from hoodline.table.action_metadata import ActionBody, deserialize
+
+    md = deserialize(ActionBody.CLEAN_METADATA, table.timeline.read_instant_bytes(done),
+                     str(table.timeline.path_of(done)))
+    deleted = md.get("totalFilesDeleted", 0)
+    console.print(
+        f"clean {done.timestamp}: {_count(int(deleted), 'file')} deleted, versions from commit "
+        f"{md.get('earliestCommitToRetain', '?')} on kept",
+        markup=False,
+    )
+
+
 def main() -> None:
     app()
 

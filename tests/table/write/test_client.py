@@ -294,11 +294,12 @@ def test_client_must_be_open(new_table: Callable[..., HudiTable]) -> None:
         WriteClient(table).upsert(rows([1]))
 
 
-def test_automatic_clean_keeps_retained_commits_readable(
+def test_writers_clean_after_every_commit_by_default_keeping_retained_commits_readable(
     new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
 ) -> None:
+    # hoodie.clean.automatic is on unless turned off, as in Java Hudi
     table = new_table(index_type, partition_fields=())
-    opts = {"hoodie.clean.automatic": True, "hoodie.cleaner.commits.retained": 2}
+    opts = {"hoodie.cleaner.commits.retained": 2}
     client = client_for(table, opts)
     for i in range(5):
         client.upsert(rows([1, 2, i + 10], ts=i))

@@ -300,7 +300,8 @@ def test_a_compaction_killed_before_its_commit_is_finished_by_the_next_writer(
 
 def test_cleaning_removes_compacted_slices_whole(tmp_path: Path) -> None:
     table = mor_table(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
-    options = {"hoodie.compact.inline.max.delta.commits": 2, "hoodie.cleaner.commits.retained": 2}
+    options = {"hoodie.compact.inline.max.delta.commits": 2, "hoodie.cleaner.commits.retained": 2,
+               "hoodie.clean.automatic": False}
     with WriteClient(table, options) as client:
         for i in range(6):
             client.upsert(rows([i, 100], ts=i))

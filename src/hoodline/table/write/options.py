@@ -137,9 +137,12 @@ PARQUET_ROW_GROUP_ROWS = cfg.option(
 CLEAN_AUTOMATIC = cfg.option(
     "hoodie.clean.automatic",
     bool,
-    False,
+    True,
     "Run a clean after every commit, keeping the file versions the last "
-    "'hoodie.cleaner.commits.retained' commits need.",
+    "'hoodie.cleaner.commits.retained' commits need (on by default, as in Java Hudi: without "
+    "it every replaced base file and every compacted log file stays, storage grows with every "
+    "write and so does every listing of the table). Off: older versions stay until "
+    "`hoodline table clean` or another writer cleans.",
 )
 #: declared by the clean module (table-meta); the writer reads it when cleaning automatically
 CLEAN_COMMITS_RETAINED = CLEANER_COMMITS_RETAINED
