@@ -7,6 +7,7 @@ is unknown, and errors after the commit."""
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.pipeline.driver import RoundDriver, read_checkpoint
 from hoodline.pipeline.report import RoundReport, StopReason
 from hoodline.pipeline.tasks import RoundJob
+from hoodline.table import fs_view
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.instant import COMMIT
 from hoodline.table.read import read_snapshot
@@ -46,15 +48,16 @@ def _rows(ids: range, version: int = 1) -> list[dict[str, Any]]:
     return [{"id": i, "v": f"v{version}-{i}", "ts": version} for i in ids]
 
 
-def _config(root: Path, table: Path, continuous: bool = False, **runtime: object
-            ) -> PipelineConfig:
+def _config(root: Path, table: Path, continuous: bool = False,
+            table_options: dict[str, object] | None = None, **runtime: object) -> PipelineConfig:
     options: dict[str, object] = {"path": str(root), "format": "jsonl"}
     if continuous:  # a restart lists the directory again
         options.update({"source.mode": "continuous", "source.monitor-interval": 0.02,
                         "source.stable-scans": 1})
     return config_from_dict({
         "source": {"type": "files", "format": "json", "options": options},
-        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts",
+                  **(table_options or {})},
         "schema": {"id": "int64", "v": "string", "ts": "int64"},
         "runtime": {"reader-parallelism": 2, "retry-backoff": 0.5, "retry-backoff-max": 10,
                     "round": {"max-records": 100, "min-interval": 0}, **runtime},
@@ -124,6 +127,33 @@ def test_once_reads_everything_in_rounds_and_restores_from_the_commit(
     assert summary.records_read == 20
     assert next(r.round_id for r in reports if r.committed) == committed[-1] + 1
     assert _table_rows(table) == expected | {i: f"v3-{i}" for i in range(190, 210)}
+
+
+@pytest.mark.parametrize("index, table_type", [("BUCKET", "COPY_ON_WRITE"),
+                                               ("BLOOM", "COPY_ON_WRITE"),
+                                               ("BUCKET", "MERGE_ON_READ")])
+def test_tasks_write_against_the_listing_the_driver_made_for_the_round(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str, table_type: str
+) -> None:
+    listed_in_tasks: list[str] = []
+    listed = {"n": 0}
+    real = fs_view.list_data_files
+
+    def spy(base_path: Any, partition: str) -> Any:
+        listed["n"] += 1
+        if any(f.filename.endswith("pipeline/tasks.py") for f in inspect.stack()):
+            listed_in_tasks.append(" < ".join(f.function for f in inspect.stack()[1:6]))
+        return real(base_path, partition)
+
+    monkeypatch.setattr(fs_view, "list_data_files", spy)
+    cfg = _config(src, tmp_path / "t", table_options={"index": index, "type": table_type})
+    reports: list[RoundReport] = []
+    _driver(cfg, InProcessEngine())[0].run(once=True, on_round=reports.append)
+    assert sum(r.committed for r in reports) >= 2
+    assert listed["n"] > 0  # the driver listed
+    assert listed_in_tasks == []  # readers, assigners and writers did not
+    expected = {i: f"v1-{i}" for i in range(100)} | {i: f"v2-{i}" for i in range(100, 200)}
+    assert _table_rows(tmp_path / "t") == expected
 
 
 def test_failed_rounds_are_rolled_back_and_retried_with_exponential_backoff(

@@ -458,7 +458,10 @@ class RoundDriver:
         cfg = self.config
         spec = RecordSpec(ctx, run.record_schema, cfg.table.delete_field, planned.round_id,
                           cfg.runtime.writer_buffer_bytes)
-        job = RoundJob(planned.round_id, planned.plan.tasks, spec, run.preparer, run.writers)
+        layout = run.client.table.fs_view()
+        layout.file_groups()  # listed here, once: the tasks receive it loaded (RoundJob.layout)
+        job = RoundJob(planned.round_id, planned.plan.tasks, spec, run.preparer, run.writers,
+                       layout)
         started = self._clock()
         output = self.engine.run_round(job)
         self.engine.wait_until_idle()  # no zombie attempt may write after this point

@@ -42,6 +42,7 @@ from hoodline.faults import FaultPoint
 from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
 from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
 from hoodline.pipeline.write_buffer import WriteBuffer
+from hoodline.table.fs_view import FileSystemView
 from hoodline.table.properties import IndexType
 from hoodline.table.write.client import tag_and_assign
 from hoodline.table.write.file_writer import write_file_group
@@ -135,6 +136,13 @@ class RoundJob:
     preparer: RecordPreparer
     #: writer (and assigner) tasks
     writers: int
+    #: the table's file groups as the driver listed them when it started the round's instant
+    #: (loaded, so it pickles with them): every task tags and writes against this one listing
+    #: instead of listing the table itself. Nothing else changes the file groups a round writes
+    #: while it runs -- the writer lock keeps other writers out, cleaning and scheduling run
+    #: between rounds, and a compaction finishing in the background only adds the base file of a
+    #: slice the view already holds as pending. None: each task lists the table.
+    layout: FileSystemView | None = None
 
     @property
     def readers(self) -> int:
@@ -170,6 +178,10 @@ class RoundJob:
     def record_schema(self) -> pa.Schema:
         return self.spec.record_schema
 
+    def view(self) -> FileSystemView:
+        """The file groups the round writes against (:attr:`layout`, else listed now)."""
+        return self.layout if self.layout is not None else self.spec.ctx.table().fs_view()
+
     # -- reader ---------------------------------------------------------------------------------
     def read(
         self, subtask: int
@@ -181,7 +193,7 @@ class RoundJob:
         task = self.tasks[subtask]
         spec = self.spec
         started = time.monotonic()
-        view = None if self.key_shuffle else spec.ctx.table().fs_view()
+        view = None if self.key_shuffle else self.view()
         reading = PlanReading(task)
         for prepared in self.preparer.prepare(spec, task, self._first_read(reading)):
             if prepared.errors.num_rows:
@@ -226,7 +238,7 @@ class RoundJob:
         if self.combines:
             records = resolve(records, self.spec.ctx.config.precombine_field)
         tagged = tag_and_assign(self.spec.ctx, records.drop_columns([FILE_ID]), task,
-                                self.writers, threads=1)
+                                self.writers, view=self.view(), threads=1)
         yield tagged.select(schema.names)
 
     # -- writer ---------------------------------------------------------------------------------
@@ -255,7 +267,7 @@ class RoundJob:
         """Write each file group of ``records`` (file group column filled) once; ``reduce``:
         one record per key first (records of a key may come from several readers)."""
         spec = self.spec
-        view = spec.ctx.table().fs_view()
+        view = self.view()
         pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
         fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
         width = max(1, len(file_ids))
@@ -299,7 +311,8 @@ class RoundJob:
                     outcome = item
             if buffer.rows:
                 records = buffer.table().drop_columns([FILE_ID])
-                tagged = tag_and_assign(spec.ctx, records, subtask, self.readers, threads=1)
+                tagged = tag_and_assign(spec.ctx, records, subtask, self.readers,
+                                        view=self.view(), threads=1)
                 yield from self._write_groups(tagged.select(schema.names), subtask, attempt,
                                               reduce=False)
         if outcome is None:
