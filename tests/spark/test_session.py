@@ -16,33 +16,23 @@ import pytest
 from pyspark import cloudpickle
 
 from hoodline.spark.job import per_subtask
-from hoodline.spark.session import (
-    SERVICES_POOL,
-    WORKER_ARROW_POOL,
-    WORKER_MALLOC_ARENAS,
-    HoodlineSpark,
-)
+from hoodline.spark.session import SERVICES_POOL, WORKER_MALLOC_ARENAS, HoodlineSpark
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 pytestmark = pytest.mark.spark
 
 
-def test_python_workers_run_with_the_malloc_arena_limit_and_arrows_system_pool(
-    spark: HoodlineSpark,
-) -> None:
-    def probe(i: int) -> Iterator[tuple[str, str]]:
+def test_python_workers_run_with_the_malloc_arena_limit(spark: HoodlineSpark) -> None:
+    def probe(i: int) -> Iterator[str]:
         import os
 
-        import pyarrow as pa
+        yield os.environ.get("MALLOC_ARENA_MAX", "")
 
-        yield os.environ.get("MALLOC_ARENA_MAX", ""), pa.default_memory_pool().backend_name
-
-    seen = per_subtask(spark.context, 2, probe).collect()
-    # hoodline's settings, unless this process's environment sets them (then those reach them)
-    arenas = os.environ.get("MALLOC_ARENA_MAX", str(WORKER_MALLOC_ARENAS))
-    pool = os.environ.get("ARROW_DEFAULT_MEMORY_POOL", WORKER_ARROW_POOL)
-    assert seen == [(arenas, pool), (arenas, pool)]
+    arenas = per_subtask(spark.context, 2, probe).collect()
+    # hoodline's limit, unless this process's environment sets one (then that one reaches them)
+    expected = os.environ.get("MALLOC_ARENA_MAX", str(WORKER_MALLOC_ARENAS))
+    assert arenas == [expected, expected]
 
 
 def test_stop_does_not_wait_for_the_accumulator_server(

@@ -56,9 +56,6 @@ WORKER_DAEMON = "hoodline.spark.worker_daemon"
 #: glibc malloc arenas of a Python worker (``spark.executorEnv.MALLOC_ARENA_MAX``; a value in
 #: ``runtime.spark-conf`` or in the environment wins)
 WORKER_MALLOC_ARENAS = 2
-#: Arrow's memory pool in a Python worker (``spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL``; a
-#: value in ``runtime.spark-conf`` or in the environment wins)
-WORKER_ARROW_POOL = "system"
 _LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
 
 
@@ -174,11 +171,6 @@ def spark_conf(
         # malloc arena of its own (up to 8 per core) that keeps freed memory resident: with two
         # arenas the 2M-message ingest peaked 80-230 MiB lower at the same speed (BENCHMARKS.md)
         conf["spark.executorEnv.MALLOC_ARENA_MAX"] = str(WORKER_MALLOC_ARENAS)
-    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        # pyarrow's default pool (mimalloc) keeps freed pages for reuse; a worker's buffers come
-        # and go with every batch, and with glibc's malloc (two arenas, large buffers mmapped)
-        # the 2M-message ingest peaked 90-165 MiB lower at about the same speed (BENCHMARKS.md)
-        conf["spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL"] = WORKER_ARROW_POOL
     java: list[str] = []
     if log_config is not None:
         java.append(f"-Dlog4j2.configurationFile=file:{log_config}")
