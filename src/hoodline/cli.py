@@ -14,7 +14,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from functools import wraps
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from hoodline.pipeline.metrics import PipelineMetrics
     from hoodline.pipeline.report import RoundReport
     from hoodline.table.properties import TableConfig
+    from hoodline.table.table import HudiTable
+    from hoodline.table.write.client import WriteClient
 
 app = typer.Typer(
     name="hoodline",
@@ -516,6 +519,24 @@ def table_rollback(
         console.print(f"completed {inst.action} {inst.timestamp}", markup=False)
 
 
+@contextmanager
+def _service_client(table: HudiTable, owner: str) -> Iterator[WriteClient]:
+    """A write client for a table service run from the command line: the table's own payload
+    class, the writer lock under ``owner``; says which instants an earlier writer left and the
+    client finished on opening."""
+    from hoodline.table.write.client import WriteClient
+
+    options = {
+        "hoodline.write.lock.owner": owner,
+        "hoodie.datasource.write.payload.class": table.config.payload_class,
+    }
+    with WriteClient(table, options) as client:
+        for inst in client.repaired:
+            console.print(f"completed {inst.action} {inst.timestamp} left by an earlier writer",
+                          markup=False)
+        yield client
+
+
 @table_app.command("compact")
 @_friendly_errors
 def table_compact(path: TablePath) -> None:
@@ -525,7 +546,6 @@ def table_compact(path: TablePath) -> None:
     itself every 'hoodie.compact.inline.max.delta.commits' rounds)."""
     from hoodline.errors import TableError
     from hoodline.table.table import HudiTable
-    from hoodline.table.write.client import WriteClient
 
     table = HudiTable.open(path)
     if not table.config.merge_on_read:
@@ -533,14 +553,7 @@ def table_compact(path: TablePath) -> None:
             f"table '{table.base_path}' is {table.config.table_type}; only MERGE_ON_READ tables "
             "have log files to compact"
         )
-    options = {
-        "hoodline.write.lock.owner": "hoodline table compact",
-        "hoodie.datasource.write.payload.class": table.config.payload_class,
-    }
-    with WriteClient(table, options) as client:
-        for inst in client.repaired:
-            console.print(f"completed {inst.action} {inst.timestamp} left by an earlier writer",
-                          markup=False)
+    with _service_client(table, "hoodline table compact") as client:
         done = client.compact()
     if done is None:
         console.print("nothing to compact: no file slice has log files")
@@ -574,17 +587,9 @@ def table_clean(
     Takes the table's writer lock (refused while a live writer writes; writers clean after
     every commit unless 'hoodie.clean.automatic' is off)."""
     from hoodline.table.table import HudiTable
-    from hoodline.table.write.client import WriteClient
 
     table = HudiTable.open(path)
-    options = {
-        "hoodline.write.lock.owner": "hoodline table clean",
-        "hoodie.datasource.write.payload.class": table.config.payload_class,
-    }
-    with WriteClient(table, options) as client:
-        for inst in client.repaired:
-            console.print(f"completed {inst.action} {inst.timestamp} left by an earlier writer",
-                          markup=False)
+    with _service_client(table, "hoodline table clean") as client:
         done = client.clean(retain)
     if done is None:
         console.print("nothing to clean: every file version is still needed")
