@@ -21,6 +21,8 @@ import pytest
 
 from hoodline.table.bloom import (
     DYNAMIC_V0,
+    DynamicBloomFilter,
+    KeyFilter,
     SimpleBloomFilter,
     build_filter,
     deserialize,
@@ -66,14 +68,11 @@ def test_filters_with_capped_hash_counts_keep_the_false_positive_rate() -> None:
     assert filter_shape(1000, 1e-9, max_hashes=0) == filter_shape(1000, 1e-9)
 
 
-def test_hadoop_reads_a_capped_filter_and_finds_every_key(tmp_path: Path) -> None:
-    """The hash count travels in the filter's header: Hadoop's own BloomFilter (what Hudi's
-    SimpleBloomFilter wraps) reads a filter of 16 hash functions and finds every key."""
-    keys = pa.array([f"key-{i}" for i in range(20_000)] + ["ü€-1", ""])
-    flt = build_filter(keys, 1e-9, 1000, max_hashes=16)
-    assert flt.nb_hash == 16
-    absent = [f"other-{i}" for i in range(20_000)]
-    assert not flt.might_contain(pa.array(absent)).any()
+def _hadoop_reads(
+    flt: KeyFilter, keys: pa.Array, absent: list[str], tmp_path: Path
+) -> list[list[str]]:
+    """What Hadoop's own filter classes (what Hudi's filters wrap or copy) make of ``flt``: per
+    key file, [keys it may contain, keys, whether Hadoop writes the same bytes back]."""
     (tmp_path / "filter.b64").write_text(flt.serialize())
     (tmp_path / "keys.txt").write_text("\n".join(keys.to_pylist()) + "\n", encoding="utf-8")
     (tmp_path / "absent.txt").write_text("\n".join(absent) + "\n", encoding="utf-8")
@@ -83,14 +82,78 @@ def test_hadoop_reads_a_capped_filter_and_finds_every_key(tmp_path: Path) -> Non
     jars = Path(pyspark.__file__).parent / "jars"
     classpath = ":".join(str(p) for p in sorted(jars.glob("hadoop-client-*.jar")))
     out = subprocess.run(
-        [java, "-cp", classpath, str(FIX / "BloomRead.java"), str(tmp_path / "filter.b64"),
-         str(tmp_path / "keys.txt"), str(tmp_path / "absent.txt")],
+        [java, "-cp", classpath, str(FIX / "BloomRead.java"), flt.type_code,
+         str(tmp_path / "filter.b64"), str(tmp_path / "keys.txt"), str(tmp_path / "absent.txt")],
         capture_output=True, text=True, timeout=120, check=True,
     )
-    outputs = [line.split() for line in out.stdout.splitlines()]
+    return [line.split() for line in out.stdout.splitlines()]
+
+
+def test_hadoop_reads_a_capped_filter_and_finds_every_key(tmp_path: Path) -> None:
+    """The hash count travels in the filter's header: Hadoop's own BloomFilter (what Hudi's
+    SimpleBloomFilter wraps) reads a filter of 16 hash functions and finds every key."""
+    keys = pa.array([f"key-{i}" for i in range(20_000)] + ["ü€-1", ""])
+    flt = build_filter(keys, 1e-9, 1000, max_hashes=16)
+    assert isinstance(flt, SimpleBloomFilter) and flt.nb_hash == 16
+    absent = [f"other-{i}" for i in range(20_000)]
+    assert not flt.might_contain(pa.array(absent)).any()
+    outputs = _hadoop_reads(flt, keys, absent, tmp_path)
     # every key found (the empty key is skipped by the reader), Hadoop writes the same bytes
     assert outputs[0] == [str(len(keys) - 1), str(len(keys) - 1), "true"]
     assert outputs[1] == ["0", str(len(absent)), "true"]
+
+
+def test_files_with_more_keys_than_a_row_get_a_dynamic_filter_hadoop_reads(
+    tmp_path: Path,
+) -> None:
+    """Past ``row_entries`` keys the filter is DYNAMIC_V0 (Hudi's default type): full rows of
+    ``row_entries`` keys and a partly filled last one, each sized for the rate. Hadoop's
+    DynamicBloomFilter (whose layout Hudi's InternalDynamicBloomFilter writes and reads) finds
+    every key and writes the same bytes back."""
+    keys = pa.array([f"key-{i}" for i in range(25_000)] + ["ü€-1"])
+    flt = build_filter(keys, 1e-9, 1000, max_hashes=16, row_entries=10_000)
+    assert isinstance(flt, DynamicBloomFilter) and flt.type_code == DYNAMIC_V0
+    assert len(flt.rows) == 3 and (flt.row_entries, flt.current) == (10_000, 5_001)
+    assert flt.recorded == len(keys)
+    assert (flt.vector_size, flt.nb_hash) == filter_shape(10_000, 1e-9, 16)
+    assert all(r.vector_size == flt.vector_size for r in flt.rows)
+    absent = [f"other-{i}" for i in range(20_000)]
+    assert flt.might_contain(keys).all() and not flt.might_contain(pa.array(absent)).any()
+    back = deserialize(flt.serialize(), DYNAMIC_V0)
+    assert isinstance(back, DynamicBloomFilter) and back.to_bytes() == flt.to_bytes()
+    assert back.might_contain(keys).all()
+    assert _hadoop_reads(flt, keys, absent, tmp_path) == [
+        [str(len(keys)), str(len(keys)), "true"], ["0", str(len(absent)), "true"]]
+    # up to a row's worth of keys, or without rows: one SIMPLE filter as before
+    assert isinstance(build_filter(keys.slice(0, 10_000), 1e-9, 1000, row_entries=10_000),
+                      SimpleBloomFilter)
+    assert isinstance(build_filter(keys, 1e-9, 1000, row_entries=0), SimpleBloomFilter)
+
+
+def test_a_dynamic_filter_keeps_its_rows_and_adds_only_new_keys() -> None:
+    old_keys = pa.array([f"k{i}" for i in range(2_500)])
+    previous = build_filter(old_keys, 1e-6, 100, row_entries=1_000)
+    assert isinstance(previous, DynamicBloomFilter) and previous.current == 500
+    added = pa.array([f"new-{i}" for i in range(700)])
+    keys = pa.concat_arrays([old_keys.slice(1), added])  # k0 gone, 700 added
+    grown = build_filter(keys, 1e-6, 100, previous, added, row_entries=1_000)
+    assert isinstance(grown, DynamicBloomFilter)
+    # the last row filled up to 1,000 keys, one new row holds the remaining 200
+    assert len(grown.rows) == 4 and grown.current == 200 and grown.recorded == 3_200
+    for old_row, new_row in zip(previous.rows[:2], grown.rows[:2], strict=True):
+        assert (old_row.bits == new_row.bits).all()  # full rows copied as they were
+    assert (grown.rows[2].bits >= previous.rows[2].bits).all()
+    assert grown.might_contain(keys).all() and grown.might_contain(pa.array(["k0"])).all()
+    assert previous.recorded == 2_500 and len(previous.rows) == 3  # the old filter unchanged
+    # stale keys piling up past 1.5x the file's keys: rebuilt from the file's keys alone
+    few = pa.concat_arrays([old_keys.slice(0, 1_100), added])
+    rebuilt = build_filter(few, 1e-6, 100, grown, added, row_entries=1_000)
+    assert isinstance(rebuilt, DynamicBloomFilter) and rebuilt.recorded == len(few)
+    assert rebuilt.might_contain(few).all()
+    assert not rebuilt.might_contain(pa.array([f"k{i}" for i in range(1_500, 2_500)])).any()
+    # another row shape (the option changed): rebuilt too
+    other = build_filter(keys, 1e-6, 100, previous, added, row_entries=2_000)
+    assert isinstance(other, DynamicBloomFilter) and other.recorded == len(keys)
 
 
 def test_hadoop_filter_deserializes_and_contains_all_keys() -> None:

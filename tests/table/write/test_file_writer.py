@@ -18,8 +18,10 @@ import pytest
 from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
+    DYNAMIC_V0,
     MAX_RECORD_KEY,
     MIN_RECORD_KEY,
+    SIMPLE,
     KeyFilter,
     SimpleBloomFilter,
     deserialize,
@@ -267,16 +269,30 @@ def test_a_rewritten_file_reuses_its_filter_while_its_size_holds(
     assert_hudi_matches_hoodline(table)
 
 
+@pytest.mark.parametrize(
+    ("index", "row_entries", "type_code"),
+    [("BLOOM", 0, SIMPLE), ("BLOOM", 50, SIMPLE), ("BUCKET", 0, SIMPLE),
+     ("BUCKET", 50, DYNAMIC_V0)],
+)
 def test_a_rewrite_hashes_only_the_keys_its_old_version_lacked(
     new_table: Callable[..., HudiTable],
     client_for: Callable[..., WriteClient],
     monkeypatch: pytest.MonkeyPatch,
+    index: str,
+    row_entries: int,
+    type_code: str,
 ) -> None:
     """Updated keys are in the old file's filter already: a rewrite that reuses it hashes the
-    inserted keys only (hashing is the filter's whole cost: ~30 hash functions at fpp 1e-9)."""
-    table = new_table("BLOOM", partition_fields=())
-    client = client_for(table, {"hoodline.index.bloom.min.entries": 100})
+    inserted keys only (hashing is the filter's whole cost: ~30 hash functions at fpp 1e-9).
+    Also with a file of more keys than a row of a dynamic filter holds (two rows here, BUCKET
+    index): the new file keeps the old rows. The BLOOM index, which looks keys up in the
+    filters, keeps one SIMPLE filter per file whatever the row size."""
+    table = new_table(index, partition_fields=(), bucket_count=1)
+    client = client_for(table, {"hoodline.index.bloom.min.entries": 100,
+                                "hoodline.index.bloom.row.entries": row_entries})
     client.insert(rows(list(range(90))))
+    (first,) = latest_base_files(table)
+    assert pq.read_metadata(first).metadata[BLOOM_FILTER_TYPE_KEY.encode()] == type_code.encode()
     hashed: list[str] = []
     real_add = SimpleBloomFilter.add
 
@@ -288,8 +304,11 @@ def test_a_rewrite_hashes_only_the_keys_its_old_version_lacked(
     client.upsert(rows([3, 7, 200, 201], ts=2, v="b"))  # two updates, two inserts
     assert sorted(hashed) == ["200", "201"]
     flt, keys = _file_filter_and_keys(table)
+    assert flt.type_code == type_code
     assert len(keys) == 92 and flt.might_contain(pa.array(sorted(keys))).all()
     assert snapshot_dict(table)[("eu", 7)] == (2, "b7")
+    assert len(snapshot_dict(table)) == 92  # the updates found their rows: no duplicates
+    assert_hudi_matches_hoodline(table)
 
 
 def test_rewritten_rows_name_the_new_file(

@@ -217,13 +217,16 @@ def test_compaction_merges_logs_into_base_files_that_hudi_rs_reads(
     assert_hudi_matches_hoodline(table)
 
 
+@pytest.mark.parametrize(("row_entries", "type_code"), [(0, "SIMPLE"), (50, "DYNAMIC_V0")])
 def test_compaction_hashes_only_the_keys_the_base_file_lacked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row_entries: int, type_code: str
 ) -> None:
     """The compacted file reuses its base file's bloom filter: updated keys are in it already,
-    so only keys new to the file group are hashed into it."""
+    so only keys new to the file group are hashed into it (with a file of more keys than a
+    dynamic filter's row holds: into its last row)."""
     table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
-    options = {"hoodie.compact.inline": False, "hoodline.index.bloom.min.entries": 100}
+    options = {"hoodie.compact.inline": False, "hoodline.index.bloom.min.entries": 100,
+               "hoodline.index.bloom.row.entries": row_entries}
     with WriteClient(table, options) as client:
         client.upsert(rows(list(range(90))))
         assert client.compact() is not None  # log-only slice -> first base file
@@ -244,6 +247,7 @@ def test_compaction_hashes_only_the_keys_the_base_file_lacked(
     pf = pq.ParquetFile(table.base_path / sl.base_file)
     meta = pf.metadata.metadata
     code = meta[BLOOM_FILTER_TYPE_KEY.encode()].decode()
+    assert code == type_code
     flt = deserialize(meta[BLOOM_FILTER_KEY.encode()], code)
     keys = pf.read(columns=["_hoodie_record_key"]).column(0)
     assert len(keys) == 92 and bool(np.all(flt.might_contain(keys)))

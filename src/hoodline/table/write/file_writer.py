@@ -33,7 +33,6 @@ from hoodline.table.bloom import (
     BLOOM_FILTER_TYPE_KEY,
     MAX_RECORD_KEY,
     MIN_RECORD_KEY,
-    SIMPLE,
     BloomFilterError,
     KeyFilter,
     build_filter,
@@ -167,11 +166,13 @@ def footer_for(
     options = ctx.options
     if not _writes_bloom_filter(ctx):
         return {}
+    # the BLOOM index looks keys up in these filters: one SIMPLE filter answers faster
+    rows = 0 if ctx.config.index_type is IndexType.BLOOM else options.bloom_row_entries
     flt = build_filter(
         keys, options.bloom_fpp, options.bloom_min_entries, previous, added,
-        options.bloom_max_hashes,
+        options.bloom_max_hashes, rows,
     )
-    footer = {BLOOM_FILTER_KEY: flt.serialize(), BLOOM_FILTER_TYPE_KEY: SIMPLE}
+    footer = {BLOOM_FILTER_KEY: flt.serialize(), BLOOM_FILTER_TYPE_KEY: flt.type_code}
     if len(keys):  # an empty file (every record deleted) has the filter, no key range
         mm = pc.min_max(keys)
         footer[MIN_RECORD_KEY] = str(mm["min"].as_py())

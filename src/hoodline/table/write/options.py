@@ -108,6 +108,22 @@ BLOOM_MIN_ENTRIES = cfg.option(
     "and hashes only its new keys).",
     minimum=1,
 )
+BLOOM_ROW_ENTRIES = cfg.option(
+    "hoodline.index.bloom.row.entries",
+    int,
+    60_000,
+    "Tables whose index does not read the footer bloom filters (BUCKET): base files with more "
+    "record keys than this get a DYNAMIC_V0 filter (the type Java Hudi writes by default), rows "
+    "of this many keys each, every row sized for 'hoodie.index.bloom.fpp' (so the file's "
+    "false-positive rate is its number of rows times that rate); files with fewer keys get one "
+    "SIMPLE filter sized for their keys. A row's bits fit the CPU cache, which makes adding a "
+    "key ~4x cheaper than in one filter sized for hundreds of thousands of keys, and a file "
+    "rewritten with more keys (an append to a bucket, a compaction) keeps its old rows and "
+    "hashes only its new keys. Tables with the BLOOM index keep one SIMPLE filter per file: "
+    "looking keys up in it is faster (~2.6x for a file of 1.5M keys). 0: one SIMPLE filter "
+    "for any number of keys.",
+    minimum=0,
+)
 BLOOM_MAX_HASHES = cfg.option(
     "hoodline.index.bloom.max.hashes",
     int,
@@ -274,6 +290,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     BLOOM_FPP,
     BLOOM_MIN_ENTRIES,
     BLOOM_MAX_HASHES,
+    BLOOM_ROW_ENTRIES,
     PARQUET_COMPRESSION,
     PARQUET_ROW_GROUP_ROWS,
     CLEAN_AUTOMATIC,
@@ -310,6 +327,7 @@ class WriteOptions:
     bloom_fpp: float = BLOOM_FPP.default
     bloom_min_entries: int = BLOOM_MIN_ENTRIES.default
     bloom_max_hashes: int = BLOOM_MAX_HASHES.default
+    bloom_row_entries: int = BLOOM_ROW_ENTRIES.default
     compression: Compression = PARQUET_COMPRESSION.default
     row_group_rows: int = PARQUET_ROW_GROUP_ROWS.default
     clean_automatic: bool = CLEAN_AUTOMATIC.default
@@ -344,6 +362,7 @@ class WriteOptions:
             bloom_fpp=o.get(BLOOM_FPP),
             bloom_min_entries=o.get(BLOOM_MIN_ENTRIES),
             bloom_max_hashes=o.get(BLOOM_MAX_HASHES),
+            bloom_row_entries=o.get(BLOOM_ROW_ENTRIES),
             compression=o.get(PARQUET_COMPRESSION),
             row_group_rows=o.get(PARQUET_ROW_GROUP_ROWS),
             clean_automatic=o.get(CLEAN_AUTOMATIC),
