@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
@@ -45,9 +46,16 @@ from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
 from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
+from hoodline.table.log.merge import LogRecords, apply_logs
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import TaskRunner, thread_runner
-from hoodline.table.read import read_merged_slice, table_schema
+from hoodline.table.parquet.row_groups import CopyPlan, copy_plan, read_old
+from hoodline.table.read import (
+    merge_ordering_field,
+    read_slice_base,
+    read_slice_logs,
+    table_schema,
+)
 from hoodline.table.schema import arrow_to_avro_schema_json, data_schema
 from hoodline.table.table import HudiTable
 from hoodline.table.write.context import (
@@ -56,7 +64,12 @@ from hoodline.table.write.context import (
     ensure_partition_metadata,
     write_token,
 )
-from hoodline.table.write.file_writer import footer_for, previous_filter, write_parquet
+from hoodline.table.write.file_writer import (
+    footer_for,
+    previous_filter,
+    write_parquet,
+    write_parquet_copying,
+)
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import FILE_NAME, RECORD_KEY
@@ -157,40 +170,72 @@ class CompactionTask:
     task_id: int
 
 
+def _keeps_every_base_row(base_keys: pa.ChunkedArray, logs: LogRecords | None) -> bool:
+    """Whether the logs neither replace nor delete a base row (they only bring new keys)."""
+    if logs is None:
+        return True
+    for keys in (logs.winners.column(RECORD_KEY), logs.deleted):
+        if len(keys) and pc.any(pc.is_in(base_keys, value_set=keys)).as_py():
+            return False
+    return True
+
+
 def compact_file_group(task: CompactionTask) -> WriteStat:
     """Write the compacted base file of one file group (runs on any worker)."""
     ctx, op, schema = task.ctx, task.operation, task.schema
     table = ctx.table()
     s = planned_slice(op)
-    result = read_merged_slice(table, s, schema, task.visible, threads=False)
-    merged = result.rows
+    logs = read_slice_logs(table, s, schema, task.visible)
     name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
-    merged = merged.set_column(
-        merged.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(name, merged.num_rows)
-    )
-    out_schema = pa.schema([pa.field(f.name, f.type) for f in merged.schema])
-    merged = merged.cast(out_schema)
+    out_schema = pa.schema([pa.field(f.name, f.type) for f in schema])
     rel = f"{op.partition_path}/{name}" if op.partition_path else name
-    ensure_partition_metadata(table.base_path, op.partition_path, ctx.instant_ts)
-    Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")
     path = table.base_path / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys = merged.column(RECORD_KEY)
+    plan: CopyPlan | None = None
     previous = added = None
-    from_logs = merged.num_rows
     if s.base_file is not None:
+        base_path = table.base_path / s.base_file
+        base_file = parquet_file(base_path)
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
-        previous = previous_filter(parquet_file(table.base_path / s.base_file))
-        added = result.added_keys()
-        from_logs = result.log_rows.num_rows
-    write_parquet(path, merged, footer_for(keys, ctx, previous, added), ctx.options)
+        previous = previous_filter(base_file)
+        if ctx.options.copy_row_groups:
+            base_keys = base_file.read(columns=[RECORD_KEY], use_threads=False).column(0)
+            if _keeps_every_base_row(base_keys, logs):
+                plan = copy_plan(read_old(base_path), out_schema, FILE_NAME,
+                                 ctx.options.row_group_rows // 2)
+    ensure_partition_metadata(table.base_path, op.partition_path, ctx.instant_ts)
+    Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if plan is not None:
+        # the logs only brought new keys: the base file's row groups are copied as they are
+        # (its small ones are read and written again with the log records)
+        winners = logs.winners if logs is not None else out_schema.empty_table()
+        rest = [i for i in range(base_file.num_row_groups) if i not in plan.groups]
+        parts = [read_slice_base(table, s, schema, threads=False, row_groups=rest)] if rest else []
+        part = pa.concat_tables([_named(p, name, out_schema) for p in (*parts, winners)])
+        keys = pa.chunked_array(
+            [*base_keys.chunks, *winners.column(RECORD_KEY).chunks], type=pa.string())
+        added = winners.column(RECORD_KEY).combine_chunks()
+        footer = footer_for(keys, ctx, previous, added)
+        write_parquet_copying(path, plan, name, part.combine_chunks(), footer, ctx.options)
+        num_writes, from_logs = plan.rows() + part.num_rows, winners.num_rows
+    else:
+        base = read_slice_base(table, s, schema, threads=False) if s.base_file else None
+        result = apply_logs(base, logs, schema, merge_ordering_field(table))
+        merged = _named(result.rows, name, out_schema)
+        from_logs = merged.num_rows
+        if s.base_file is not None:
+            added = result.added_keys()
+            from_logs = result.log_rows.num_rows
+        keys = merged.column(RECORD_KEY)
+        write_parquet(path, merged, footer_for(keys, ctx, previous, added), ctx.options)
+        num_writes = merged.num_rows
     size = path.stat().st_size
     return WriteStat(
         file_id=op.file_id,
         path=rel,
         prev_commit=op.base_instant,
-        num_writes=merged.num_rows,
+        num_writes=num_writes,
         num_deletes=0,
         num_update_writes=0,
         num_inserts=0,
@@ -202,6 +247,14 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # records the logs contributed to the new base file
         total_log_records=from_logs,
     )
+
+
+def _named(rows: pa.Table, file_name: str, schema: pa.Schema) -> pa.Table:
+    """``rows`` with ``_hoodie_file_name`` naming the new file, as the base file's schema."""
+    rows = rows.set_column(
+        rows.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(file_name, rows.num_rows)
+    )
+    return rows.cast(schema)
 
 
 def run_compaction(

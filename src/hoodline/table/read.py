@@ -31,9 +31,11 @@ from hoodline.table.fs_view import FileSlice
 from hoodline.table.instant import is_timestamp_string
 from hoodline.table.log.merge import (
     DEFAULT_PAYLOAD,
+    LogRecords,
     MergedSlice,
+    apply_logs,
     committed_blocks,
-    merge_slice,
+    replay_logs,
 )
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
 from hoodline.table.table import CREATE_SCHEMA_KEY, HudiTable
@@ -103,15 +105,38 @@ def read_merged_slice(
     reads several slices side by side)."""
     base = None
     if s.base_file is not None:
-        path = table.absolute(s.base_file)
-        pf = _open_base(path, s)
-        wanted = [n for n in schema.names if n in pf.schema_arrow.names]
-        base = _conform(pf.read(columns=wanted, use_threads=threads), schema, str(path))
+        base = read_slice_base(table, s, schema, threads=threads)
         if base_filter is not None:
             base = _apply_filter(base, base_filter)
+    logs = read_slice_logs(table, s, schema, is_visible)
+    return apply_logs(base, logs, schema, merge_ordering_field(table))
+
+
+def read_slice_base(
+    table: HudiTable,
+    s: FileSlice,
+    schema: pa.Schema,
+    threads: bool = True,
+    row_groups: Sequence[int] | None = None,
+) -> pa.Table:
+    """The base file of a slice (``row_groups``: only those) conformed to ``schema``."""
+    assert s.base_file is not None
+    path = table.absolute(s.base_file)
+    pf = _open_base(path, s)
+    wanted = [n for n in schema.names if n in pf.schema_arrow.names]
+    if row_groups is None:
+        data = pf.read(columns=wanted, use_threads=threads)
+    else:
+        data = pf.read_row_groups(row_groups, columns=wanted, use_threads=threads)
+    return _conform(data, schema, str(path))
+
+
+def read_slice_logs(
+    table: HudiTable, s: FileSlice, schema: pa.Schema, is_visible: Callable[[str], bool]
+) -> LogRecords | None:
+    """What the log blocks of a slice (of the instants ``is_visible`` accepts) do to it."""
     blocks = committed_blocks([table.absolute(f) for f in s.log_files], is_visible)
-    return merge_slice(
-        base,
+    return replay_logs(
         blocks,
         schema,
         lambda records, where: _conform(records, schema, where),

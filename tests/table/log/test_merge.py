@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 from hypothesis import given, settings
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from hoodline.table.log.blocks import LogBlock, read_blocks
 from hoodline.table.log.content import avro_data_block, delete_block
-from hoodline.table.log.merge import merge_slice
+from hoodline.table.log.merge import MergedSlice, apply_logs, replay_logs
 from hoodline.table.schema import META_COLUMNS, arrow_to_avro
 
 SCHEMA = pa.schema(
@@ -22,6 +23,19 @@ AVRO = {**AVRO, "fields": [{"name": c, "type": ["null", "string"], "default": No
                            for c in META_COLUMNS] + AVRO["fields"]}
 
 Event = tuple[str, list[tuple[str, int, int]]]  # ("data", [(key, ts, v)]) or ("delete", [...])
+
+
+def merge_slice(
+    base: pa.Table | None,
+    blocks: Sequence[LogBlock],
+    schema: pa.Schema,
+    conform: Callable[[pa.Table, str], pa.Table],
+    ordering_field: str | None = None,
+) -> MergedSlice:
+    """A slice's base with its blocks applied, as readers and compaction merge them."""
+    return apply_logs(base, replay_logs(blocks, schema, conform, ordering_field)
+, schema,
+                      ordering_field)
 
 
 def _rows(recs: list[tuple[str, int, int]]) -> pa.Table:

@@ -341,3 +341,50 @@ def test_a_file_whose_records_were_all_deleted_keeps_an_empty_bloom_filter(
     client.upsert(rows([2], ts=3))  # the BLOOM index reads the empty file's footer
     assert snapshot_dict(table) == {("eu", 2): (3, "v2")}
     assert_hudi_matches_hoodline(table)
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_an_append_copies_the_old_row_groups(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    monkeypatch: pytest.MonkeyPatch,
+    copy: bool,
+) -> None:
+    """Inserting new keys into a file group keeps every old row: the old file's row groups of
+    at least half the row-group size are copied (only the file name is written anew), smaller
+    ones are encoded again with the new rows; an update falls back to encoding every row. The
+    result reads the same everywhere, hudi-rs included."""
+    spliced: list[int] = []
+    real = file_writer.spliced_file
+
+    def spy(plan: Any, names: bytes, new: bytes) -> bytes:
+        spliced.append(len(plan.groups))
+        return real(plan, names, new)
+
+    monkeypatch.setattr(file_writer, "spliced_file", spy)
+    table = new_table("BUCKET", partition_fields=(), bucket_count=1)
+    client = client_for(table, {"hoodline.parquet.row.group.rows": 100,
+                                "hoodline.parquet.copy.row.groups": copy})
+    client.insert(rows(list(range(240))))
+    (first,) = latest_base_files(table)
+    client.insert(rows(list(range(240, 300)), ts=2, v="b"))
+    (second,) = latest_base_files(table)
+    md = pq.read_metadata(second)
+    # groups of 100, 100 copied; the 40-row group (under half the size) written again with
+    # the 60 new rows
+    assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [100, 100, 100]
+    assert spliced == ([2] if copy else [])
+    got = pq.read_table(second)
+    assert set(got.column("_hoodie_file_name").to_pylist()) == {Path(second).name}
+    old_times = set(pq.read_table(first).column("_hoodie_commit_time").to_pylist())
+    times = got.column("_hoodie_commit_time").to_pylist()
+    assert len(set(times)) == 2 and sum(t in old_times for t in times) == 240
+    assert sorted(got.column("id").to_pylist()) == list(range(300))
+    flt, keys = _file_filter_and_keys(table)
+    assert len(keys) == 300 and flt.might_contain(pa.array(sorted(keys))).all()
+    # an update touches an old row: nothing is copied, every row is encoded again
+    client.upsert(rows([5], ts=3, v="c"))
+    assert spliced == ([2] if copy else [])
+    snap = snapshot_dict(table)
+    assert len(snap) == 300 and snap[("eu", 5)] == (3, "c5") and snap[("eu", 260)] == (2, "b260")
+    assert_hudi_matches_hoodline(table)

@@ -7,6 +7,7 @@ import io
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import numpy as np
@@ -435,4 +436,61 @@ def test_bloom_inserts_fill_the_smallest_base_file_without_logs(tmp_path: Path) 
         apply_to_model(model, rows([30, 22], ts=5, v="z"))
     assert snapshot_dict(table) == model
     assert len(read_snapshot(table)) == len(model)  # no key twice
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_compaction_of_new_keys_copies_the_base_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logs that only bring new keys keep every base row: the compaction copies the base
+    file's row groups (the file name written anew) and encodes only the log records (and
+    base row groups under half the row-group size); logs that update or delete a base row
+    make it encode every row. Every state reads the same in hoodline and hudi-rs."""
+    from hoodline.table.write import file_writer
+
+    copied: list[int] = []
+    real = file_writer.spliced_file
+
+    def spy(plan: Any, names: bytes, new: bytes) -> Any:
+        copied.append(len(plan.groups))
+        return real(plan, names, new)
+
+    monkeypatch.setattr(file_writer, "spliced_file", spy)
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    options = {"hoodie.compact.inline": False, "hoodline.parquet.row.group.rows": 100}
+    model: Model = {}
+    with WriteClient(table, options) as client:
+        for step in (rows(list(range(230))), rows(list(range(230, 260)), ts=2, v="b")):
+            client.upsert(step)
+            apply_to_model(model, step)
+        assert client.compact() is not None  # log-only slice: no base file to copy yet
+        assert copied == []
+        (first,) = table.fs_view().latest_file_slices()
+        assert first.base_file is not None
+        base_md = pq.read_metadata(table.base_path / first.base_file)
+        assert [base_md.row_group(i).num_rows for i in range(base_md.num_row_groups)] == [
+            100, 100, 60]
+        fresh = rows(list(range(260, 300)), ts=3, v="c")
+        client.upsert(fresh)
+        apply_to_model(model, fresh)
+        assert client.compact() is not None
+        assert copied == [3]  # 100, 100 and 60 (>= 50) rows copied; the 40 new rows encoded
+        (second,) = table.fs_view().latest_file_slices()
+        assert second.base_file is not None and not second.log_files
+        got = pq.read_table(table.base_path / second.base_file)
+        assert set(got.column("_hoodie_file_name").to_pylist()) == {
+            Path(second.base_file).name}
+        md = table.timeline.read_commit_metadata(table.timeline.completed_commits()[-1])
+        (stat,) = md.partition_to_write_stats[""]
+        assert (stat.num_writes, stat.total_log_records) == (300, 40)
+        assert snapshot_dict(table) == model
+        assert_hudi_matches_hoodline(table)
+        # an update of a base row: every row is encoded again
+        update = rows([7, 301], ts=4, v="d")
+        client.upsert(update)
+        apply_to_model(model, update)
+        assert client.compact() is not None
+        assert copied == [3]
+    assert snapshot_dict(table) == model
+    assert snapshot_dict(table)[("eu", 7)] == (4, "d7")
     assert_hudi_matches_hoodline(table)

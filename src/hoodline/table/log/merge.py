@@ -11,7 +11,8 @@ blocks of its target instant read before it. Then, block by block:
 * a delete block removes its keys (hoodline and Spark SQL write ``IntWrapper(0)`` orderings,
   which delete whatever the payload).
 
-:func:`merge_slice` computes that in one vectorised pass over all blocks' events.
+:func:`replay_logs` reduces all blocks' events in one vectorised pass and :func:`apply_logs` applies
+the result to the base rows.
 """
 
 from __future__ import annotations
@@ -86,26 +87,32 @@ class MergedSlice:
         return keys.filter(pa.array(~self.in_base))
 
 
-def merge_slice(
-    base: pa.Table | None,
+@dataclass(frozen=True)
+class LogRecords:
+    """What a slice's log blocks do to it: the records they leave per key (replay order) and
+    the keys they delete (whose base rows go)."""
+
+    winners: pa.Table
+    deleted: pa.Array
+
+
+def replay_logs(
     blocks: Sequence[LogBlock],
     schema: pa.Schema,
     conform: Callable[[pa.Table, str], pa.Table],
     ordering_field: str | None = None,
     source: str = "",
-) -> MergedSlice:
-    """The rows of a slice: ``base`` (already conformed to ``schema``) with ``blocks`` applied.
-
-    ``conform(records, source)`` brings a block's records to ``schema``; ``ordering_field`` set
-    means DefaultHoodieRecordPayload. The blocks' records and deletes become one list of events
-    in replay order, reduced per key in one vectorised pass (the same result as applying the
-    blocks one after the other):
+) -> LogRecords | None:
+    """The blocks' records and deletes as one list of events in replay order, reduced per key
+    in one vectorised pass; None when the blocks hold neither. The same result as applying the
+    blocks one after the other:
 
     * a key's events after its last delete decide its log record: the last one, or with an
-      ordering field the one with the greatest ordering value (ties: the later one);
-    * a key with a delete among its events loses its base row; otherwise with an ordering field
-      the base row stays when its ordering value is greater than the log record's."""
-    state = base if base is not None else _nullable(schema.empty_table())
+      ordering field (``ordering_field`` set means DefaultHoodieRecordPayload) the one with the
+      greatest ordering value (ties: the later one);
+    * a key with a delete among its events loses its base row (:func:`apply_logs`).
+
+    ``conform(records, source)`` brings a block's records to ``schema``."""
     records: list[pa.Table] = []
     seqs: list[npt.NDArray[np.int64]] = []
     delete_keys: list[pa.Array] = []
@@ -124,7 +131,7 @@ def merge_slice(
         seqs.append(np.arange(seq, seq + data.num_rows, dtype=np.int64))
         seq += data.num_rows
     if not records and not delete_keys:
-        return MergedSlice(state, _nullable(schema.empty_table()))
+        return None
     log = pa.concat_tables(records) if records else _nullable(schema.empty_table())
     log_seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
     dkeys = pa.concat_arrays(delete_keys) if delete_keys else pa.array([], pa.string())
@@ -139,10 +146,27 @@ def merge_slice(
         last_delete = pa.table({"k": dkeys, "s": pa.array(dseq)})
     ordering = ordering_field if ordering_field in schema.names else None
     winners = _winners(log, log_seq, last_delete, ordering)
+    return LogRecords(winners, last_delete.column("k").combine_chunks())
+
+
+def apply_logs(
+    base: pa.Table | None,
+    logs: LogRecords | None,
+    schema: pa.Schema,
+    ordering_field: str | None = None,
+) -> MergedSlice:
+    """The rows of a slice: ``base`` (already conformed to ``schema``) with ``logs`` applied:
+    a deleted key loses its base row, a log record replaces its key's base row; with an
+    ordering field the base row stays when its ordering value is greater than the log
+    record's."""
+    state = base if base is not None else _nullable(schema.empty_table())
+    if logs is None:
+        return MergedSlice(state, _nullable(schema.empty_table()))
+    ordering = ordering_field if ordering_field in schema.names else None
+    winners = logs.winners
     in_base = None
     if state.num_rows:
-        state, winners, in_base = _apply_to_base(
-            state, winners, ordering, last_delete.column("k"))
+        state, winners, in_base = _apply_to_base(state, winners, ordering, logs.deleted)
     if winners.num_rows == 0:
         return MergedSlice(state, winners)
     if state.num_rows == 0:
@@ -160,7 +184,7 @@ def _nullable(table: pa.Table) -> pa.Table:
 def _winners(
     log: pa.Table, log_seq: npt.NDArray[np.int64], last_delete: pa.Table, ordering: str | None
 ) -> pa.Table:
-    """Per key, the log record its events after its last delete end with (see merge_slice),
+    """Per key, the log record its events after its last delete end with (see replay_logs),
     in replay order.
 
     Keys are hashed once into group numbers (``dictionary_encode``); when every key occurs

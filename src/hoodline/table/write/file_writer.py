@@ -46,6 +46,14 @@ from hoodline.table.fs_view import (
 )
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import map_in_threads, resolve_threads
+from hoodline.table.parquet.row_groups import (
+    CopyPlan,
+    copy_plan,
+    file_name_file,
+    read_old,
+    spliced_file,
+    write_pieces,
+)
 from hoodline.table.properties import IndexType
 from hoodline.table.write.context import (
     WriteContext,
@@ -243,14 +251,18 @@ def dictionary_columns(table: pa.Table) -> list[str]:
 _FILE_PARTIAL_ONCE = threading.Lock()
 
 
+def _compression(options: WriteOptions) -> str | None:
+    return None if options.compression is Compression.NONE else options.compression.value
+
+
 def write_parquet(
     path: TablePath, table: pa.Table, footer: dict[str, str], options: WriteOptions
 ) -> None:
     """Write a base file (on an object store: uploaded whole once complete, never partly)."""
-    compression = None if options.compression is Compression.NONE else options.compression.value
     sink, upload = output_sink(path)
     writer = pq.ParquetWriter(
-        sink, table.schema, compression=compression, use_dictionary=dictionary_columns(table)
+        sink, table.schema, compression=_compression(options),
+        use_dictionary=dictionary_columns(table),
     )
     try:
         if (
@@ -273,6 +285,51 @@ def write_parquet(
         writer.close()
     if upload is not None:
         upload.close()
+
+
+def write_parquet_copying(
+    path: TablePath,
+    plan: CopyPlan,
+    file_name: str,
+    table: pa.Table,
+    footer: dict[str, str],
+    options: WriteOptions,
+) -> None:
+    """Write a base file of the row groups ``plan`` copies from the old version (their
+    ``_hoodie_file_name`` set to ``file_name``) followed by the rows of ``table``, with
+    ``footer`` (see :mod:`hoodline.table.parquet.row_groups`)."""
+    sink = pa.BufferOutputStream()
+    writer = pq.ParquetWriter(
+        sink, table.schema, compression=_compression(options),
+        use_dictionary=dictionary_columns(table),
+    )
+    try:
+        if table.num_rows:
+            writer.write_table(table, row_group_size=options.row_group_rows)
+        if footer:
+            writer.add_key_value_metadata(footer)
+    finally:
+        writer.close()
+    names = file_name_file(plan, table.schema, file_name, _compression(options))
+    pieces = spliced_file(plan, names, bytes(sink.getvalue()))
+    if faults.armed(FaultPoint.FILE_PARTIAL) and _FILE_PARTIAL_ONCE.acquire(blocking=False):
+        try:
+            write_pieces(path, pieces[: len(pieces) // 2])
+            faults.reach(FaultPoint.FILE_PARTIAL)
+        finally:
+            _FILE_PARTIAL_ONCE.release()
+    write_pieces(path, pieces)
+
+
+def _copy_plan(ctx: WriteContext, path: TablePath) -> CopyPlan | None:
+    """The old base file's row groups a write that keeps all its rows can copy (None: encode
+    every row; ``hoodline.parquet.copy.row.groups`` off, or nothing qualifies)."""
+    if not ctx.options.copy_row_groups:
+        return None
+    return copy_plan(
+        read_old(path), output_schema(ctx.data_schema), FILE_NAME,
+        ctx.options.row_group_rows // 2,
+    )
 
 
 def write_file_group(
@@ -318,6 +375,7 @@ def write_file_group(
     parts: list[pa.Table] = []
     num_updates = num_deletes = 0
     previous: KeyFilter | None = None
+    plan: CopyPlan | None = None
     if base is not None:
         if base.base_file is None:
             raise TableError(
@@ -328,10 +386,11 @@ def write_file_group(
         old_file = parquet_file(base_path)
         if _writes_bloom_filter(ctx):
             previous = previous_filter(old_file)
-        # every column but the old file name, which carried-over rows do not keep
-        wanted = [n for n in old_file.schema_arrow.names if n != FILE_NAME]
-        old = old_file.read(columns=wanted, use_threads=read_threads).replace_schema_metadata(None)
-        old_keys = old.column(RECORD_KEY)
+        if RECORD_KEY not in old_file.schema_arrow.names:
+            raise TableError(
+                f"base file '{base_path}' lacks Hudi meta columns; it cannot be merged"
+            )
+        old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
         # each stored row's position among the incoming keys: the rows they replace, and the
         # keys the old version did not hold (the only ones its bloom filter lacks)
         positions = pc.index_in(old_keys, value_set=new_keys)
@@ -339,6 +398,50 @@ def write_file_group(
         stored = np.zeros(len(new_keys), dtype=np.bool_)
         stored[pc.drop_null(positions).to_numpy()] = True
         added_keys = new_keys.filter(pa.array(~stored)) if stored.any() else new_keys
+        keeps_all = not stored.any() and not (
+            len(delete_keys) and pc.any(pc.is_in(old_keys, value_set=delete_keys)).as_py()
+        )
+        plan = _copy_plan(ctx, base_path) if keeps_all else None
+        # every column but the old file name, which carried-over rows do not keep (and the
+        # keys, read already)
+        wanted = [n for n in old_file.schema_arrow.names if n not in (FILE_NAME, RECORD_KEY)]
+    if plan is not None and base is not None:
+        # an append: the old row groups are copied as they are (only the small ones are read)
+        assert base.base_file is not None
+        rest = [i for i in range(old_file.num_row_groups) if i not in plan.groups]
+        if rest:
+            small = old_file.read_row_groups(rest, columns=[*wanted, RECORD_KEY],
+                                             use_threads=read_threads)
+            parts.append(_old_rows(small.replace_schema_metadata(None), ctx, str(base_path),
+                                   file_name))
+        if upserts.num_rows:
+            parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
+        # one chunk: pyarrow starts a row group at every chunk of a table
+        out = (pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0] if parts
+               else output_schema(ctx.data_schema).empty_table())
+        ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
+        Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE")
+        keys = pa.chunked_array([*old_keys.chunks, *upserts.column(RECORD_KEY).chunks],
+                                type=pa.string())
+        footer = footer_for(keys, ctx, previous, added_keys)
+        write_parquet_copying(path, plan, file_name, out, footer, ctx.options)
+        size = path.stat().st_size
+        return WriteStat(
+            file_id=file_id,
+            path=rel,
+            prev_commit=base.base_instant,
+            num_writes=plan.rows() + out.num_rows,
+            num_deletes=0,
+            num_update_writes=0,
+            num_inserts=upserts.num_rows,
+            total_write_bytes=size,
+            total_write_errors=0,
+            partition_path=partition,
+            file_size_in_bytes=size,
+        )
+    if base is not None:
+        old = old_file.read(columns=wanted, use_threads=read_threads).replace_schema_metadata(None)
+        old = old.append_column(RECORD_KEY, old_keys)
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
             replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced, positions)
         num_updates = int(pc.sum(replaced).as_py() or 0)

@@ -150,6 +150,19 @@ PARQUET_ROW_GROUP_ROWS = cfg.option(
     "Maximum rows per parquet row group in base files.",
     minimum=1,
 )
+COPY_ROW_GROUPS = cfg.option(
+    "hoodline.parquet.copy.row.groups",
+    bool,
+    True,
+    "When a write keeps every row of a base file (new keys appended to a file group; a "
+    "compaction whose logs brought only new keys), copy the old file's row groups of at least "
+    "half 'hoodline.parquet.row.group.rows' rows byte for byte into the new base file instead "
+    "of decoding and encoding their rows again; only their '_hoodie_file_name' is written anew "
+    "(it names the new file, as Java Hudi rewrites it). Only files of Arrow's Parquet writer "
+    "(hoodline's, pyarrow's) with the table's current schema are copied from; smaller row "
+    "groups are encoded again with the new rows, so appends do not pile up small row groups. "
+    "Off: every row is encoded again.",
+)
 CLEAN_AUTOMATIC = cfg.option(
     "hoodie.clean.automatic",
     bool,
@@ -293,6 +306,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     BLOOM_ROW_ENTRIES,
     PARQUET_COMPRESSION,
     PARQUET_ROW_GROUP_ROWS,
+    COPY_ROW_GROUPS,
     CLEAN_AUTOMATIC,
     CLEAN_COMMITS_RETAINED,
     PAYLOAD_CLASS,
@@ -330,6 +344,7 @@ class WriteOptions:
     bloom_row_entries: int = BLOOM_ROW_ENTRIES.default
     compression: Compression = PARQUET_COMPRESSION.default
     row_group_rows: int = PARQUET_ROW_GROUP_ROWS.default
+    copy_row_groups: bool = COPY_ROW_GROUPS.default
     clean_automatic: bool = CLEAN_AUTOMATIC.default
     clean_commits_retained: int = CLEAN_COMMITS_RETAINED.default
     payload_class: PayloadClass = PAYLOAD_CLASS.default
@@ -365,6 +380,7 @@ class WriteOptions:
             bloom_row_entries=o.get(BLOOM_ROW_ENTRIES),
             compression=o.get(PARQUET_COMPRESSION),
             row_group_rows=o.get(PARQUET_ROW_GROUP_ROWS),
+            copy_row_groups=o.get(COPY_ROW_GROUPS),
             clean_automatic=o.get(CLEAN_AUTOMATIC),
             clean_commits_retained=o.get(CLEAN_COMMITS_RETAINED),
             payload_class=o.get(PAYLOAD_CLASS),
