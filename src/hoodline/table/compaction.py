@@ -49,7 +49,7 @@ from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
 from hoodline.table.log.merge import LogRecords, apply_logs
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import TaskRunner, thread_runner
-from hoodline.table.parquet.row_groups import CopyPlan, copy_plan, read_old
+from hoodline.table.parquet.row_groups import CopyPlan, copy_plan
 from hoodline.table.read import (
     merge_ordering_field,
     read_slice_base,
@@ -201,7 +201,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         if ctx.options.copy_row_groups:
             base_keys = base_file.read(columns=[RECORD_KEY], use_threads=False).column(0)
             if _keeps_every_base_row(base_keys, logs):
-                plan = copy_plan(read_old(base_path), out_schema, FILE_NAME,
+                plan = copy_plan(base_path, out_schema, FILE_NAME,
                                  ctx.options.row_group_rows // 2)
     ensure_partition_metadata(table.base_path, op.partition_path, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")

@@ -18,6 +18,7 @@ from hoodline.table.parquet.row_groups import (
     copy_plan,
     file_name_file,
     footer_of,
+    join_pieces,
     spliced_file,
 )
 
@@ -54,7 +55,7 @@ def _splice(old: bytes, new: pa.Table, min_rows: int, compression: str = "snappy
     assert plan is not None
     names = file_name_file(plan, new.schema, "new.parquet", compression)
     pieces = spliced_file(plan, names, _parquet(new, 1000, compression, {"hoodie_k": "v"}))
-    return b"".join(pieces)
+    return join_pieces(pieces)
 
 
 def test_copied_row_groups_and_new_rows_read_back_everywhere(tmp_path: Path) -> None:

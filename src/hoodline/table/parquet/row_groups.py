@@ -18,10 +18,12 @@ again with the new rows, so appends do not leave a file of many small row groups
 
 from __future__ import annotations
 
-import mmap
+import os
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -44,21 +46,98 @@ _CMD_UNCOMPRESSED, _CMD_COMPRESSED = 6, 7
 _CMD_DATA_PAGE, _CMD_INDEX_PAGE, _CMD_DICT_PAGE, _CMD_BLOOM = 9, 10, 11, 14
 _CMD_OFFSETS = (_CMD_DATA_PAGE, _CMD_INDEX_PAGE, _CMD_DICT_PAGE)
 
-#: bytes of a file, or a view of them
-Buffer = bytes | memoryview | mmap.mmap
 
 #: the writer whose files are copied from (``created_by`` prefix)
 ARROW_WRITER = b"parquet-cpp-arrow"
 
 
-def footer_of(data: Buffer) -> Struct:
-    """The decoded ``FileMetaData`` of a whole Parquet file's bytes."""
-    if len(data) < 12 or bytes(data[:4]) != MAGIC or bytes(data[-4:]) != MAGIC:
+def _footer_start(tail: bytes, size: int) -> int:
+    """Where the footer of a file of ``size`` bytes starts, from its last bytes ``tail``."""
+    if size < 12 or len(tail) < 8 or tail[-4:] != MAGIC:
         raise thrift.ThriftError("not a parquet file (magic bytes missing)")
-    (length,) = struct.unpack("<i", data[-8:-4])
-    if length <= 0 or length > len(data) - 12:
+    length: int = struct.unpack("<i", tail[-8:-4])[0]
+    if length <= 0 or length > size - 12:
         raise thrift.ThriftError(f"parquet footer length {length} is out of range")
-    return thrift.decode_struct(memoryview(data)[len(data) - 8 - length : len(data) - 8])
+    return size - 8 - length
+
+
+def footer_of(data: bytes) -> Struct:
+    """The decoded ``FileMetaData`` of a whole Parquet file's bytes."""
+    start = _footer_start(data[-8:], len(data))
+    if data[:4] != MAGIC:
+        raise thrift.ThriftError("not a parquet file (magic bytes missing)")
+    return thrift.decode_struct(memoryview(data)[start : len(data) - 8])
+
+
+class OldFile:
+    """The base file row groups are copied from: in memory (an object store's, read whole), or
+    a local file whose byte ranges the kernel copies into the new file (no user-space copy, no
+    resident pages)."""
+
+    def __init__(self, path: Path | None, data: bytes | None, size: int,
+                 footer_start: int, footer: Struct) -> None:
+        self.path = path
+        self.data = data
+        self.size = size
+        #: where the footer starts: every column chunk lies before
+        self.footer_start = footer_start
+        self.footer = footer
+
+    @classmethod
+    def of_bytes(cls, data: bytes) -> OldFile:
+        return cls(None, data, len(data), _footer_start(data[-8:], len(data)), footer_of(data))
+
+    @classmethod
+    def open(cls, path: TablePath) -> OldFile:
+        """Read ``path``'s footer (a local file) or all of it (an object)."""
+        if isinstance(path, ObjectPath):
+            return cls.of_bytes(path.read_bytes())
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 8))
+            start = _footer_start(f.read(8), size)
+            f.seek(start)
+            footer = thrift.decode_struct(f.read(size - 8 - start))
+        return cls(path, None, size, start, footer)
+
+    def read(self, start: int, length: int) -> bytes:
+        if self.data is not None:
+            return self.data[start : start + length]
+        assert self.path is not None
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            out: bytes = f.read(length)
+            return out
+
+    def copy_to(self, fd: int, start: int, length: int) -> None:
+        """Append bytes ``start:start+length`` to the file open at ``fd``."""
+        if self.data is not None:
+            _write_all(fd, memoryview(self.data)[start : start + length])
+            return
+        assert self.path is not None
+        src = os.open(self.path, os.O_RDONLY)
+        try:
+            while length > 0:
+                try:
+                    done = os.copy_file_range(src, fd, length, start)
+                except OSError:  # no in-kernel copy between these files: through memory
+                    done = 0
+                if done <= 0:
+                    chunk = os.pread(src, min(length, 1 << 24), start)
+                    if not chunk:
+                        raise thrift.ThriftError(f"'{self.path}' ended before byte {start}")
+                    _write_all(fd, chunk)
+                    done = len(chunk)
+                start += done
+                length -= done
+        finally:
+            os.close(src)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 @dataclass(frozen=True)
@@ -89,8 +168,12 @@ def _chunk_span(chunk: Struct, limit: int) -> _Chunk | None:
     return _Chunk(start, length)
 
 
-#: a column chunk to copy: its file's bytes, its metadata there, where its bytes are
-_Copy = tuple[Buffer, Struct, _Chunk]
+#: where a piece of the new file comes from: the old file, or a file encoded in memory
+Source = OldFile | bytes
+#: a column chunk to copy: its file, its metadata there, where its bytes are
+_Copy = tuple[Source, Struct, _Chunk]
+#: a piece of the new file: (source, start, length)
+Piece = tuple[Source, int, int]
 #: a row group to write: its column chunks and its row count
 _Group = tuple[list[_Copy], int]
 
@@ -99,8 +182,7 @@ _Group = tuple[list[_Copy], int]
 class CopyPlan:
     """The old file's row groups to copy (indexes into its footer), and the footer."""
 
-    data: Buffer
-    footer: Struct
+    old: OldFile
     groups: tuple[int, ...]
     #: position of the ``_hoodie_file_name`` column among the leaf columns
     file_name_column: int
@@ -109,21 +191,22 @@ class CopyPlan:
         return sum(self.group_rows(i) for i in self.groups)
 
     def group_rows(self, index: int) -> int:
-        group = thrift.get_list(self.footer, _FMD_ROW_GROUPS)[index]
+        group = thrift.get_list(self.old.footer, _FMD_ROW_GROUPS)[index]
         assert isinstance(group, list)
         return thrift.get_int(group, _RG_NUM_ROWS) or 0
 
 
 def copy_plan(
-    data: Buffer, schema: pa.Schema, file_name_column: str, min_rows: int
+    old: TablePath | bytes, schema: pa.Schema, file_name_column: str, min_rows: int
 ) -> CopyPlan | None:
-    """Which row groups of the old file ``data`` can be copied into a new file of Arrow
-    ``schema`` (as :func:`write_with_copied_groups` writes it): those of at least ``min_rows``
+    """Which row groups of the old file (its path, or its bytes) can be copied into a new file
+    of Arrow ``schema`` (as :func:`spliced_file` lays it out): those of at least ``min_rows``
     rows, if the file qualifies at all (see the module notes). None: encode every row."""
     try:
-        footer = footer_of(data)
+        source = OldFile.of_bytes(old) if isinstance(old, bytes) else OldFile.open(old)
     except thrift.ThriftError:
         return None
+    footer = source.footer
     created = thrift.field(footer, _FMD_CREATED_BY)
     if (
         created is None
@@ -137,7 +220,7 @@ def copy_plan(
     names = [f.name for f in schema]
     if file_name_column not in names or any(pa.types.is_nested(f.type) for f in schema):
         return None
-    limit = len(data) - 8 - struct.unpack("<i", data[-8:-4])[0]
+    limit = source.footer_start
     groups: list[int] = []
     for i, group in enumerate(thrift.get_list(footer, _FMD_ROW_GROUPS)):
         assert isinstance(group, list)
@@ -149,7 +232,7 @@ def copy_plan(
             groups.append(i)
     if not groups:
         return None
-    return CopyPlan(data, footer, tuple(groups), names.index(file_name_column))
+    return CopyPlan(source, tuple(groups), names.index(file_name_column))
 
 
 def _schema_only(footer: Struct) -> Struct:
@@ -181,11 +264,11 @@ def _moved(chunk: Struct, old_start: int, new_start: int) -> Struct:
     return out
 
 
-def _assemble(parts: list[_Group], footer: Struct) -> list[Buffer]:
+def _assemble(parts: list[_Group], footer: Struct) -> list[Piece]:
     """The pieces of a file (to be written one after the other) of row groups, each a list of
-    (source bytes, chunk metadata, where in the source) and its row count; ``footer`` gives
-    everything but the row groups. The chunks' pieces are views of their sources."""
-    out: list[Buffer] = [MAGIC]
+    (source, chunk metadata, where in the source) and its row count; ``footer`` gives
+    everything but the row groups."""
+    out: list[Piece] = [(MAGIC, 0, len(MAGIC))]
     size = len(MAGIC)
     groups: list[thrift.Value] = []
     total_rows = 0
@@ -195,7 +278,7 @@ def _assemble(parts: list[_Group], footer: Struct) -> list[Buffer]:
         uncompressed = compressed = 0
         for source, chunk, span in chunks:
             start = size
-            out.append(memoryview(source)[span.start : span.start + span.length])
+            out.append((source, span.start, span.length))
             size += span.length
             moved = _moved(chunk, span.start, start)
             meta = thrift.get_struct(moved, _CC_META)
@@ -223,19 +306,20 @@ def _assemble(parts: list[_Group], footer: Struct) -> list[Buffer]:
     else:
         rg_field.value = new_list
     encoded = thrift.encode_struct(meta_out)
-    out += [encoded, struct.pack("<i", len(encoded)), MAGIC]
+    tail = encoded + struct.pack("<i", len(encoded)) + MAGIC
+    out.append((tail, 0, len(tail)))
     return out
 
 
-def _groups_of(data: Buffer, footer: Struct
-               ) -> list[_Group]:
-    limit = len(data) - 8 - struct.unpack("<i", data[-8:-4])[0]
-    out = []
+def _groups_of(data: bytes, footer: Struct) -> list[_Group]:
+    """The row groups of a file encoded in memory, to copy whole."""
+    limit = _footer_start(data[-8:], len(data))
+    out: list[_Group] = []
     for group in thrift.get_list(footer, _FMD_ROW_GROUPS):
         assert isinstance(group, list)
         if not thrift.get_int(group, _RG_NUM_ROWS):
             continue  # an empty table's row group: nothing to copy
-        chunks = []
+        chunks: list[_Copy] = []
         for chunk in thrift.get_list(group, _RG_COLUMNS):
             assert isinstance(chunk, list)
             span = _chunk_span(chunk, limit)
@@ -250,18 +334,18 @@ def spliced_file(
     plan: CopyPlan,
     file_name_chunks: bytes,
     new_rows: bytes,
-) -> list[Buffer]:
-    """The pieces of a file (to be written in order) holding ``plan``'s row groups, their
-    file-name column taken from ``file_name_chunks`` (a one-column file with one row group per
-    copied group, as
-    :func:`file_name_file` writes it), followed by the row groups of ``new_rows`` (a file of
-    the same schema, whose footer -- key-value metadata included -- the result keeps)."""
+) -> list[Piece]:
+    """The pieces of a file (to be written in order, :func:`write_pieces`) holding ``plan``'s
+    row groups, their file-name column taken from ``file_name_chunks`` (a one-column file with
+    one row group per copied group, as :func:`file_name_file` writes it), followed by the row
+    groups of ``new_rows`` (a file of the same schema, whose footer -- key-value metadata
+    included -- the result keeps)."""
     names_footer = footer_of(file_name_chunks)
     names = _groups_of(file_name_chunks, names_footer)
     if len(names) != len(plan.groups):
         raise thrift.ThriftError("one file-name row group per copied row group is needed")
-    limit = len(plan.data) - 8 - struct.unpack("<i", plan.data[-8:-4])[0]
-    old_groups = thrift.get_list(plan.footer, _FMD_ROW_GROUPS)
+    limit = plan.old.footer_start
+    old_groups = thrift.get_list(plan.old.footer, _FMD_ROW_GROUPS)
     parts: list[_Group] = []
     for index, (name_chunks, name_rows) in zip(plan.groups, names, strict=True):
         group = old_groups[index]
@@ -277,7 +361,7 @@ def spliced_file(
                 continue
             span = _chunk_span(chunk, limit)
             assert span is not None  # checked by copy_plan
-            chunks.append((plan.data, chunk, span))
+            chunks.append((plan.old, chunk, span))
         parts.append((chunks, rows))
     new_footer = footer_of(new_rows)
     parts += _groups_of(new_rows, new_footer)
@@ -295,27 +379,44 @@ def file_name_file(plan: CopyPlan, schema: pa.Schema, value: str, compression: s
     try:
         for index in plan.groups:
             n = plan.group_rows(index)
-            column = pa.array([value], field.type).take(pa.array([0] * n, pa.int32()))
+            column = pa.array([value], field.type).take(pa.array(np.zeros(n, dtype=np.int32)))
             writer.write_table(pa.Table.from_arrays([column], schema=one), row_group_size=n)
     finally:
         writer.close()
     return bytes(sink.getvalue())
 
 
-def read_old(path: TablePath) -> Buffer:
-    """The whole old base file, whose row groups are copied from memory: a local file mapped
-    (no copy), an object read."""
-    if isinstance(path, ObjectPath):
-        return path.read_bytes()
-    with open(path, "rb") as f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+def _merged(pieces: list[Piece]) -> list[Piece]:
+    """Adjacent ranges of one source as one piece (the chunks of a copied row group)."""
+    out: list[Piece] = []
+    for src, start, length in pieces:
+        if out and out[-1][0] is src and out[-1][1] + out[-1][2] == start:
+            out[-1] = (src, out[-1][1], out[-1][2] + length)
+        else:
+            out.append((src, start, length))
+    return out
 
 
-def write_pieces(path: TablePath, pieces: list[Buffer]) -> None:
-    """Write a file made of ``pieces`` (an object in one upload, never partly)."""
+def join_pieces(pieces: list[Piece]) -> bytes:
+    """The file's bytes in memory."""
+    return b"".join(
+        src[start : start + length] if isinstance(src, bytes) else src.read(start, length)
+        for src, start, length in _merged(pieces)
+    )
+
+
+def write_pieces(path: TablePath, pieces: list[Piece]) -> None:
+    """Write a file made of ``pieces``: an object in one upload (never partly), a local file
+    piece by piece, the old file's ranges copied by the kernel."""
     if isinstance(path, ObjectPath):
-        path.write_bytes(b"".join(pieces))
+        path.write_bytes(join_pieces(pieces))
         return
-    with open(path, "wb") as f:
-        for piece in pieces:
-            f.write(piece)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for src, start, length in _merged(pieces):
+            if isinstance(src, bytes):
+                _write_all(fd, memoryview(src)[start : start + length])
+            else:
+                src.copy_to(fd, start, length)
+    finally:
+        os.close(fd)

@@ -50,7 +50,6 @@ from hoodline.table.parquet.row_groups import (
     CopyPlan,
     copy_plan,
     file_name_file,
-    read_old,
     spliced_file,
     write_pieces,
 )
@@ -327,8 +326,7 @@ def _copy_plan(ctx: WriteContext, path: TablePath) -> CopyPlan | None:
     if not ctx.options.copy_row_groups:
         return None
     return copy_plan(
-        read_old(path), output_schema(ctx.data_schema), FILE_NAME,
-        ctx.options.row_group_rows // 2,
+        path, output_schema(ctx.data_schema), FILE_NAME, ctx.options.row_group_rows // 2
     )
 
 
