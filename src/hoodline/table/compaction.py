@@ -41,7 +41,6 @@ import pyarrow.compute as pc
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
-from hoodline.storage.ops import parquet_file
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
@@ -52,6 +51,7 @@ from hoodline.table.parallel import TaskRunner, thread_runner
 from hoodline.table.parquet.row_groups import CopyPlan, copy_plan
 from hoodline.table.read import (
     merge_ordering_field,
+    open_base_file,
     read_slice_base,
     read_slice_logs,
     table_schema,
@@ -194,7 +194,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     previous = added = None
     if s.base_file is not None:
         base_path = table.base_path / s.base_file
-        base_file = parquet_file(base_path)
+        base_file = open_base_file(base_path, s)
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
         previous = previous_filter(base_file)

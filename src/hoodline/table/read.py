@@ -122,7 +122,7 @@ def read_slice_base(
     """The base file of a slice (``row_groups``: only those) conformed to ``schema``."""
     assert s.base_file is not None
     path = table.absolute(s.base_file)
-    pf = _open_base(path, s)
+    pf = open_base_file(path, s)
     wanted = [n for n in schema.names if n in pf.schema_arrow.names]
     if row_groups is None:
         data = pf.read(columns=wanted, use_threads=threads)
@@ -175,7 +175,7 @@ def read_file_slices(
             parts.append(merged.select(target.names))
             continue
         path = table.absolute(s.base_file)
-        pf = _open_base(path, s)
+        pf = open_base_file(path, s)
         names = pf.schema_arrow.names
         if row_filter is None:
             wanted = [n for n in target.names if n in names]
@@ -189,7 +189,8 @@ def read_file_slices(
     return pa.concat_tables(parts)
 
 
-def _open_base(path: TablePath, s: FileSlice) -> pq.ParquetFile:
+def open_base_file(path: TablePath, s: FileSlice) -> pq.ParquetFile:
+    """The base file of slice ``s`` at ``path``; a missing one is an error naming it."""
     try:
         return parquet_file(path)
     except FileNotFoundError:
@@ -279,7 +280,7 @@ def iter_snapshot_batches(
             yield from merged.to_batches(max_chunksize=batch_size)
             continue
         path = table.absolute(s.base_file)
-        pf = _open_base(path, s)
+        pf = open_base_file(path, s)
         wanted = [n for n in target.names if n in pf.schema_arrow.names]
         for batch in pf.iter_batches(batch_size=batch_size, columns=wanted):
             conformed = _conform(pa.Table.from_batches([batch]), target, str(path))
