@@ -80,10 +80,15 @@ def _config(table_type: TableType, buckets: int) -> TableConfig:
 
 
 def _content(path: Path) -> pa.Table:
-    """What must not depend on the variant: every column but the file name, sorted by id."""
+    """What must not depend on the variant, sorted by id: every column but the file name, the
+    commit time as the number of the write that wrote the row, and the sequence number
+    without its instant (the instants differ between two tables)."""
     snap = read_snapshot(HudiTable.open(path))
-    snap = snap.drop_columns(["_hoodie_file_name"])
-    return snap.sort_by("id")
+    times = snap.column("_hoodie_commit_time")
+    write = pc.index_in(times, value_set=pc.unique(times).sort())
+    seq = pc.utf8_slice_codeunits(snap.column("_hoodie_commit_seqno"), 17)
+    snap = snap.drop_columns(["_hoodie_file_name", "_hoodie_commit_time", "_hoodie_commit_seqno"])
+    return snap.append_column("write", write).append_column("seq", seq).sort_by("id")
 
 
 def _options(copy: bool, row_group_rows: int | None, **extra: object) -> dict[str, object]:
