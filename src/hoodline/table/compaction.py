@@ -198,11 +198,12 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
         previous = previous_filter(base_file)
-        if ctx.options.copy_row_groups:
+        if ctx.options.copy_row_groups:  # row groups that could be copied (the footer alone)
+            plan = copy_plan(base_path, out_schema, FILE_NAME, ctx.options.row_group_rows // 2)
+        if plan is not None:
             base_keys = base_file.read(columns=[RECORD_KEY], use_threads=False).column(0)
-            if _keeps_every_base_row(base_keys, logs):
-                plan = copy_plan(base_path, out_schema, FILE_NAME,
-                                 ctx.options.row_group_rows // 2)
+            if not _keeps_every_base_row(base_keys, logs):
+                plan = None  # the logs replace or delete base rows: every row is encoded
     ensure_partition_metadata(table.base_path, op.partition_path, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -321,8 +321,9 @@ def write_parquet_copying(
 
 
 def _copy_plan(ctx: WriteContext, path: TablePath) -> CopyPlan | None:
-    """The old base file's row groups a write that keeps all its rows can copy (None: encode
-    every row; ``hoodline.parquet.copy.row.groups`` off, or nothing qualifies)."""
+    """The old base file's row groups a write that keeps all its rows could copy, from its
+    footer (None: encode every row; ``hoodline.parquet.copy.row.groups`` off, or nothing
+    qualifies)."""
     if not ctx.options.copy_row_groups:
         return None
     return copy_plan(
@@ -388,7 +389,17 @@ def write_file_group(
             raise TableError(
                 f"base file '{base_path}' lacks Hudi meta columns; it cannot be merged"
             )
-        old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
+        # every column but the old file name, which carried-over rows do not keep
+        wanted = [n for n in old_file.schema_arrow.names if n not in (FILE_NAME, RECORD_KEY)]
+        # row groups that could be copied (the footer alone): then the keys are read first,
+        # to see whether the write keeps every old row; else all columns at once
+        plan = _copy_plan(ctx, base_path)
+        old: pa.Table | None = None
+        if plan is None:
+            old = old_file.read(columns=[*wanted, RECORD_KEY], use_threads=read_threads)
+            old_keys = old.column(RECORD_KEY)
+        else:
+            old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
         # each stored row's position among the incoming keys: the rows they replace, and the
         # keys the old version did not hold (the only ones its bloom filter lacks)
         positions = pc.index_in(old_keys, value_set=new_keys)
@@ -396,13 +407,10 @@ def write_file_group(
         stored = np.zeros(len(new_keys), dtype=np.bool_)
         stored[pc.drop_null(positions).to_numpy()] = True
         added_keys = new_keys.filter(pa.array(~stored)) if stored.any() else new_keys
-        keeps_all = not stored.any() and not (
+        if stored.any() or (
             len(delete_keys) and pc.any(pc.is_in(old_keys, value_set=delete_keys)).as_py()
-        )
-        plan = _copy_plan(ctx, base_path) if keeps_all else None
-        # every column but the old file name, which carried-over rows do not keep (and the
-        # keys, read already)
-        wanted = [n for n in old_file.schema_arrow.names if n not in (FILE_NAME, RECORD_KEY)]
+        ):
+            plan = None  # the write replaces or deletes old rows: every row is encoded
     if plan is not None and base is not None:
         # an append: the old row groups are copied as they are (only the small ones are read)
         assert base.base_file is not None
@@ -438,8 +446,10 @@ def write_file_group(
             file_size_in_bytes=size,
         )
     if base is not None:
-        old = old_file.read(columns=wanted, use_threads=read_threads).replace_schema_metadata(None)
-        old = old.append_column(RECORD_KEY, old_keys)
+        if old is None:
+            old = old_file.read(columns=wanted, use_threads=read_threads).append_column(
+                RECORD_KEY, old_keys)
+        old = old.replace_schema_metadata(None)
         if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
             replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced, positions)
         num_updates = int(pc.sum(replaced).as_py() or 0)
