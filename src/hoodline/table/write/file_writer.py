@@ -2,10 +2,12 @@
 
 For a file group with a committed base file the new base file holds the old rows whose keys are
 neither updated nor deleted — copied unchanged, including their ``_hoodie_commit_time`` and
-``_hoodie_commit_seqno`` — followed by the new/updated records. A group without a base file gets
-just the new records. The five ``_hoodie_`` meta columns come first; the footer carries the
-record-key bloom filter and min/max key under Hudi's keys (unless a table without the BLOOM index
-turns them off with ``hoodie.parquet.bloom.filter.enabled``, as in Hudi).
+``_hoodie_commit_seqno`` — followed by the new/updated records. A write that keeps every old row
+(only new keys) copies the old file's row groups byte for byte instead of decoding and encoding
+them (:mod:`hoodline.table.parquet.row_groups`, ``hoodline.parquet.copy.row.groups``). A group
+without a base file gets just the new records. The five ``_hoodie_`` meta columns come first; the
+footer carries the record-key bloom filter and min/max key under Hudi's keys (unless a table
+without the BLOOM index turns them off with ``hoodie.parquet.bloom.filter.enabled``, as in Hudi).
 
 A marker is created before the data file, and the file is written under its final name (readers
 ignore files of instants that never completed; rollback deletes the marked files). A file group
@@ -411,41 +413,15 @@ def write_file_group(
             len(delete_keys) and pc.any(pc.is_in(old_keys, value_set=delete_keys)).as_py()
         ):
             plan = None  # the write replaces or deletes old rows: every row is encoded
-    if plan is not None and base is not None:
+    if plan is not None:
         # an append: the old row groups are copied as they are (only the small ones are read)
-        assert base.base_file is not None
         rest = [i for i in range(old_file.num_row_groups) if i not in plan.groups]
         if rest:
             small = old_file.read_row_groups(rest, columns=[*wanted, RECORD_KEY],
                                              use_threads=read_threads)
             parts.append(_old_rows(small.replace_schema_metadata(None), ctx, str(base_path),
                                    file_name))
-        if upserts.num_rows:
-            parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
-        # one chunk: pyarrow starts a row group at every chunk of a table
-        out = (pa.concat_tables(parts).combine_chunks() if len(parts) > 1 else parts[0] if parts
-               else output_schema(ctx.data_schema).empty_table())
-        ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
-        Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE")
-        keys = pa.chunked_array([*old_keys.chunks, *upserts.column(RECORD_KEY).chunks],
-                                type=pa.string())
-        footer = footer_for(keys, ctx, previous, added_keys)
-        write_parquet_copying(path, plan, file_name, out, footer, ctx.options)
-        size = path.stat().st_size
-        return WriteStat(
-            file_id=file_id,
-            path=rel,
-            prev_commit=base.base_instant,
-            num_writes=plan.rows() + out.num_rows,
-            num_deletes=0,
-            num_update_writes=0,
-            num_inserts=upserts.num_rows,
-            total_write_bytes=size,
-            total_write_errors=0,
-            partition_path=partition,
-            file_size_in_bytes=size,
-        )
-    if base is not None:
+    elif base is not None:
         if old is None:
             old = old_file.read(columns=wanted, use_threads=read_threads).append_column(
                 RECORD_KEY, old_keys)
@@ -464,18 +440,29 @@ def write_file_group(
         parts.append(_old_rows(kept, ctx, str(base_path), file_name))
     if upserts.num_rows:
         parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
-    out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    out = (pa.concat_tables(parts) if len(parts) > 1 else parts[0] if parts
+           else output_schema(ctx.data_schema).empty_table())
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
-    # every key of ``out`` is the old version's or one of ``added_keys``
-    footer = footer_for(out.column(RECORD_KEY), ctx, previous, added_keys)
-    write_parquet(path, out, footer, ctx.options)
+    copied = 0
+    if plan is not None:
+        # the copied rows' keys were read apart; every key is theirs or one of ``added_keys``
+        keys = pa.chunked_array([*old_keys.chunks, *upserts.column(RECORD_KEY).chunks],
+                                type=pa.string())
+        footer = footer_for(keys, ctx, previous, added_keys)
+        # one chunk: pyarrow starts a row group at every chunk of a table
+        write_parquet_copying(path, plan, file_name, out.combine_chunks(), footer, ctx.options)
+        copied = plan.rows()
+    else:
+        # every key of ``out`` is the old version's or one of ``added_keys``
+        footer = footer_for(out.column(RECORD_KEY), ctx, previous, added_keys)
+        write_parquet(path, out, footer, ctx.options)
     size = path.stat().st_size
     return WriteStat(
         file_id=file_id,
         path=rel,
         prev_commit=base.base_instant if base is not None else None,
-        num_writes=out.num_rows,
+        num_writes=copied + out.num_rows,
         num_deletes=num_deletes,
         num_update_writes=num_updates,
         num_inserts=upserts.num_rows - num_updates,
