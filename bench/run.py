@@ -22,6 +22,7 @@ NAMES = (
     "bench_kafka_reader",
     "avro_decode",
     "protobuf_decode",
+    "appends",
 )
 
 
