@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench import appends
-from hoodline.table.write import file_writer
+from tests.helpers.row_group_copies import record_copies
 
 
 def test_bench_appends_variants_write_the_same_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copied: list[int] = []
-    real = file_writer.spliced_file
-
-    def spy(plan: Any, names: bytes, new: bytes) -> Any:
-        copied.append(len(plan.groups))
-        return real(plan, names, new)
-
-    monkeypatch.setattr(file_writer, "spliced_file", spy)
+    copied = record_copies(monkeypatch)
     rep = appends.run(4000, 3, 3000, repeat=2, workdir=tmp_path, row_group_rows=500)
     assert rep["problems"] == []
     # copied variant only: inserts 2 and 3 into 8 buckets, and one compaction of 2 slices

@@ -37,6 +37,7 @@ from hoodline.table.write.file_writer import dictionary_columns, write_file_grou
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import take_rows
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+from tests.helpers.row_group_copies import record_copies
 from tests.table.write.helpers import SMALL_FILES, rows, snapshot_dict
 
 
@@ -354,14 +355,7 @@ def test_an_append_copies_the_old_row_groups(
     at least half the row-group size are copied (only the file name is written anew), smaller
     ones are encoded again with the new rows; an update falls back to encoding every row. The
     result reads the same everywhere, hudi-rs included."""
-    spliced: list[int] = []
-    real = file_writer.spliced_file
-
-    def spy(plan: Any, names: bytes, new: bytes) -> bytes:
-        spliced.append(len(plan.groups))
-        return real(plan, names, new)
-
-    monkeypatch.setattr(file_writer, "spliced_file", spy)
+    spliced = record_copies(monkeypatch)
     table = new_table("BUCKET", partition_fields=(), bucket_count=1)
     client = client_for(table, {"hoodline.parquet.row.group.rows": 100,
                                 "hoodline.parquet.copy.row.groups": copy})

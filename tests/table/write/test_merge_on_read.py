@@ -7,7 +7,6 @@ import io
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import fastavro
 import numpy as np
@@ -34,6 +33,7 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
+from tests.helpers.row_group_copies import record_copies
 from tests.table.write.helpers import (
     Model,
     apply_to_model,
@@ -446,16 +446,7 @@ def test_a_compaction_of_new_keys_copies_the_base_row_groups(
     file's row groups (the file name written anew) and encodes only the log records (and
     base row groups under half the row-group size); logs that update or delete a base row
     make it encode every row. Every state reads the same in hoodline and hudi-rs."""
-    from hoodline.table.write import file_writer
-
-    copied: list[int] = []
-    real = file_writer.spliced_file
-
-    def spy(plan: Any, names: bytes, new: bytes) -> Any:
-        copied.append(len(plan.groups))
-        return real(plan, names, new)
-
-    monkeypatch.setattr(file_writer, "spliced_file", spy)
+    copied = record_copies(monkeypatch)
     table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
     options = {"hoodie.compact.inline": False, "hoodline.parquet.row.group.rows": 100}
     model: Model = {}
