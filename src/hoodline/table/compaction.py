@@ -48,7 +48,7 @@ from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
 from hoodline.table.log.merge import LogRecords, apply_logs
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import TaskRunner, thread_runner
-from hoodline.table.parquet.row_groups import CopyPlan, copy_plan
+from hoodline.table.parquet.row_groups import CopyPlan
 from hoodline.table.read import (
     merge_ordering_field,
     open_base_file,
@@ -65,6 +65,7 @@ from hoodline.table.write.context import (
     write_token,
 )
 from hoodline.table.write.file_writer import (
+    copy_plan_for,
     footer_for,
     previous_filter,
     write_parquet,
@@ -198,8 +199,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
         previous = previous_filter(base_file)
-        if ctx.options.copy_row_groups:  # row groups that could be copied (the footer alone)
-            plan = copy_plan(base_path, out_schema, FILE_NAME, ctx.options.row_group_rows // 2)
+        plan = copy_plan_for(ctx, base_path, out_schema)  # from the footer alone
         if plan is not None:
             base_keys = base_file.read(columns=[RECORD_KEY], use_threads=False).column(0)
             if not _keeps_every_base_row(base_keys, logs):
@@ -211,7 +211,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # the logs only brought new keys: the base file's row groups are copied as they are
         # (its small ones are read and written again with the log records)
         winners = logs.winners if logs is not None else out_schema.empty_table()
-        rest = [i for i in range(base_file.num_row_groups) if i not in plan.groups]
+        rest = plan.left_over()
         parts = [read_slice_base(table, s, schema, threads=False, row_groups=rest)] if rest else []
         part = pa.concat_tables([_named(p, name, out_schema) for p in (*parts, winners)])
         keys = pa.chunked_array(

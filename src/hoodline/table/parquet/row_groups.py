@@ -18,6 +18,7 @@ again with the new rows, so appends do not leave a file of many small row groups
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from dataclasses import dataclass
@@ -190,6 +191,11 @@ class CopyPlan:
     def rows(self) -> int:
         return sum(self.group_rows(i) for i in self.groups)
 
+    def left_over(self) -> list[int]:
+        """The old file's row groups not copied: their rows are to be encoded again."""
+        count = len(thrift.get_list(self.old.footer, _FMD_ROW_GROUPS))
+        return [i for i in range(count) if i not in self.groups]
+
     def group_rows(self, index: int) -> int:
         group = thrift.get_list(self.old.footer, _FMD_ROW_GROUPS)[index]
         assert isinstance(group, list)
@@ -213,8 +219,7 @@ def copy_plan(
         or not isinstance(created.value, bytes)
         or not created.value.startswith(ARROW_WRITER)
         or thrift.field(footer, _FMD_ENCRYPTION) is not None
-        or thrift.encode_struct(_schema_only(footer)) != thrift.encode_struct(
-            _schema_only(footer_of(_empty_file(schema))))
+        or thrift.encode_struct(_schema_only(footer)) != _parquet_schema(schema)
     ):
         return None
     names = [f.name for f in schema]
@@ -240,10 +245,13 @@ def _schema_only(footer: Struct) -> Struct:
     return [f] if f is not None else []
 
 
-def _empty_file(schema: pa.Schema) -> bytes:
+@functools.lru_cache(maxsize=16)
+def _parquet_schema(schema: pa.Schema) -> bytes:
+    """The encoded Parquet schema pyarrow writes for ``schema`` (that of an empty file; a
+    table's writes ask for the same few schemas over and over)."""
     sink = pa.BufferOutputStream()
     pq.ParquetWriter(sink, schema).close()
-    return bytes(sink.getvalue())
+    return thrift.encode_struct(_schema_only(footer_of(bytes(sink.getvalue()))))
 
 
 def _moved(chunk: Struct, old_start: int, new_start: int) -> Struct:

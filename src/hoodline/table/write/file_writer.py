@@ -322,15 +322,14 @@ def write_parquet_copying(
     write_pieces(path, pieces)
 
 
-def _copy_plan(ctx: WriteContext, path: TablePath) -> CopyPlan | None:
-    """The old base file's row groups a write that keeps all its rows could copy, from its
-    footer (None: encode every row; ``hoodline.parquet.copy.row.groups`` off, or nothing
-    qualifies)."""
+def copy_plan_for(ctx: WriteContext, path: TablePath, schema: pa.Schema) -> CopyPlan | None:
+    """The row groups of the old base file ``path`` that a write of a file of ``schema`` which
+    keeps all its rows could copy, from its footer: those of at least half
+    ``hoodline.parquet.row.group.rows`` (None: encode every row; the option
+    ``hoodline.parquet.copy.row.groups`` off, or nothing qualifies)."""
     if not ctx.options.copy_row_groups:
         return None
-    return copy_plan(
-        path, output_schema(ctx.data_schema), FILE_NAME, ctx.options.row_group_rows // 2
-    )
+    return copy_plan(path, schema, FILE_NAME, ctx.options.row_group_rows // 2)
 
 
 def write_file_group(
@@ -395,7 +394,7 @@ def write_file_group(
         wanted = [n for n in old_file.schema_arrow.names if n not in (FILE_NAME, RECORD_KEY)]
         # row groups that could be copied (the footer alone): then the keys are read first,
         # to see whether the write keeps every old row; else all columns at once
-        plan = _copy_plan(ctx, base_path)
+        plan = copy_plan_for(ctx, base_path, output_schema(ctx.data_schema))
         old: pa.Table | None = None
         if plan is None:
             old = old_file.read(columns=[*wanted, RECORD_KEY], use_threads=read_threads)
@@ -415,7 +414,7 @@ def write_file_group(
             plan = None  # the write replaces or deletes old rows: every row is encoded
     if plan is not None:
         # an append: the old row groups are copied as they are (only the small ones are read)
-        rest = [i for i in range(old_file.num_row_groups) if i not in plan.groups]
+        rest = plan.left_over()
         if rest:
             small = old_file.read_row_groups(rest, columns=[*wanted, RECORD_KEY],
                                              use_threads=read_threads)
