@@ -16,7 +16,12 @@ import pytest
 from pyspark import cloudpickle
 
 from hoodline.spark.job import per_subtask
-from hoodline.spark.session import SERVICES_POOL, WORKER_MALLOC_ARENAS, HoodlineSpark
+from hoodline.spark.session import (
+    SERVICES_POOL,
+    WORKER_ARROW_POOL,
+    WORKER_MALLOC_ARENAS,
+    HoodlineSpark,
+)
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -33,6 +38,18 @@ def test_python_workers_run_with_the_malloc_arena_limit(spark: HoodlineSpark) ->
     # hoodline's limit, unless this process's environment sets one (then that one reaches them)
     expected = os.environ.get("MALLOC_ARENA_MAX", str(WORKER_MALLOC_ARENAS))
     assert arenas == [expected, expected]
+
+
+def test_python_workers_allocate_arrow_buffers_from_jemalloc(spark: HoodlineSpark) -> None:
+    def probe(i: int) -> Iterator[str]:
+        import pyarrow as pa
+
+        yield pa.default_memory_pool().backend_name
+
+    pools = per_subtask(spark.context, 2, probe).collect()
+    # hoodline's choice, unless this process's environment names a pool
+    expected = os.environ.get("ARROW_DEFAULT_MEMORY_POOL", WORKER_ARROW_POOL)
+    assert pools == [expected, expected]
 
 
 def test_stop_does_not_wait_for_the_accumulator_server(
