@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import fastavro
 import pyarrow as pa
 import pytest
 
 from hoodline.errors import TableError
+from hoodline.table.log import content
 from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
 from hoodline.table.log.content import (
     DELETE_RECORD_LIST_SCHEMA,
     avro_data_block,
     delete_block,
-    read_data_block,
+    read_data_blocks,
     read_delete_block,
     rollback_block,
+    same_records_schema,
 )
 from hoodline.table.log.names import LogFileName, is_log_file
 from hoodline.table.schema import arrow_to_avro
@@ -74,7 +77,7 @@ def test_avro_data_block_round_trips_and_fastavro_reads_its_records() -> None:
     assert json.loads(back.header[HeaderKey.SCHEMA]) == schema
     content = bytes(back.content)
     assert content[:8] == bytes.fromhex("00000003 00000003")
-    assert read_data_block(back).to_pylist() == table.to_pylist()
+    assert read_data_blocks([back]).to_pylist() == table.to_pylist()
     # the first record, decoded independently
     length = int.from_bytes(content[8:12], "big")
     row = fastavro.schemaless_reader(
@@ -140,3 +143,56 @@ def test_log_file_names_parse_and_format_as_java() -> None:
     assert sorted([newer, older]) == [older, newer]
     with pytest.raises(TableError, match="write token"):
         LogFileName("20250101000000000", 1, "0_1", "f-0")
+
+
+def _data_blocks(*tables: pa.Table) -> list[LogBlock]:
+    """Avro data blocks of ``tables`` as read back from one log file."""
+    data = b"".join(
+        avro_data_block(t, arrow_to_avro(t.schema, "t"), "20260101000000000").serialize()
+        for t in tables
+    )
+    return list(read_blocks(data))
+
+
+def test_consecutive_avro_blocks_of_one_schema_decode_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parts = [
+        pa.table({"k": ["a", None, "ccc"], "v": pa.array([1, 2, 3], pa.int64())}),
+        pa.table({"k": pa.array([], pa.string()), "v": pa.array([], pa.int64())}),
+        pa.table({"k": ["d", "ee"], "v": pa.array([-4, 2**40], pa.int64())}),
+    ]
+    blocks = _data_blocks(*parts)
+    alone = [read_data_blocks([b]).to_pylist() for b in blocks]
+    calls: list[int] = []
+    real = content.decode_records
+
+    def counting(data: bytes | memoryview, starts: Any, ends: Any, schema: Any) -> pa.Table:
+        calls.append(len(starts))
+        return real(data, starts, ends, schema)
+
+    monkeypatch.setattr(content, "decode_records", counting)
+    together = read_data_blocks(blocks)
+    assert calls == [5]  # one decode for the three blocks' records
+    assert together.to_pylist() == [row for rows in alone for row in rows]
+    assert together.to_pylist() == pa.concat_tables(parts).to_pylist()
+
+
+def test_blocks_of_other_schemas_or_types_are_not_read_together() -> None:
+    (a,) = _data_blocks(pa.table({"k": ["a"]}))
+    (b,) = _data_blocks(pa.table({"k": ["b"], "w": [1]}))
+    (d,) = read_blocks(delete_block(pa.array(["a"]), "", "20260101000000000", "{}").serialize())
+    assert same_records_schema(a, a)
+    assert not same_records_schema(a, b)
+    assert not same_records_schema(d, d)  # delete blocks are never joined
+    with pytest.raises(TableError, match="one SCHEMA header"):
+        read_data_blocks([a, b])
+    with pytest.raises(TableError, match="one type"):
+        read_data_blocks([a, d])
+
+
+def test_a_corrupt_block_among_joined_blocks_is_reported() -> None:
+    good, bad = _data_blocks(pa.table({"k": ["a", "b"]}), pa.table({"k": ["c", "d"]}))
+    cut = LogBlock(bad.type, bad.header, bytes(bad.content)[:-3], bad.offset)
+    with pytest.raises(TableError, match="corrupt"):
+        read_data_blocks([good, cut])

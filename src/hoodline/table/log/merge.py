@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from hoodline.errors import TableError
 from hoodline.storage.paths import TablePath
 from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
-from hoodline.table.log.content import read_data_block, read_delete_block
+from hoodline.table.log.content import read_data_blocks, read_delete_block, same_records_schema
 
 RECORD_KEY = "_hoodie_record_key"
 
@@ -118,15 +118,16 @@ def replay_logs(
     delete_keys: list[pa.Array] = []
     delete_seqs: list[npt.NDArray[np.int64]] = []
     seq = 0
-    for block in blocks:
-        if block.type is LogBlockType.DELETE:
-            keys, _parts = read_delete_block(block)
+    for run in _runs(blocks):
+        if run[0].type is LogBlockType.DELETE:
+            keys, _parts = read_delete_block(run[0])
             delete_keys.append(pa.array(keys, pa.string()))
             delete_seqs.append(np.arange(seq, seq + len(keys), dtype=np.int64))
             seq += len(keys)
             continue
-        where = f"{source} (block at offset {block.offset})"
-        data = conform(read_data_block(block), where)
+        where = f"{source} (block at offset {run[0].offset})" if len(run) == 1 else (
+            f"{source} (blocks at offsets {', '.join(str(b.offset) for b in run)})")
+        data = conform(read_data_blocks(run), where)
         records.append(data)
         seqs.append(np.arange(seq, seq + data.num_rows, dtype=np.int64))
         seq += data.num_rows
@@ -147,6 +148,18 @@ def replay_logs(
     ordering = ordering_field if ordering_field in schema.names else None
     winners = _winners(log, log_seq, last_delete, ordering)
     return LogRecords(winners, last_delete.column("k").combine_chunks())
+
+
+def _runs(blocks: Sequence[LogBlock]) -> list[list[LogBlock]]:
+    """``blocks`` in order, consecutive data blocks whose records share a schema together (read
+    in one pass); every other block alone."""
+    runs: list[list[LogBlock]] = []
+    for block in blocks:
+        if runs and same_records_schema(runs[-1][-1], block):
+            runs[-1].append(block)
+        else:
+            runs.append([block])
+    return runs
 
 
 def apply_logs(
