@@ -6,9 +6,11 @@ import json
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hoodline.table.log import merge
 from hoodline.table.log.blocks import LogBlock, read_blocks
 from hoodline.table.log.content import avro_data_block, delete_block
 from hoodline.table.log.merge import MergedSlice, apply_logs, replay_logs
@@ -119,3 +121,28 @@ def test_a_key_with_two_base_rows_is_decided_by_its_first_row() -> None:
     replaced = merge_slice(_rows([("a", 1, 2), ("a", 5, 1)]), _blocks([("data", [("a", 3, 9)])]),
                            SCHEMA, conform, "ts")
     assert [(r["id"], r["ts"], r["v"]) for r in replaced.rows.to_pylist()] == [("a", 3, 9)]
+
+
+def test_consecutive_data_blocks_are_read_together_up_to_the_byte_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blocks = _blocks([("data", [("a", 1, 1)]), ("data", [("b", 1, 2)]), ("delete", [("a", 0, 0)]),
+                      ("data", [("c", 1, 3)]), ("data", [("d", 1, 4)]), ("data", [("e", 1, 5)])])
+    runs: list[int] = []
+    real = merge.read_data_blocks
+
+    def spy(run: Sequence[LogBlock]) -> pa.Table:
+        runs.append(len(run))
+        return real(run)
+
+    monkeypatch.setattr(merge, "read_data_blocks", spy)
+    conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731
+        pa.schema([f.with_nullable(True) for f in SCHEMA]))
+    whole = merge_slice(None, blocks, SCHEMA, conform)
+    assert runs == [2, 3]  # the delete block ends a run
+    runs.clear()
+    monkeypatch.setattr(merge, "JOINED_READ_BYTES", 2 * len(blocks[3].content))
+    bounded = merge_slice(None, blocks, SCHEMA, conform)
+    assert runs == [2, 2, 1]
+    assert sorted(r["id"] for r in whole.rows.to_pylist()) == ["b", "c", "d", "e"]
+    assert bounded.rows.to_pylist() == whole.rows.to_pylist()
