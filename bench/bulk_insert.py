@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         common.emit_result(run_child(args.child, args.workdir, args.buckets))
-        return 0
+        return common.end_child(args.child)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     rep = run(
         int(args.rows * args.scale), systems, args.buckets, args.repeat, args.workdir, args.timeout

@@ -608,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         common.emit_result(
             child(args.child, args.bootstrap, args.messages, args.batch_records, args.out)
         )
-        return 0
+        return common.end_child(args.child)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if args.runs < 1:
         ap.error(f"--runs must be at least 1, got {args.runs}")

@@ -52,3 +52,21 @@ def test_peak_rss_scans_the_process_tree_only_every_rescan_interval(
     # ~60 samples; the tree was scanned at the start, once after 0.5 s and at the end
     assert mem.peak > 0
     assert scans <= 4
+
+
+@pytest.mark.parametrize(("system", "teardown"), [("delta", False), ("hoodline-bucket", True)])
+def test_a_child_of_an_abrupt_exit_peer_skips_the_interpreters_teardown(
+    system: str, teardown: bool
+) -> None:
+    code = (
+        "import atexit, sys\n"
+        "from bench import common\n"
+        "atexit.register(lambda: print('teardown', flush=True))\n"
+        "common.emit_result({'s': 1.0})\n"
+        f"sys.exit(common.end_child({system!r}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=common.child_env(),
+                          cwd=common.REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(common.RESULT_PREFIX)  # the result is out before the exit
+    assert ("teardown" in proc.stdout) is teardown
