@@ -25,7 +25,6 @@ but the file names), which the benchmark checks.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -235,11 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     rep = run(args.rows, args.rounds, args.compaction_base, args.repeat, args.workdir)
     rep["wall_s"] = time.perf_counter() - t0
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block("Appends: copied row groups vs encoded", text, rep.get("machine"))
+    common.publish("Appends: copied row groups vs encoded", text, rep, args.json, args.record)
     return 1 if rep["problems"] else 0
 
 

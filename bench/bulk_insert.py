@@ -20,7 +20,6 @@ timed) and reports the row count, which the parent checks.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -215,11 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         int(args.rows * args.scale), systems, args.buckets, args.repeat, args.workdir, args.timeout
     )
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block("Bulk insert (load)", text, rep.get("machine"))
+    common.publish("Bulk insert (load)", text, rep, args.json, args.record)
     return 1 if any("error" in r for r in rep["results"].values()) else 0
 
 

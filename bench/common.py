@@ -134,6 +134,17 @@ class PeakRss:
         self.peak = max(self.peak, self.rss())
 
 
+def publish(title: str, text: str, rep: dict[str, Any], json_path: Path | None,
+            record: bool) -> None:
+    """A parent's report: printed, the raw report written to ``json_path`` when given, and with
+    ``record`` appended to BENCHMARKS.md as a block titled ``title``."""
+    print(text)
+    if json_path is not None:
+        json_path.write_text(json.dumps(rep, indent=2, default=str))
+    if record:
+        append_block(title, text, rep.get("machine"))
+
+
 def emit_result(result: dict[str, Any]) -> None:
     """Print a child's result as one tagged JSON line (the parent parses it)."""
     print(RESULT_PREFIX + json.dumps(result), flush=True)

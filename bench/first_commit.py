@@ -23,7 +23,6 @@ per pipeline and every run's figure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -197,11 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     rep = run(args.messages, args.pipelines, args.runs, not args.no_class_cache, args.timeout)
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block("First commit after `hoodline run`", text, rep["machine"])
+    common.publish("First commit after `hoodline run`", text, rep, args.json, args.record)
     bad = failures(rep)
     for error in bad:
         print(error, file=sys.stderr)

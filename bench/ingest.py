@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import shutil
 import sys
@@ -616,11 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         int(args.messages * args.scale), args.batch_records, systems, args.timeout, args.runs
     )
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block("Kafka -> table ingest", text, rep["machine"])
+    common.publish("Kafka -> table ingest", text, rep, args.json, args.record)
     bad = [n for n, r in rep["results"].items() if "error" in r or r.get("difference")]
     return 1 if bad else 0
 

@@ -348,13 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         args.timeout,
     )
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block(
-            "Kafka -> table ingest through the pipeline, memory scaling", text, rep["machine"]
-        )
+    common.publish("Kafka -> table ingest through the pipeline, memory scaling", text, rep,
+                   args.json, args.record)
     bad = [
         f"{s}/{n}"
         for s, res in rep["scales"].items()

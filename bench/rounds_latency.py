@@ -541,13 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         args.rss_rescan,
     )
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block(
-            "Rounds: empty-round overhead and produce-to-visible latency", text, rep["machine"]
-        )
+    common.publish("Rounds: empty-round overhead and produce-to-visible latency", text, rep,
+                   args.json, args.record)
     r = rep["result"]
     return 1 if "error" in r or r.get("problems") else 0
 

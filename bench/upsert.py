@@ -17,7 +17,6 @@ bytes rewritten (from each system's own commit record) and peak RSS, plus ratios
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -252,11 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         args.runs,
     )
     text = report(rep)
-    print(text)
-    if args.json:
-        args.json.write_text(json.dumps(rep, indent=2, default=str))
-    if args.record:
-        common.append_block("Upsert", text, rep["machine"])
+    common.publish("Upsert", text, rep, args.json, args.record)
     bad = [n for n, r in rep["results"].items() if "error" in r or r.get("difference")]
     return 1 if bad else 0
 

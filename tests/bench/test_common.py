@@ -3,6 +3,7 @@ sample (the scans cost the measured process CPU and GIL time)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -70,3 +71,12 @@ def test_a_child_of_an_abrupt_exit_peer_skips_the_interpreters_teardown(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(common.RESULT_PREFIX)  # the result is out before the exit
     assert ("teardown" in proc.stdout) is teardown
+
+
+def test_publish_prints_the_report_and_writes_the_raw_one(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rep.json"
+    common.publish("Title", "the report", {"n": 3, "path": tmp_path}, out, record=False)
+    assert capsys.readouterr().out == "the report\n"
+    assert json.loads(out.read_text()) == {"n": 3, "path": str(tmp_path)}
