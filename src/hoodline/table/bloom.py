@@ -380,11 +380,6 @@ class DynamicBloomFilter:
             for r in self.rows
         )
 
-    def copy(self) -> DynamicBloomFilter:
-        rows = [SimpleBloomFilter(r.vector_size, r.nb_hash, r.bits.copy(), r.hash_type)
-                for r in self.rows]
-        return DynamicBloomFilter(rows, self.row_entries, self.current)
-
     def add(self, keys: pa.Array | pa.ChunkedArray) -> None:
         if self.row_entries < 1:
             raise BloomFilterError(
@@ -523,8 +518,9 @@ def build_filter(
 
     ``previous`` (the filter of the file version this one replaces) and ``added`` (the keys of
     ``keys`` that did not come from that version): when ``previous`` has this filter's shape,
-    its bits are copied and only ``added`` is hashed. Keys of the old version that are gone
-    stay set, which can only add false positives. A ``SIMPLE`` filter's old bits are not reused
+    its bits are taken over and only ``added`` is hashed. ``previous`` is then changed in
+    place: callers pass a filter just read from the old file's footer, and copying its bits
+    cost ~5 ms per file of 150k keys. Keys of the old version that are gone stay set, which can only add false positives. A ``SIMPLE`` filter's old bits are not reused
     once more of them are set than a full filter of this capacity would have (the rate stays
     at its design value); a dynamic filter's rows never hold more than ``row_entries`` keys, and
     it is rebuilt once it records 1.5 times the file's keys (stale keys only cost space there).
@@ -540,9 +536,8 @@ def build_filter(
             and previous.is_uniform()
             and previous.recorded + len(added) <= _MAX_RECORDED_PER_KEY * len(keys)
         ):
-            dyn = previous.copy()
-            dyn.add(added)
-            return dyn
+            previous.add(added)
+            return previous
         dyn = DynamicBloomFilter.for_rows(row_entries, fpp, max_hashes)
         dyn.add(keys)
         return dyn
@@ -557,7 +552,7 @@ def build_filter(
         and np.count_nonzero(previous.bits)
         <= expected_fill(capacity, flt.nb_hash, flt.vector_size) * flt.vector_size
     ):
-        flt.bits = previous.bits.copy()
+        flt.bits = previous.bits
         flt.add(added)
         return flt
     flt.add(keys)

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
+from hoodline.table.bloom import KeyFilter
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
@@ -171,14 +172,29 @@ class CompactionTask:
     task_id: int
 
 
-def _keeps_every_base_row(base_keys: pa.ChunkedArray, logs: LogRecords | None) -> bool:
-    """Whether the logs neither replace nor delete a base row (they only bring new keys)."""
+#: log keys looked up in the base file's bloom filter before the exact check of every key
+_PROBE_KEYS = 256
+
+
+def _keeps_every_base_row(
+    base_keys: pa.ChunkedArray, logs: LogRecords | None, base_filter: KeyFilter | None
+) -> bool:
+    """Whether the logs neither replace nor delete a base row (they only bring new keys).
+
+    A few of the log's keys are first looked up in the base file's bloom filter (which holds
+    every base key): when one may be there, the logs most likely update the base and the exact
+    check of every key against every base key (~8 ms per 150k base rows) is skipped; a false
+    positive only costs the row groups' copy."""
     if logs is None:
         return True
-    for keys in (logs.winners.column(RECORD_KEY), logs.deleted):
-        if len(keys) and pc.any(pc.is_in(base_keys, value_set=keys)).as_py():
-            return False
-    return True
+    log_keys = (logs.winners.column(RECORD_KEY), logs.deleted)
+    if base_filter is not None and any(
+        base_filter.might_contain(keys.slice(0, _PROBE_KEYS)).any() for keys in log_keys
+    ):
+        return False
+    return not any(
+        len(keys) and pc.any(pc.is_in(base_keys, value_set=keys)).as_py() for keys in log_keys
+    )
 
 
 def compact_file_group(task: CompactionTask) -> WriteStat:
@@ -193,17 +209,21 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     path = table.base_path / rel
     plan: CopyPlan | None = None
     previous = added = None
+    held: dict[str, pa.ChunkedArray] = {}
     if s.base_file is not None:
         base_path = table.base_path / s.base_file
         base_file = open_base_file(base_path, s)
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
         previous = previous_filter(base_file)
-        plan = copy_plan_for(ctx, base_path, out_schema)  # from the footer alone
-        if plan is not None:
+        # the new file names itself: the old name is not read
+        held[FILE_NAME] = pa.chunked_array([pa.nulls(base_file.metadata.num_rows, pa.string())])
+        if ctx.options.copy_row_groups:
+            # the keys first: when the logs only bring new keys, row groups can be copied
             base_keys = base_file.read(columns=[RECORD_KEY], use_threads=False).column(0)
-            if not _keeps_every_base_row(base_keys, logs):
-                plan = None  # the logs replace or delete base rows: every row is encoded
+            held[RECORD_KEY] = base_keys
+            if _keeps_every_base_row(base_keys, logs, previous):
+                plan = copy_plan_for(ctx, base_path, out_schema)  # from the footer alone
     ensure_partition_metadata(table.base_path, op.partition_path, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(op.partition_path, name, "CREATE")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,7 +241,8 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         write_parquet_copying(path, plan, name, part.combine_chunks(), footer, ctx.options)
         num_writes, from_logs = plan.rows() + part.num_rows, winners.num_rows
     else:
-        base = read_slice_base(table, s, schema, threads=False) if s.base_file else None
+        base = (read_slice_base(table, s, schema, threads=False, have=held)
+                if s.base_file else None)
         result = apply_logs(base, logs, schema, merge_ordering_field(table))
         merged = _named(result.rows, name, out_schema)
         from_logs = merged.num_rows

@@ -16,7 +16,7 @@ Semantics follow hudi-rs:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -118,16 +118,22 @@ def read_slice_base(
     schema: pa.Schema,
     threads: bool = True,
     row_groups: Sequence[int] | None = None,
+    have: Mapping[str, pa.Array | pa.ChunkedArray] | None = None,
 ) -> pa.Table:
-    """The base file of a slice (``row_groups``: only those) conformed to ``schema``."""
+    """The base file of a slice (``row_groups``: only those) conformed to ``schema``.
+    ``have``: columns the caller already holds for these rows (read before, or values it is
+    about to replace), taken as they are instead of read."""
     assert s.base_file is not None
     path = table.absolute(s.base_file)
     pf = open_base_file(path, s)
-    wanted = [n for n in schema.names if n in pf.schema_arrow.names]
+    held = have or {}
+    wanted = [n for n in schema.names if n in pf.schema_arrow.names and n not in held]
     if row_groups is None:
         data = pf.read(columns=wanted, use_threads=threads)
     else:
         data = pf.read_row_groups(row_groups, columns=wanted, use_threads=threads)
+    for name, column in held.items():
+        data = data.append_column(name, column)
     return _conform(data, schema, str(path))
 
 

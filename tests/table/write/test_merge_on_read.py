@@ -20,11 +20,13 @@ from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
     SimpleBloomFilter,
+    build_filter,
     deserialize,
 )
 from hoodline.table.commit_metadata import CommitMetadata
-from hoodline.table.compaction import plan_file_slices
+from hoodline.table.compaction import _keeps_every_base_row, plan_file_slices
 from hoodline.table.fs_view import FileSlice
+from hoodline.table.log.merge import LogRecords
 from hoodline.table.log.blocks import LogBlockType, read_blocks
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import K_PAYLOAD_CLASS
@@ -437,6 +439,32 @@ def test_bloom_inserts_fill_the_smallest_base_file_without_logs(tmp_path: Path) 
     assert snapshot_dict(table) == model
     assert len(read_snapshot(table)) == len(model)  # no key twice
     assert_hudi_matches_hoodline(table)
+
+
+def test_whether_logs_keep_every_base_row_asks_the_bloom_filter_first() -> None:
+    """The base file's bloom filter answers first for a few log keys: a key it may hold (here
+    a stale key of an earlier file version, absent from the base rows) says "replaces" without
+    the exact check; a filter holding none of them, or no filter, leaves it to the exact check
+    against the base keys, winners and deletes alike."""
+    base = pa.chunked_array([pa.array([f"k{i}" for i in range(1_000)])])
+    schema = pa.schema([("_hoodie_record_key", pa.string())])
+
+    def logs(winners: list[str], deleted: tuple[str, ...] = ()) -> LogRecords:
+        return LogRecords(pa.table({"_hoodie_record_key": winners}, schema=schema),
+                          pa.array(deleted, pa.string()))
+
+    stale = build_filter(pa.concat_arrays([base.chunk(0), pa.array(["gone"])]), 1e-9, 100)
+    exact = build_filter(base.chunk(0), 1e-9, 100)
+    assert _keeps_every_base_row(base, logs(["new-1", "new-2"]), exact)
+    assert _keeps_every_base_row(base, logs(["gone"]), None)  # the exact check alone
+    assert not _keeps_every_base_row(base, logs(["gone"]), stale)  # the filter may hold it
+    assert not _keeps_every_base_row(base, logs(["new-1", "k7"]), None)
+    assert not _keeps_every_base_row(base, logs(["new-1"], ("k3",)), exact)
+    assert not _keeps_every_base_row(base, logs(["new-1"], ("k3",)), None)
+    assert _keeps_every_base_row(base, None, exact)
+    # beyond the probed keys the exact check still finds an update
+    late = [f"new-{i}" for i in range(300)] + ["k5"]
+    assert not _keeps_every_base_row(base, logs(late), exact)
 
 
 def test_a_compaction_of_new_keys_copies_the_base_row_groups(

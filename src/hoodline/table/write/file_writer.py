@@ -392,15 +392,15 @@ def write_file_group(
             )
         # every column but the old file name, which carried-over rows do not keep
         wanted = [n for n in old_file.schema_arrow.names if n not in (FILE_NAME, RECORD_KEY)]
-        # row groups that could be copied (the footer alone): then the keys are read first,
-        # to see whether the write keeps every old row; else all columns at once
-        plan = copy_plan_for(ctx, base_path, output_schema(ctx.data_schema))
+        # when row groups may be copied, the keys are read first, to see whether the write
+        # keeps every old row (reading the other columns after them costs no more than reading
+        # all at once); else all columns at once
         old: pa.Table | None = None
-        if plan is None:
+        if ctx.options.copy_row_groups:
+            old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
+        else:
             old = old_file.read(columns=[*wanted, RECORD_KEY], use_threads=read_threads)
             old_keys = old.column(RECORD_KEY)
-        else:
-            old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
         # each stored row's position among the incoming keys: the rows they replace, and the
         # keys the old version did not hold (the only ones its bloom filter lacks)
         positions = pc.index_in(old_keys, value_set=new_keys)
@@ -408,10 +408,12 @@ def write_file_group(
         stored = np.zeros(len(new_keys), dtype=np.bool_)
         stored[pc.drop_null(positions).to_numpy()] = True
         added_keys = new_keys.filter(pa.array(~stored)) if stored.any() else new_keys
-        if stored.any() or (
+        if old is None and not stored.any() and not (
             len(delete_keys) and pc.any(pc.is_in(old_keys, value_set=delete_keys)).as_py()
         ):
-            plan = None  # the write replaces or deletes old rows: every row is encoded
+            # the write keeps every old row: the row groups that can be copied, from the
+            # footer (a write that replaces or deletes old rows encodes every row)
+            plan = copy_plan_for(ctx, base_path, output_schema(ctx.data_schema))
     if plan is not None:
         # an append: the old row groups are copied as they are (only the small ones are read)
         rest = plan.left_over()
