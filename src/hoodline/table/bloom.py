@@ -520,9 +520,10 @@ def build_filter(
     ``keys`` that did not come from that version): when ``previous`` has this filter's shape,
     its bits are taken over and only ``added`` is hashed. ``previous`` is then changed in
     place: callers pass a filter just read from the old file's footer, and copying its bits
-    cost ~5 ms per file of 150k keys. Keys of the old version that are gone stay set, which can only add false positives. A ``SIMPLE`` filter's old bits are not reused
-    once more of them are set than a full filter of this capacity would have (the rate stays
-    at its design value); a dynamic filter's rows never hold more than ``row_entries`` keys, and
+    cost ~5 ms per file of 150k keys. Keys of the old version that are gone stay set, which
+    can only add false positives. A ``SIMPLE`` filter's old bits are not reused once more of
+    them are set than a full filter of this capacity would have (the rate stays at its design
+    value); a dynamic filter's rows never hold more than ``row_entries`` keys, and
     it is rebuilt once it records 1.5 times the file's keys (stale keys only cost space there).
     """
     if row_entries > 0 and len(keys) > row_entries:

@@ -10,8 +10,11 @@ Timeline (as Java Hudi writes it, table version 6)::
 Executing the plan writes, per operation, ``<fileId>_<token>_<C>.parquet``: the slice read as a
 snapshot (base rows merged with the committed blocks of the planned log files), meta columns
 kept except ``_hoodie_file_name`` (the new file's name), with the footer bloom filter and key
-range. Once ``<C>.commit`` exists, the group's latest slice is that base file; later writes log
-against it (base instant ``C``).
+range. The base file is merged one row group at a time (:class:`~.log.merge.LogApplication`),
+so a compaction holds the slice's log records and one row group of it, not the whole file;
+logs that only bring new keys let its row groups be copied as they are. Once ``<C>.commit``
+exists, the group's latest slice is that base file; later writes log against it (base
+instant ``C``).
 
 Two ways to run them (``hoodline.compaction.async``):
 
@@ -46,7 +49,7 @@ from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
 from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
-from hoodline.table.log.merge import LogRecords, apply_logs
+from hoodline.table.log.merge import LogApplication, LogRecords, added_keys
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import TaskRunner, thread_runner
 from hoodline.table.parquet.row_groups import CopyPlan
@@ -55,6 +58,7 @@ from hoodline.table.read import (
     open_base_file,
     read_slice_base,
     read_slice_logs,
+    slice_base_row_groups,
     table_schema,
 )
 from hoodline.table.schema import arrow_to_avro_schema_json, data_schema
@@ -66,10 +70,10 @@ from hoodline.table.write.context import (
     write_token,
 )
 from hoodline.table.write.file_writer import (
+    BaseFileWriter,
     copy_plan_for,
     footer_for,
     previous_filter,
-    write_parquet,
     write_parquet_copying,
 )
 from hoodline.table.write.operation import WriteOperation
@@ -241,17 +245,25 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         write_parquet_copying(path, plan, name, part.combine_chunks(), footer, ctx.options)
         num_writes, from_logs = plan.rows() + part.num_rows, winners.num_rows
     else:
-        base = (read_slice_base(table, s, schema, threads=False, have=held)
-                if s.base_file else None)
-        result = apply_logs(base, logs, schema, merge_ordering_field(table))
-        merged = _named(result.rows, name, out_schema)
-        from_logs = merged.num_rows
-        if s.base_file is not None:
-            added = result.added_keys()
-            from_logs = result.log_rows.num_rows
-        keys = merged.column(RECORD_KEY)
-        write_parquet(path, merged, footer_for(keys, ctx, previous, added), ctx.options)
-        num_writes = merged.num_rows
+        # the base file row group by row group: one is held at a time besides the log records
+        # (a merge of the whole file at once held it two or three times over)
+        application = LogApplication(logs, schema, merge_ordering_field(table))
+        pieces = slice_base_row_groups(table, s, schema, held) if s.base_file else iter(())
+        kept_keys: list[pa.ChunkedArray] = []
+        with BaseFileWriter(path, ctx.options) as out:
+            for piece in pieces:
+                kept = _named(application.base_rows(piece), name, out_schema)
+                out.write(kept)
+                kept_keys.append(kept.column(RECORD_KEY))
+            log_rows, in_base = application.log_rows()
+            out.write(_named(log_rows, name, out_schema))
+            if s.base_file is not None:
+                added = added_keys(log_rows, in_base)
+            keys = pa.chunked_array(
+                [c for k in (*kept_keys, log_rows.column(RECORD_KEY)) for c in k.chunks],
+                type=pa.string())
+            out.finish(footer_for(keys, ctx, previous, added), out_schema)
+        num_writes, from_logs = out.rows, log_rows.num_rows
     size = path.stat().st_size
     return WriteStat(
         file_id=op.file_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from hoodline.table.log import merge
 from hoodline.table.log.blocks import LogBlock, read_blocks
 from hoodline.table.log.content import avro_data_block, delete_block
-from hoodline.table.log.merge import MergedSlice, apply_logs, replay_logs
+from hoodline.table.log.merge import LogApplication, MergedSlice, apply_logs, replay_logs
 from hoodline.table.schema import META_COLUMNS, arrow_to_avro
 
 SCHEMA = pa.schema(
@@ -146,3 +147,48 @@ def test_consecutive_data_blocks_are_read_together_up_to_the_byte_bound(
     assert runs == [2, 2, 1]
     assert sorted(r["id"] for r in whole.rows.to_pylist()) == ["b", "c", "d", "e"]
     assert bounded.rows.to_pylist() == whole.rows.to_pylist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    base=st.lists(record, min_size=1, max_size=8),
+    events=events_strategy,
+    ordered=st.booleans(),
+    cuts=st.lists(st.integers(0, 8), max_size=4),
+)
+def test_logs_applied_piece_by_piece_equal_logs_applied_at_once(
+    base: list[tuple[str, int, int]], events: list[Event], ordered: bool, cuts: list[int]
+) -> None:
+    """A compaction merges its base file row group by row group: over any split of the base
+    rows (a key's base rows may fall in different pieces, the first still decides) the rows
+    that stay, the log records and whether a base row had their keys are those of one merge of
+    the whole base."""
+    conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731
+        pa.schema([f.with_nullable(True) for f in SCHEMA]))
+    ordering = "ts" if ordered else None
+    logs = replay_logs(_blocks(events), SCHEMA, conform, ordering)
+    whole = apply_logs(_rows(base), logs, SCHEMA, ordering)
+    application = LogApplication(logs, SCHEMA, ordering)
+    bounds = [0, *sorted(c for c in cuts if c < len(base)), len(base)]
+    kept = [application.base_rows(_rows(base[a:b])) for a, b in itertools.pairwise(bounds)]
+    log_rows, in_base = application.log_rows()
+    pieces = pa.concat_tables([*kept, log_rows.cast(kept[0].schema)])
+    assert pieces.to_pylist() == whole.rows.to_pylist()
+    assert log_rows.to_pylist() == whole.log_rows.to_pylist()
+    assert whole.added_keys().to_pylist() == MergedSlice(pieces, log_rows, in_base).added_keys(
+        ).to_pylist()
+
+
+def test_a_key_whose_base_rows_fall_in_two_pieces_is_decided_by_the_first() -> None:
+    conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731
+        pa.schema([f.with_nullable(True) for f in SCHEMA]))
+    logs = replay_logs(_blocks([("data", [("a", 3, 9)])]), SCHEMA, conform, "ts")
+    application = LogApplication(logs, SCHEMA, "ts")
+    # the first base row of "a" (ts 5) beats the log record (ts 3): both base rows stay,
+    # also the second one (ts 1), met in a later piece
+    first = application.base_rows(_rows([("a", 5, 1), ("b", 0, 3)]))
+    second = application.base_rows(_rows([("a", 1, 2)]))
+    log_rows, in_base = application.log_rows()
+    assert [r["v"] for r in first.to_pylist()] == [1, 3]
+    assert [r["v"] for r in second.to_pylist()] == [2]
+    assert log_rows.num_rows == 0 and len(in_base) == 0

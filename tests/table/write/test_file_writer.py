@@ -382,3 +382,27 @@ def test_an_append_copies_the_old_row_groups(
     snap = snapshot_dict(table)
     assert len(snap) == 300 and snap[("eu", 5)] == (3, "c5") and snap[("eu", 260)] == (2, "b260")
     assert_hudi_matches_hoodline(table)
+
+
+def test_a_base_file_written_in_pieces_gets_full_row_groups(tmp_path: Path) -> None:
+    """Pieces of any size are buffered into row groups of the configured size (the last one
+    holds the rest), in order, with the footer added at the end; a file that gets no rows is
+    an empty file of the schema."""
+    options = WriteOptions.from_mapping({"hoodline.parquet.row.group.rows": 64})
+    pieces = [pa.table({"k": [f"k{i}" for i in range(a, b)], "v": list(range(a, b))})
+              for a, b in ((0, 30), (30, 80), (80, 180), (180, 187))]
+    path = tmp_path / "f.parquet"
+    with file_writer.BaseFileWriter(path, options) as out:
+        for piece in pieces:
+            out.write(piece)
+        out.finish({"hoodie_min_record_key": "k0"}, pieces[0].schema)
+    md = pq.read_metadata(path)
+    assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [64, 64, 59]
+    assert out.rows == 187
+    assert pq.read_table(path).to_pylist() == pa.concat_tables(pieces).to_pylist()
+    assert md.metadata[b"hoodie_min_record_key"] == b"k0"
+    empty = tmp_path / "empty.parquet"
+    with file_writer.BaseFileWriter(empty, options) as out:
+        out.finish({}, pieces[0].schema)
+    assert pq.read_table(empty).num_rows == 0
+    assert pq.read_schema(empty).names == ["k", "v"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fastavro
@@ -26,8 +26,8 @@ from hoodline.table.bloom import (
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.compaction import _keeps_every_base_row, plan_file_slices
 from hoodline.table.fs_view import FileSlice
-from hoodline.table.log.merge import LogRecords
 from hoodline.table.log.blocks import LogBlockType, read_blocks
+from hoodline.table.log.merge import LogRecords
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import K_PAYLOAD_CLASS
 from hoodline.table.read import read_optimized, read_snapshot
@@ -465,6 +465,48 @@ def test_whether_logs_keep_every_base_row_asks_the_bloom_filter_first() -> None:
     # beyond the probed keys the exact check still finds an update
     late = [f"new-{i}" for i in range(300)] + ["k5"]
     assert not _keeps_every_base_row(base, logs(late), exact)
+
+
+def test_a_compaction_that_updates_the_base_merges_it_row_group_by_row_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logs that update and delete base rows: the compaction reads the base file one row group
+    at a time (what it holds besides the log records) and writes full row groups; the result
+    reads as the model in hoodline and hudi-rs."""
+    from hoodline.table import compaction
+
+    pieces: list[int] = []
+    original = compaction.slice_base_row_groups
+
+    def spy(*args: object, **kwargs: object) -> Iterator[pa.Table]:
+        for piece in original(*args, **kwargs):  # type: ignore[arg-type]
+            pieces.append(piece.num_rows)
+            yield piece
+
+    monkeypatch.setattr(compaction, "slice_base_row_groups", spy)
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    options = {"hoodie.compact.inline": False, "hoodline.parquet.row.group.rows": 100}
+    model: Model = {}
+    with WriteClient(table, options) as client:
+        first = rows(list(range(260)))
+        client.upsert(first)
+        apply_to_model(model, first)
+        assert client.compact() is not None
+        assert pieces == []  # a log-only slice: no base file yet
+        update = rows([5, 150, 255, 300, 301], ts=2, v="u")  # one key per row group, two new
+        client.upsert(update)
+        apply_to_model(model, update)
+        gone = rows([7, 120], ts=3)
+        client.delete(gone)
+        apply_to_model(model, gone, delete=True)
+        assert client.compact() is not None
+    assert pieces == [100, 100, 60]
+    (s,) = table.fs_view().latest_file_slices()
+    assert s.base_file is not None and not s.log_files
+    md = pq.read_metadata(table.base_path / s.base_file)
+    assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [100, 100, 60]
+    assert snapshot_dict(table) == model
+    assert_hudi_matches_hoodline(table)
 
 
 def test_a_compaction_of_new_keys_copies_the_base_row_groups(

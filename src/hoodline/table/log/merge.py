@@ -84,10 +84,16 @@ class MergedSlice:
     def added_keys(self) -> pa.Array:
         """Record keys of the log records whose key no base row had: with the base file's
         keys, every key of ``rows`` (what a new base file's bloom filter must hold)."""
-        keys = self.log_rows.column(RECORD_KEY).combine_chunks()
-        if self.in_base is None or not self.in_base.any():
-            return keys
-        return keys.filter(pa.array(~self.in_base))
+        return added_keys(self.log_rows, self.in_base)
+
+
+def added_keys(log_rows: pa.Table, in_base: npt.NDArray[np.bool_] | None) -> pa.Array:
+    """Record keys of ``log_rows`` whose key no base row had (``in_base``: per log record,
+    whether one had; None: none had)."""
+    keys = log_rows.column(RECORD_KEY).combine_chunks()
+    if in_base is None or not in_base.any():
+        return keys
+    return keys.filter(pa.array(~in_base))
 
 
 @dataclass(frozen=True)
@@ -178,21 +184,81 @@ def apply_logs(
     """The rows of a slice: ``base`` (already conformed to ``schema``) with ``logs`` applied:
     a deleted key loses its base row, a log record replaces its key's base row; with an
     ordering field the base row stays when its ordering value is greater than the log
-    record's."""
+    record's (see :class:`LogApplication`, which does the same over pieces of the base)."""
     state = base if base is not None else _nullable(schema.empty_table())
     if logs is None:
         return MergedSlice(state, _nullable(schema.empty_table()))
-    ordering = ordering_field if ordering_field in schema.names else None
-    winners = logs.winners
-    in_base = None
-    if state.num_rows:
-        state, winners, in_base = _apply_to_base(state, winners, ordering, logs.deleted)
+    application = LogApplication(logs, schema, ordering_field)
+    kept = application.base_rows(state)
+    winners, in_base = application.log_rows()
     if winners.num_rows == 0:
-        return MergedSlice(state, winners)
-    if state.num_rows == 0:
+        return MergedSlice(kept, winners)
+    if kept.num_rows == 0:
         return MergedSlice(winners, winners, in_base)
-    rows = pa.concat_tables([_nullable(state), _nullable(winners)])
-    return MergedSlice(rows, winners, in_base)
+    return MergedSlice(pa.concat_tables([_nullable(kept), _nullable(winners)]), winners, in_base)
+
+
+class LogApplication:
+    """Logs applied to a slice's base rows taken in pieces, in file order: :meth:`base_rows`
+    for every piece, then :meth:`log_rows` once. A compaction merges a base file row group by
+    row group this way, holding one at a time besides the log records.
+
+    A base row goes when its key was deleted or a log record replaces it. With an ordering
+    field, the log record of a key never deleted whose base row has a greater ordering value is
+    dropped and that base row stays (with several base rows of one key, its first decides). One
+    lookup of a piece's keys among the winners serves both (its hash is built over the winners,
+    usually far fewer than the base rows)."""
+
+    def __init__(
+        self, logs: LogRecords | None, schema: pa.Schema, ordering_field: str | None = None
+    ) -> None:
+        if logs is None:  # no log records: every base row stays
+            logs = LogRecords(_nullable(schema.empty_table()), pa.array([], pa.string()))
+        self.winners = logs.winners
+        self.deleted = logs.deleted
+        self.ordering = ordering_field if ordering_field in schema.names else None
+        n = self.winners.num_rows
+        #: per log record: a base row of its key was met / that row decided it stays
+        self._in_base = np.zeros(n, dtype=bool)
+        self._dropped = np.zeros(n, dtype=bool)
+
+    def base_rows(self, piece: pa.Table) -> pa.Table:
+        """The rows of ``piece`` (the next rows of the base, conformed) that stay."""
+        if piece.num_rows == 0:
+            return piece
+        keys = piece.column(RECORD_KEY)
+        gone = np.zeros(piece.num_rows, dtype=bool)
+        if len(self.deleted):
+            gone |= pc.is_in(keys, value_set=self.deleted).to_numpy(zero_copy_only=False)
+        if self.winners.num_rows:
+            pos = pc.index_in(keys, value_set=self.winners.column(RECORD_KEY))
+            pos_np = pc.fill_null(pos, -1).to_numpy(zero_copy_only=False)
+            rows = np.flatnonzero(pos_np >= 0)
+            hit = pos_np[rows]
+            if self.ordering is not None and len(rows):
+                # each key's first base row decides, once: the first in this piece of a key
+                # no earlier piece had
+                firsts, first_row = np.unique(hit, return_index=True)
+                new = ~self._in_base[firsts]
+                firsts, at = firsts[new], rows[first_row[new]]
+                if len(firsts):
+                    stored = pc.take(piece.column(self.ordering), pa.array(at))
+                    theirs = pc.take(self.winners.column(self.ordering), pa.array(firsts))
+                    base_wins = pc.fill_null(pc.greater(stored, theirs), False).to_numpy(
+                        zero_copy_only=False)
+                    # a deleted key's base row never wins
+                    self._dropped[firsts] = base_wins & ~gone[at]
+            gone[rows] |= ~self._dropped[hit]
+            self._in_base[hit] = True
+        return piece.filter(pa.array(~gone)) if gone.any() else piece
+
+    def log_rows(self) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
+        """The log records that replace or join the base rows and, per record, whether a base
+        row had its key (call after every piece went through :meth:`base_rows`)."""
+        if not self._dropped.any():
+            return self.winners, self._in_base
+        keep = ~self._dropped
+        return self.winners.filter(pa.array(keep)), self._in_base[keep]
 
 
 def _nullable(table: pa.Table) -> pa.Table:
@@ -247,44 +313,5 @@ def _winners(
     last_of_run = np.ones(len(order), dtype=bool)
     last_of_run[:-1] = ordered_groups[1:] != ordered_groups[:-1]
     return log.take(pa.array(np.sort(rows[order[last_of_run]])))
-
-
-def _apply_to_base(
-    state: pa.Table, winners: pa.Table, ordering: str | None, deleted: pa.ChunkedArray | pa.Array
-) -> tuple[pa.Table, pa.Table, npt.NDArray[np.bool_]]:
-    """The base rows that stay, the log records that replace or join them and, per such
-    record, whether a base row has its key.
-
-    A base row goes when its key was deleted or a log record replaces it. With an ordering
-    field, the log record of a key never deleted whose base row has a greater ordering value is
-    dropped and that base row stays (with several base rows of one key, its first decides). One
-    lookup of the base keys among the winners' serves both (its hash is built over the winners,
-    usually far fewer than the base rows)."""
-    gone = np.zeros(state.num_rows, dtype=bool)
-    in_base = np.zeros(winners.num_rows, dtype=bool)
-    if len(deleted):
-        gone |= pc.is_in(state.column(RECORD_KEY), value_set=deleted).to_numpy(
-            zero_copy_only=False)
-    if winners.num_rows:
-        pos = pc.index_in(state.column(RECORD_KEY), value_set=winners.column(RECORD_KEY))
-        pos_np = pc.fill_null(pos, -1).to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(pos_np >= 0)
-        hit = pos_np[rows]
-        dropped = np.zeros(winners.num_rows, dtype=bool)
-        if ordering is not None and len(rows):
-            stored = pc.take(state.column(ordering), pa.array(rows))
-            theirs = pc.take(winners.column(ordering), pa.array(hit))
-            base_wins = pc.fill_null(pc.greater(stored, theirs), False).to_numpy(
-                zero_copy_only=False)
-            if len(deleted):
-                base_wins &= ~gone[rows]  # a deleted key's base row never wins
-            firsts, first_row = np.unique(hit, return_index=True)
-            dropped[firsts] = base_wins[first_row]
-        gone[rows] |= ~dropped[hit]
-        in_base[hit] = True
-        if dropped.any():
-            winners = winners.filter(pa.array(~dropped))
-            in_base = in_base[~dropped]
-    return (state.filter(pa.array(~gone)) if gone.any() else state), winners, in_base
 
 

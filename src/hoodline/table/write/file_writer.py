@@ -256,16 +256,67 @@ def _compression(options: WriteOptions) -> str | None:
     return None if options.compression is Compression.NONE else options.compression.value
 
 
-def write_parquet(
-    path: TablePath, table: pa.Table, footer: dict[str, str], options: WriteOptions
-) -> None:
-    """Write a base file (on an object store: uploaded whole once complete, never partly)."""
-    sink, upload = output_sink(path)
-    writer = pq.ParquetWriter(
-        sink, table.schema, compression=_compression(options),
-        use_dictionary=dictionary_columns(table),
-    )
-    try:
+class BaseFileWriter:
+    """A base file written piece by piece: rows are buffered into row groups of
+    ``hoodline.parquet.row.group.rows`` and encoded as each fills, so a merge holds one row group
+    of output at a time; the footer metadata (bloom filter, key range: known once every row went
+    through) comes with :meth:`finish`. On an object store the file is uploaded whole by
+    :meth:`finish`, never partly. The columns' encodings are chosen from the first row group
+    (:func:`dictionary_columns`). Use as a context manager: leaving it without :meth:`finish`
+    (an error) closes the file without uploading it."""
+
+    def __init__(self, path: TablePath, options: WriteOptions) -> None:
+        self.path = path
+        self.options = options
+        self.rows = 0
+        self._sink, self._upload = output_sink(path)
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def __enter__(self) -> BaseFileWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def write(self, rows: pa.Table) -> None:
+        """Append ``rows`` (every piece of one schema)."""
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
+        self.rows += rows.num_rows
+        size = self.options.row_group_rows
+        if self._pending_rows >= size:
+            table = pa.concat_tables(self._pending)
+            full = table.num_rows - table.num_rows % size
+            self._encode(table.slice(0, full))
+            self._pending = [table.slice(full)]
+            self._pending_rows = table.num_rows - full
+
+    def finish(self, footer: dict[str, str], schema: pa.Schema) -> None:
+        """Encode what is left, add ``footer`` and close the file (``schema``: the file's,
+        for a file that got no rows)."""
+        table = pa.concat_tables(self._pending) if self._pending else schema.empty_table()
+        self._pending, self._pending_rows = [], 0
+        if table.num_rows or self._writer is None:
+            self._encode(table)
+        assert self._writer is not None
+        if footer:
+            self._writer.add_key_value_metadata(footer)
+        self._writer.close()
+        self._writer = None
+        if self._upload is not None:
+            self._upload.close()
+
+    def _encode(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self._sink, table.schema, compression=_compression(self.options),
+                use_dictionary=dictionary_columns(table),
+            )
+        size = self.options.row_group_rows
         if (
             faults.armed(FaultPoint.FILE_PARTIAL)
             and table.num_rows > 1
@@ -273,19 +324,22 @@ def write_parquet(
         ):
             try:
                 half = table.num_rows // 2
-                writer.write_table(table.slice(0, half), row_group_size=half)
+                self._writer.write_table(table.slice(0, half), row_group_size=half)
                 faults.reach(FaultPoint.FILE_PARTIAL)
-                writer.write_table(table.slice(half), row_group_size=options.row_group_rows)
+                self._writer.write_table(table.slice(half), row_group_size=size)
             finally:
                 _FILE_PARTIAL_ONCE.release()
         else:
-            writer.write_table(table, row_group_size=options.row_group_rows)
-        if footer:
-            writer.add_key_value_metadata(footer)
-    finally:
-        writer.close()
-    if upload is not None:
-        upload.close()
+            self._writer.write_table(table, row_group_size=size)
+
+
+def write_parquet(
+    path: TablePath, table: pa.Table, footer: dict[str, str], options: WriteOptions
+) -> None:
+    """Write a base file of ``table`` (see :class:`BaseFileWriter`)."""
+    with BaseFileWriter(path, options) as out:
+        out.write(table)
+        out.finish(footer, table.schema)
 
 
 def write_parquet_copying(
