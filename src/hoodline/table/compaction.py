@@ -242,7 +242,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
             [*base_keys.chunks, *winners.column(RECORD_KEY).chunks], type=pa.string())
         added = winners.column(RECORD_KEY).combine_chunks()
         footer = footer_for(keys, ctx, previous, added)
-        write_parquet_copying(path, plan, name, part.combine_chunks(), footer, ctx.options)
+        write_parquet_copying(path, plan, name, part, footer, ctx.options)
         num_writes, from_logs = plan.rows() + part.num_rows, winners.num_rows
     else:
         # the base file row group by row group: one is held at a time besides the log records

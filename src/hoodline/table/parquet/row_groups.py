@@ -52,7 +52,7 @@ _CMD_OFFSETS = (_CMD_DATA_PAGE, _CMD_INDEX_PAGE, _CMD_DICT_PAGE)
 ARROW_WRITER = b"parquet-cpp-arrow"
 
 
-def _footer_start(tail: bytes, size: int) -> int:
+def _footer_start(tail: bytes | memoryview, size: int) -> int:
     """Where the footer of a file of ``size`` bytes starts, from its last bytes ``tail``."""
     if size < 12 or len(tail) < 8 or tail[-4:] != MAGIC:
         raise thrift.ThriftError("not a parquet file (magic bytes missing)")
@@ -62,7 +62,7 @@ def _footer_start(tail: bytes, size: int) -> int:
     return size - 8 - length
 
 
-def footer_of(data: bytes) -> Struct:
+def footer_of(data: bytes | memoryview) -> Struct:
     """The decoded ``FileMetaData`` of a whole Parquet file's bytes."""
     start = _footer_start(data[-8:], len(data))
     if data[:4] != MAGIC:
@@ -170,7 +170,7 @@ def _chunk_span(chunk: Struct, limit: int) -> _Chunk | None:
 
 
 #: where a piece of the new file comes from: the old file, or a file encoded in memory
-Source = OldFile | bytes
+Source = OldFile | bytes | memoryview
 #: a column chunk to copy: its file, its metadata there, where its bytes are
 _Copy = tuple[Source, Struct, _Chunk]
 #: a piece of the new file: (source, start, length)
@@ -319,7 +319,7 @@ def _assemble(parts: list[_Group], footer: Struct) -> list[Piece]:
     return out
 
 
-def _groups_of(data: bytes, footer: Struct) -> list[_Group]:
+def _groups_of(data: bytes | memoryview, footer: Struct) -> list[_Group]:
     """The row groups of a file encoded in memory, to copy whole."""
     limit = _footer_start(data[-8:], len(data))
     out: list[_Group] = []
@@ -341,7 +341,7 @@ def _groups_of(data: bytes, footer: Struct) -> list[_Group]:
 def spliced_file(
     plan: CopyPlan,
     file_name_chunks: bytes,
-    new_rows: bytes,
+    new_rows: bytes | memoryview,
 ) -> list[Piece]:
     """The pieces of a file (to be written in order, :func:`write_pieces`) holding ``plan``'s
     row groups, their file-name column taken from ``file_name_chunks`` (a one-column file with
@@ -408,7 +408,8 @@ def _merged(pieces: list[Piece]) -> list[Piece]:
 def join_pieces(pieces: list[Piece]) -> bytes:
     """The file's bytes in memory."""
     return b"".join(
-        src[start : start + length] if isinstance(src, bytes) else src.read(start, length)
+        src[start : start + length] if isinstance(src, bytes | memoryview)
+        else src.read(start, length)
         for src, start, length in _merged(pieces)
     )
 
@@ -422,7 +423,7 @@ def write_pieces(path: TablePath, pieces: list[Piece]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         for src, start, length in _merged(pieces):
-            if isinstance(src, bytes):
+            if isinstance(src, bytes | memoryview):
                 _write_all(fd, memoryview(src)[start : start + length])
             else:
                 src.copy_to(fd, start, length)

@@ -366,7 +366,8 @@ def write_parquet_copying(
     finally:
         writer.close()
     names = file_name_file(plan, table.schema, file_name, _compression(options))
-    pieces = spliced_file(plan, names, bytes(sink.getvalue()))
+    # the encoded rows as they are in the sink's buffer (a view, not a copy)
+    pieces = spliced_file(plan, names, memoryview(sink.getvalue()).cast("B"))
     if faults.armed(FaultPoint.FILE_PARTIAL) and _FILE_PARTIAL_ONCE.acquire(blocking=False):
         try:
             write_pieces(path, pieces[: len(pieces) // 2])
@@ -505,8 +506,7 @@ def write_file_group(
         keys = pa.chunked_array([*old_keys.chunks, *upserts.column(RECORD_KEY).chunks],
                                 type=pa.string())
         footer = footer_for(keys, ctx, previous, added_keys)
-        # one chunk: pyarrow starts a row group at every chunk of a table
-        write_parquet_copying(path, plan, file_name, out.combine_chunks(), footer, ctx.options)
+        write_parquet_copying(path, plan, file_name, out, footer, ctx.options)
         copied = plan.rows()
     else:
         # every key of ``out`` is the old version's or one of ``added_keys``
