@@ -453,7 +453,7 @@ def child(system: str, bootstrap: str, total: int, batch_records: int, out: Path
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median wall time, every run's wall and CPU time beside it (see
     :func:`bench.common.median_run`)."""
-    return common.median_run(runs, "time_s", ("time_s", "cpu_s"))
+    return common.median_run(runs, "time_s", ("time_s", "cpu_s", "peak_rss"))
 
 
 def run(
@@ -533,7 +533,7 @@ def report(rep: dict[str, Any]) -> str:
     rows = []
     for name, r in res.items():
         if "error" in r:
-            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 11])
+            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 12])
             continue
         steady = r.get("round_total_s")
         rows.append(
@@ -549,12 +549,13 @@ def report(rep: dict[str, Any]) -> str:
                 f"{r['time_s'] / delta:.2f}" if delta else "-",
                 common.secs(r["first_commit_s"]) if r.get("first_commit_s") else "-",
                 common.mib(r["peak_rss"]),
+                " / ".join(f"{m / 2**20:,.0f}" for m in r.get("runs_peak_rss", [r["peak_rss"]])),
                 "exact" if r["difference"] is None else "WRONG: " + r["difference"],
                 f"{r['load_before'][0]}",
             ]
         )
     if not any(name.startswith("hoodline") for name in res):
-        rows.append(["hoodline", "not measured in this run", *[""] * 11])
+        rows.append(["hoodline", "not measured in this run", *[""] * 12])
     notes = [
         f"- {name}: Spark start {r['spark_start_s']:.1f} s; {r['rounds']} rounds summing "
         f"{r['round_total_s']:.1f} s = read/key (slowest reader) {r['round_read_s']:.1f} s + "
@@ -582,7 +583,8 @@ def report(rep: dict[str, Any]) -> str:
     header = [
         "system", "wall", "CPU", "wall of each run (s)", "msg/s", "speed vs limit (end to end)",
         "steady msg/s",
-        "speed vs limit (steady)", "wall / delta", "first commit", "peak RSS", "output",
+        "speed vs limit (steady)", "wall / delta", "first commit", "peak RSS",
+        "peak RSS of each run (MiB)", "output",
         "load avg (1 min)",
     ]
     table = common.markdown_table(header, rows)

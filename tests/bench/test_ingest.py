@@ -28,10 +28,12 @@ def test_bench_ingest_output_check_can_fail() -> None:
 
 
 def test_bench_ingest_shows_the_median_run_and_never_hides_a_failure() -> None:
-    runs = [{"time_s": t, "cpu_s": t + 1} for t in (9.0, 3.0, 5.0)]
+    runs = [{"time_s": t, "cpu_s": t + 1, "peak_rss": t * 2} for t in (9.0, 3.0, 5.0)]
     chosen = ingest.median_run(runs)
     assert chosen["time_s"] == 5.0 and chosen["cpu_s"] == 6.0
     assert chosen["runs_time_s"] == [9.0, 3.0, 5.0] and chosen["runs_cpu_s"] == [10.0, 4.0, 6.0]
+    # the memory target is judged on every run, not only the median one
+    assert chosen["runs_peak_rss"] == [18.0, 6.0, 10.0]
     assert ingest.median_run(runs[:2])["time_s"] == 3.0  # even count: the lower middle
     assert ingest.median_run([*runs, {"error": "boom"}]) == {"error": "boom"}
 
