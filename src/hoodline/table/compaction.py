@@ -67,6 +67,7 @@ from hoodline.table.write.context import (
     WriteContext,
     constant_column,
     ensure_partition_metadata,
+    output_schema,
     write_token,
 )
 from hoodline.table.write.file_writer import (
@@ -208,7 +209,9 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     s = planned_slice(op)
     logs = read_slice_logs(table, s, schema, task.visible)
     name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
-    out_schema = pa.schema([pa.field(f.name, f.type) for f in schema])
+    # the columns as the writers write them (nullability of the table schema), so a base file
+    # a writer wrote can have its row groups copied
+    out_schema = output_schema(ctx.data_schema)
     rel = f"{op.partition_path}/{name}" if op.partition_path else name
     path = table.base_path / rel
     plan: CopyPlan | None = None

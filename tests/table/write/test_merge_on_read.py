@@ -467,6 +467,42 @@ def test_whether_logs_keep_every_base_row_asks_the_bloom_filter_first() -> None:
     assert not _keeps_every_base_row(base, logs(late), exact)
 
 
+def test_a_compaction_writes_the_table_schema_so_bulk_inserted_row_groups_are_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Columns the table declares NOT NULL (data of a non-nullable Arrow schema, e.g. decoded
+    from Avro) are written so by the writers and by compaction alike: a compaction's file has
+    the schema of the file it replaces, so a later compaction of new keys copies its row groups
+    (a file with every column nullable could never be copied from)."""
+    copied = record_copies(monkeypatch)
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    options = {"hoodie.compact.inline": False, "hoodline.parquet.row.group.rows": 100}
+    required = pa.schema([pa.field("id", pa.int64(), nullable=False),
+                          pa.field("region", pa.string(), nullable=False),
+                          pa.field("ts", pa.int64(), nullable=False),
+                          pa.field("v", pa.string())])
+    model: Model = {}
+    with WriteClient(table, options) as client:
+        first = rows(list(range(200)))
+        client.bulk_insert(first.cast(required))  # base files of the table's schema
+        apply_to_model(model, first)
+        for step in (rows(list(range(200, 230)), ts=2, v="b"),
+                     rows(list(range(230, 260)), ts=3, v="c")):
+            client.upsert(step.cast(required))
+            apply_to_model(model, step)
+            assert client.compact() is not None
+    # both compactions copy the two full row groups (100 rows each) of the file they replace:
+    # the bulk insert's, then the first compaction's; the small ones are encoded again
+    assert copied == [2, 2]
+    (s,) = table.fs_view().latest_file_slices()
+    assert s.base_file is not None
+    schema = pq.read_schema(table.base_path / s.base_file)
+    assert [schema.field(c).nullable for c in ("id", "region", "ts", "v")] == [
+        False, False, False, True]
+    assert snapshot_dict(table) == model
+    assert_hudi_matches_hoodline(table)
+
+
 def test_a_compaction_that_updates_the_base_merges_it_row_group_by_row_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
