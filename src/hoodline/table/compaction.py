@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hoodline import faults
 from hoodline.faults import FaultPoint
@@ -217,6 +218,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     plan: CopyPlan | None = None
     previous = added = None
     held: dict[str, pa.ChunkedArray] = {}
+    base_file: pq.ParquetFile | None = None
     if s.base_file is not None:
         base_path = table.base_path / s.base_file
         base_file = open_base_file(base_path, s)
@@ -251,7 +253,10 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # the base file row group by row group: one is held at a time besides the log records
         # (a merge of the whole file at once held it two or three times over)
         application = LogApplication(logs, schema, merge_ordering_field(table))
-        pieces = slice_base_row_groups(table, s, schema, held) if s.base_file else iter(())
+        if RECORD_KEY in held:
+            application.expect(held[RECORD_KEY])  # one lookup for the whole file
+        pieces = (slice_base_row_groups(table, s, schema, held, base_file)
+                  if base_file is not None else iter(()))
         kept_keys: list[pa.ChunkedArray] = []
         with BaseFileWriter(path, ctx.options) as out:
             for piece in pieces:

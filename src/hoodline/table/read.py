@@ -139,13 +139,15 @@ def slice_base_row_groups(
     s: FileSlice,
     schema: pa.Schema,
     have: Mapping[str, pa.Array | pa.ChunkedArray] | None = None,
+    opened: pq.ParquetFile | None = None,
 ) -> Iterator[pa.Table]:
     """The base file of a slice one row group after the other, each conformed to ``schema``
     (what a merge that holds one row group at a time reads). ``have``: as for
-    :func:`read_slice_base`, columns of the whole file (each row group takes its rows)."""
+    :func:`read_slice_base`, columns of the whole file (each row group takes its rows);
+    ``opened``: the base file, if the caller has it open already."""
     assert s.base_file is not None
     path = table.absolute(s.base_file)
-    pf = open_base_file(path, s)
+    pf = opened if opened is not None else open_base_file(path, s)
     wanted = _unheld(pf, schema, have)
     at = 0
     for i in range(pf.num_row_groups):

@@ -155,20 +155,24 @@ def test_consecutive_data_blocks_are_read_together_up_to_the_byte_bound(
     events=events_strategy,
     ordered=st.booleans(),
     cuts=st.lists(st.integers(0, 8), max_size=4),
+    announced=st.booleans(),
 )
 def test_logs_applied_piece_by_piece_equal_logs_applied_at_once(
-    base: list[tuple[str, int, int]], events: list[Event], ordered: bool, cuts: list[int]
+    base: list[tuple[str, int, int]], events: list[Event], ordered: bool, cuts: list[int],
+    announced: bool,
 ) -> None:
     """A compaction merges its base file row group by row group: over any split of the base
-    rows (a key's base rows may fall in different pieces, the first still decides) the rows
-    that stay, the log records and whether a base row had their keys are those of one merge of
-    the whole base."""
+    rows (a key's base rows may fall in different pieces, the first still decides), with the
+    base keys looked up piece by piece or all at once up front, the rows that stay, the log
+    records and whether a base row had their keys are those of one merge of the whole base."""
     conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731
         pa.schema([f.with_nullable(True) for f in SCHEMA]))
     ordering = "ts" if ordered else None
     logs = replay_logs(_blocks(events), SCHEMA, conform, ordering)
     whole = apply_logs(_rows(base), logs, SCHEMA, ordering)
     application = LogApplication(logs, SCHEMA, ordering)
+    if announced:  # every base key up front (looked up once), as a compaction does
+        application.expect(_rows(base).column("_hoodie_record_key"))
     bounds = [0, *sorted(c for c in cuts if c < len(base)), len(base)]
     kept = [application.base_rows(_rows(base[a:b])) for a, b in itertools.pairwise(bounds)]
     log_rows, in_base = application.log_rows()

@@ -221,18 +221,40 @@ class LogApplication:
         #: per log record: a base row of its key was met / that row decided it stays
         self._in_base = np.zeros(n, dtype=bool)
         self._dropped = np.zeros(n, dtype=bool)
+        #: from :meth:`expect`: per base row still to come, its log record (-1: none) and
+        #: whether its key was deleted
+        self._ahead: tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None = None
+
+    def expect(self, keys: pa.Array | pa.ChunkedArray) -> None:
+        """The keys of every base row the pieces will bring, in order (a caller that read
+        them already): they are looked up among the log's keys once, not piece by piece."""
+        self._ahead = self._lookup(keys)
+
+    def _lookup(
+        self, keys: pa.Array | pa.ChunkedArray
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Per key: its log record (-1: none), whether it was deleted."""
+        deleted = np.zeros(len(keys), dtype=bool)
+        if len(self.deleted):
+            deleted = pc.is_in(keys, value_set=self.deleted).to_numpy(zero_copy_only=False)
+        if not self.winners.num_rows:
+            return np.full(len(keys), -1, dtype=np.int64), deleted
+        pos = pc.index_in(keys, value_set=self.winners.column(RECORD_KEY))
+        return pc.fill_null(pos, -1).to_numpy(zero_copy_only=False).astype(np.int64), deleted
 
     def base_rows(self, piece: pa.Table) -> pa.Table:
         """The rows of ``piece`` (the next rows of the base, conformed) that stay."""
         if piece.num_rows == 0:
             return piece
-        keys = piece.column(RECORD_KEY)
-        gone = np.zeros(piece.num_rows, dtype=bool)
-        if len(self.deleted):
-            gone |= pc.is_in(keys, value_set=self.deleted).to_numpy(zero_copy_only=False)
+        if self._ahead is None:
+            pos_np, deleted = self._lookup(piece.column(RECORD_KEY))
+        else:
+            ahead_pos, ahead_deleted = self._ahead
+            n = piece.num_rows
+            pos_np, deleted = ahead_pos[:n], ahead_deleted[:n]
+            self._ahead = (ahead_pos[n:], ahead_deleted[n:])
+        gone = deleted.copy()
         if self.winners.num_rows:
-            pos = pc.index_in(keys, value_set=self.winners.column(RECORD_KEY))
-            pos_np = pc.fill_null(pos, -1).to_numpy(zero_copy_only=False)
             rows = np.flatnonzero(pos_np >= 0)
             hit = pos_np[rows]
             if self.ordering is not None and len(rows):
