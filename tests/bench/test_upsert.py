@@ -77,3 +77,8 @@ def test_bench_upsert_shows_the_median_run_and_never_hides_a_bad_one() -> None:
     assert chosen["upsert_s"] == 4.0 and chosen["runs_upsert_s"] == [8.0, 2.0, 4.0]
     wrong = {"upsert_s": 1.0, "upsert_cpu_s": 1.0, "load_s": 1.0, "difference": "row 3"}
     assert upsert.median_run([*runs, wrong]) is wrong
+    assert "runs_compact_s" not in chosen
+    # merge-on-read runs: every run's compaction is kept (compared with the COW median)
+    mor = [{**r, "compact_s": c, "compact_cpu_s": c} for r, c in zip(runs, (5.0, 6.0, 3.0),
+                                                                    strict=True)]
+    assert upsert.median_run(mor)["runs_compact_s"] == [5.0, 6.0, 3.0]
