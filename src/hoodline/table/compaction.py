@@ -37,6 +37,7 @@ next writer (:func:`finish_pending_compactions`) when it opens.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -225,8 +226,6 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
         previous = previous_filter(base_file)
-        # the new file names itself: the old name is not read
-        held[FILE_NAME] = pa.chunked_array([pa.nulls(base_file.metadata.num_rows, pa.string())])
         if ctx.options.copy_row_groups:
             # the keys first: when the logs only bring new keys, row groups can be copied
             base_keys = base_file.read(columns=[RECORD_KEY], use_threads=False).column(0)
@@ -253,10 +252,14 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         # the base file row group by row group: one is held at a time besides the log records
         # (a merge of the whole file at once held it two or three times over)
         application = LogApplication(logs, schema, merge_ordering_field(table))
-        if RECORD_KEY in held:
-            application.expect(held[RECORD_KEY])  # one lookup for the whole file
-        pieces = (slice_base_row_groups(table, s, schema, held, base_file)
-                  if base_file is not None else iter(()))
+        pieces: Iterator[pa.Table] = iter(())
+        if base_file is not None:
+            if RECORD_KEY in held:
+                application.expect(held[RECORD_KEY])  # one lookup for the whole file
+            # the new file names itself: the old name is not read
+            held[FILE_NAME] = pa.chunked_array(
+                [pa.nulls(base_file.metadata.num_rows, pa.string())])
+            pieces = slice_base_row_groups(table, s, schema, held, base_file)
         kept_keys: list[pa.ChunkedArray] = []
         with BaseFileWriter(path, ctx.options) as out:
             for piece in pieces:

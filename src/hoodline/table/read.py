@@ -118,64 +118,42 @@ def read_slice_base(
     schema: pa.Schema,
     threads: bool = True,
     row_groups: Sequence[int] | None = None,
-    have: Mapping[str, pa.Array | pa.ChunkedArray] | None = None,
 ) -> pa.Table:
-    """The base file of a slice (``row_groups``: only those) conformed to ``schema``.
-    ``have``: columns the caller already holds for these rows (read before, or values it is
-    about to replace), taken as they are instead of read."""
+    """The base file of a slice (``row_groups``: only those) conformed to ``schema``."""
     assert s.base_file is not None
     path = table.absolute(s.base_file)
     pf = open_base_file(path, s)
-    wanted = _unheld(pf, schema, have)
+    wanted = [n for n in schema.names if n in pf.schema_arrow.names]
     if row_groups is None:
         data = pf.read(columns=wanted, use_threads=threads)
     else:
         data = pf.read_row_groups(row_groups, columns=wanted, use_threads=threads)
-    return _with_held(data, schema, have or {}, 0, str(path))
+    return _conform(data, schema, str(path))
 
 
 def slice_base_row_groups(
     table: HudiTable,
     s: FileSlice,
     schema: pa.Schema,
-    have: Mapping[str, pa.Array | pa.ChunkedArray] | None = None,
+    have: Mapping[str, pa.Array | pa.ChunkedArray],
     opened: pq.ParquetFile | None = None,
 ) -> Iterator[pa.Table]:
     """The base file of a slice one row group after the other, each conformed to ``schema``
-    (what a merge that holds one row group at a time reads). ``have``: as for
-    :func:`read_slice_base`, columns of the whole file (each row group takes its rows);
-    ``opened``: the base file, if the caller has it open already."""
+    (what a merge that holds one row group at a time reads). ``have``: columns of the whole
+    file the caller already holds (read before, or values it is about to replace), each row
+    group taking its rows of them instead of reading them; ``opened``: the base file, if the
+    caller has it open already."""
     assert s.base_file is not None
     path = table.absolute(s.base_file)
     pf = opened if opened is not None else open_base_file(path, s)
-    wanted = _unheld(pf, schema, have)
+    wanted = [n for n in schema.names if n in pf.schema_arrow.names and n not in have]
     at = 0
     for i in range(pf.num_row_groups):
         data = pf.read_row_group(i, columns=wanted, use_threads=False)
-        yield _with_held(data, schema, have or {}, at, str(path))
+        for name, column in have.items():
+            data = data.append_column(name, column.slice(at, data.num_rows))
         at += data.num_rows
-
-
-def _unheld(
-    pf: pq.ParquetFile, schema: pa.Schema, have: Mapping[str, pa.Array | pa.ChunkedArray] | None
-) -> list[str]:
-    """The columns of ``schema`` to read from ``pf``: those it has and the caller does not."""
-    held = have or {}
-    return [n for n in schema.names if n in pf.schema_arrow.names and n not in held]
-
-
-def _with_held(
-    data: pa.Table,
-    schema: pa.Schema,
-    have: Mapping[str, pa.Array | pa.ChunkedArray],
-    offset: int,
-    source: str,
-) -> pa.Table:
-    """``data`` (rows from ``offset`` on of a file) with the held columns' same rows, conformed
-    to ``schema``."""
-    for name, column in have.items():
-        data = data.append_column(name, column.slice(offset, data.num_rows))
-    return _conform(data, schema, source)
+        yield _conform(data, schema, str(path))
 
 
 def read_slice_logs(
