@@ -325,3 +325,31 @@ def test_checks_read_a_sliced_buffer_at_its_offset_and_skip_null_slots(
     assert [(i, r) for i, r, _ in iter_bad(result.errors)] == [
         (2, NULL_VALUE), (4, NOT_OBJECT), (5, UNPARSEABLE), (8, UNPARSEABLE)
     ]
+
+
+@given(
+    st.lists(st.binary(max_size=12), max_size=40),
+    st.sets(st.integers(0, 400), max_size=6),
+    st.integers(1, 9),
+    st.sampled_from([b"\n", b"\r", b"\t"]),
+)
+def test_rows_with_newline_in_chunks_finds_what_a_whole_scan_finds(
+    raws: list[bytes], at: set[int], chunk: int, control: bytes
+) -> None:
+    # the scan runs a few bytes at a time: a raw CR or LF anywhere (also at a chunk's first or
+    # last byte) must still name its row, and a tab (also below 14) must not
+    values = [bytearray(v) for v in raws]
+    total = sum(len(v) for v in values)
+    for pos in sorted(at):
+        if not total:
+            break
+        pos %= total
+        for v in values:
+            if pos < len(v):
+                v[pos : pos + 1] = control
+                break
+            pos -= len(v)
+    arr = pa.array([bytes(v) for v in values], pa.binary())
+    offsets, data = _layout(arr)
+    expected = [i for i, v in enumerate(values) if b"\n" in v or b"\r" in v]
+    assert _rows_with_newline(offsets, data, chunk).tolist() == expected

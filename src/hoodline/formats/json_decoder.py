@@ -55,6 +55,8 @@ REASONS = (UNPARSEABLE, NOT_OBJECT, WRONG_TYPE, MISSING_KEY, NULL_VALUE, UNREADA
 _OBJECT_SHAPE = r"^[ \t\r\n]*\{(?s:.*)\}[ \t\r\n]*$"
 _MIN_BLOCK = 1 << 20
 _FANOUT = 8
+#: bytes scanned at a time for raw newlines (see _rows_with_newline)
+_SCAN_CHUNK = 1 << 18
 _DETAIL_MAX = 300
 
 
@@ -456,17 +458,27 @@ def _object_shaped(
 
 
 def _rows_with_newline(
-    offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]
+    offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8], chunk: int = _SCAN_CHUNK
 ) -> npt.NDArray[np.intp]:
     """Rows (ascending, unique) whose bytes contain a raw CR or LF.
 
     One vectorised pass over the data for bytes below 14 (CR, LF and rarer control bytes such as
-    tab), then an exact look at those few positions only.
+    tab), then an exact look at those few positions only. The pass runs ``chunk`` bytes at a
+    time into one reused flag buffer that stays in the CPU cache: a flag array the size of the
+    data (~50 MB for 250k messages) cost twice as much, mostly in writing and faulting it in.
     """
     region = data[offsets[0] : offsets[-1]]
-    low = np.flatnonzero(region < 14)
-    if not low.size:
-        return low
+    scratch = np.empty(min(chunk, len(region)), dtype=bool)
+    found: list[npt.NDArray[np.intp]] = []
+    for at in range(0, len(region), chunk):
+        part = region[at : at + chunk]
+        flags = scratch[: len(part)]
+        np.less(part, 14, out=flags)
+        if flags.any():
+            found.append(np.flatnonzero(flags) + at)
+    if not found:
+        return np.empty(0, dtype=np.intp)
+    low = np.concatenate(found)
     hits: npt.NDArray[np.intp] = low[(region[low] == ord("\n")) | (region[low] == ord("\r"))]
     if not hits.size:
         return hits
