@@ -340,3 +340,54 @@ def test_a_union_branch_out_of_range_fails_naming_the_field() -> None:
     bad[int(starts[1])] = 0x04  # branch 2 of a two-branch union
     with pytest.raises(TableError, match="field 's': Avro union branch out of range"):
         decode_records(bytes(bad), starts, ends, schema)
+
+
+_COLUMN_KINDS = {
+    "int": (pa.int32(), st.integers(-(2**31), 2**31 - 1)),
+    "long": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "double": (pa.float64(), st.floats(allow_nan=False)),
+    "flag": (pa.bool_(), st.booleans()),
+    "text": (pa.string(), st.text(max_size=5)),
+}
+
+
+@st.composite
+def _tables_and_constants(draw: st.DrawFn) -> tuple[pa.Table, dict[str, str], pa.Schema]:
+    """Columns of random kinds, nulls or not, some string fields given as constants (at least
+    one real column, which gives the row count)."""
+    n = draw(st.integers(1, 6))
+    kinds = draw(st.lists(st.sampled_from(sorted(_COLUMN_KINDS)), min_size=1, max_size=7))
+    columns: dict[str, pa.Array] = {}
+    constants: dict[str, str] = {}
+    fields: list[pa.Field] = []
+    for i, kind in enumerate(kinds):
+        name = f"c{i}"
+        if kind == "text" and draw(st.booleans()) and (columns or i < len(kinds) - 1):
+            constants[name] = draw(st.text(max_size=4))  # given without a column
+            fields.append(pa.field(name, pa.string()))
+            continue
+        arrow_type, values = _COLUMN_KINDS[kind]
+        nullable = st.none() | values if draw(st.booleans()) else values
+        columns[name] = pa.array(draw(st.lists(nullable, min_size=n, max_size=n)), arrow_type)
+        fields.append(pa.field(name, arrow_type))
+    return pa.table(columns), constants, pa.schema(fields)
+
+
+@given(_tables_and_constants())
+@settings(max_examples=150, deadline=None)
+def test_record_list_stacks_pieces_into_fastavros_bytes(
+    case: tuple[pa.Table, dict[str, str], pa.Schema],
+) -> None:
+    # branch bytes, varints, fixed-width values and constants between strings are stacked into
+    # one piece before the element-wise join: whatever their order and nulls, every record must
+    # still be the bytes fastavro writes
+    rows, constants, arrow_schema = case
+    schema = arrow_to_avro(arrow_schema, "t")
+    full = pa.table({
+        f.name: pa.array([constants[f.name]] * rows.num_rows, pa.string())
+        if f.name in constants else rows.column(f.name)
+        for f in arrow_schema
+    })
+    got = bytes(record_list(rows, schema, constants or None, lead=b"L"))
+    expected = pa.array(_fastavro_datums(full, schema), pa.large_binary())
+    assert got == b"L" + length_prefixed(expected)

@@ -182,19 +182,63 @@ def _rows(mat: U8, lengths: I64 | None = None) -> pa.Array:
     return _binary(offsets, mat[mask])
 
 
+@dataclass(frozen=True)
+class _Padded:
+    """Encoded bytes of every row as a matrix: row ``i`` is ``mat[i, :lengths[i]]`` (all of it
+    without lengths). Consecutive pieces of this kind are joined by stacking their matrices
+    (:func:`_join`), so the element-wise join handles far fewer pieces."""
+
+    mat: U8
+    lengths: I64 | None = None
+
+    def row_lengths(self) -> I64:
+        n, width = self.mat.shape
+        return np.full(n, width, dtype=np.int64) if self.lengths is None else self.lengths
+
+
 def _varint_pieces(
     values: npt.NDArray[np.int64], present: npt.NDArray[np.bool_] | None
-) -> pa.Array:
+) -> _Padded:
     mat, nbytes = _varint_matrix(values)
     if present is not None:
         nbytes = np.where(present, nbytes, 0)
-    return _rows(mat, nbytes)
+    return _Padded(mat, nbytes)
 
 
-def _masked_rows(mat: U8, present: npt.NDArray[np.bool_] | None) -> pa.Array:
+def _masked_rows(mat: U8, present: npt.NDArray[np.bool_] | None) -> _Padded:
     if present is None:
+        return _Padded(mat)
+    return _Padded(mat, np.where(present, mat.shape[1], 0).astype(np.int64))
+
+
+def _stacked(run: list[_Padded | pa.Scalar], n: int) -> pa.Array:
+    """One binary array of consecutive padded pieces and constants: row ``i`` holds each
+    piece's bytes of row ``i`` in turn (the matrices side by side, the padding masked out)."""
+    mats: list[U8] = []
+    for piece in run:
+        if isinstance(piece, _Padded):
+            mats.append(piece.mat)
+        else:
+            raw = np.frombuffer(piece.as_py(), dtype=np.uint8)
+            mats.append(np.broadcast_to(raw, (n, len(raw))))
+    mat = np.concatenate(mats, axis=1)
+    if all(not isinstance(p, _Padded) or p.lengths is None for p in run):
         return _rows(mat)
-    return _rows(mat, np.where(present, mat.shape[1], 0).astype(np.int64))
+    mask = np.ones(mat.shape, dtype=bool)
+    lengths = np.zeros(n, dtype=np.int64)
+    col = 0
+    for piece, part in zip(run, mats, strict=True):
+        width = part.shape[1]
+        if isinstance(piece, _Padded) and piece.lengths is not None:
+            np.less(np.arange(width)[None, :], piece.lengths[:, None],
+                    out=mask[:, col : col + width])
+            lengths += piece.lengths
+        else:
+            lengths += width
+        col += width
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return _binary(offsets, mat[mask])
 
 
 def _prefixed(prefix: pa.Array, body: pa.Array) -> pa.Array:
@@ -216,7 +260,7 @@ def _as_int64(arr: pa.Array, f: FlatField) -> npt.NDArray[np.int64]:
     return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-Piece: TypeAlias = "pa.Array | pa.Scalar"
+Piece: TypeAlias = "pa.Array | pa.Scalar | _Padded"
 
 
 def _value_pieces(
@@ -285,7 +329,7 @@ def _field_pieces(arr: pa.Array, f: FlatField) -> list[Piece]:
         raise TableError(f"column '{f.name}' has nulls but its Avro union has no null branch")
     present = pc.is_valid(arr).to_numpy(zero_copy_only=False)
     codes = np.where(present, f.value_branch << 1, f.null_branch << 1).astype(np.uint8)
-    return [_rows(codes.reshape(-1, 1)), *_value_pieces(arr, f, present)]
+    return [_Padded(codes.reshape(-1, 1)), *_value_pieces(arr, f, present)]
 
 
 def _constant_piece(value: str, f: FlatField) -> pa.Scalar:
@@ -322,13 +366,30 @@ def _with_constants(table: pa.Table, constants: Mapping[str, str] | None) -> pa.
 
 
 def _join(pieces: list[Piece], n: int) -> pa.Array:
-    if not any(isinstance(p, pa.Array) for p in pieces):  # one array gives the row count
-        pieces = [*pieces, pa.array([b""] * n, pa.large_binary())]
-    if len(pieces) == 1:
-        only = pieces[0]
+    """Each row's bytes of every piece in turn, as one binary array. Runs of padded pieces and
+    constants are stacked first (a branch byte, a length and the fixed-width values between two
+    strings become one piece): ``binary_join_element_wise`` copies every piece of every row on
+    its own, so its cost grows with the number of pieces."""
+    joined: list[pa.Array | pa.Scalar] = []
+    run: list[_Padded | pa.Scalar] = []
+    for piece in [*pieces, None]:
+        if isinstance(piece, (_Padded, pa.Scalar)):
+            run.append(piece)
+            continue
+        if any(isinstance(p, _Padded) for p in run):
+            joined.append(_stacked(run, n))
+        else:
+            joined.extend(run)  # constants alone stay scalars
+        run = []
+        if piece is not None:
+            joined.append(piece)
+    if not any(isinstance(p, pa.Array) for p in joined):  # one array gives the row count
+        joined = [*joined, pa.array([b""] * n, pa.large_binary())]
+    if len(joined) == 1:
+        only = joined[0]
         assert isinstance(only, pa.Array)
         return only
-    return pc.binary_join_element_wise(*pieces, _EMPTY)
+    return pc.binary_join_element_wise(*joined, _EMPTY)
 
 
 def encode_records(
@@ -346,6 +407,8 @@ def encode_records(
 
 
 def _piece_lengths(piece: Piece, n: int) -> npt.NDArray[np.int64]:
+    if isinstance(piece, _Padded):
+        return piece.row_lengths()
     if isinstance(piece, pa.Scalar):
         return np.full(n, len(piece.as_py()), dtype=np.int64)
     return np.asarray(pc.binary_length(piece).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -378,7 +441,7 @@ def record_list(
     prefix[0, len(lead) :] = be[0]
     widths = np.full(n, 4, dtype=np.int64)
     widths[0] = len(lead) + 4
-    return concatenated(_join([_rows(prefix, widths), *pieces], n))
+    return concatenated(_join([_Padded(prefix, widths), *pieces], n))
 
 
 def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
