@@ -723,18 +723,16 @@ def record_offsets(content: bytes | memoryview, start: int, count: int) -> tuple
     view = memoryview(content)
     size = len(view)
     unpack = _I32BE.unpack_from
-    ends: list[int] = []
-    append = ends.append
+    ends = [0] * count
     pos = start
+    i = 0
     try:
-        # each record's end follows from the one before: a loop, kept to two statements
-        # (appending costs less than storing by index: 0.15 against 0.21 s per 1M records)
-        for _ in range(count):
-            pos += 4 + unpack(view, pos)[0]
-            append(pos)
+        # each record's end follows from the one before: a loop, kept to one statement
+        for i in range(count):
+            ends[i] = pos = pos + 4 + unpack(view, pos)[0]
     except struct.error:
         raise TableError(
-            f"Avro data block ends inside record {len(ends)} of {count}; it is corrupt"
+            f"Avro data block ends inside record {i} of {count}; it is corrupt"
         ) from None
     last = np.asarray(ends, dtype=np.int64)
     first = np.empty(count, dtype=np.int64)
