@@ -391,3 +391,24 @@ def test_record_list_stacks_pieces_into_fastavros_bytes(
     got = bytes(record_list(rows, schema, constants or None, lead=b"L"))
     expected = pa.array(_fastavro_datums(full, schema), pa.large_binary())
     assert got == b"L" + length_prefixed(expected)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    picks=st.lists(
+        st.tuples(st.sampled_from(_boundary_longs()), st.booleans()), min_size=1, max_size=40
+    ),
+    widest=st.integers(1, 10),
+)
+def test_varints_of_every_length_encode_as_fastavro_writes_them(
+    picks: list[tuple[int, bool]], widest: int
+) -> None:
+    """Varints of up to 8 bytes are spread from one word, longer ones byte by byte: a column's
+    widest value picks the way, so columns are drawn with every widest length."""
+    fits = [(v, null) for v, null in picks if -(2 ** (7 * widest - 1)) <= v < 2 ** (7 * widest - 1)]
+    table = pa.table({
+        "v": pa.array([None if null else v for v, null in fits or [(0, False)]], pa.int64()),
+        "i": pa.array([v >> 33 for v, _ in fits or [(0, False)]], pa.int32()),
+    })
+    schema = arrow_to_avro(table.schema, "t")
+    assert encode_records(table, schema).to_pylist() == _fastavro_datums(table, schema)

@@ -132,21 +132,51 @@ def flat_fields(
 
 
 # -- varints ---------------------------------------------------------------------------------------
+#: (keep, move, shift): a value's 7-bit groups spread into the bytes of a word (56-, 28-, 14-bit
+#: lanes halved in turn; the reverse of the decoder's packing steps)
+_SPREAD_STEPS = (
+    (np.uint64(0x000000000FFFFFFF), np.uint64(0x00FFFFFFF0000000), np.uint64(4)),
+    (np.uint64(0x00003FFF00003FFF), np.uint64(0x0FFFC0000FFFC000), np.uint64(2)),
+    (np.uint64(0x007F007F007F007F), np.uint64(0x3F803F803F803F80), np.uint64(1)),
+)
+#: the smallest value that takes k + 2 varint bytes, for each k
+_VARINT_LIMITS = tuple(np.uint64(1 << (7 * k)) for k in range(1, 10))
+
+
 def _varint_matrix(values: npt.NDArray[np.int64]) -> tuple[U8, I64]:
-    """Zig-zag varint bytes of ``values``, one row each (padded), and each row's length."""
+    """Zig-zag varint bytes of ``values``, one row each (padded), and each row's length.
+
+    Up to 8 bytes (values below 2**55 in magnitude: lengths, timestamps, most ids) a row is
+    one word: its 7-bit groups spread into bytes with three mask-and-shift steps, the "more"
+    bits set below the last byte, and the words viewed as bytes (little-endian: the low group
+    first, as Avro writes it). Longer ones are built a byte column at a time."""
     v = values.astype(np.int64, copy=False)
     zz = ((v << 1) ^ (v >> 63)).view(np.uint64)
     nbytes = np.ones(len(zz), dtype=np.int64)
-    rest = zz >> np.uint64(7)
-    while rest.any():
-        nbytes += rest != 0
-        rest = rest >> np.uint64(7)
+    for limit in _VARINT_LIMITS:
+        longer = zz >= limit
+        if not longer.any():
+            break
+        nbytes += longer
     width = int(nbytes.max()) if len(nbytes) else 1
+    if width == 1:
+        return zz.astype(np.uint8).reshape(-1, 1), nbytes
+    if width > 8:
+        return _long_varint_matrix(zz, nbytes, width), nbytes
+    words = zz
+    for keep, move, shift in _SPREAD_STEPS[(1 if width <= 4 else 0) :]:  # <= 28 bits: 2 steps
+        words = (words & keep) | ((words & move) << shift)
+    more = (_ONE << (np.uint64(8) * (nbytes - 1).astype(np.uint64))) - _ONE
+    words |= more & _HIGH_BITS
+    return words.astype("<u8", copy=False).view(np.uint8).reshape(len(zz), 8)[:, :width], nbytes
+
+
+def _long_varint_matrix(zz: npt.NDArray[np.uint64], nbytes: I64, width: int) -> U8:
     mat = np.empty((len(zz), width), dtype=np.uint8)
     for k in range(width):
         chunk = ((zz >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
         mat[:, k] = chunk | np.where(nbytes > k + 1, 0x80, 0).astype(np.uint8)
-    return mat, nbytes
+    return mat
 
 
 def zigzag(n: int) -> bytes:
