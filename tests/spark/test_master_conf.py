@@ -39,6 +39,9 @@ def test_spark_conf_defaults_for_a_small_machine(tmp_path: Path) -> None:
     assert f"file:{tmp_path / 'l.p'}" in conf["spark.executor.extraJavaOptions"]
     assert "-XX:TieredStopAtLevel=1" in conf["spark.driver.extraJavaOptions"].split()
     assert "-XX:TieredStopAtLevel=1" in conf["spark.executor.extraJavaOptions"].split()
+    for side in ("driver", "executor"):  # local JVMs: serial collector, small initial heap
+        options = conf[f"spark.{side}.extraJavaOptions"].split()
+        assert "-XX:+UseSerialGC" in options and "-Xms64m" in options
     extra = SparkSettings(extra_conf={"spark.sql.shuffle.partitions": "7"}, shuffle_partitions=3)
     assert spark_conf(extra, parse_master("local[2]"), None)["spark.sql.shuffle.partitions"] == "7"
     with pytest.raises(ConfigError, match="log level 'LOUD'"):
@@ -84,6 +87,7 @@ def test_remote_master_gets_no_local_only_settings(tmp_path: Path) -> None:
     assert "spark.executor.extraJavaOptions" not in conf
     assert "spark.driver.extraJavaOptions" in conf
     assert "TieredStopAtLevel" not in conf["spark.driver.extraJavaOptions"]  # not our cluster's
+    assert "UseSerialGC" not in conf["spark.driver.extraJavaOptions"]
 
 
 def test_the_worker_daemon_is_told_of_a_zygote_only_when_it_is_hoodlines(tmp_path: Path) -> None:
