@@ -23,6 +23,7 @@ daemon Spark launches then only hands its pipes over to that zygote, which becom
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -37,7 +38,6 @@ PRELOAD = (
     "pyarrow.json",
     "pyarrow.parquet",
     "numpy",
-    "pandas",  # pyarrow imports it on the first pa.array(numpy array) of a process
     "hoodline.pipeline.tasks",
     "hoodline.spark.job",
     "hoodline.connectors.kafka.plugin",
@@ -55,9 +55,41 @@ def prefer_installed_pyspark(path: list[str]) -> list[str]:
     return [p for p in path if not (p.endswith(".zip") and p.startswith(lib))]
 
 
+def skip_pandas_probe() -> None:
+    """Settle pyarrow's "is this a pandas object?" check with pandas not loaded.
+
+    pyarrow imports pandas the first time it converts a numpy array, only to ask whether the
+    array is a pandas Series or Index: ~55 MiB resident and ~0.3 s in every process, and the
+    tasks never hand pyarrow pandas objects. The check is made once here while ``import
+    pandas`` fails, and pyarrow remembers the answer for its type checks. pandas itself stays
+    importable: what needs it through pyarrow (``Table.to_pandas``) imports it then, as before.
+    Nothing is done when pandas is loaded already."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow.lib
+
+    blocker = _NoPandas()
+    sys.meta_path.insert(0, blocker)
+    try:
+        _ = pyarrow.lib._pandas_api.have_pandas
+    finally:
+        sys.meta_path.remove(blocker)
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """An import finder under which ``import pandas`` fails."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ImportError(f"{fullname} is not loaded while pyarrow checks for it")
+        return None
+
+
 def preload() -> None:
-    """Import :data:`PRELOAD` and pyspark's daemon, then freeze them out of the garbage
-    collector's reach (:mod:`.worker_gc`)."""
+    """Import :data:`PRELOAD` and pyspark's daemon (pyarrow's pandas check settled first, see
+    :func:`skip_pandas_probe`), then freeze them out of the garbage collector's reach
+    (:mod:`.worker_gc`)."""
+    skip_pandas_probe()
     for module in PRELOAD:
         __import__(module)
     import pyspark.daemon  # noqa: F401

@@ -2,9 +2,10 @@
 
 Fact (pyspark 4.3.0, ``pyspark/daemon.py``): a reused Python worker calls ``gc.collect()`` after
 every task -- a full collection over every object the process tracks. With pyarrow, numpy,
-pandas, pyspark and hoodline's task code loaded that is ~90k objects, 41 ms per task on the
-2-core machine of BENCHMARKS.md: in a trivial two-stage round job (two reader and two writer
-tasks) each worker spent ~110 ms CPU, and every next task of a worker waited for it.
+pandas, pyspark and hoodline's task code loaded that was ~90k objects (~60k now that the workers
+load no pandas), 41 ms per task on the 2-core machine of BENCHMARKS.md: in a trivial two-stage
+round job (two reader and two writer tasks) each worker spent ~110 ms CPU, and every next task of
+a worker waited for it.
 
 ``gc.freeze()`` moves every object tracked so far into a permanent generation that collections
 skip (with it, ~5 ms per worker and job). Frozen objects are still freed when their reference

@@ -3,7 +3,7 @@
 Facts this module is built on (pyspark 4.3.0, the 2-core machine of BENCHMARKS.md):
 
 * Spark launches the Python worker daemon (:mod:`.worker_daemon`) when the first Python task
-  of a session runs, and the daemon's preloads (pyarrow, pandas, pyspark, hoodline's task code)
+  of a session runs, and the daemon's preloads (pyarrow, pyspark, hoodline's task code)
   take 0.9-1.3 s: a session's first trivial job took 1.6-2.0 s where the second took 0.1 s.
 * Meanwhile the driver waits, and while the JVM starts (3-4 s) it keeps only ~1.2 of the two
   cores busy.
