@@ -362,20 +362,23 @@ def test_failure_mid_write_rolls_the_instant_back(
     client = client_for(table, SMALL_FILES)
     client.insert(rows(list(range(30)), region=["eu", "us", "apac"] * 10))
     before = snapshot_dict(table)
-    real = file_writer.write_parquet
+    real = file_writer.BaseFileWriter.finish
     calls = {"n": 0}
 
-    def failing(path: Path, data: pa.Table, footer: dict[str, str], options: object) -> None:
+    def failing(
+        self: file_writer.BaseFileWriter, footer: dict[str, str], schema: pa.Schema
+    ) -> None:
         calls["n"] += 1
         if calls["n"] == 2:
-            path.write_bytes(b"PAR1 partial")  # a half-written file, then the disk fails
+            # the second file is half written, then the disk fails
+            Path(str(self.path)).write_bytes(b"PAR1 partial")
             raise OSError("disk full")
-        real(path, data, footer, options)  # type: ignore[arg-type]
+        real(self, footer, schema)
 
-    monkeypatch.setattr(file_writer, "write_parquet", failing)
+    monkeypatch.setattr(file_writer.BaseFileWriter, "finish", failing)
     with pytest.raises(OSError, match="disk full"):
         client.upsert(rows(list(range(20, 50)), region=["eu", "us", "apac"] * 10, ts=2))
-    monkeypatch.setattr(file_writer, "write_parquet", real)
+    monkeypatch.setattr(file_writer.BaseFileWriter, "finish", real)
     table.timeline.reload()
     assert not table.timeline.pending()
     assert [i.action for i in table.timeline.instants() if i.is_completed][-1] == "rollback"

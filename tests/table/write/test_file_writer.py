@@ -406,3 +406,53 @@ def test_a_base_file_written_in_pieces_gets_full_row_groups(tmp_path: Path) -> N
         out.finish({}, pieces[0].schema)
     assert pq.read_table(empty).num_rows == 0
     assert pq.read_schema(empty).names == ["k", "v"]
+
+
+def test_a_merge_reads_the_old_file_one_row_group_at_a_time(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write that replaces or deletes old rows decides which go from the old keys and
+    ordering values alone, then reads the other columns one row group at a time (a merge holds
+    one besides the incoming records). Updates spread over the row groups, a stored row whose
+    greater ordering value keeps it, new keys, then deletes in two row groups: the table holds
+    what the model holds, hudi-rs included (deletes that carry an older ordering value come
+    from the pipeline, tests/pipeline)."""
+    table = new_table("BUCKET", partition_fields=(), bucket_count=1)
+    client = client_for(table, {"hoodline.parquet.row.group.rows": 50,
+                                "hoodie.datasource.write.payload.class":
+                                "org.apache.hudi.common.model.DefaultHoodieRecordPayload"})
+    client.insert(rows(list(range(230)), ts=2))
+    model = {("eu", i): (2, f"v{i}") for i in range(230)}
+    whole_reads: list[list[str]] = []
+    group_reads: list[int] = []
+    real_read, real_group = pq.ParquetFile.read, pq.ParquetFile.read_row_group
+
+    def read(self: pq.ParquetFile, columns: list[str] | None = None, **kw: Any) -> pa.Table:
+        whole_reads.append(list(columns or self.schema_arrow.names))
+        return real_read(self, columns=columns, **kw)
+
+    def read_row_group(self: pq.ParquetFile, i: int, **kw: Any) -> pa.Table:
+        got = real_group(self, i, **kw)
+        group_reads.append(got.num_rows)
+        return got
+
+    monkeypatch.setattr(pq.ParquetFile, "read", read)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", read_row_group)
+    client.upsert(pa.concat_tables([rows([3, 60, 61, 120, 229, 500, 501], ts=3, v="u"),
+                                    rows([100], ts=1, v="stale")]))
+    for i in (3, 60, 61, 120, 229, 500, 501):
+        model[("eu", i)] = (3, f"u{i}")
+    # the old file's columns besides key and ordering came in its five row groups
+    assert group_reads == [50, 50, 50, 50, 30]
+    assert all(len(cols) == 1 for cols in whole_reads), whole_reads
+    group_reads.clear()
+    client.delete(rows([7, 130]))
+    del model[("eu", 7)], model[("eu", 130)]
+    assert group_reads == [50, 50, 50, 50, 32]
+    assert snapshot_dict(table) == model
+    (latest,) = latest_base_files(table)
+    md = pq.read_metadata(latest)
+    assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [50] * 4 + [30]
+    assert_hudi_matches_hoodline(table)

@@ -4,8 +4,10 @@ For a file group with a committed base file the new base file holds the old rows
 neither updated nor deleted — copied unchanged, including their ``_hoodie_commit_time`` and
 ``_hoodie_commit_seqno`` — followed by the new/updated records. A write that keeps every old row
 (only new keys) copies the old file's row groups byte for byte instead of decoding and encoding
-them (:mod:`hoodline.table.parquet.row_groups`, ``hoodline.parquet.copy.row.groups``). A group
-without a base file gets just the new records. The five ``_hoodie_`` meta columns come first; the
+them (:mod:`hoodline.table.parquet.row_groups`, ``hoodline.parquet.copy.row.groups``). A write
+that replaces or deletes old rows decides which go from the old keys and ordering values, then
+reads the old file one row group at a time into the new one. A group without a base file gets
+just the new records. The five ``_hoodie_`` meta columns come first; the
 footer carries the record-key bloom filter and min/max key under Hudi's keys (unless a table
 without the BLOOM index turns them off with ``hoodie.parquet.bloom.filter.enabled``, as in Hudi).
 
@@ -431,6 +433,8 @@ def write_file_group(
     num_updates = num_deletes = 0
     previous: KeyFilter | None = None
     plan: CopyPlan | None = None
+    #: the old rows that stay (None: all of them)
+    keep: pa.ChunkedArray | None = None
     if base is not None:
         if base.base_file is None:
             raise TableError(
@@ -447,15 +451,9 @@ def write_file_group(
             )
         # every column but the old file name, which carried-over rows do not keep
         wanted = [n for n in old_file.schema_arrow.names if n not in (FILE_NAME, RECORD_KEY)]
-        # when row groups may be copied, the keys are read first, to see whether the write
-        # keeps every old row (reading the other columns after them costs no more than reading
-        # all at once); else all columns at once
-        old: pa.Table | None = None
-        if ctx.options.copy_row_groups:
-            old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
-        else:
-            old = old_file.read(columns=[*wanted, RECORD_KEY], use_threads=read_threads)
-            old_keys = old.column(RECORD_KEY)
+        # the keys first: whether the write keeps every old row decides how the rest is read
+        # (reading the other columns after them costs no more than reading all at once)
+        old_keys = old_file.read(columns=[RECORD_KEY], use_threads=read_threads).column(0)
         # each stored row's position among the incoming keys: the rows they replace, and the
         # keys the old version did not hold (the only ones its bloom filter lacks)
         positions = pc.index_in(old_keys, value_set=new_keys)
@@ -463,12 +461,31 @@ def write_file_group(
         stored = np.zeros(len(new_keys), dtype=np.bool_)
         stored[pc.drop_null(positions).to_numpy()] = True
         added_keys = new_keys.filter(pa.array(~stored)) if stored.any() else new_keys
-        if old is None and not stored.any() and not (
+        if ctx.options.copy_row_groups and not stored.any() and not (
             len(delete_keys) and pc.any(pc.is_in(old_keys, value_set=delete_keys)).as_py()
         ):
             # the write keeps every old row: the row groups that can be copied, from the
             # footer (a write that replaces or deletes old rows encodes every row)
             plan = copy_plan_for(ctx, base_path, output_schema(ctx.data_schema))
+        if plan is None:
+            # which old rows go, from their keys and ordering values alone: the rows
+            # themselves are then read one row group at a time (see below)
+            head = pa.table({RECORD_KEY: old_keys})
+            ordering = ctx.config.precombine_field
+            if ordering is not None and ordering in wanted:
+                head = head.append_column(ordering, old_file.read(
+                    columns=[ordering], use_threads=read_threads).column(0))
+            if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
+                replaced, upserts = _keep_newer_stored(ctx, head, upserts, replaced, positions)
+            num_updates = int(pc.sum(replaced).as_py() or 0)
+            gone = replaced
+            if len(delete_keys) and ctx.options.payload_class is PayloadClass.DEFAULT:
+                delete_keys = _deletes_newer_than_stored(ctx, head, records, delete_keys)
+            if len(delete_keys):
+                deleted = pc.is_in(old_keys, value_set=delete_keys)
+                num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
+                gone = pc.or_(replaced, deleted)
+            keep = None if num_updates + num_deletes == 0 else pc.invert(gone)
     if plan is not None:
         # an append: the old row groups are copied as they are (only the small ones are read)
         rest = plan.left_over()
@@ -477,47 +494,51 @@ def write_file_group(
                                              use_threads=read_threads)
             parts.append(_old_rows(small.replace_schema_metadata(None), ctx, str(base_path),
                                    file_name))
-    elif base is not None:
-        if old is None:
-            old = old_file.read(columns=wanted, use_threads=read_threads).append_column(
-                RECORD_KEY, old_keys)
-        old = old.replace_schema_metadata(None)
-        if ctx.options.payload_class is PayloadClass.DEFAULT and upserts.num_rows:
-            replaced, upserts = _keep_newer_stored(ctx, old, upserts, replaced, positions)
-        num_updates = int(pc.sum(replaced).as_py() or 0)
-        gone = replaced
-        if len(delete_keys) and ctx.options.payload_class is PayloadClass.DEFAULT:
-            delete_keys = _deletes_newer_than_stored(ctx, old, records, delete_keys)
-        if len(delete_keys):
-            deleted = pc.is_in(old_keys, value_set=delete_keys)
-            num_deletes = int(pc.sum(pc.and_(deleted, pc.invert(replaced))).as_py() or 0)
-            gone = pc.or_(replaced, deleted)
-        kept = old if num_updates + num_deletes == 0 else old.filter(pc.invert(gone))
-        parts.append(_old_rows(kept, ctx, str(base_path), file_name))
     if upserts.num_rows:
         parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
-    out = (pa.concat_tables(parts) if len(parts) > 1 else parts[0] if parts
-           else output_schema(ctx.data_schema).empty_table())
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
-    copied = 0
+    out_schema = output_schema(ctx.data_schema)
     if plan is not None:
+        out = pa.concat_tables(parts) if len(parts) > 1 else parts[0] if parts else (
+            out_schema.empty_table())
         # the copied rows' keys were read apart; every key is theirs or one of ``added_keys``
         keys = pa.chunked_array([*old_keys.chunks, *upserts.column(RECORD_KEY).chunks],
                                 type=pa.string())
         footer = footer_for(keys, ctx, previous, added_keys)
         write_parquet_copying(path, plan, file_name, out, footer, ctx.options)
-        copied = plan.rows()
+        num_writes = plan.rows() + out.num_rows
     else:
-        # every key of ``out`` is the old version's or one of ``added_keys``
-        footer = footer_for(out.column(RECORD_KEY), ctx, previous, added_keys)
-        write_parquet(path, out, footer, ctx.options)
+        with BaseFileWriter(path, ctx.options) as writer:
+            kept_keys: list[pa.ChunkedArray] = []
+            if base is not None:
+                # the old rows that stay, one row group at a time: a merge holds one of them
+                # besides the incoming records, not the whole old file read and filtered
+                at = 0
+                for group in range(old_file.metadata.num_row_groups):
+                    rows = old_file.read_row_group(group, columns=wanted,
+                                                   use_threads=read_threads)
+                    n = rows.num_rows
+                    rows = rows.replace_schema_metadata(None).append_column(
+                        RECORD_KEY, old_keys.slice(at, n))
+                    if keep is not None:
+                        rows = rows.filter(keep.slice(at, n))
+                    at += n
+                    writer.write(_old_rows(rows, ctx, str(base_path), file_name))
+                    kept_keys.append(rows.column(RECORD_KEY))
+            for part in parts:
+                writer.write(part)
+                kept_keys.append(part.column(RECORD_KEY))
+            # every key written is the old version's or one of ``added_keys``
+            keys = pa.chunked_array([c for k in kept_keys for c in k.chunks], type=pa.string())
+            writer.finish(footer_for(keys, ctx, previous, added_keys), out_schema)
+            num_writes = writer.rows
     size = path.stat().st_size
     return WriteStat(
         file_id=file_id,
         path=rel,
         prev_commit=base.base_instant if base is not None else None,
-        num_writes=copied + out.num_rows,
+        num_writes=num_writes,
         num_deletes=num_deletes,
         num_update_writes=num_updates,
         num_inserts=upserts.num_rows - num_updates,
