@@ -335,15 +335,6 @@ class BaseFileWriter:
             self._writer.write_table(table, row_group_size=size)
 
 
-def write_parquet(
-    path: TablePath, table: pa.Table, footer: dict[str, str], options: WriteOptions
-) -> None:
-    """Write a base file of ``table`` (see :class:`BaseFileWriter`)."""
-    with BaseFileWriter(path, options) as out:
-        out.write(table)
-        out.finish(footer, table.schema)
-
-
 def write_parquet_copying(
     path: TablePath,
     plan: CopyPlan,
