@@ -87,3 +87,19 @@ print("to_pandas:", len(frame), "category:", kind)
         "pandas loaded: False",
         "to_pandas: 2 category: dictionary<values=string, indices=int8, ordered=0>",
     ]
+
+
+def test_a_pyarrow_without_the_pandas_shim_leaves_the_workers_as_they_were() -> None:
+    # the shim is pyarrow's private object: without it the daemon still starts, and pyarrow
+    # loads pandas itself on its first numpy conversion (during the preloads), as it always did
+    script = """
+import sys
+import pyarrow.lib
+del pyarrow.lib._pandas_api
+from hoodline.spark.worker_daemon import preload
+preload()
+print("started, pandas loaded:", "pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.splitlines() == ["started, pandas loaded: True"]

@@ -63,15 +63,22 @@ def skip_pandas_probe() -> None:
     tasks never hand pyarrow pandas objects. The check is made once here while ``import
     pandas`` fails, and pyarrow remembers the answer for its type checks. pandas itself stays
     importable: what needs it through pyarrow (``Table.to_pandas``) imports it then, as before.
-    Nothing is done when pandas is loaded already."""
+    Nothing is done when pandas is loaded already, or when this pyarrow has no such shim
+    (pyarrow's private ``_pandas_api``; pyarrow then imports pandas itself, as it always did)."""
     if "pandas" in sys.modules:
         return
     import pyarrow.lib
 
+    shim = getattr(pyarrow.lib, "_pandas_api", None)
+    if shim is None:
+        return
     blocker = _NoPandas()
     sys.meta_path.insert(0, blocker)
     try:
-        _ = pyarrow.lib._pandas_api.have_pandas
+        _ = shim.have_pandas
+    except Exception as exc:  # a changed shim must not stop the workers: pandas loads later
+        print(f"hoodline worker daemon: pyarrow's pandas check failed ({exc!r}); "
+              "pandas loads on first use", file=sys.stderr)
     finally:
         sys.meta_path.remove(blocker)
 
