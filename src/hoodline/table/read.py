@@ -37,6 +37,7 @@ from hoodline.table.log.merge import (
     committed_blocks,
     replay_logs,
 )
+from hoodline.table.parquet import by_row_group
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
 from hoodline.table.table import CREATE_SCHEMA_KEY, HudiTable
 
@@ -146,13 +147,8 @@ def slice_base_row_groups(
     assert s.base_file is not None
     path = table.absolute(s.base_file)
     pf = opened if opened is not None else open_base_file(path, s)
-    wanted = [n for n in schema.names if n in pf.schema_arrow.names and n not in have]
-    at = 0
-    for i in range(pf.num_row_groups):
-        data = pf.read_row_group(i, columns=wanted, use_threads=False)
-        for name, column in have.items():
-            data = data.append_column(name, column.slice(at, data.num_rows))
-        at += data.num_rows
+    wanted = [n for n in schema.names if n in pf.schema_arrow.names]
+    for data in by_row_group.row_groups(pf, wanted, have):
         yield _conform(data, schema, str(path))
 
 

@@ -50,6 +50,7 @@ from hoodline.table.fs_view import (
 )
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import map_in_threads, resolve_threads
+from hoodline.table.parquet import by_row_group
 from hoodline.table.parquet.row_groups import (
     CopyPlan,
     copy_plan,
@@ -506,12 +507,11 @@ def write_file_group(
                 # the old rows that stay, one row group at a time: a merge holds one of them
                 # besides the incoming records, not the whole old file read and filtered
                 at = 0
-                for group in range(old_file.metadata.num_row_groups):
-                    rows = old_file.read_row_group(group, columns=wanted,
-                                                   use_threads=read_threads)
+                pieces = by_row_group.row_groups(old_file, wanted, {RECORD_KEY: old_keys},
+                                                 read_threads)
+                for rows in pieces:
                     n = rows.num_rows
-                    rows = rows.replace_schema_metadata(None).append_column(
-                        RECORD_KEY, old_keys.slice(at, n))
+                    rows = rows.replace_schema_metadata(None)
                     if keep is not None:
                         rows = rows.filter(keep.slice(at, n))
                     at += n
