@@ -200,16 +200,11 @@ def _binary(offsets: I64, data: U8) -> pa.Array:
     )
 
 
-def _rows(mat: U8, lengths: I64 | None = None) -> pa.Array:
-    """Binary array whose row ``i`` is ``mat[i, :lengths[i]]`` (all of it without lengths)."""
+def _rows(mat: U8) -> pa.Array:
+    """Binary array whose row ``i`` is ``mat[i]`` (rows of varying length: :func:`_stacked`)."""
     n, width = mat.shape
-    if lengths is None:
-        offsets = np.arange(n + 1, dtype=np.int64) * width
-        return _binary(offsets, np.ascontiguousarray(mat).reshape(-1))
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    mask = np.arange(width)[None, :] < lengths[:, None]
-    return _binary(offsets, mat[mask])
+    offsets = np.arange(n + 1, dtype=np.int64) * width
+    return _binary(offsets, np.ascontiguousarray(mat).reshape(-1))
 
 
 @dataclass(frozen=True)
@@ -269,10 +264,6 @@ def _stacked(run: list[_Padded | pa.Scalar], n: int) -> pa.Array:
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return _binary(offsets, mat[mask])
-
-
-def _prefixed(prefix: pa.Array, body: pa.Array) -> pa.Array:
-    return pc.binary_join_element_wise(prefix, body, _EMPTY)
 
 
 # -- encode ----------------------------------------------------------------------------------------
@@ -487,8 +478,8 @@ def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
 def length_prefixed(datums: pa.Array) -> bytes:
     """``int32 BE length + datum`` for each datum, concatenated (a data block's record list)."""
     lengths = pc.binary_length(datums).to_numpy(zero_copy_only=False).astype(">i4")
-    prefix = _rows(lengths.view(np.uint8).reshape(len(datums), 4))
-    return bytes(concatenated(_prefixed(prefix, datums)))
+    prefix = _Padded(lengths.view(np.uint8).reshape(len(datums), 4))
+    return bytes(concatenated(_join([prefix, datums], len(datums))))
 
 
 # -- decode ----------------------------------------------------------------------------------------
