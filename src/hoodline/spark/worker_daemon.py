@@ -56,13 +56,15 @@ def prefer_installed_pyspark(path: list[str]) -> list[str]:
 
 
 def skip_pandas_probe() -> None:
-    """Settle pyarrow's "is this a pandas object?" check with pandas not loaded.
+    """Settle pyarrow's "is this a pandas object?" checks with pandas not loaded.
 
-    pyarrow imports pandas the first time it converts a numpy array, only to ask whether the
-    array is a pandas Series or Index: ~55 MiB resident and ~0.3 s in every process, and the
-    tasks never hand pyarrow pandas objects. The check is made once here while ``import
-    pandas`` fails, and pyarrow remembers the answer for its type checks. pandas itself stays
-    importable: what needs it through pyarrow (``Table.to_pandas``) imports it then, as before.
+    pyarrow imports pandas in two places, each the first time it is asked, only to recognise
+    pandas objects: its Python-side shim (``pyarrow.lib._pandas_api``, on the first conversion
+    of a numpy array) and its C++ side (the first conversion of a Python sequence or of an Arrow
+    array to numpy, e.g. ``np.asarray(array)``). That is ~55 MiB resident and ~0.5 s of CPU in
+    every worker's first round, and the tasks never hand pyarrow pandas objects. Both checks are
+    made once here while ``import pandas`` fails; pyarrow remembers the answers. pandas itself
+    stays importable: what needs it through pyarrow (``Table.to_pandas``) imports it then.
     Nothing is done when pandas is loaded already, or when this pyarrow has no such shim
     (pyarrow's private ``_pandas_api``; pyarrow then imports pandas itself, as it always did)."""
     if "pandas" in sys.modules:
@@ -76,6 +78,8 @@ def skip_pandas_probe() -> None:
     sys.meta_path.insert(0, blocker)
     try:
         _ = shim.have_pandas
+        # the C++ side asks once per process, also when the import fails
+        pyarrow.lib.array([0]).to_numpy()
     except Exception as exc:  # a changed shim must not stop the workers: pandas loads later
         print(f"hoodline worker daemon: pyarrow's pandas check failed ({exc!r}); "
               "pandas loads on first use", file=sys.stderr)
