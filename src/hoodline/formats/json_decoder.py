@@ -271,8 +271,7 @@ class JsonDecoder:
             pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), values),
             pa.scalar(b"\n", values.type),
         )
-        buf = joined[0].as_buffer()
-        assert buf is not None
+        buf = _only_value(joined)
 
         stack = [(0, n)]
         while stack:
@@ -538,3 +537,17 @@ def iter_bad(errors: BadRecords) -> Iterable[tuple[int, str, str]]:
     return zip(
         errors.index.to_pylist(), errors.reason.to_pylist(), errors.detail.to_pylist(), strict=True
     )
+
+
+def _only_value(joined: pa.Array) -> pa.Buffer:
+    """The bytes of the one value of ``joined`` (binary or large_binary, not null): a zero-copy
+    slice of its data buffer (``joined[0]`` would copy them into a scalar first)."""
+    assert len(joined) == 1 and joined.null_count == 0
+    large = pa.types.is_large_binary(joined.type)
+    width = 8 if large else 4
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64 if large else np.int32,
+                            count=2, offset=joined.offset * width)
+    data = joined.buffers()[2]
+    if data is None:
+        return pa.py_buffer(b"")
+    return data.slice(int(offsets[0]), int(offsets[1] - offsets[0]))
