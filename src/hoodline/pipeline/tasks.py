@@ -272,11 +272,15 @@ class RoundJob:
         fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
         width = max(1, len(file_ids))
         order, groups = group_slices(pcodes * width + fcodes)
+        # one take into file-group order, then zero-copy slices: a take per group from the
+        # buffer's many batches concatenated all of them again every time
+        grouped = records.take(pa.array(order))
+        del records
         ordering = spec.ctx.config.precombine_field
         written = False
         for code, start, stop in groups:
             partition, file_id = partitions[code // width], file_ids[code % width]
-            rows = records.take(pa.array(order[start:stop]))
+            rows = grouped.slice(start, stop - start)
             if reduce:
                 rows = resolve(rows, ordering)
             stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),
