@@ -63,7 +63,8 @@ def skip_pandas_probe() -> None:
     of a numpy array) and its C++ side (the first conversion of a Python sequence or of an Arrow
     array to numpy, e.g. ``np.asarray(array)``). That is ~55 MiB resident and ~0.5 s of CPU in
     every worker's first round, and the tasks never hand pyarrow pandas objects. Both checks are
-    made once here while ``import pandas`` fails; pyarrow remembers the answers. pandas itself
+    made once here while ``import pandas`` fails; pyarrow remembers the answers (so in the
+    workers it does not take pandas' ``NA``/``NaT`` inside Python lists for nulls). pandas itself
     stays importable: what needs it through pyarrow (``Table.to_pandas``) imports it then.
     Nothing is done when pandas is loaded already, or when this pyarrow has no such shim
     (pyarrow's private ``_pandas_api``; pyarrow then imports pandas itself, as it always did)."""
