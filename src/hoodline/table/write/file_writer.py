@@ -427,6 +427,8 @@ def write_file_group(
     plan: CopyPlan | None = None
     #: the old rows that stay (None: all of them)
     keep: pa.ChunkedArray | None = None
+    #: whole columns of the old file read to decide that (not read again row group by row group)
+    head: pa.Table | None = None
     if base is not None:
         if base.base_file is None:
             raise TableError(
@@ -507,8 +509,10 @@ def write_file_group(
                 # the old rows that stay, one row group at a time: a merge holds one of them
                 # besides the incoming records, not the whole old file read and filtered
                 at = 0
-                pieces = by_row_group.row_groups(old_file, wanted, {RECORD_KEY: old_keys},
-                                                 read_threads)
+                assert head is not None
+                pieces = by_row_group.row_groups(
+                    old_file, wanted, dict(zip(head.column_names, head.columns, strict=True)),
+                    read_threads)
                 for rows in pieces:
                     n = rows.num_rows
                     rows = rows.replace_schema_metadata(None)
