@@ -275,7 +275,6 @@ class RoundJob:
         # one take into file-group order, then zero-copy slices: a take per group from the
         # buffer's many batches concatenated all of them again every time
         grouped = records.take(pa.array(order))
-        del records
         ordering = spec.ctx.config.precombine_field
         written = False
         for code, start, stop in groups:
