@@ -363,3 +363,20 @@ def test_fetch_backoff_default_reaches_the_consumer_unless_the_user_sets_it() ->
         config(**{"properties.fetch.queue.backoff.ms": "250"}), consumer_factory=fake
     )
     assert fake.props["fetch.queue.backoff.ms"] == "250"
+
+
+def test_prefetch_defaults_bound_what_a_round_fetches_beyond_its_ranges() -> None:
+    # a reader's consumer lives for one round: what it prefetched past the stopping offsets is
+    # fetched again next round, so hoodline queues less ahead than librdkafka's defaults
+    # (100,000 messages per partition, 64 MiB); a user's settings win.
+    fake = FakeConsumer({}, {})
+    KafkaPartitionSplitReader(config(), consumer_factory=fake)
+    assert fake.props["queued.min.messages"] == 10_000
+    assert fake.props["queued.max.messages.kbytes"] == 16 * 1024
+    KafkaPartitionSplitReader(
+        config(**{"properties.queued.min.messages": "100000",
+                  "properties.queued.max.messages.kbytes": "65536"}),
+        consumer_factory=fake,
+    )
+    assert fake.props["queued.min.messages"] == "100000"
+    assert fake.props["queued.max.messages.kbytes"] == "65536"

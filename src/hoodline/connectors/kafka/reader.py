@@ -65,12 +65,26 @@ KAFKA_RECORD_SCHEMA = pa.schema(
 )
 
 #: librdkafka properties the reader's consumer gets unless the user sets them
-#: (``properties.<name>``). ``fetch.queue.backoff.ms``: once the prefetch queue is over
-#: ``queued.min.messages`` / ``queued.max.messages.kbytes`` (64 MiB), librdkafka waits this long
-#: before fetching a partition again (its default: 1000 ms), so a reader that drains the queue
-#: in less than a second sits idle for the rest of it. Measured with bench.bench_kafka_reader
-#: (1M messages, bundled broker): 6.2 s wall at 1000 ms, 1.3-2.1 s at 1-100 ms, same CPU.
-CONSUMER_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 10}
+#: (``properties.<name>``).
+#:
+#: - ``fetch.queue.backoff.ms``: once the prefetch queue is over ``queued.min.messages`` /
+#:   ``queued.max.messages.kbytes``, librdkafka waits this long before fetching a partition
+#:   again (its default: 1000 ms), so a reader that drains the queue in less than a second sits
+#:   idle for the rest of it. Measured with bench.bench_kafka_reader (1M messages, bundled
+#:   broker): 6.2 s wall at 1000 ms, 1.3-2.1 s at 1-100 ms, same CPU.
+#: - ``queued.min.messages`` / ``queued.max.messages.kbytes``: a reader's consumer lives for one
+#:   round and reads up to its splits' stopping offsets; whatever librdkafka prefetched beyond
+#:   them is thrown away when the round ends and fetched again by the next round's consumer.
+#:   With librdkafka's defaults (100,000 messages per partition, 64 MiB) a reader of 4 x 62,500
+#:   messages fetched 407-431k messages from the broker; with 10,000 / 16 MiB 311-335k. On the
+#:   2M-message ingest that lowered the bundled broker's CPU from 1.72-1.86 s to 1.22-1.34 s and
+#:   the pipeline's peak memory by ~90 MiB (BENCHMARKS.md, 2026-11-27 evening). 10,000 messages
+#:   per partition still keep a fetch response or two queued ahead of the reader.
+CONSUMER_DEFAULTS: Mapping[str, Any] = {
+    "fetch.queue.backoff.ms": 10,
+    "queued.min.messages": 10_000,
+    "queued.max.messages.kbytes": 16 * 1024,
+}
 
 _DEFAULT_GROUP_ID = "hoodline-source"
 _OUTAGE_CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
