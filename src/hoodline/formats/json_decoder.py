@@ -541,13 +541,7 @@ def iter_bad(errors: BadRecords) -> Iterable[tuple[int, str, str]]:
 
 def _only_value(joined: pa.Array) -> pa.Buffer:
     """The bytes of the one value of ``joined`` (binary or large_binary, not null): a zero-copy
-    slice of its data buffer (``joined[0]`` would copy them into a scalar first)."""
+    view of its data buffer (``joined[0]`` would copy them into a scalar first)."""
     assert len(joined) == 1 and joined.null_count == 0
-    large = pa.types.is_large_binary(joined.type)
-    width = 8 if large else 4
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64 if large else np.int32,
-                            count=2, offset=joined.offset * width)
-    data = joined.buffers()[2]
-    if data is None:
-        return pa.py_buffer(b"")
-    return data.slice(int(offsets[0]), int(offsets[1] - offsets[0]))
+    offsets, data = _layout(joined)
+    return pa.py_buffer(data[int(offsets[0]) : int(offsets[1])])
