@@ -4,6 +4,7 @@ writer task reports (also empty ones), and the round read back by hudi-rs equals
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark import cloudpickle
 
@@ -25,6 +27,7 @@ from hoodline.spark.job import (
     WRITER_DONE,
     Envelope,
     _routed,
+    _routed_by_file_group,
     decode,
     per_subtask,
     round_rdd,
@@ -33,6 +36,8 @@ from hoodline.spark.job import (
 )
 from hoodline.spark.probe import task_identity
 from hoodline.spark.session import HoodlineSpark, SparkSettings, start_session
+from hoodline.table.index.bucket import new_bucket_file_id
+from hoodline.table.write.records import FILE_ID, PARTITION_PATH
 from hoodline.testing.hudi_oracle import hudi_snapshot
 
 pytestmark = pytest.mark.spark
@@ -217,3 +222,32 @@ def test_record_payloads_travel_lz4_compressed_and_read_back_exactly() -> None:
         [got] = pa.ipc.open_stream(payload)
         assert got.equals(batch.filter(pa.array(targets == t)))
         assert len(payload) < 0.75 * len(to_ipc(got))  # compressed (to_ipc's default: not)
+
+
+def test_records_routed_by_file_group_arrive_grouped_by_file_group() -> None:
+    """A reader's records go to the writer task of their file group (bucket modulo writers),
+    each payload holding its file groups' rows together and in input order: the writer
+    gathers every group from slices of its input instead of copying it (file_group_parts)."""
+    rng = np.random.default_rng(3)
+    n = 10_000
+    buckets = rng.integers(0, 8, n)
+    partitions = np.where(rng.integers(0, 2, n) == 0, "2026/11/27", "2026/11/28")
+    fids = [new_bucket_file_id(str(p), int(b)) for p, b in zip(partitions, buckets, strict=True)]
+    batch = pa.record_batch({PARTITION_PATH: pa.array(partitions.tolist(), pa.string()),
+                             FILE_ID: pa.array(fids, pa.string()),
+                             "id": pa.array(range(n), pa.int64())})
+    routed = list(_routed_by_file_group(batch, 3, task=1))
+    assert [(target, kind, task) for target, (kind, task, _) in routed] == [
+        (t, RECORDS, 1) for t in range(3)]
+    for target, (_, _, payload) in routed:
+        [got] = pa.ipc.open_stream(payload)
+        by_id = got.take(pc.sort_indices(got, [("id", "ascending")]))
+        assert by_id.equals(batch.filter(pa.array(buckets % 3 == target)))
+        pairs = list(zip(got.column(PARTITION_PATH).to_pylist(),
+                         got.column(FILE_ID).to_pylist(), strict=True))
+        runs = 1 + sum(a != b for a, b in itertools.pairwise(pairs))
+        assert runs == len(set(pairs))  # each file group's rows together
+        ids = got.column("id").to_pylist()
+        for pair in set(pairs):  # in input order within a group
+            of_group = [i for i, p in zip(ids, pairs, strict=True) if p == pair]
+            assert of_group == sorted(of_group)

@@ -47,12 +47,7 @@ from hoodline.table.properties import IndexType
 from hoodline.table.write.client import tag_and_assign
 from hoodline.table.write.file_writer import write_file_group
 from hoodline.table.write.operation import WriteOperation
-from hoodline.table.write.records import (
-    FILE_ID,
-    PARTITION_PATH,
-    dictionary_codes,
-    group_slices,
-)
+from hoodline.table.write.records import FILE_ID, file_group_parts
 
 T = TypeVar("T")
 
@@ -268,18 +263,10 @@ class RoundJob:
         one record per key first (records of a key may come from several readers)."""
         spec = self.spec
         view = self.view()
-        pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
-        fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
-        width = max(1, len(file_ids))
-        order, groups = group_slices(pcodes * width + fcodes)
-        # one take into file-group order, then zero-copy slices: a take per group from the
-        # buffer's many batches concatenated all of them again every time
-        grouped = records.take(pa.array(order))
         ordering = spec.ctx.config.precombine_field
         written = False
-        for code, start, stop in groups:
-            partition, file_id = partitions[code // width], file_ids[code % width]
-            rows = grouped.slice(start, stop - start)
+        # readers send each file group's rows together: the groups are slices, not a copy
+        for partition, file_id, rows in file_group_parts(records):
             if reduce:
                 rows = resolve(rows, ordering)
             stat = write_file_group(spec.ctx, partition, file_id, rows.drop_columns([SEQ]),

@@ -44,7 +44,7 @@ from hoodline.pipeline.tasks import ErrorRows, RoundJob, TaskFailure
 from hoodline.spark.probe import task_attempt_id, task_identity
 from hoodline.spark.worker_gc import freeze_loaded
 from hoodline.table.index.bucket import bucket_of_file_id, java_string_hashes
-from hoodline.table.write.records import FILE_ID, RECORD_KEY, dictionary_codes
+from hoodline.table.write.records import RECORD_KEY, FileGroupCodes, group_slices
 
 RECORDS = 0
 READER_STATE = 1
@@ -111,12 +111,25 @@ def key_targets(records: pa.Table | pa.RecordBatch, tasks: int) -> np.ndarray:
     return (hashes & np.uint32(0x7FFFFFFF)).astype(np.int64) % tasks
 
 
-def file_group_targets(records: pa.Table | pa.RecordBatch, tasks: int) -> np.ndarray:
-    """The writer task of every record: a function of its file group (buckets spread evenly)."""
-    codes, file_ids = dictionary_codes(records.column(FILE_ID))
-    per_group = np.array([_file_group_target(fid, tasks) for fid in file_ids], dtype=np.int64)
-    targets: np.ndarray = per_group[codes]
-    return targets
+def _routed_by_file_group(records: pa.Table | pa.RecordBatch, tasks: int, task: int
+                          ) -> Iterator[Routed]:
+    """One RECORDS envelope per writer task present (a function of the file group: buckets
+    spread evenly), its rows grouped by file group, so that the writer gathers each group from
+    slices instead of copying its whole input (see ``file_group_parts``)."""
+    table = records if isinstance(records, pa.Table) else pa.Table.from_batches([records])
+    found = FileGroupCodes.of_records(table)
+    per_file = np.array([_file_group_target(fid, tasks) for fid in found.file_ids],
+                        dtype=np.int64)
+    targets = per_file[found.codes % found.width]
+    order, _ = group_slices(targets * (int(found.codes.max()) + 1) + found.codes)
+    if np.any(order[1:] < order[:-1]):
+        table = table.take(pa.array(order))
+        targets = targets[order]
+    present, starts = np.unique(targets, return_index=True)
+    stops = [*starts[1:].tolist(), len(targets)]
+    for target, start, stop in zip(present.tolist(), starts.tolist(), stops, strict=True):
+        rows = table.slice(start, stop - start).combine_chunks()
+        yield target, (RECORDS, task, to_ipc(rows, RECORDS_IPC))
 
 
 def _file_group_target(file_id: str, tasks: int) -> int:
@@ -168,9 +181,10 @@ def reader_stage(sc: SparkContext, job: RoundJob) -> RDD[Routed]:
         for item in job.read(i):
             if isinstance(item, pa.RecordBatch):
                 if item.num_rows:
-                    targets = (key_targets(item, job.writers) if by_key
-                               else file_group_targets(item, job.writers))
-                    yield from _routed(item, targets, i)
+                    if by_key:
+                        yield from _routed(item, key_targets(item, job.writers), i)
+                    else:
+                        yield from _routed_by_file_group(item, job.writers, i)
             else:
                 yield 0, _control(item, i)
 
@@ -190,7 +204,7 @@ def assign_stage(rdd: RDD[Routed], job: RoundJob) -> RDD[Routed]:
             if isinstance(out, TaskFailure):
                 yield 0, _control(out, task)
             elif out.num_rows:
-                yield from _routed(out, file_group_targets(out, job.writers), task)
+                yield from _routed_by_file_group(out, job.writers, task)
 
     return _shuffled(rdd, job.writers).mapPartitionsWithIndex(run)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TypeAlias
 
 import numpy as np
@@ -66,6 +67,57 @@ def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, in
     return order, [
         (int(sorted_codes[s]), int(s), int(e)) for s, e in zip(starts, stops, strict=True)
     ]
+
+
+@dataclass(frozen=True)
+class FileGroupCodes:
+    """A code per row for its (partition path, file group): ``partition * width + file``."""
+
+    codes: npt.NDArray[np.int64]
+    partitions: list[str]
+    file_ids: list[str]
+
+    @property
+    def width(self) -> int:
+        return max(1, len(self.file_ids))
+
+    def of(self, code: int) -> tuple[str, str]:
+        """The (partition path, file id) of ``code``."""
+        return self.partitions[code // self.width], self.file_ids[code % self.width]
+
+    @staticmethod
+    def of_records(records: pa.Table | pa.RecordBatch) -> FileGroupCodes:
+        pcodes, partitions = dictionary_codes(records.column(PARTITION_PATH))
+        fcodes, file_ids = dictionary_codes(records.column(FILE_ID))
+        return FileGroupCodes(pcodes * max(1, len(file_ids)) + fcodes, partitions, file_ids)
+
+
+def file_group_parts(records: pa.Table) -> list[tuple[str, str, pa.Table]]:
+    """``(partition path, file id, rows)`` of every file group in ``records`` (in code order),
+    each group's rows in input order.
+
+    When every record batch of ``records`` holds its rows grouped by file group (as the
+    pipeline's readers send them), each group is zero-copy slices of the input. Otherwise the
+    rows are first taken into file-group order (one copy of everything)."""
+    found = FileGroupCodes.of_records(records)
+    codes = found.codes
+    n = len(codes)
+    if n == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(codes)) + 1
+    distinct = int(np.count_nonzero(np.bincount(codes)))
+    if len(cuts) + 1 > distinct * max(1, records.column(0).num_chunks):
+        order, groups = group_slices(codes)  # not grouped batch by batch: one take
+        grouped = records.take(pa.array(order))
+        return [(*found.of(code), grouped.slice(start, stop - start))
+                for code, start, stop in groups]
+    starts = np.concatenate(([0], cuts)).tolist()
+    stops = np.concatenate((cuts, [n])).tolist()
+    slices: dict[int, list[pa.Table]] = {}
+    for start, stop in zip(starts, stops, strict=True):
+        slices.setdefault(int(codes[start]), []).append(records.slice(start, stop - start))
+    return [(*found.of(code), parts[0] if len(parts) == 1 else pa.concat_tables(parts))
+            for code, parts in sorted(slices.items())]
 
 
 def take_rows(table: pa.Table, rows: npt.NDArray[np.int64]) -> pa.Table:
