@@ -81,11 +81,6 @@ def to_ipc(data: pa.RecordBatch | pa.Table, options: pa.ipc.IpcWriteOptions | No
     return bytes(sink.getvalue())
 
 
-def _from_ipc(payloads: Iterable[bytes]) -> Iterator[pa.RecordBatch]:
-    for payload in payloads:
-        yield from pa.ipc.open_stream(payload)
-
-
 def _control(item: ErrorRows | ReadOutcome | TaskFailure, task: int) -> Envelope:
     if isinstance(item, ErrorRows):
         return BAD_RECORDS, task, to_ipc(item.batch)
@@ -137,16 +132,21 @@ def _file_group_target(file_id: str, tasks: int) -> int:
     return (bucket if bucket is not None else zlib.crc32(file_id.encode())) % tasks
 
 
-def _split_envelopes(routed: Iterable[Routed]) -> tuple[list[bytes], list[Envelope]]:
-    """The record payloads and the control envelopes of a task's input."""
-    payloads: list[bytes] = []
-    control: list[Envelope] = []
-    for _, envelope in routed:
-        if envelope[0] == RECORDS:
-            payloads.append(envelope[2])
-        else:
-            control.append(envelope)
-    return payloads, control
+class _Inbox:
+    """A task's input: record payloads decoded as they arrive, so that each payload's bytes can
+    go as soon as its batches are read (a writer does not hold its whole input twice), and the
+    control envelopes kept aside (complete once :meth:`batches` is exhausted)."""
+
+    def __init__(self, routed: Iterable[Routed]) -> None:
+        self._routed = routed
+        self.control: list[Envelope] = []
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        for _, envelope in self._routed:
+            if envelope[0] == RECORDS:
+                yield from pa.ipc.open_stream(envelope[2])
+            else:
+                self.control.append(envelope)
 
 
 def _shuffled(rdd: RDD[Routed], partitions: int) -> RDD[Routed]:
@@ -197,14 +197,14 @@ def assign_stage(rdd: RDD[Routed], job: RoundJob) -> RDD[Routed]:
 
     def run(task: int, routed: Iterable[Routed]) -> Iterator[Routed]:
         freeze_loaded()
-        payloads, control = _split_envelopes(routed)
-        for envelope in control:
-            yield 0, envelope
-        for out in job.assign(_from_ipc(payloads), task):
+        inbox = _Inbox(routed)
+        for out in job.assign(inbox.batches(), task):
             if isinstance(out, TaskFailure):
                 yield 0, _control(out, task)
             elif out.num_rows:
                 yield from _routed_by_file_group(out, job.writers, task)
+        for envelope in inbox.control:
+            yield 0, envelope
 
     return _shuffled(rdd, job.writers).mapPartitionsWithIndex(run)
 
@@ -216,18 +216,18 @@ def writer_stage(rdd: RDD[Routed], job: RoundJob) -> RDD[Envelope]:
     def run(task: int, routed: Iterable[Routed]) -> Iterator[Envelope]:
         freeze_loaded()
         # A writer's input is one task's share of one round: bounded by the round limits.
-        payloads, control = _split_envelopes(routed)
+        inbox = _Inbox(routed)
         statuses: list[bytes] = []
         failures: list[Envelope] = []
         # the attempt *id* (unique per SparkContext) goes into the write token: attemptNumber
         # restarts when a stage is resubmitted, and a retry must never reuse a lost attempt's
         # file names
-        for item in job.write(_from_ipc(payloads), task, task_attempt_id()):
+        for item in job.write(inbox.batches(), task, task_attempt_id()):
             if isinstance(item, TaskFailure):
                 failures.append(_control(item, task))
             else:
                 statuses.append(item)
-        yield from control  # pass-through from readers
+        yield from inbox.control  # pass-through from readers
         yield from failures
         for status in statuses:
             yield WRITE_STATUS, task, status
