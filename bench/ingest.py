@@ -54,6 +54,7 @@ import pyarrow.parquet as pq
 
 from bench import common
 from hoodline.config.arrow_types import format_type
+from hoodline.pipeline.config import ROUND_MAX_RECORDS
 from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 
@@ -236,7 +237,7 @@ def hoodline_config(
 ) -> str:
     """Pipeline TOML for ``hoodline run --once``: the topic into a non-partitioned table keyed by
     ``id`` (BUCKET index with 8 buckets, or BLOOM), the message schema, 2 readers on
-    ``local[2]``, default round size (500k records / 256 MiB), no minimum round interval."""
+    ``local[2]``, default round size (1M records / 256 MiB), no minimum round interval."""
     fields = "\n".join(f'{f.name} = "{format_type(f.type)}"' for f in SCHEMA)
     return f"""
 [source]
@@ -589,7 +590,7 @@ def report(rep: dict[str, Any]) -> str:
         f"{n:,} JSON messages, {rep['loaded']['avg_message_bytes']:.0f} bytes on average "
         f"({mb:,.0f} MB), 8 partitions, bundled Tansu broker (memory engine) on 127.0.0.1; "
         f"peers write batches of {rep['batch_records']:,} messages, hoodline rounds of its "
-        "default size (500k records); loading took "
+        f"default size ({ROUND_MAX_RECORDS.default:,} records); loading took "
         f"{rep['loaded']['load_s']:.1f} s (not counted). Output checked: exactly ids 0..n-1 once. "
         "Speed vs limit = limit time / system time (>= 0.8x is issue 10's target); end to end "
         "includes Spark start, steady state is the records over the summed round time; "

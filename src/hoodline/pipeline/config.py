@@ -274,8 +274,10 @@ JVM_CLASS_CACHE = option(
     "on the first start that needs it) in $HOODLINE_CACHE_DIR, else ~/.cache/hoodline.",
 )
 ROUND_MAX_RECORDS = option(
-    "runtime.round.max-records", int, 500_000,
-    "Most records read per round (checkpoint/commit), over all readers.", minimum=1,
+    "runtime.round.max-records", int, 1_000_000,
+    "Most records read per round (checkpoint/commit), over all readers. Bigger rounds catch up "
+    "on a backlog with fewer commits (copy-on-write rewrites each touched file group once per "
+    "round); round.max-bytes bounds what a round holds in memory.", minimum=1,
 )
 ROUND_MAX_BYTES = option(
     "runtime.round.max-bytes", ByteSize, ByteSize(256 * 1024**2),
