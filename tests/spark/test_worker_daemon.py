@@ -19,15 +19,18 @@ from hoodline.spark.worker_daemon import prefer_installed_pyspark
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-def test_only_the_installed_pyspark_zips_leave_the_path(tmp_path: Path) -> None:
+def test_only_the_installed_pyspark_zips_and_jars_leave_the_path(tmp_path: Path) -> None:
     site = tmp_path / "site"
     lib = site / "pyspark" / "python" / "lib"
     lib.mkdir(parents=True)
     (site / "pyspark" / "__init__.py").write_text("")
+    core_jar = site / "pyspark" / "jars" / "spark-core_2.13-4.3.0.jar"
     other = tmp_path / "other" / "py4j-0.10.9.9-src.zip"
+    other_jar = tmp_path / "other" / "tools.jar"
     path = [str(lib / "pyspark.zip"), str(lib / "py4j-0.10.9.9-src.zip"), str(other),
-            str(site), "/x/hoodline.zip"]
-    assert prefer_installed_pyspark(path) == [str(other), str(site), "/x/hoodline.zip"]
+            str(core_jar), str(other_jar), str(site), "/x/hoodline.zip"]
+    assert prefer_installed_pyspark(path) == [str(other), str(other_jar), str(site),
+                                              "/x/hoodline.zip"]
     # no installed pyspark next to the zips: nothing is dropped
     assert prefer_installed_pyspark([str(lib / "pyspark.zip"), "/nowhere"]) == [
         str(lib / "pyspark.zip"), "/nowhere"]
@@ -51,6 +54,20 @@ def test_workers_are_forked_with_the_task_code_and_pyspark_from_its_installation
     assert len(files) == 2
     assert not any(".zip" in tasks for tasks, _ in files)  # preloaded
     assert not any(".zip" in pyspark for _, pyspark in files)
+
+
+@pytest.mark.spark
+def test_workers_keep_no_finder_of_sparks_jars(spark: HoodlineSpark) -> None:
+    """Spark puts its core jar (no Python inside) on the workers' path, and pyspark's worker
+    invalidates every cached import finder before each task: a finder of that 40 MB jar re-read
+    its directory every time. The daemon drops the installation's jars and their finders."""
+
+    def probe(i: int) -> Iterator[list[str]]:
+        yield [entry for entry in [*sys.path, *sys.path_importer_cache]
+               if entry.endswith(".jar")]
+
+    found = per_subtask(spark.context, 2, probe).collect()
+    assert found == [[], []]
 
 
 @pytest.mark.spark
