@@ -80,8 +80,8 @@ from hoodline.table.write.records import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    FileGroupCodes,
     align_to_schema,
-    dictionary_codes,
     group_slices,
     take_rows,
 )
@@ -590,13 +590,11 @@ def write_file_groups(
         )
     if view is None:
         view = ctx.table().fs_view()
-    pcodes, partitions = dictionary_codes(tagged.column(PARTITION_PATH))
-    fcodes, file_ids = dictionary_codes(tagged.column(FILE_ID))
-    width = max(1, len(file_ids))
-    order, groups = group_slices(pcodes * width + fcodes)
+    found = FileGroupCodes.of_records(tagged)
+    order, groups = group_slices(found.codes)
     jobs: list[tuple[str, str, npt.NDArray[np.int64], FileSlice | None]] = []
     for code, start, stop in groups:
-        partition, file_id = partitions[code // width], file_ids[code % width]
+        partition, file_id = found.of(code)
         jobs.append(
             (partition, file_id, order[start:stop], view.write_slice(partition, file_id))
         )
