@@ -35,10 +35,25 @@ def merge_slice(
     conform: Callable[[pa.Table, str], pa.Table],
     ordering_field: str | None = None,
 ) -> MergedSlice:
-    """A slice's base with its blocks applied, as readers and compaction merge them."""
-    return apply_logs(base, replay_logs(blocks, schema, conform, ordering_field)
-, schema,
+    """A slice's base with its blocks applied, as readers and compaction merge them (the
+    caller's ``blocks`` stay: replay_logs empties the list it gets)."""
+    return apply_logs(base, replay_logs(list(blocks), schema, conform, ordering_field), schema,
                       ordering_field)
+
+
+def test_replaying_drops_each_block_once_decoded() -> None:
+    """replay_logs empties the list of blocks it replays: a decoded run of blocks (views of a
+    log file's bytes) is not kept while later runs decode, so a compaction does not hold a
+    slice's raw logs beside all of its decoded records."""
+    conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731
+        pa.schema([f.with_nullable(True) for f in SCHEMA]))
+    blocks = _blocks([("data", [("a", 1, 1)]), ("delete", [("a", 0, 0)]),
+                      ("data", [("b", 1, 2)])])
+    logs = replay_logs(blocks, SCHEMA, conform)
+    assert blocks == []
+    assert logs is not None
+    assert logs.winners.column("id").to_pylist() == ["b"]
+    assert logs.deleted.to_pylist() == ["a"]
 
 
 def _rows(recs: list[tuple[str, int, int]]) -> pa.Table:

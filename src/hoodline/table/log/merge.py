@@ -106,7 +106,7 @@ class LogRecords:
 
 
 def replay_logs(
-    blocks: Sequence[LogBlock],
+    blocks: list[LogBlock],
     schema: pa.Schema,
     conform: Callable[[pa.Table, str], pa.Table],
     ordering_field: str | None = None,
@@ -121,13 +121,21 @@ def replay_logs(
       greatest ordering value (ties: the later one);
     * a key with a delete among its events loses its base row (:func:`apply_logs`).
 
-    ``conform(records, source)`` brings a block's records to ``schema``."""
+    ``conform(records, source)`` brings a block's records to ``schema``.
+
+    ``blocks`` is emptied: each run of blocks is dropped once decoded, so the log file bytes
+    they view can go while the rest decodes (a compaction holds the raw logs of a file slice
+    and its decoded records together no longer than it must)."""
     records: list[pa.Table] = []
     seqs: list[npt.NDArray[np.int64]] = []
     delete_keys: list[pa.Array] = []
     delete_seqs: list[npt.NDArray[np.int64]] = []
     seq = 0
-    for run in _runs(blocks):
+    runs = _runs(blocks)
+    blocks.clear()
+    runs.reverse()
+    while runs:
+        run = runs.pop()
         if run[0].type is LogBlockType.DELETE:
             keys, _parts = read_delete_block(run[0])
             delete_keys.append(pa.array(keys, pa.string()))
@@ -140,6 +148,7 @@ def replay_logs(
         records.append(data)
         seqs.append(np.arange(seq, seq + data.num_rows, dtype=np.int64))
         seq += data.num_rows
+    run = []  # the last run's file bytes go too
     if not records and not delete_keys:
         return None
     log = pa.concat_tables(records) if records else _nullable(schema.empty_table())
