@@ -5,6 +5,9 @@ registry's import string."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers.paths import SRC
@@ -49,3 +52,21 @@ def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
         "def f():\n    from pyspark.sql import SparkSession\n    import hoodline.spark.job\n"
     )
     assert _spark_imports(module) == {"pyspark.sql", "hoodline.spark.job"}
+
+
+def test_importing_hoodline_loads_no_pandas() -> None:
+    """No module converts a Python value through pyarrow at import: pyarrow's first conversion
+    imports pandas (~0.3 s and ~55 MiB), which every CLI command and driver would pay."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import hoodline\n"
+        "for m in pkgutil.walk_packages(hoodline.__path__, 'hoodline.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "    if 'pandas' in sys.modules:\n"
+        "        print(m.name)\n"
+        "        break\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "", f"importing {done.stdout.strip()} loaded pandas"

@@ -20,6 +20,7 @@ slower.
 from __future__ import annotations
 
 import decimal
+import functools
 import io
 import json
 import struct
@@ -36,7 +37,14 @@ import pyarrow.compute as pc
 from hoodline.errors import TableError
 from hoodline.spans import byte_spans
 
-_EMPTY = pa.scalar(b"", pa.large_binary())
+
+@functools.cache
+def _empty() -> pa.Scalar:
+    """An empty large_binary scalar, made on first use: converting a Python value at import
+    would make pyarrow import pandas (~0.3 s) in every process that imports this module."""
+    return pa.scalar(b"", pa.large_binary())
+
+
 _NULL_BRANCH = b"\x00"
 
 U8 = npt.NDArray[np.uint8]
@@ -306,7 +314,7 @@ def _value_pieces(
             raise TableError(f"column '{f.name}' holds a value that is not an enum symbol")
         return [_varint_pieces(_as_int64(codes, f), present)]
     if kind in ("string", "bytes"):
-        body = pc.fill_null(arr.cast(pa.large_binary()), _EMPTY)
+        body = pc.fill_null(arr.cast(pa.large_binary()), _empty())
         lengths = pc.binary_length(body).to_numpy(zero_copy_only=False).astype(np.int64)
         return [_varint_pieces(lengths, present), body]
     if kind == "fixed":
@@ -322,7 +330,7 @@ def _value_pieces(
                     np.uint8
                 )
             return [_masked_rows(np.ascontiguousarray(mat[:, mat.shape[1] - f.size :]), present)]
-        body = pc.fill_null(arr.cast(pa.large_binary()), _EMPTY)
+        body = pc.fill_null(arr.cast(pa.large_binary()), _empty())
         lengths = pc.binary_length(body).to_numpy(zero_copy_only=False)
         ok = lengths == f.size if present is None else (lengths == f.size) | ~present
         if n and not ok.all():
@@ -410,7 +418,7 @@ def _join(pieces: list[Piece], n: int) -> pa.Array:
         only = joined[0]
         assert isinstance(only, pa.Array)
         return only
-    return pc.binary_join_element_wise(*joined, _EMPTY)
+    return pc.binary_join_element_wise(*joined, _empty())
 
 
 def encode_records(
