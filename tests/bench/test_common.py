@@ -3,10 +3,12 @@ sample (the scans cost the measured process CPU and GIL time)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -95,3 +97,16 @@ def test_publish_prints_the_report_and_writes_the_raw_one(
     common.publish("Title", "the report", {"n": 3, "path": tmp_path}, out, record=False)
     assert capsys.readouterr().out == "the report\n"
     assert json.loads(out.read_text()) == {"n": 3, "path": str(tmp_path)}
+
+
+def test_child_env_byte_compiles_the_package_first(tmp_path, monkeypatch: pytest.MonkeyPatch
+                                                   ) -> None:
+    """The measured children import hoodline from bytecode, as from an installed package, also
+    where PYTHONDONTWRITEBYTECODE keeps Python from writing it."""
+    module = tmp_path / "src" / "hoodline" / "table" / "m.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("X = 1\n")
+    monkeypatch.setattr(common, "REPO", tmp_path)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    common.child_env()
+    assert Path(importlib.util.cache_from_source(str(module))).is_file()
