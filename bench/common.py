@@ -23,6 +23,7 @@ from typing import Any
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 BENCHMARKS_MD = REPO / "BENCHMARKS.md"
 RESULT_PREFIX = "BENCH-RESULT "
 LIBRARIES = (
@@ -90,24 +91,42 @@ class PeakRss:
         self.proc = psutil.Process()
         self.start_rss = 0
         self.peak = 0
-        self._known: list[psutil.Process] = []
+        #: open ``/proc/<pid>/statm`` of this process and the known descendants
+        self._statm: dict[int, int] = {}
         self._scanned = -math.inf
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def rss(self) -> int:
-        """RSS of this process, plus its descendants with ``children``."""
-        total = self.proc.memory_info().rss
-        if self.children:
-            if time.monotonic() - self._scanned >= self.rescan:
-                self._known = self.proc.children(recursive=True)
-                self._scanned = time.monotonic()
-            for child in self._known:
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:  # ended since the last scan
-                    pass
-        return int(total)
+        """RSS of this process, plus its descendants with ``children``.
+
+        Each process's ``/proc/<pid>/statm`` stays open and is re-read in place (~5 us a
+        process); ``psutil``'s ``memory_info`` per process and sample took ~0.4 s of CPU in a
+        2M-message hoodline run (6 processes sampled every 10 ms), in the measured process."""
+        if not self._statm or (
+            self.children and time.monotonic() - self._scanned >= self.rescan
+        ):
+            pids = {self.proc.pid}
+            if self.children:
+                pids.update(p.pid for p in self.proc.children(recursive=True))
+            self._track(pids)
+            self._scanned = time.monotonic()
+        total = 0
+        for pid, fd in list(self._statm.items()):
+            try:
+                total += int(os.pread(fd, 128, 0).split()[1]) * _PAGE
+            except (OSError, IndexError, ValueError):  # ended since the last scan
+                os.close(self._statm.pop(pid))
+        return total
+
+    def _track(self, pids: set[int]) -> None:
+        for pid in set(self._statm) - pids:
+            os.close(self._statm.pop(pid))
+        for pid in pids - set(self._statm):
+            try:
+                self._statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+            except OSError:  # ended already
+                pass
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -133,6 +152,7 @@ class PeakRss:
             self._thread.join()
         self._scanned = -math.inf
         self.peak = max(self.peak, self.rss())
+        self._track(set())
 
 
 def publish(title: str, text: str, rep: dict[str, Any], json_path: Path | None,
