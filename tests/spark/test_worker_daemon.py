@@ -111,15 +111,17 @@ print("to_pandas:", len(frame), "category:", kind)
 
 def test_a_pyarrow_without_the_pandas_shim_leaves_the_workers_as_they_were() -> None:
     # the shim is pyarrow's private object: without it the daemon still starts, and pyarrow
-    # loads pandas itself on its first numpy conversion (during the preloads), as it always did
+    # loads pandas itself on its first conversion of a Python value, as it always did
     script = """
 import sys
 import pyarrow.lib
 del pyarrow.lib._pandas_api
 from hoodline.spark.worker_daemon import preload
 preload()
-print("started, pandas loaded:", "pandas" in sys.modules)
+print("started")
+pyarrow.lib.array([0]).to_numpy()
+print("pandas loaded on the first conversion:", "pandas" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True, timeout=120)
-    assert done.stdout.splitlines() == ["started, pandas loaded: True"]
+    assert done.stdout.splitlines() == ["started", "pandas loaded on the first conversion: True"]
