@@ -24,6 +24,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BENCHMARKS_MD = REPO / "BENCHMARKS.md"
 RESULT_PREFIX = "BENCH-RESULT "
 LIBRARIES = (
@@ -210,14 +211,34 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def steal_seconds(stat_text: str | None = None) -> float | None:
+    """CPU time the hypervisor has taken from this virtual machine since boot, all CPUs summed
+    (the ``steal`` field of ``/proc/stat``'s ``cpu`` line, in seconds); None where the system
+    does not report it. On a VM whose host is busy, a 2-core system loses more of its time
+    than a 1-core peer: the steal during a run tells a slow host phase from a slow system."""
+    if stat_text is None:
+        try:
+            stat_text = Path("/proc/stat").read_text()
+        except OSError:
+            return None
+    for line in stat_text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            return int(fields[8]) / _CLOCK_TICKS if len(fields) > 8 else None
+    return None
+
+
 def run_child(module: str, args: Sequence[str], timeout: float | None = None) -> dict[str, Any]:
     """Run ``python -m module args`` in a fresh process (separate memory peaks); returns its
-    result dict plus ``wall_s`` and the load average before/after.
+    result dict plus ``wall_s``, the load average before/after and ``steal_s``, the CPU time
+    the hypervisor took from the machine meanwhile (None where unknown; see
+    :func:`steal_seconds`).
 
     A child that fails or times out yields ``{"error": ...}`` instead of raising, so one
     broken peer does not hide the others' numbers."""
     cmd = [sys.executable, "-m", module, *args]
     load_before = [round(x, 2) for x in os.getloadavg()]
+    steal0 = steal_seconds()
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=REPO, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -245,6 +266,8 @@ def run_child(module: str, args: Sequence[str], timeout: float | None = None) ->
             "load_before": load_before,
         }
     result["wall_s"] = wall
+    steal1 = steal_seconds()
+    result["steal_s"] = None if steal0 is None or steal1 is None else steal1 - steal0
     result["load_before"] = load_before
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     return result

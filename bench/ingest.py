@@ -466,7 +466,9 @@ def child(system: str, bootstrap: str, total: int, batch_records: int, out: Path
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median wall time, every run's wall and CPU time beside it (see
     :func:`bench.common.median_run`)."""
-    return common.median_run(runs, "time_s", ("time_s", "cpu_s", "peak_rss", "broker_cpu_s"))
+    return common.median_run(
+        runs, "time_s", ("time_s", "cpu_s", "peak_rss", "broker_cpu_s", "steal_s")
+    )
 
 
 def run(
@@ -550,7 +552,7 @@ def report(rep: dict[str, Any]) -> str:
     rows = []
     for name, r in res.items():
         if "error" in r:
-            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 13])
+            rows.append([name, "error: " + r["error"].splitlines()[-1][:100], *[""] * 14])
             continue
         steady = r.get("round_total_s")
         rows.append(
@@ -570,10 +572,11 @@ def report(rep: dict[str, Any]) -> str:
                 " / ".join(f"{m / 2**20:,.0f}" for m in r.get("runs_peak_rss", [r["peak_rss"]])),
                 "exact" if r["difference"] is None else "WRONG: " + r["difference"],
                 f"{r['load_before'][0]}",
+                _steal_text(r.get("runs_steal_s", [r.get("steal_s")])),
             ]
         )
     if not any(name.startswith("hoodline") for name in res):
-        rows.append(["hoodline", "not measured in this run", *[""] * 13])
+        rows.append(["hoodline", "not measured in this run", *[""] * 14])
     notes = [
         f"- {name}: Spark start {r['spark_start_s']:.1f} s; {r['rounds']} rounds summing "
         f"{r['round_total_s']:.1f} s = read/key (slowest reader) {r['round_read_s']:.1f} s + "
@@ -595,7 +598,9 @@ def report(rep: dict[str, Any]) -> str:
         "Speed vs limit = limit time / system time (>= 0.8x is issue 10's target); end to end "
         "includes Spark start, steady state is the records over the summed round time; "
         "first commit is counted from before Spark starts; CPU is the system's process tree, "
-        "broker CPU what the broker spent serving it. "
+        "broker CPU what the broker spent serving it, steal the CPU time the hypervisor took "
+        "from this machine during the run (a 2-core system loses more wall time to it than the "
+        "1-core peers). "
         f"Each system ran {rep.get('runs', 1)} time(s), interleaved with the others; a row "
         "shows the run with the median wall time."
     )
@@ -605,10 +610,17 @@ def report(rep: dict[str, Any]) -> str:
         "steady msg/s",
         "speed vs limit (steady)", "wall / delta", "first commit", "peak RSS",
         "peak RSS of each run (MiB)", "output",
-        "load avg (1 min)",
+        "load avg (1 min)", "steal of each run (s)",
     ]
     table = common.markdown_table(header, rows)
     return intro + "\n\n" + table + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _steal_text(values: list[float | None]) -> str:
+    """Every run's steal time, or "-" where the machine does not report it."""
+    if any(v is None for v in values):
+        return "-"
+    return " / ".join(f"{v:.1f}" for v in values if v is not None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -110,3 +111,32 @@ def test_child_env_byte_compiles_the_package_first(tmp_path, monkeypatch: pytest
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     common.child_env()
     assert Path(importlib.util.cache_from_source(str(module))).is_file()
+
+
+def test_steal_seconds_reads_the_hypervisors_share_from_proc_stat() -> None:
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = (
+        "cpu  3790508 0 683295 2822315 26333 0 19236 69394 0 0\n"
+        "cpu0 1733596 0 321456 1600153 6759 0 7611 34751 0 0\n"
+    )
+    assert common.steal_seconds(stat) == pytest.approx(69394 / ticks)
+    # kernels older than 2.6.11 have no steal field; no cpu line at all: unknown, not zero
+    assert common.steal_seconds("cpu  1 2 3 4 5 6 7\n") is None
+    assert common.steal_seconds("intr 1 2 3\n") is None
+    # this machine's own counter: a number that never goes down
+    first = common.steal_seconds()
+    assert first is not None and first >= 0
+    second = common.steal_seconds()
+    assert second is not None and second >= first
+
+
+def test_run_child_reports_the_steal_during_the_child(tmp_path, monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    readings = iter([10.0, 12.5])
+    monkeypatch.setattr(common, "steal_seconds", lambda: next(readings))
+    child = tmp_path / "steal_child.py"
+    child.write_text(f"print({common.RESULT_PREFIX!r} + '{{\"ok\": 1}}')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    res = common.run_child("steal_child", [])
+    assert res["ok"] == 1 and res["steal_s"] == pytest.approx(2.5)
