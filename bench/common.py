@@ -214,8 +214,8 @@ def child_env() -> dict[str, str]:
 def steal_seconds(stat_text: str | None = None) -> float | None:
     """CPU time the hypervisor has taken from this virtual machine since boot, all CPUs summed
     (the ``steal`` field of ``/proc/stat``'s ``cpu`` line, in seconds); None where the system
-    does not report it. On a VM whose host is busy, a 2-core system loses more of its time
-    than a 1-core peer: the steal during a run tells a slow host phase from a slow system."""
+    does not report it. Steal during a run shows that the host was busy then, which the load
+    average inside the VM does not."""
     if stat_text is None:
         try:
             stat_text = Path("/proc/stat").read_text()

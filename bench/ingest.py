@@ -599,8 +599,7 @@ def report(rep: dict[str, Any]) -> str:
         "includes Spark start, steady state is the records over the summed round time; "
         "first commit is counted from before Spark starts; CPU is the system's process tree, "
         "broker CPU what the broker spent serving it, steal the CPU time the hypervisor took "
-        "from this machine during the run (a 2-core system loses more wall time to it than the "
-        "1-core peers). "
+        "from this machine during the run (all cores). "
         f"Each system ran {rep.get('runs', 1)} time(s), interleaved with the others; a row "
         "shows the run with the median wall time."
     )
