@@ -65,6 +65,7 @@ round.max-interval = "2min"
 max-consecutive-failures = 4
 retry-backoff = 2
 retry-backoff-max = "10s"
+shuffle-files = false
 
 [runtime.spark-conf]
 spark.sql.shuffle.partitions = "6"
@@ -108,7 +109,7 @@ def test_full_config_is_parsed_typed_and_flattened() -> None:
     assert r.master == "local-cluster[2,1,1024]" and r.reader_parallelism == 3
     assert r.round_max_records == 10_000 and r.round_max_bytes == 64 * 1024 * 1024
     assert (r.round_min_interval_s, r.round_max_interval_s) == (0.5, 120.0)
-    assert r.max_consecutive_failures == 4
+    assert r.max_consecutive_failures == 4 and r.shuffle_files is False
     assert [r.backoff_s(i) for i in (1, 2, 3, 4)] == [2.0, 4.0, 8.0, 10.0]
     assert r.spark_conf == {"spark.sql.shuffle.partitions": "6"}
     assert cfg.errors.tolerance == "all"
@@ -124,6 +125,7 @@ def test_defaults() -> None:
         IndexType.BUCKET, 4, WriteOperation.UPSERT
     )
     assert cfg.runtime.master == "local[2]" and cfg.runtime.reader_parallelism == 2
+    assert cfg.runtime.shuffle_files is True
     assert cfg.errors.tolerance == "none" and cfg.errors.table_path == "/tmp/t_errors"
 
 

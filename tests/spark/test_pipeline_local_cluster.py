@@ -25,6 +25,8 @@ def test_pipeline_on_separate_executors(
     spark_cluster: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     assert len(spark_cluster.executor_pids()) == 2
+    # executors of other masters need not share a disk: records go through Spark's shuffle
+    assert spark_cluster.shuffle_files_dir() is None
     topic = create_topic(broker.bootstrap_servers, unique("pc-lc"), 3)
     stream = Stream(broker.bootstrap_servers, topic, 3, seed=13)
     stream.produce(1200, 300, deletes=0.1, tombstones=0.05)

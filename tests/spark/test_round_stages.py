@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,23 +15,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from pyspark import cloudpickle
+from pyspark import RDD, cloudpickle
 
 from hoodline.errors import EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.pipeline.driver import RoundDriver
-from hoodline.pipeline.engine import RoundOutput, RoundOutputBuilder
+from hoodline.pipeline.engine import RoundOutput
 from hoodline.pipeline.tasks import RoundJob
+from hoodline.spark import engine as spark_engine
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.job import (
+    READER_STATE,
     RECORDS,
+    RECORDS_FILE,
     WRITER_DONE,
     Envelope,
+    _Inbox,
     _routed,
     _routed_by_file_group,
-    decode,
     per_subtask,
-    round_rdd,
     target_partition,
     to_ipc,
 )
@@ -57,19 +60,23 @@ def test_task_i_is_subtask_i(spark: HoodlineSpark) -> None:
 
 
 class _Capturing(SparkEngine):
-    """The Spark engine, keeping every round's lineage and raw result envelopes."""
+    """The Spark engine, keeping every round's lineage, raw result envelopes and the record
+    files its tasks handed each other (still there when the job returns)."""
 
-    def __init__(self, spark: HoodlineSpark) -> None:
-        super().__init__(spark)
+    def __init__(self, spark: HoodlineSpark, shuffle_files: bool = True) -> None:
+        super().__init__(spark, shuffle_files=shuffle_files)
         self.lineages: list[str] = []
         self.results: list[list[Envelope]] = []
+        self.record_files: list[list[Path]] = []
 
-    def run_round(self, job: RoundJob) -> RoundOutput:
-        rdd = round_rdd(self.spark.context, job)
+    def _collect(self, rdd: RDD[Envelope]) -> list[Envelope]:
         self.lineages.append((rdd.toDebugString() or b"").decode())
-        results = rdd.collect()
+        results = super()._collect(rdd)
         self.results.append(results)
-        return decode(results, RoundOutputBuilder(job.readers, job.writer_tasks)).build()
+        shuffle = self.spark.shuffle_files_dir()
+        assert shuffle is not None  # local[2]
+        self.record_files.append(sorted(shuffle.rglob("*.arrow")))
+        return results
 
 
 def _files_config(
@@ -88,10 +95,13 @@ def _files_config(
     })
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "BLOOM"])
+@pytest.mark.parametrize(("index", "shuffle_files"),
+                         [("BUCKET", True), ("BLOOM", True), ("BUCKET", False), ("BLOOM", False)])
 def test_rounds_through_the_spark_job_every_writer_reports_and_hudi_rs_reads_the_model(
-    spark: HoodlineSpark, tmp_path: Path, index: str
+    spark: HoodlineSpark, tmp_path: Path, index: str, shuffle_files: bool
 ) -> None:
+    """... with the records handed over as files (local[2], ``runtime.shuffle-files``) or
+    through Spark's shuffle: the same table either way."""
     root, table = tmp_path / "in", tmp_path / "t"
     root.mkdir()
     model: dict[int, str] = {}
@@ -103,9 +113,15 @@ def test_rounds_through_the_spark_job_every_writer_reports_and_hudi_rs_reads_the
                                      "v": v, "at": "2024-03-01T10:00:00.123Z"}))
             model[k] = v
         (root / f"f{f}.jsonl").write_text("\n".join(lines) + "\n")
-    engine = _Capturing(spark)
+    engine = _Capturing(spark, shuffle_files=shuffle_files)
     summary = RoundDriver(_files_config(root, table, index, writers=6), engine).run(once=True)
     assert summary.commits >= 2 and summary.records_read == 550
+    # the first round's records went as files, or no round's did; the files went with their
+    # round's job
+    assert bool(engine.record_files[0]) == shuffle_files
+    assert shuffle_files or not any(engine.record_files)
+    shuffle = spark.shuffle_files_dir()
+    assert shuffle is not None and not list(shuffle.iterdir())
     for results in engine.results:  # 6 writer tasks, at most 4 file groups: all said "done"
         done = [task for kind, task, _ in results if kind == WRITER_DONE]
         assert sorted(done) == list(range(6))
@@ -118,6 +134,22 @@ def test_rounds_through_the_spark_job_every_writer_reports_and_hudi_rs_reads_the
     assert dict(zip(snap.column("id").to_pylist(), snap.column("v").to_pylist(),
                     strict=True)) == model
     assert snap.schema.field("at").type == pa.timestamp("ms", tz="UTC")
+
+
+@pytest.mark.parametrize("shuffle_files", [True, False])
+def test_a_pipelines_engine_hands_records_over_as_files_as_its_runtime_says(
+    spark: HoodlineSpark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shuffle_files: bool
+) -> None:
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(tmp_path), "format": "jsonl"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
+        "schema": {"id": "int64"},
+        "runtime": {"shuffle-files": shuffle_files},
+    })
+    monkeypatch.setattr(spark_engine, "start_session", lambda settings: spark)
+    engine = SparkEngine.start(cfg.runtime, "t")  # (not closed: the session is shared)
+    assert engine.shuffle_files is shuffle_files
 
 
 def test_second_session_is_refused_while_one_runs(spark: HoodlineSpark) -> None:
@@ -222,6 +254,35 @@ def test_record_payloads_travel_lz4_compressed_and_read_back_exactly() -> None:
         [got] = pa.ipc.open_stream(payload)
         assert got.equals(batch.filter(pa.array(targets == t)))
         assert len(payload) < 0.75 * len(to_ipc(got))  # compressed (to_ipc's default: not)
+
+
+def test_record_files_read_back_exactly_and_go_uncompressed(tmp_path: Path) -> None:
+    """With a directory for record files, each target's payload is an Arrow IPC file there
+    (uncompressed: it stays in the page cache and is memory-mapped), its envelope carries the
+    path, and a task's inbox reads the same rows as from bytes, control envelopes kept aside."""
+    n = 20_000
+    batch = pa.record_batch({"id": pa.array(range(n), pa.int64()),
+                             "event": pa.array(["view", "click"] * (n // 2), pa.string())})
+    targets = np.arange(n) % 3
+    routed = list(_routed(batch, targets, task=1, files=str(tmp_path)))
+    assert [(target, kind, task) for target, (kind, task, _) in routed] == [
+        (t, RECORDS_FILE, 1) for t in range(3)]
+    paths = [Path(os.fsdecode(payload)) for _, (_, _, payload) in routed]
+    assert sorted(paths) == sorted(tmp_path.iterdir()) and len(set(paths)) == 3
+    for t, path in enumerate(paths):
+        expected = batch.filter(pa.array(targets == t))
+        assert path.stat().st_size == len(to_ipc(expected))  # not compressed
+        control = (0, (READER_STATE, 1, b"state"))
+        inbox = _Inbox([routed[t], control])
+        got = pa.Table.from_batches(list(inbox.batches()))
+        assert got.equals(pa.Table.from_batches([expected]))
+        assert inbox.control == [control[1]]
+    fids = pa.array([new_bucket_file_id("", int(b)) for b in targets], pa.string())
+    with_groups = (batch.append_column(PARTITION_PATH, pa.array([""] * n, pa.string()))
+                   .append_column(FILE_ID, fids))
+    by_file_group = list(_routed_by_file_group(with_groups, 2, task=0, files=str(tmp_path)))
+    assert {kind for _, (kind, _, _) in by_file_group} == {RECORDS_FILE}
+    assert len(list(tmp_path.iterdir())) == 3 + len(by_file_group)
 
 
 def test_records_routed_by_file_group_arrive_grouped_by_file_group() -> None:

@@ -273,6 +273,14 @@ JVM_CLASS_CACHE = option(
     "faster starts). The archive is built once per Java and pyspark installation (about 30 s, "
     "on the first start that needs it) in $HOODLINE_CACHE_DIR, else ~/.cache/hoodline.",
 )
+SHUFFLE_FILES = option(
+    "runtime.shuffle-files", bool, True,
+    "On a local[N] master, reader tasks hand their records to the writer tasks as Arrow files "
+    "in the session's temporary directory ($TMPDIR), removed when the round's job ends, and "
+    "Spark's shuffle carries only the files' paths: the JVM copies no record bytes (about 1.2 s "
+    "less CPU per 2M-message ingest). Other masters always use Spark's shuffle, as their "
+    "executors need not share a disk.",
+)
 ROUND_MAX_RECORDS = option(
     "runtime.round.max-records", int, 1_000_000,
     "Most records read per round (checkpoint/commit), over all readers. Bigger rounds catch up "
@@ -336,7 +344,7 @@ SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
         TABLE_TYPE, INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
     ),
     "runtime": (
-        RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE,
+        RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE, SHUFFLE_FILES,
         ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
         ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, WRITER_BUFFER, MAX_CONSECUTIVE_FAILURES,
         RETRY_BACKOFF, RETRY_BACKOFF_MAX,
@@ -413,6 +421,7 @@ class RuntimeSection:
     writer_buffer_bytes: int = 256 * 1024**2
     writer_parallelism: int = 0
     jvm_class_cache: bool = True
+    shuffle_files: bool = True
 
     def backoff_s(self, consecutive_failures: int) -> float:
         """Wait before the retry after ``consecutive_failures`` (>= 1) failed rounds."""
@@ -473,7 +482,7 @@ class PipelineConfig:
         out.update({
             RUNTIME_MASTER.key: r.master, READER_PARALLELISM.key: r.reader_parallelism,
             WRITER_PARALLELISM.key: r.writer_parallelism,
-            JVM_CLASS_CACHE.key: r.jvm_class_cache,
+            JVM_CLASS_CACHE.key: r.jvm_class_cache, SHUFFLE_FILES.key: r.shuffle_files,
             ROUND_MAX_RECORDS.key: r.round_max_records, ROUND_MAX_BYTES.key: r.round_max_bytes,
             ROUND_MIN_INTERVAL.key: r.round_min_interval_s,
             ROUND_MAX_INTERVAL.key: r.round_max_interval_s,
@@ -607,6 +616,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
         writer_parallelism=run.get(WRITER_PARALLELISM),
         jvm_class_cache=run.get(JVM_CLASS_CACHE),
+        shuffle_files=run.get(SHUFFLE_FILES),
     )
     errors = ErrorsSection(
         tolerance=err.get(ERRORS_TOLERANCE),

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import TypeVar
+
+from pyspark import RDD
 
 from hoodline.errors import EngineJobError, HoodlineError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.engine import Engine, RoundOutput, RoundOutputBuilder
 from hoodline.pipeline.tasks import RoundJob
-from hoodline.spark.job import decode, round_rdd
+from hoodline.spark.job import Envelope, decode, round_rdd
 from hoodline.spark.session import (
     SERVICES_POOL,
     HoodlineSpark,
@@ -56,31 +60,51 @@ def _summary(exc: BaseException) -> str:
 
 class SparkEngine(Engine):
     """Runs rounds on ``spark`` (a session hoodline started; stopped by :meth:`close` when
-    ``owns_session``)."""
+    ``owns_session``). ``shuffle_files``: on a ``local[N]`` master, the rounds' records go from
+    task to task as files (``runtime.shuffle-files``, see :mod:`.job`)."""
 
-    def __init__(self, spark: HoodlineSpark, *, owns_session: bool = False) -> None:
+    def __init__(
+        self, spark: HoodlineSpark, *, owns_session: bool = False, shuffle_files: bool = True
+    ) -> None:
         self.spark = spark
         self._owns = owns_session
+        self._shuffle_files = shuffle_files
 
     @classmethod
     def start(cls, runtime: RuntimeSection, app_name: str) -> SparkEngine:
         """Start a session for a pipeline's ``[runtime]`` section (closed with the engine)."""
         return cls(start_session(settings_from_runtime(runtime, app_name=app_name)),
-                   owns_session=True)
+                   owns_session=True, shuffle_files=runtime.shuffle_files)
+
+    @property
+    def shuffle_files(self) -> bool:
+        """Whether the rounds' tasks hand records to each other as files."""
+        return self._shuffle_files and self.spark.shuffle_files_dir() is not None
 
     @property
     def default_parallelism(self) -> int:
         return int(self.spark.context.defaultParallelism)
 
     def run_round(self, job: RoundJob) -> RoundOutput:
-        rdd = round_rdd(self.spark.context, job)
+        # the round's record files (local masters), gone with its job: a retried round, or a
+        # task the failed job left running, never reads another job's files
+        files = (tempfile.mkdtemp(prefix=f"round-{job.round_id}-",
+                                  dir=self.spark.shuffle_files_dir())
+                 if self.shuffle_files else None)
         try:
-            results = rdd.collect()
+            results = self._collect(round_rdd(self.spark.context, job, files))
         except HoodlineError:
             raise
         except Exception as exc:  # a failed Spark job: retryable (lost executor, I/O, ...)
             raise EngineJobError(f"the round's Spark job failed: {_summary(exc)}") from exc
+        finally:
+            if files is not None:
+                shutil.rmtree(files, ignore_errors=True)
         return decode(results, RoundOutputBuilder(job.readers, job.writer_tasks)).build()
+
+    def _collect(self, rdd: RDD[Envelope]) -> list[Envelope]:
+        """Run a round's job: its result envelopes."""
+        return rdd.collect()
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> None:
         self.spark.wait_until_idle(timeout_s)

@@ -23,12 +23,22 @@ Control envelopes (a reader's outcome, its bad records, a task failure) travel t
 reach the driver in the results; the driver gets everything it needs to commit from one
 ``collect()`` (:func:`decode`): no persist, no second action, no accumulators.
 
+**Files instead of bytes on one machine.** On a ``local[N]`` master (``files``: the round's
+directory, see :meth:`~hoodline.spark.session.HoodlineSpark.shuffle_files_dir`) a record payload
+is an Arrow IPC file there instead, and its envelope carries the file's path: every task runs on
+this machine, so the JVM moves a few bytes per payload and never copies records (~1.2 s less JVM
+CPU per 2M-message ingest, BENCHMARKS.md). A retried task reads the files named by the envelopes
+Spark hands it, as it would have read their bytes; the engine removes the directory once the job
+ended.
+
 Functions passed to Spark are pickled to executors: they capture the picklable job, never a
 SparkSession.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -52,6 +62,7 @@ BAD_RECORDS = 2
 WRITE_STATUS = 3
 WRITER_DONE = 4
 TASK_FAILED = 5
+RECORDS_FILE = 6
 
 #: ``(kind, task, payload)``: what the job's tasks exchange and return
 Envelope = tuple[int, int, bytes]
@@ -81,6 +92,17 @@ def to_ipc(data: pa.RecordBatch | pa.Table, options: pa.ipc.IpcWriteOptions | No
     return bytes(sink.getvalue())
 
 
+def _records(rows: pa.Table, task: int, files: str | None) -> Envelope:
+    """The envelope of a record payload: its IPC bytes, or a file in ``files`` holding them
+    (uncompressed: the file stays in the page cache and is memory-mapped by its reader)."""
+    if files is None:
+        return RECORDS, task, to_ipc(rows, RECORDS_IPC)
+    path = os.path.join(files, f"{uuid.uuid4().hex}.arrow")
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write(rows)
+    return RECORDS_FILE, task, os.fsencode(path)
+
+
 def _control(item: ErrorRows | ReadOutcome | TaskFailure, task: int) -> Envelope:
     if isinstance(item, ErrorRows):
         return BAD_RECORDS, task, to_ipc(item.batch)
@@ -89,15 +111,15 @@ def _control(item: ErrorRows | ReadOutcome | TaskFailure, task: int) -> Envelope
     return TASK_FAILED, task, item.to_bytes()
 
 
-def _routed(records: pa.Table | pa.RecordBatch, targets: np.ndarray, task: int
-            ) -> Iterator[Routed]:
+def _routed(records: pa.Table | pa.RecordBatch, targets: np.ndarray, task: int,
+            files: str | None = None) -> Iterator[Routed]:
     """One RECORDS envelope per target task present, carrying its records."""
     table = records if isinstance(records, pa.Table) else pa.Table.from_batches([records])
     present = np.unique(targets)
     for target in present:
         rows = table if len(present) == 1 else table.take(
             pa.array(np.flatnonzero(targets == target)))
-        yield int(target), (RECORDS, task, to_ipc(rows.combine_chunks(), RECORDS_IPC))
+        yield int(target), _records(rows.combine_chunks(), task, files)
 
 
 def key_targets(records: pa.Table | pa.RecordBatch, tasks: int) -> np.ndarray:
@@ -106,8 +128,8 @@ def key_targets(records: pa.Table | pa.RecordBatch, tasks: int) -> np.ndarray:
     return (hashes & np.uint32(0x7FFFFFFF)).astype(np.int64) % tasks
 
 
-def _routed_by_file_group(records: pa.Table | pa.RecordBatch, tasks: int, task: int
-                          ) -> Iterator[Routed]:
+def _routed_by_file_group(records: pa.Table | pa.RecordBatch, tasks: int, task: int,
+                          files: str | None = None) -> Iterator[Routed]:
     """One RECORDS envelope per writer task present (a function of the file group: buckets
     spread evenly), its rows grouped by file group, so that the writer gathers each group from
     slices instead of copying its whole input (see ``file_group_parts``)."""
@@ -124,7 +146,7 @@ def _routed_by_file_group(records: pa.Table | pa.RecordBatch, tasks: int, task: 
     stops = [*starts[1:].tolist(), len(targets)]
     for target, start, stop in zip(present.tolist(), starts.tolist(), stops, strict=True):
         rows = table.slice(start, stop - start).combine_chunks()
-        yield target, (RECORDS, task, to_ipc(rows, RECORDS_IPC))
+        yield target, _records(rows, task, files)
 
 
 def _file_group_target(file_id: str, tasks: int) -> int:
@@ -145,6 +167,8 @@ class _Inbox:
         for _, envelope in self._routed:
             if envelope[0] == RECORDS:
                 yield from pa.ipc.open_stream(envelope[2])
+            elif envelope[0] == RECORDS_FILE:
+                yield from pa.ipc.open_stream(pa.memory_map(os.fsdecode(envelope[2])))
             else:
                 self.control.append(envelope)
 
@@ -172,9 +196,10 @@ def per_subtask(sc: SparkContext, n: int, fn: Callable[[int], Iterable[T]]) -> R
     return sc.parallelize(range(n), n).mapPartitionsWithIndex(run)
 
 
-def reader_stage(sc: SparkContext, job: RoundJob) -> RDD[Routed]:
+def reader_stage(sc: SparkContext, job: RoundJob, files: str | None = None) -> RDD[Routed]:
     """Reader task *i* runs ``job.read(i)``: its records routed to the next stage's tasks
-    (assigners by key, or writers by file group), and its control envelopes (to task 0)."""
+    (assigners by key, or writers by file group; as files in ``files``, when given), and its
+    control envelopes (to task 0)."""
     by_key = job.key_shuffle
 
     def read(i: int) -> Iterator[Routed]:
@@ -182,16 +207,16 @@ def reader_stage(sc: SparkContext, job: RoundJob) -> RDD[Routed]:
             if isinstance(item, pa.RecordBatch):
                 if item.num_rows:
                     if by_key:
-                        yield from _routed(item, key_targets(item, job.writers), i)
+                        yield from _routed(item, key_targets(item, job.writers), i, files)
                     else:
-                        yield from _routed_by_file_group(item, job.writers, i)
+                        yield from _routed_by_file_group(item, job.writers, i, files)
             else:
                 yield 0, _control(item, i)
 
     return per_subtask(sc, job.readers, read)
 
 
-def assign_stage(rdd: RDD[Routed], job: RoundJob) -> RDD[Routed]:
+def assign_stage(rdd: RDD[Routed], job: RoundJob, files: str | None = None) -> RDD[Routed]:
     """Records meet by key in ``job.writers`` assigner tasks (BLOOM index), which route them on
     by file group; control envelopes pass through unchanged."""
 
@@ -202,7 +227,7 @@ def assign_stage(rdd: RDD[Routed], job: RoundJob) -> RDD[Routed]:
             if isinstance(out, TaskFailure):
                 yield 0, _control(out, task)
             elif out.num_rows:
-                yield from _routed_by_file_group(out, job.writers, task)
+                yield from _routed_by_file_group(out, job.writers, task, files)
         for envelope in inbox.control:
             yield 0, envelope
 
@@ -253,13 +278,15 @@ def direct_stage(sc: SparkContext, job: RoundJob) -> RDD[Envelope]:
     return per_subtask(sc, job.readers, run)
 
 
-def round_rdd(sc: SparkContext, job: RoundJob) -> RDD[Envelope]:
-    """The round's RDD; ``collect()`` runs it and returns the result envelopes."""
+def round_rdd(sc: SparkContext, job: RoundJob, files: str | None = None) -> RDD[Envelope]:
+    """The round's RDD; ``collect()`` runs it and returns the result envelopes. ``files``: a
+    directory every task can reach where the shuffles' record payloads go as files (the caller
+    removes it once the job ended); None: they travel through Spark's shuffle."""
     if job.direct_write:
         return direct_stage(sc, job)
-    rdd = reader_stage(sc, job)
+    rdd = reader_stage(sc, job, files)
     if job.key_shuffle:
-        rdd = assign_stage(rdd, job)
+        rdd = assign_stage(rdd, job, files)
     return writer_stage(rdd, job)
 
 

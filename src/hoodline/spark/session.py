@@ -272,6 +272,16 @@ class HoodlineSpark:
             self._session = SparkSession(self._context)
         return self._session
 
+    def shuffle_files_dir(self) -> Path | None:
+        """A directory in this session's scratch space where tasks may hand each other files:
+        on a ``local[N]`` master, whose tasks all run on this machine; None on other masters
+        (their executors need not share a disk)."""
+        if self.master.kind != "local":
+            return None
+        path = self._scratch / "shuffle"
+        path.mkdir(exist_ok=True)
+        return path
+
     def executor_pids(self) -> list[int]:
         """PIDs of executor JVMs (children of the driver JVM); empty for ``local[N]``."""
         jvm: Any = self.context._jvm
