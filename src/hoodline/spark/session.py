@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -48,6 +46,7 @@ from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 from hoodline.spark import class_cache, worker_zygote
 from hoodline.spark.package_archive import shipped_archive
+from hoodline.spark.scratch import ScratchDir, sweep_stale
 from hoodline.spark.work_dir import WorkDirClaim
 from hoodline.spark.worker_zygote import Zygote, daemon_environment
 
@@ -247,7 +246,7 @@ class HoodlineSpark:
         self,
         context: SparkContext,
         master: Master,
-        scratch: Path,
+        scratch: ScratchDir,
         applied_conf: dict[str, str] | None = None,
         work_dir: WorkDirClaim | None = None,
         zygote: Zygote | None = None,
@@ -278,7 +277,7 @@ class HoodlineSpark:
         (their executors need not share a disk)."""
         if self.master.kind != "local":
             return None
-        path = self._scratch / "shuffle"
+        path = self._scratch.path / "shuffle"
         path.mkdir(exist_ok=True)
         return path
 
@@ -360,7 +359,7 @@ class HoodlineSpark:
         finally:
             if self._zygote is not None:
                 self._zygote.stop()
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch.remove()
             if self._work_dir is not None:
                 self._work_dir.release()
 
@@ -430,7 +429,9 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             f"a SparkContext (master {active!r}) is already running in this process; stop it "
             f"before starting hoodline's session on {master.url!r}"
         )
-    scratch = Path(tempfile.mkdtemp(prefix="hoodline-spark-"))
+    sweep_stale()  # what killed sessions left behind
+    claim = ScratchDir.create()
+    scratch = claim.path
     context: SparkContext | None = None
     work_dir: WorkDirClaim | None = None
     zygote: Zygote | None = None
@@ -481,6 +482,6 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                 work_dir.release()
             if zygote is not None:
                 zygote.stop()
-            shutil.rmtree(scratch, ignore_errors=True)
+            claim.remove()
         raise
-    return HoodlineSpark(context, master, scratch, conf, work_dir, zygote)
+    return HoodlineSpark(context, master, claim, conf, work_dir, zygote)
