@@ -285,6 +285,16 @@ def test_record_files_read_back_exactly_and_go_uncompressed(tmp_path: Path) -> N
     assert len(list(tmp_path.iterdir())) == 3 + len(by_file_group)
 
 
+def test_a_record_file_that_cannot_be_written_fails_the_task_retryably_saying_what_to_do(
+    tmp_path: Path
+) -> None:
+    batch = pa.record_batch({"id": pa.array(range(10), pa.int64())})
+    gone = tmp_path / "gone"  # e.g. the directory went away, or the disk is full
+    with pytest.raises(EngineJobError, match=r"runtime\.shuffle-files = false") as caught:
+        list(_routed(batch, np.zeros(10, dtype=np.int64), task=0, files=str(gone)))
+    assert caught.value.retryable and str(gone) in str(caught.value)
+
+
 def test_records_routed_by_file_group_arrive_grouped_by_file_group() -> None:
     """A reader's records go to the writer task of their file group (bucket modulo writers),
     each payload holding its file groups' rows together and in input order: the writer

@@ -98,8 +98,15 @@ def _records(rows: pa.Table, task: int, files: str | None) -> Envelope:
     if files is None:
         return RECORDS, task, to_ipc(rows, RECORDS_IPC)
     path = os.path.join(files, f"{uuid.uuid4().hex}.arrow")
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write(rows)
+    try:
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, rows.schema) as writer:
+            writer.write(rows)
+    except OSError as exc:  # e.g. a full disk: the task, then the round, is tried again
+        raise EngineJobError(
+            f"could not write {rows.nbytes:,} bytes of records for the next task to {path}: "
+            f"{exc}; free space under $TMPDIR (or point TMPDIR elsewhere), or set "
+            "runtime.shuffle-files = false to send records through Spark's shuffle"
+        ) from exc
     return RECORDS_FILE, task, os.fsencode(path)
 
 
