@@ -6,6 +6,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from pyspark import RDD
@@ -79,7 +80,11 @@ class SparkEngine(Engine):
     @property
     def shuffle_files(self) -> bool:
         """Whether the rounds' tasks hand records to each other as files."""
-        return self._shuffle_files and self.spark.shuffle_files_dir() is not None
+        return self._shuffle_dir() is not None
+
+    def _shuffle_dir(self) -> Path | None:
+        """Where the rounds' record files go; None: through Spark's shuffle."""
+        return self.spark.shuffle_files_dir() if self._shuffle_files else None
 
     @property
     def default_parallelism(self) -> int:
@@ -88,9 +93,9 @@ class SparkEngine(Engine):
     def run_round(self, job: RoundJob) -> RoundOutput:
         # the round's record files (local masters), gone with its job: a retried round, or a
         # task the failed job left running, never reads another job's files
-        files = (tempfile.mkdtemp(prefix=f"round-{job.round_id}-",
-                                  dir=self.spark.shuffle_files_dir())
-                 if self.shuffle_files else None)
+        shuffle = self._shuffle_dir()
+        files = (tempfile.mkdtemp(prefix=f"round-{job.round_id}-", dir=shuffle)
+                 if shuffle is not None else None)
         try:
             results = self._collect(round_rdd(self.spark.context, job, files))
         except HoodlineError:
