@@ -67,9 +67,9 @@ from hoodline.table.schema import arrow_to_avro_schema_json, data_schema
 from hoodline.table.table import HudiTable
 from hoodline.table.write.context import (
     WriteContext,
-    constant_column,
     ensure_partition_metadata,
     output_schema,
+    without,
     write_token,
 )
 from hoodline.table.write.file_writer import (
@@ -214,6 +214,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     # the columns as the writers write them (nullability of the table schema), so a base file
     # a writer wrote can have its row groups copied
     out_schema = output_schema(ctx.data_schema)
+    rows_schema = without(out_schema, (FILE_NAME,))
     rel = f"{op.partition_path}/{name}" if op.partition_path else name
     path = table.base_path / rel
     plan: CopyPlan | None = None
@@ -241,12 +242,12 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
         winners = logs.winners if logs is not None else out_schema.empty_table()
         rest = plan.left_over()
         parts = [read_slice_base(table, s, schema, threads=False, row_groups=rest)] if rest else []
-        part = pa.concat_tables([_named(p, name, out_schema) for p in (*parts, winners)])
+        part = pa.concat_tables([_conformed(p, rows_schema) for p in (*parts, winners)])
         keys = pa.chunked_array(
             [*base_keys.chunks, *winners.column(RECORD_KEY).chunks], type=pa.string())
         added = winners.column(RECORD_KEY).combine_chunks()
         footer = footer_for(keys, ctx, previous, added)
-        write_parquet_copying(path, plan, name, part, footer, ctx.options)
+        write_parquet_copying(path, plan, out_schema, name, part, footer, ctx.options)
         num_writes, from_logs = plan.rows() + part.num_rows, winners.num_rows
     else:
         # the base file row group by row group: one is held at a time besides the log records
@@ -261,19 +262,19 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
                 [pa.nulls(base_file.metadata.num_rows, pa.string())])
             pieces = slice_base_row_groups(table, s, schema, held, base_file)
         kept_keys: list[pa.ChunkedArray] = []
-        with BaseFileWriter(path, ctx.options) as out:
+        with BaseFileWriter(path, ctx.options, out_schema, {FILE_NAME: name}) as out:
             for piece in pieces:
-                kept = _named(application.base_rows(piece), name, out_schema)
+                kept = _conformed(application.base_rows(piece), rows_schema)
                 out.write(kept)
                 kept_keys.append(kept.column(RECORD_KEY))
             log_rows, in_base = application.log_rows()
-            out.write(_named(log_rows, name, out_schema))
+            out.write(_conformed(log_rows, rows_schema))
             if s.base_file is not None:
                 added = added_keys(log_rows, in_base)
             keys = pa.chunked_array(
                 [c for k in (*kept_keys, log_rows.column(RECORD_KEY)) for c in k.chunks],
                 type=pa.string())
-            out.finish(footer_for(keys, ctx, previous, added), out_schema)
+            out.finish(footer_for(keys, ctx, previous, added))
         num_writes, from_logs = out.rows, log_rows.num_rows
     size = path.stat().st_size
     return WriteStat(
@@ -294,12 +295,10 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     )
 
 
-def _named(rows: pa.Table, file_name: str, schema: pa.Schema) -> pa.Table:
-    """``rows`` with ``_hoodie_file_name`` naming the new file, as the base file's schema."""
-    rows = rows.set_column(
-        rows.schema.get_field_index(FILE_NAME), FILE_NAME, constant_column(file_name, rows.num_rows)
-    )
-    return rows.cast(schema)
+def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` as ``schema``: the base file's columns but ``_hoodie_file_name``, which names
+    the new file and which its writer gives."""
+    return rows.drop_columns([FILE_NAME]).cast(schema)
 
 
 def run_compaction(

@@ -365,15 +365,13 @@ def test_failure_mid_write_rolls_the_instant_back(
     real = file_writer.BaseFileWriter.finish
     calls = {"n": 0}
 
-    def failing(
-        self: file_writer.BaseFileWriter, footer: dict[str, str], schema: pa.Schema
-    ) -> None:
+    def failing(self: file_writer.BaseFileWriter, footer: dict[str, str]) -> None:
         calls["n"] += 1
         if calls["n"] == 2:
             # the second file is half written, then the disk fails
             Path(str(self.path)).write_bytes(b"PAR1 partial")
             raise OSError("disk full")
-        real(self, footer, schema)
+        real(self, footer)
 
     monkeypatch.setattr(file_writer.BaseFileWriter, "finish", failing)
     with pytest.raises(OSError, match="disk full"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hoodline.errors import TableError
 from hoodline.table.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_KEY,
@@ -76,9 +78,9 @@ def test_dictionaries_only_for_columns_whose_values_repeat(tmp_path: Path) -> No
         "point.name",
     ]
     path = tmp_path / "f.parquet"
-    with file_writer.BaseFileWriter(path, WriteOptions()) as out:
+    with file_writer.BaseFileWriter(path, WriteOptions(), table.schema) as out:
         out.write(table)
-        out.finish({}, table.schema)
+        out.finish({})
     enc = _encodings(path)
     for leaf in chosen:
         assert "RLE_DICTIONARY" in enc[leaf], leaf
@@ -394,18 +396,18 @@ def test_a_base_file_written_in_pieces_gets_full_row_groups(tmp_path: Path) -> N
     pieces = [pa.table({"k": [f"k{i}" for i in range(a, b)], "v": list(range(a, b))})
               for a, b in ((0, 30), (30, 80), (80, 180), (180, 187))]
     path = tmp_path / "f.parquet"
-    with file_writer.BaseFileWriter(path, options) as out:
+    with file_writer.BaseFileWriter(path, options, pieces[0].schema) as out:
         for piece in pieces:
             out.write(piece)
-        out.finish({"hoodie_min_record_key": "k0"}, pieces[0].schema)
+        out.finish({"hoodie_min_record_key": "k0"})
     md = pq.read_metadata(path)
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [64, 64, 59]
     assert out.rows == 187
     assert pq.read_table(path).to_pylist() == pa.concat_tables(pieces).to_pylist()
     assert md.metadata[b"hoodie_min_record_key"] == b"k0"
     empty = tmp_path / "empty.parquet"
-    with file_writer.BaseFileWriter(empty, options) as out:
-        out.finish({}, pieces[0].schema)
+    with file_writer.BaseFileWriter(empty, options, pieces[0].schema) as out:
+        out.finish({})
     assert pq.read_table(empty).num_rows == 0
     assert pq.read_schema(empty).names == ["k", "v"]
 
@@ -458,3 +460,85 @@ def test_a_merge_reads_the_old_file_one_row_group_at_a_time(
     md = pq.read_metadata(latest)
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [50] * 4 + [30]
     assert_hudi_matches_hoodline(table)
+
+
+def _meta_and_data(n: int) -> pa.Table:
+    """A base file's rows: the five meta columns, then data columns of many kinds (nested,
+    decimal, timestamp with a zone), so that their stored Arrow schema is covered too."""
+    file_name = "00000001-6f1d-4c56-2b8e-4f4e9a615d0c-0_0-0-0_20261128010203040.parquet"
+    return pa.table(
+        {
+            "_hoodie_commit_time": pa.array(["20261128010203040"] * n),
+            "_hoodie_commit_seqno": pa.array([f"20261128010203040_0_{i}" for i in range(n)]),
+            "_hoodie_record_key": pa.array([f"k{i}" for i in range(n)]),
+            "_hoodie_partition_path": pa.array(["region=eu"] * n),
+            "_hoodie_file_name": pa.array([file_name] * n),
+            "amount": pa.array([i / 3 for i in range(n)]),
+            "price": pa.array([Decimal(i) / 4 for i in range(n)], pa.decimal128(12, 2)),
+            "at": pa.array(np.arange(n) * 1_000_000, pa.timestamp("us", tz="UTC")),
+            "tags": pa.array([["a", str(i % 3)] for i in range(n)]),
+            "point": pa.array([{"x": i % 3, "name": "p"} for i in range(n)]),
+            "attrs": pa.array([[("k", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+
+
+def test_constant_columns_given_to_the_writer_make_the_same_file_as_string_columns(
+    tmp_path: Path,
+) -> None:
+    """The file name, commit time and partition path given as constants (one dictionary value,
+    no string per row built or hashed) write a file byte for byte equal to the one pyarrow
+    writes from the same rows as plain string columns: same pages, statistics, footer and
+    stored Arrow schema."""
+    options = WriteOptions.from_mapping({"hoodline.parquet.row.group.rows": 100})
+    table = _meta_and_data(250)
+    footer = {"hoodie_min_record_key": "k0", "hoodie_max_record_key": "k99"}
+    plain = tmp_path / "plain.parquet"
+    writer = pq.ParquetWriter(
+        plain, table.schema, compression="snappy", use_dictionary=dictionary_columns(table))
+    writer.write_table(table, row_group_size=100)
+    writer.add_key_value_metadata(footer)
+    writer.close()
+    constants = {
+        c: table.column(c)[0].as_py()
+        for c in ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name")
+    }
+    given = tmp_path / "given.parquet"
+    rows = table.drop_columns(list(constants))
+    with file_writer.BaseFileWriter(given, options, table.schema, constants) as out:
+        out.write(rows.slice(0, 70))
+        out.write(rows.slice(70))
+        out.finish(footer)
+    assert given.read_bytes() == plain.read_bytes()
+    assert pq.read_table(given).equals(table)
+
+
+def test_a_merge_file_gets_only_its_file_name_given(tmp_path: Path) -> None:
+    """Rows carried over keep their own commit times: a file of old and new rows is given
+    only its file name, and reads back as the rows with that name."""
+    table = _meta_and_data(50)
+    name = "00000002-6f1d-4c56-2b8e-4f4e9a615d0c-0_0-0-0_20261128020304050.parquet"
+    times = pa.array([f"2026112801020304{i % 10}" for i in range(50)])
+    old = table.set_column(0, "_hoodie_commit_time", times)
+    path = tmp_path / "merged.parquet"
+    with file_writer.BaseFileWriter(
+        path, WriteOptions(), table.schema, {"_hoodie_file_name": name}
+    ) as out:
+        out.write(old.drop_columns(["_hoodie_file_name"]))
+        out.finish({})
+    back = pq.read_table(path)
+    assert back.schema == table.schema
+    assert back.column("_hoodie_file_name").to_pylist() == [name] * 50
+    assert back.column("_hoodie_commit_time").equals(pa.chunked_array([times]))
+
+
+def test_rows_that_do_not_fit_the_given_constants_are_refused(tmp_path: Path) -> None:
+    """A writer given the file name takes rows without that column, in the schema's order;
+    rows that still carry it are a programming error named with both column lists."""
+    table = _meta_and_data(5)
+    with file_writer.BaseFileWriter(
+        tmp_path / "f.parquet", WriteOptions(), table.schema, {"_hoodie_file_name": "f"}
+    ) as out:
+        out.write(table)
+        with pytest.raises(TableError, match="_hoodie_file_name"):
+            out.finish({})

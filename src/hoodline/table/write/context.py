@@ -3,6 +3,7 @@ rows a write adds (meta columns first)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import (
+    COMMIT_SEQNO,
     COMMIT_TIME,
     FILE_NAME,
     IS_DELETE,
@@ -100,11 +102,11 @@ def new_rows(
     partition: str,
     file_name: str,
     task_id: int,
-    constant_meta: bool = True,
+    given: Collection[str] = (),
 ) -> pa.Table:
-    """The meta columns and data columns of written records; ``constant_meta`` False leaves out
-    the meta columns that hold one value in a write (commit time, partition, file name), for
-    writers that encode those once."""
+    """The meta columns and data columns of written records, but the meta columns named in
+    ``given``: those hold one value in the whole write (commit time, partition path, file
+    name), and a writer that encodes such a value once takes it instead of a column."""
     n = upserts.num_rows
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
@@ -112,20 +114,20 @@ def new_rows(
         "",
     )
     data = align_to_schema(upserts, ctx.data_schema, "the records")
-    schema = output_schema(ctx.data_schema)
-    if not constant_meta:
-        keep = [f for f in schema if f.name not in (COMMIT_TIME, PARTITION_PATH, FILE_NAME)]
-        return pa.Table.from_arrays(
-            [seq, upserts.column(RECORD_KEY), *data.columns], schema=pa.schema(keep)
-        )
+    constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_name}
+    meta: dict[str, pa.Array | pa.ChunkedArray] = {
+        COMMIT_SEQNO: seq, RECORD_KEY: upserts.column(RECORD_KEY)}
     cols = [
-        constant_column(ctx.instant_ts, n),
-        seq,
-        upserts.column(RECORD_KEY),
-        constant_column(partition, n),
-        constant_column(file_name, n),
-        *data.columns,
+        meta[c] if c in meta else constant_column(constants[c], n)
+        for c in META_COLUMNS
+        if c not in given
     ]
-    return pa.Table.from_arrays(cols, schema=schema)
+    schema = without(output_schema(ctx.data_schema), given)
+    return pa.Table.from_arrays([*cols, *data.columns], schema=schema)
+
+
+def without(schema: pa.Schema, names: Collection[str]) -> pa.Schema:
+    """``schema`` without the fields ``names``."""
+    return pa.schema([f for f in schema if f.name not in names], metadata=schema.metadata)
 
 

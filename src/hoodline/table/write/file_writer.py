@@ -18,8 +18,9 @@ whose rows are all deleted gets an empty base file, so the group's latest versio
 
 from __future__ import annotations
 
+import base64
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -61,11 +62,11 @@ from hoodline.table.parquet.row_groups import (
 from hoodline.table.properties import IndexType
 from hoodline.table.write.context import (
     WriteContext,
-    constant_column,
     ensure_partition_metadata,
     new_rows,
     output_schema,
     split_deletes,
+    without,
     write_token,
 )
 from hoodline.table.write.log_writer import append_log_file, appends_to_log
@@ -87,18 +88,16 @@ from hoodline.table.write.records import (
 )
 
 
-def _old_rows(table: pa.Table, ctx: WriteContext, source: str, file_name: str) -> pa.Table:
+def _old_rows(table: pa.Table, ctx: WriteContext, source: str) -> pa.Table:
     """Rows carried over from the old base file: meta columns kept, except
-    ``_hoodie_file_name``, which names the new file (as Java's merge handle rewrites it)."""
+    ``_hoodie_file_name``, which names the new file (as Java's merge handle rewrites it): it is
+    left out, for the writer to give (see :class:`BaseFileWriter`)."""
     if any(c not in table.schema.names for c in META_COLUMNS if c != FILE_NAME):
         raise TableError(f"base file '{source}' lacks Hudi meta columns; it cannot be merged")
     data = align_to_schema(table, ctx.data_schema, f"base file '{source}'")
-    cols = [
-        constant_column(file_name, table.num_rows) if c == FILE_NAME
-        else pc.cast(table.column(c), pa.string())
-        for c in META_COLUMNS
-    ] + list(data.columns)
-    return pa.Table.from_arrays(cols, schema=output_schema(ctx.data_schema))
+    cols = [pc.cast(table.column(c), pa.string()) for c in META_COLUMNS if c != FILE_NAME]
+    schema = without(output_schema(ctx.data_schema), (FILE_NAME,))
+    return pa.Table.from_arrays([*cols, *data.columns], schema=schema)
 
 
 def _keep_newer_stored(
@@ -259,18 +258,78 @@ def _compression(options: WriteOptions) -> str | None:
     return None if options.compression is Compression.NONE else options.compression.value
 
 
+def with_constants(rows: pa.Table, schema: pa.Schema, constants: Mapping[str, str]) -> pa.Table:
+    """``rows`` (the columns of ``schema`` but ``constants``) with each constant in place as a
+    dictionary array of its one value: no string per row is built, and the Parquet writer
+    encodes the column from that dictionary instead of hashing every row's string."""
+    if rows.schema.names != [f.name for f in schema if f.name not in constants]:
+        raise TableError(
+            f"rows of columns {rows.schema.names} do not fit a base file of {schema.names} "
+            f"whose writer gives {sorted(constants)}"
+        )
+    n = rows.num_rows
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+    cols: list[pa.Array | pa.ChunkedArray] = []
+    fields: list[pa.Field] = []
+    for f in schema:
+        if f.name in constants:
+            col = pa.DictionaryArray.from_arrays(zeros, pa.array([constants[f.name]], f.type))
+            cols.append(col)
+            fields.append(pa.field(f.name, col.type, f.nullable, f.metadata))
+        else:
+            cols.append(rows.column(f.name))
+            fields.append(f)
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=schema.metadata))
+
+
+def parquet_writer(
+    sink: pa.NativeFile | str, schema: pa.Schema, first: pa.Table, options: WriteOptions
+) -> pq.ParquetWriter:
+    """The Parquet writer of a base file of ``schema``, for tables like ``first`` (``schema``,
+    or :func:`with_constants` of it: some columns as dictionaries). The file stores ``schema``
+    as its Arrow schema, as pyarrow stores a writer's own: the file holds the same bytes as
+    one written from plain string columns."""
+    writer = pq.ParquetWriter(
+        sink, first.schema, compression=_compression(options),
+        use_dictionary=dictionary_columns(first), store_schema=False,
+    )
+    writer.add_key_value_metadata({ARROW_SCHEMA_KEY: arrow_schema_metadata(schema)})
+    return writer
+
+
+#: the footer key under which Arrow's Parquet writer stores a file's Arrow schema
+ARROW_SCHEMA_KEY = "ARROW:schema"
+
+
+def arrow_schema_metadata(schema: pa.Schema) -> str:
+    """``schema`` as Arrow's Parquet writer stores it: its IPC message, base64."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
 class BaseFileWriter:
-    """A base file written piece by piece: rows are buffered into row groups of
+    """A base file of ``schema`` written piece by piece: rows are buffered into row groups of
     ``hoodline.parquet.row.group.rows`` and encoded as each fills, so a merge holds one row group
     of output at a time; the footer metadata (bloom filter, key range: known once every row went
     through) comes with :meth:`finish`. On an object store the file is uploaded whole by
     :meth:`finish`, never partly. The columns' encodings are chosen from the first row group
     (:func:`dictionary_columns`). Use as a context manager: leaving it without :meth:`finish`
-    (an error) closes the file without uploading it."""
+    (an error) closes the file without uploading it.
 
-    def __init__(self, path: TablePath, options: WriteOptions) -> None:
+    ``constants``: string columns with one value in every row of the file (its
+    ``_hoodie_file_name``; the commit time and partition path of a file of new records only),
+    given here instead of in the rows (:func:`with_constants`)."""
+
+    def __init__(
+        self,
+        path: TablePath,
+        options: WriteOptions,
+        schema: pa.Schema,
+        constants: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.options = options
+        self.schema = schema
+        self.constants = dict(constants or {})
         self.rows = 0
         self._sink, self._upload = output_sink(path)
         self._writer: pq.ParquetWriter | None = None
@@ -298,10 +357,12 @@ class BaseFileWriter:
             self._pending = [table.slice(full)]
             self._pending_rows = table.num_rows - full
 
-    def finish(self, footer: dict[str, str], schema: pa.Schema) -> None:
-        """Encode what is left, add ``footer`` and close the file (``schema``: the file's,
-        for a file that got no rows)."""
-        table = pa.concat_tables(self._pending) if self._pending else schema.empty_table()
+    def finish(self, footer: dict[str, str]) -> None:
+        """Encode what is left, add ``footer`` and close the file."""
+        table = (
+            pa.concat_tables(self._pending) if self._pending
+            else without(self.schema, self.constants).empty_table()
+        )
         self._pending, self._pending_rows = [], 0
         if table.num_rows or self._writer is None:
             self._encode(table)
@@ -313,12 +374,10 @@ class BaseFileWriter:
         if self._upload is not None:
             self._upload.close()
 
-    def _encode(self, table: pa.Table) -> None:
+    def _encode(self, rows: pa.Table) -> None:
+        table = with_constants(rows, self.schema, self.constants)
         if self._writer is None:
-            self._writer = pq.ParquetWriter(
-                self._sink, table.schema, compression=_compression(self.options),
-                use_dictionary=dictionary_columns(table),
-            )
+            self._writer = parquet_writer(self._sink, self.schema, table, self.options)
         size = self.options.row_group_rows
         if (
             faults.armed(FaultPoint.FILE_PARTIAL)
@@ -339,19 +398,18 @@ class BaseFileWriter:
 def write_parquet_copying(
     path: TablePath,
     plan: CopyPlan,
+    schema: pa.Schema,
     file_name: str,
-    table: pa.Table,
+    rows: pa.Table,
     footer: dict[str, str],
     options: WriteOptions,
 ) -> None:
-    """Write a base file of the row groups ``plan`` copies from the old version (their
-    ``_hoodie_file_name`` set to ``file_name``) followed by the rows of ``table``, with
-    ``footer`` (see :mod:`hoodline.table.parquet.row_groups`)."""
+    """Write a base file of ``schema``: the row groups ``plan`` copies from the old version
+    (their ``_hoodie_file_name`` set to ``file_name``) followed by ``rows`` (every column but
+    the file name), with ``footer`` (see :mod:`hoodline.table.parquet.row_groups`)."""
+    table = with_constants(rows, schema, {FILE_NAME: file_name})
     sink = pa.BufferOutputStream()
-    writer = pq.ParquetWriter(
-        sink, table.schema, compression=_compression(options),
-        use_dictionary=dictionary_columns(table),
-    )
+    writer = parquet_writer(sink, schema, table, options)
     try:
         if table.num_rows:
             writer.write_table(table, row_group_size=options.row_group_rows)
@@ -359,7 +417,7 @@ def write_parquet_copying(
             writer.add_key_value_metadata(footer)
     finally:
         writer.close()
-    names = file_name_file(plan, table.schema, file_name, _compression(options))
+    names = file_name_file(plan, schema, file_name, _compression(options))
     # the encoded rows as they are in the sink's buffer (a view, not a copy)
     pieces = spliced_file(plan, names, memoryview(sink.getvalue()).cast("B"))
     if faults.armed(FaultPoint.FILE_PARTIAL) and _FILE_PARTIAL_ONCE.acquire(blocking=False):
@@ -486,24 +544,28 @@ def write_file_group(
         if rest:
             small = old_file.read_row_groups(rest, columns=[*wanted, RECORD_KEY],
                                              use_threads=read_threads)
-            parts.append(_old_rows(small.replace_schema_metadata(None), ctx, str(base_path),
-                                   file_name))
+            parts.append(_old_rows(small.replace_schema_metadata(None), ctx, str(base_path)))
+    # the file name is one value in the whole file, and so are the commit time and partition
+    # path of a file of new records only: the writer gives them (no column of them is built)
+    constants = {FILE_NAME: file_name}
+    if base is None:
+        constants.update({COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition})
     if upserts.num_rows:
-        parts.append(new_rows(upserts, ctx, partition, file_name, task_id))
+        parts.append(new_rows(upserts, ctx, partition, file_name, task_id, given=constants))
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
     out_schema = output_schema(ctx.data_schema)
     if plan is not None:
         out = pa.concat_tables(parts) if len(parts) > 1 else parts[0] if parts else (
-            out_schema.empty_table())
+            without(out_schema, constants).empty_table())
         # the copied rows' keys were read apart; every key is theirs or one of ``added_keys``
         keys = pa.chunked_array([*old_keys.chunks, *upserts.column(RECORD_KEY).chunks],
                                 type=pa.string())
         footer = footer_for(keys, ctx, previous, added_keys)
-        write_parquet_copying(path, plan, file_name, out, footer, ctx.options)
+        write_parquet_copying(path, plan, out_schema, file_name, out, footer, ctx.options)
         num_writes = plan.rows() + out.num_rows
     else:
-        with BaseFileWriter(path, ctx.options) as writer:
+        with BaseFileWriter(path, ctx.options, out_schema, constants) as writer:
             kept_keys: list[pa.ChunkedArray] = []
             if base is not None:
                 # the old rows that stay, one row group at a time: a merge holds one of them
@@ -519,14 +581,14 @@ def write_file_group(
                     if keep is not None:
                         rows = rows.filter(keep.slice(at, n))
                     at += n
-                    writer.write(_old_rows(rows, ctx, str(base_path), file_name))
+                    writer.write(_old_rows(rows, ctx, str(base_path)))
                     kept_keys.append(rows.column(RECORD_KEY))
             for part in parts:
                 writer.write(part)
                 kept_keys.append(part.column(RECORD_KEY))
             # every key written is the old version's or one of ``added_keys``
             keys = pa.chunked_array([c for k in kept_keys for c in k.chunks], type=pa.string())
-            writer.finish(footer_for(keys, ctx, previous, added_keys), out_schema)
+            writer.finish(footer_for(keys, ctx, previous, added_keys))
             num_writes = writer.rows
     size = path.stat().st_size
     return WriteStat(

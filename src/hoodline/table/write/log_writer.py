@@ -105,7 +105,7 @@ def append_log_file(
         else:
             # the same in every record: encoded once, no column built for them
             constants = {COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition, FILE_NAME: file_id}
-            rows = new_rows(upserts, ctx, partition, file_id, task_id, constant_meta=False)
+            rows = new_rows(upserts, ctx, partition, file_id, task_id, given=constants)
             block = avro_data_block(rows, schema, ctx.instant_ts, constants)
         blocks.append(block)
     if len(delete_keys):
