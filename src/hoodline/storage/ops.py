@@ -11,7 +11,7 @@ import io
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -202,10 +202,13 @@ class _ObjectReader(io.RawIOBase):
         super().close()
 
 
-def parquet_file(path: TablePath) -> pq.ParquetFile:
+def parquet_file(path: TablePath, read_dictionary: Sequence[str] = ()) -> pq.ParquetFile:
+    """A Parquet file to read; the columns ``read_dictionary`` read as dictionary arrays (a
+    dictionary-encoded column then comes as its dictionary and indices, no value per row)."""
+    dictionary = list(read_dictionary) or None
     if isinstance(path, ObjectPath):
-        return pq.ParquetFile(open_input(path))
-    return pq.ParquetFile(path, memory_map=True)
+        return pq.ParquetFile(open_input(path), read_dictionary=dictionary)
+    return pq.ParquetFile(path, memory_map=True, read_dictionary=dictionary)
 
 
 def read_parquet(path: TablePath, columns: list[str] | None = None) -> pa.Table:

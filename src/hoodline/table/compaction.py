@@ -66,8 +66,10 @@ from hoodline.table.read import (
 from hoodline.table.schema import arrow_to_avro_schema_json, data_schema
 from hoodline.table.table import HudiTable
 from hoodline.table.write.context import (
+    DICTIONARY_META,
     WriteContext,
     ensure_partition_metadata,
+    merge_schema,
     output_schema,
     without,
     write_token,
@@ -214,7 +216,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     # the columns as the writers write them (nullability of the table schema), so a base file
     # a writer wrote can have its row groups copied
     out_schema = output_schema(ctx.data_schema)
-    rows_schema = without(out_schema, (FILE_NAME,))
+    rows_schema = merge_schema(without(out_schema, (FILE_NAME,)))
     rel = f"{op.partition_path}/{name}" if op.partition_path else name
     path = table.base_path / rel
     plan: CopyPlan | None = None
@@ -223,7 +225,7 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     base_file: pq.ParquetFile | None = None
     if s.base_file is not None:
         base_path = table.base_path / s.base_file
-        base_file = open_base_file(base_path, s)
+        base_file = open_base_file(base_path, s, DICTIONARY_META)
         # the old base file's bloom filter already holds its keys: add the keys the logs
         # brought that it lacks
         previous = previous_filter(base_file)
@@ -260,7 +262,8 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
             # the new file names itself: the old name is not read
             held[FILE_NAME] = pa.chunked_array(
                 [pa.nulls(base_file.metadata.num_rows, pa.string())])
-            pieces = slice_base_row_groups(table, s, schema, held, base_file)
+            # the repeating meta columns as dictionaries, as the file was opened to give them
+            pieces = slice_base_row_groups(table, s, merge_schema(schema), held, base_file)
         kept_keys: list[pa.ChunkedArray] = []
         with BaseFileWriter(path, ctx.options, out_schema, {FILE_NAME: name}) as out:
             for piece in pieces:

@@ -210,10 +210,13 @@ def read_file_slices(
     return pa.concat_tables(parts)
 
 
-def open_base_file(path: TablePath, s: FileSlice) -> pq.ParquetFile:
-    """The base file of slice ``s`` at ``path``; a missing one is an error naming it."""
+def open_base_file(
+    path: TablePath, s: FileSlice, read_dictionary: Sequence[str] = ()
+) -> pq.ParquetFile:
+    """The base file of slice ``s`` at ``path`` (``read_dictionary``: see
+    :func:`~hoodline.storage.ops.parquet_file`); a missing one is an error naming it."""
     try:
-        return parquet_file(path)
+        return parquet_file(path, read_dictionary)
     except FileNotFoundError:
         raise TableError(
             f"base file '{path}' of committed instant {s.base_instant} is missing "

@@ -542,3 +542,40 @@ def test_rows_that_do_not_fit_the_given_constants_are_refused(tmp_path: Path) ->
         out.write(table)
         with pytest.raises(TableError, match="_hoodie_file_name"):
             out.finish({})
+
+
+def test_pieces_with_dictionary_and_string_meta_columns_read_back_as_strings(
+    tmp_path: Path,
+) -> None:
+    """A merge holds the old rows' commit times as dictionary arrays, each old row group's with
+    its own dictionary (some of whose values no kept row uses), and may bring plain strings
+    beside them: one file, read back as plain strings, each row group's statistics those of
+    its own values."""
+    base = _meta_and_data(90).drop_columns(["_hoodie_file_name"])
+    times = [f"2026112801020304{i % 4}" for i in range(90)]
+
+    def dictionary(values: list[str], extra: list[str]) -> pa.Array:
+        words = sorted(set(values)) + extra
+        return pa.DictionaryArray.from_arrays(
+            pa.array([words.index(v) for v in values], pa.int32()), pa.array(words))
+
+    pieces = [
+        base.slice(0, 30).set_column(0, "_hoodie_commit_time", dictionary(times[:30], ["0"])),
+        base.slice(30, 30).set_column(0, "_hoodie_commit_time", dictionary(times[30:60], ["9"])),
+        base.slice(60, 30).set_column(0, "_hoodie_commit_time", pa.array(times[60:])),
+    ]
+    schema = _meta_and_data(1).schema
+    options = WriteOptions.from_mapping({"hoodline.parquet.row.group.rows": 40})
+    path = tmp_path / "merged.parquet"
+    with file_writer.BaseFileWriter(path, options, schema, {"_hoodie_file_name": "f"}) as out:
+        for piece in pieces:
+            out.write(piece)
+        out.finish({})
+    back = pq.read_table(path)
+    assert back.schema == schema
+    assert back.column("_hoodie_commit_time").to_pylist() == times
+    md = pq.read_metadata(path)
+    for rg, start in zip(range(md.num_row_groups), (0, 40, 80), strict=True):
+        stats = md.row_group(rg).column(0).statistics
+        mine = times[start : start + md.row_group(rg).num_rows]
+        assert (stats.min, stats.max) == (min(mine), max(mine))

@@ -49,12 +49,31 @@ class WriteContext:
         return HudiTable(self.base_path, self.config)
 
 
-def constant_column(value: str, n: int) -> pa.Array:
-    """``n`` copies of ``value`` without a Python object per row."""
-    dict_arr = pa.DictionaryArray.from_arrays(
+#: meta columns whose values repeat within a file: a merge reads them from the old version as
+#: dictionary arrays and writes them from those (no string per row is built or hashed)
+DICTIONARY_META = (COMMIT_TIME, PARTITION_PATH)
+#: their type while held as dictionaries
+META_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
+
+def dictionary_column(value: str, n: int) -> pa.DictionaryArray:
+    """``n`` rows of ``value`` as a dictionary array of that one value."""
+    return pa.DictionaryArray.from_arrays(
         pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string())
     )
-    return pc.cast(dict_arr, pa.string())
+
+
+def constant_column(value: str, n: int) -> pa.Array:
+    """``n`` copies of ``value`` without a Python object per row."""
+    return pc.cast(dictionary_column(value, n), pa.string())
+
+
+def merge_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the :data:`DICTIONARY_META` columns it has as dictionaries."""
+    return pa.schema(
+        [f.with_type(META_DICTIONARY) if f.name in DICTIONARY_META else f for f in schema],
+        metadata=schema.metadata,
+    )
 
 
 def write_token(task_id: int, attempt: int) -> str:
@@ -103,10 +122,13 @@ def new_rows(
     file_name: str,
     task_id: int,
     given: Collection[str] = (),
+    dictionaries: bool = False,
 ) -> pa.Table:
     """The meta columns and data columns of written records, but the meta columns named in
     ``given``: those hold one value in the whole write (commit time, partition path, file
-    name), and a writer that encodes such a value once takes it instead of a column."""
+    name), and a writer that encodes such a value once takes it instead of a column.
+    ``dictionaries``: the :data:`DICTIONARY_META` columns as one-value dictionary arrays (as a
+    merge holds the old rows' ones, :func:`merge_schema`)."""
     n = upserts.num_rows
     seq = pc.binary_join_element_wise(
         pa.scalar(f"{ctx.instant_ts}_{task_id}_"),
@@ -118,11 +140,15 @@ def new_rows(
     meta: dict[str, pa.Array | pa.ChunkedArray] = {
         COMMIT_SEQNO: seq, RECORD_KEY: upserts.column(RECORD_KEY)}
     cols = [
-        meta[c] if c in meta else constant_column(constants[c], n)
+        meta[c] if c in meta
+        else dictionary_column(constants[c], n) if dictionaries and c in DICTIONARY_META
+        else constant_column(constants[c], n)
         for c in META_COLUMNS
         if c not in given
     ]
     schema = without(output_schema(ctx.data_schema), given)
+    if dictionaries:
+        schema = merge_schema(schema)
     return pa.Table.from_arrays([*cols, *data.columns], schema=schema)
 
 

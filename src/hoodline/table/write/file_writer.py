@@ -61,8 +61,12 @@ from hoodline.table.parquet.row_groups import (
 )
 from hoodline.table.properties import IndexType
 from hoodline.table.write.context import (
+    DICTIONARY_META,
+    META_DICTIONARY,
     WriteContext,
+    dictionary_column,
     ensure_partition_metadata,
+    merge_schema,
     new_rows,
     output_schema,
     split_deletes,
@@ -95,8 +99,13 @@ def _old_rows(table: pa.Table, ctx: WriteContext, source: str) -> pa.Table:
     if any(c not in table.schema.names for c in META_COLUMNS if c != FILE_NAME):
         raise TableError(f"base file '{source}' lacks Hudi meta columns; it cannot be merged")
     data = align_to_schema(table, ctx.data_schema, f"base file '{source}'")
-    cols = [pc.cast(table.column(c), pa.string()) for c in META_COLUMNS if c != FILE_NAME]
-    schema = without(output_schema(ctx.data_schema), (FILE_NAME,))
+    # the repeating meta columns as the old file was opened to give them: dictionaries
+    cols = [
+        pc.cast(table.column(c), META_DICTIONARY if c in DICTIONARY_META else pa.string())
+        for c in META_COLUMNS
+        if c != FILE_NAME
+    ]
+    schema = merge_schema(without(output_schema(ctx.data_schema), (FILE_NAME,)))
     return pa.Table.from_arrays([*cols, *data.columns], schema=schema)
 
 
@@ -267,28 +276,46 @@ def with_constants(rows: pa.Table, schema: pa.Schema, constants: Mapping[str, st
             f"rows of columns {rows.schema.names} do not fit a base file of {schema.names} "
             f"whose writer gives {sorted(constants)}"
         )
-    n = rows.num_rows
-    zeros = pa.array(np.zeros(n, dtype=np.int32))
-    cols: list[pa.Array | pa.ChunkedArray] = []
-    fields: list[pa.Field] = []
-    for f in schema:
-        if f.name in constants:
-            col = pa.DictionaryArray.from_arrays(zeros, pa.array([constants[f.name]], f.type))
-            cols.append(col)
-            fields.append(pa.field(f.name, col.type, f.nullable, f.metadata))
-        else:
-            cols.append(rows.column(f.name))
-            fields.append(f)
+    cols = [
+        dictionary_column(constants[f.name], rows.num_rows) if f.name in constants
+        else rows.column(f.name)
+        for f in schema
+    ]
+    # each column of the type it has (a string column may come as a dictionary array)
+    fields = [pa.field(f.name, c.type, f.nullable, f.metadata)
+              for f, c in zip(schema, cols, strict=True)]
     return pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=schema.metadata))
+
+
+def _like(rows: pa.Table, types: pa.Schema) -> pa.Table:
+    """``rows`` with the column types of ``types`` (a string column as a dictionary array, or
+    the other way round), so that the pieces of one file concatenate."""
+    if rows.schema == types:
+        return rows
+    cols = [c if c.type == f.type else c.cast(f.type)
+            for c, f in zip(rows.columns, types, strict=True)]
+    return pa.Table.from_arrays(cols, schema=types)
+
+
+def _one_dictionary(table: pa.Table) -> pa.Table:
+    """``table`` with one dictionary per dictionary column (chunks of several old row groups
+    have each their own): pyarrow's Parquet writer encodes a column from its dictionary only
+    while that stays the same, else it hashes every value again."""
+    split = any(
+        pa.types.is_dictionary(f.type) and table.column(i).num_chunks > 1
+        for i, f in enumerate(table.schema)
+    )
+    return table.unify_dictionaries() if split else table
 
 
 def parquet_writer(
     sink: pa.NativeFile | str, schema: pa.Schema, first: pa.Table, options: WriteOptions
 ) -> pq.ParquetWriter:
     """The Parquet writer of a base file of ``schema``, for tables like ``first`` (``schema``,
-    or :func:`with_constants` of it: some columns as dictionaries). The file stores ``schema``
-    as its Arrow schema, as pyarrow stores a writer's own: the file holds the same bytes as
-    one written from plain string columns."""
+    some of its string columns as dictionary arrays: :func:`with_constants`, a merge's
+    :data:`~.context.DICTIONARY_META`). The file stores ``schema`` as its Arrow schema, as
+    pyarrow stores a writer's own: readers see plain string columns, and a file of one-value
+    dictionaries holds the same bytes as one written from strings."""
     writer = pq.ParquetWriter(
         sink, first.schema, compression=_compression(options),
         use_dictionary=dictionary_columns(first), store_schema=False,
@@ -331,6 +358,8 @@ class BaseFileWriter:
         self.schema = schema
         self.constants = dict(constants or {})
         self.rows = 0
+        #: the column types of the first piece, which later ones take
+        self._types: pa.Schema | None = None
         self._sink, self._upload = output_sink(path)
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Table] = []
@@ -345,7 +374,12 @@ class BaseFileWriter:
             self._writer = None
 
     def write(self, rows: pa.Table) -> None:
-        """Append ``rows`` (every piece of one schema)."""
+        """Append ``rows``: the schema's columns but the constants, a string column possibly
+        as a dictionary array (a piece takes the types of the first)."""
+        if self._types is None:
+            self._types = rows.schema
+        else:
+            rows = _like(rows, self._types)
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
         self.rows += rows.num_rows
@@ -375,7 +409,7 @@ class BaseFileWriter:
             self._upload.close()
 
     def _encode(self, rows: pa.Table) -> None:
-        table = with_constants(rows, self.schema, self.constants)
+        table = _one_dictionary(with_constants(rows, self.schema, self.constants))
         if self._writer is None:
             self._writer = parquet_writer(self._sink, self.schema, table, self.options)
         size = self.options.row_group_rows
@@ -407,7 +441,7 @@ def write_parquet_copying(
     """Write a base file of ``schema``: the row groups ``plan`` copies from the old version
     (their ``_hoodie_file_name`` set to ``file_name``) followed by ``rows`` (every column but
     the file name), with ``footer`` (see :mod:`hoodline.table.parquet.row_groups`)."""
-    table = with_constants(rows, schema, {FILE_NAME: file_name})
+    table = _one_dictionary(with_constants(rows, schema, {FILE_NAME: file_name}))
     sink = pa.BufferOutputStream()
     writer = parquet_writer(sink, schema, table, options)
     try:
@@ -494,7 +528,7 @@ def write_file_group(
                 "copy-on-write write cannot merge it (is the table merge-on-read?)"
             )
         base_path = table.base_path / base.base_file
-        old_file = parquet_file(base_path)
+        old_file = parquet_file(base_path, DICTIONARY_META)
         if _writes_bloom_filter(ctx):
             previous = previous_filter(old_file)
         if RECORD_KEY not in old_file.schema_arrow.names:
@@ -551,7 +585,9 @@ def write_file_group(
     if base is None:
         constants.update({COMMIT_TIME: ctx.instant_ts, PARTITION_PATH: partition})
     if upserts.num_rows:
-        parts.append(new_rows(upserts, ctx, partition, file_name, task_id, given=constants))
+        # beside old rows, the new rows' repeating meta columns are dictionaries as theirs
+        parts.append(new_rows(upserts, ctx, partition, file_name, task_id, given=constants,
+                              dictionaries=base is not None))
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)
     Markers(table, ctx.instant_ts).create(partition, file_name, "MERGE" if base else "CREATE")
     out_schema = output_schema(ctx.data_schema)
