@@ -146,6 +146,7 @@ def summarize(runs: list[dict[str, Any]], rows: int) -> dict[str, Any]:
         "cpu_s": statistics.median(r["cpu_s"] for r in runs),
         "all_s": [round(r["s"], 3) for r in runs],
         "all_cpu_s": [round(r["cpu_s"], 3) for r in runs],
+        "all_steal_s": [r.get("steal_s") for r in runs],
         "files": runs[0]["files"],
         "bytes": runs[0]["bytes"],
         "peak_rss": max(r["peak_rss"] for r in runs),
@@ -159,7 +160,7 @@ def report(rep: dict[str, Any]) -> str:
     rows = []
     for name, r in results.items():
         if "error" in r:
-            rows.append([name, "error: " + str(r["error"]).splitlines()[-1][:80]] + [""] * 6)
+            rows.append([name, "error: " + str(r["error"]).splitlines()[-1][:80]] + [""] * 7)
             continue
         rows.append(
             [
@@ -171,6 +172,7 @@ def report(rep: dict[str, Any]) -> str:
                 f"{r['files']} / {common.mib(r['bytes'])}",
                 common.mib(r["peak_rss"]),
                 " ".join(f"{s:.2f}" for s in r["all_s"]),
+                common.steal_text(r["all_steal_s"]),
             ]
         )
     header = [
@@ -182,13 +184,15 @@ def report(rep: dict[str, Any]) -> str:
         "files / bytes",
         "peak RSS",
         "every run's wall",
+        "steal of each run (s)",
     ]
     intro = (
         f"Load of {rep['rows']:,} rows (13 columns, 8 partitions) into an empty table, median of "
         f"{rep['repeat']} runs, each in a fresh process; hoodline: WriteClient.bulk_insert "
         f"({rep['buckets']} buckets per partition for BUCKET); {PEER}: one pq.write_table of the "
         "rows with the five _hoodie_ meta columns (building them not timed); delta: "
-        "write_deltalake partitioned by region. CPU = process CPU time (all threads)."
+        "write_deltalake partitioned by region. CPU = process CPU time (all threads). Steal: CPU "
+        "time the hypervisor took from the machine during each run (the host was busy then)."
     )
     return intro + "\n\n" + common.markdown_table(header, rows)
 

@@ -288,6 +288,14 @@ def median_run(runs: list[dict[str, Any]], time_key: str, kept: Sequence[str]) -
     return chosen
 
 
+def steal_text(values: Sequence[float | None]) -> str:
+    """Every run's steal time (see :func:`steal_seconds`), or "-" where the machine does not
+    report it."""
+    if not values or any(v is None for v in values):
+        return "-"
+    return " / ".join(f"{v:.1f}" for v in values if v is not None)
+
+
 def mib(n: float | None) -> str:
     return "-" if n is None else f"{n / 2**20:,.0f} MiB"
 

@@ -572,7 +572,7 @@ def report(rep: dict[str, Any]) -> str:
                 " / ".join(f"{m / 2**20:,.0f}" for m in r.get("runs_peak_rss", [r["peak_rss"]])),
                 "exact" if r["difference"] is None else "WRONG: " + r["difference"],
                 f"{r['load_before'][0]}",
-                _steal_text(r.get("runs_steal_s", [r.get("steal_s")])),
+                common.steal_text(r.get("runs_steal_s", [r.get("steal_s")])),
             ]
         )
     if not any(name.startswith("hoodline") for name in res):
@@ -613,13 +613,6 @@ def report(rep: dict[str, Any]) -> str:
     ]
     table = common.markdown_table(header, rows)
     return intro + "\n\n" + table + ("\n\n" + "\n".join(notes) if notes else "")
-
-
-def _steal_text(values: list[float | None]) -> str:
-    """Every run's steal time, or "-" where the machine does not report it."""
-    if any(v is None for v in values):
-        return "-"
-    return " / ".join(f"{v:.1f}" for v in values if v is not None)
 
 
 def main(argv: list[str] | None = None) -> int:

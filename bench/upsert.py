@@ -149,7 +149,8 @@ def run(
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median upsert wall time, every run's upsert wall/CPU and load time
     beside it (see :func:`bench.common.median_run`)."""
-    chosen = common.median_run(runs, "upsert_s", ("upsert_s", "upsert_cpu_s", "load_s"))
+    chosen = common.median_run(
+        runs, "upsert_s", ("upsert_s", "upsert_cpu_s", "load_s", "steal_s"))
     if "error" not in chosen and all("compact_s" in r for r in runs):
         # compaction is compared with the COW upsert's median: every run's is kept
         chosen["runs_compact_s"] = [r["compact_s"] for r in runs]
@@ -168,7 +169,7 @@ def report(rep: dict[str, Any]) -> str:
     rows = []
     for name, r in results.items():
         if "error" in r:
-            rows.append([name, "error: " + str(r["error"]).splitlines()[-1][:80]] + [""] * 11)
+            rows.append([name, "error: " + str(r["error"]).splitlines()[-1][:80]] + [""] * 12)
             continue
         ratio = f"{r['upsert_s'] / base:.2f}" if base else "-"
         rows.append(
@@ -186,6 +187,7 @@ def report(rep: dict[str, Any]) -> str:
                 common.secs(r["load_s"]),
                 "identical" if r["difference"] is None else "DIFFERS: " + r["difference"],
                 f"{r['load_before'][0]}",
+                common.steal_text(r.get("runs_steal_s", [r.get("steal_s")])),
             ]
         )
     header = [
@@ -202,6 +204,7 @@ def report(rep: dict[str, Any]) -> str:
         "load wall",
         "contents vs expected",
         "load avg (1 min)",
+        "steal of each upsert process (s)",
     ]
     intro = (
         f"{rep['rows']:,} base rows (8 partitions, 13 columns), upsert batch {rep['batch']:,} "
@@ -214,7 +217,8 @@ def report(rep: dict[str, Any]) -> str:
         "snapshot summaries (added-files-size). Peak RSS sampled every 10 ms in the upsert "
         "process (includes the batch it read, ~150 MB per 1M rows). "
         f"Each system ran {rep.get('runs', 1)} time(s), interleaved; a row shows the run with "
-        "the median upsert wall time."
+        "the median upsert wall time. Steal: CPU time the hypervisor took from the machine "
+        "while each upsert process ran (its compaction included): the host was busy then."
     )
     notes = [
         f"{name}: then compacted in {common.secs(r['compact_s'])} wall, "

@@ -24,6 +24,10 @@ def test_bench_bulk_insert_every_system_loads_every_row(tmp_path) -> None:
         assert res["files"] >= 1 and res["bytes"] > 0
     text = bulk_insert.report(rep)
     assert text.count("| hoodline-") == 2 and "| pyarrow | " in text
+    # this Linux machine reports steal time: every run has it, and the table shows it
+    steal = rep["results"]["delta"]["all_steal_s"]
+    assert len(steal) == 2 and min(steal) >= 0
+    assert "steal of each run (s)" in text and " / ".join(f"{v:.1f}" for v in steal) in text
 
 
 def test_bench_bulk_insert_rows_read_back_wrong_is_an_error() -> None:

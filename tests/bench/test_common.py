@@ -113,6 +113,12 @@ def test_child_env_byte_compiles_the_package_first(tmp_path, monkeypatch: pytest
     assert Path(importlib.util.cache_from_source(str(module))).is_file()
 
 
+def test_steal_text_shows_every_run_or_nothing_when_one_is_unknown() -> None:
+    assert common.steal_text([0.04, 1.26]) == "0.0 / 1.3"
+    assert common.steal_text([0.5, None]) == "-"
+    assert common.steal_text([]) == "-"
+
+
 def test_steal_seconds_reads_the_hypervisors_share_from_proc_stat() -> None:
     ticks = os.sysconf("SC_CLK_TCK")
     stat = (

@@ -69,12 +69,18 @@ def test_bench_upsert_all_systems_end_identical(tmp_path) -> None:
         assert rep["results"][name]["rows_in_written_files"] == ROWS + BATCH // 2
     text = upsert.report(rep)
     assert "identical" in text and "DIFFERS" not in text
+    # this Linux machine reports steal time: the upsert process's is shown
+    steal = rep["results"]["delta"]["runs_steal_s"]
+    assert len(steal) == 1 and steal[0] >= 0
+    assert "steal of each upsert process (s)" in text and f"{steal[0]:.1f}" in text
 
 
 def test_bench_upsert_shows_the_median_run_and_never_hides_a_bad_one() -> None:
-    runs = [{"upsert_s": t, "upsert_cpu_s": t / 2, "load_s": 1.0} for t in (8.0, 2.0, 4.0)]
+    runs = [{"upsert_s": t, "upsert_cpu_s": t / 2, "load_s": 1.0, "steal_s": t / 10}
+            for t in (8.0, 2.0, 4.0)]
     chosen = upsert.median_run(runs)
     assert chosen["upsert_s"] == 4.0 and chosen["runs_upsert_s"] == [8.0, 2.0, 4.0]
+    assert chosen["runs_steal_s"] == [0.8, 0.2, 0.4]
     wrong = {"upsert_s": 1.0, "upsert_cpu_s": 1.0, "load_s": 1.0, "difference": "row 3"}
     assert upsert.median_run([*runs, wrong]) is wrong
     assert "runs_compact_s" not in chosen
