@@ -157,6 +157,29 @@ def test_bucket_index_puts_each_key_in_its_hash_bucket(
     check_all(table)
 
 
+def test_bucket_tags_as_a_dictionary_name_the_same_file_groups(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    """The writer's dictionary-encoded file ids (no string per row) decode to the ids the
+    string column holds, also for buckets that already have a file group."""
+    from hoodline.table.write.client import tag_and_assign
+    from hoodline.table.write.records import FILE_ID
+
+    table = new_table("BUCKET", bucket_count=4)
+    client = client_for(table)
+    client.insert(rows(list(range(0, 40, 2)), region="eu"))
+    batch = pa.concat_tables([rows(list(range(30)), region="eu"), rows([1, 2], region="us")])
+    ctx = client.context(client.start_instant(), client.prepare(batch, "upsert"))
+    records = client.prepare(batch, "upsert").records
+    plain = tag_and_assign(ctx, records).column(FILE_ID)
+    encoded = tag_and_assign(ctx, records, dictionary_file_ids=True).column(FILE_ID)
+    assert plain.type == pa.string()
+    assert pa.types.is_dictionary(encoded.type)
+    assert encoded.cast(pa.string()).to_pylist() == plain.to_pylist()
+    existing = {g.file_id for g in table.fs_view().file_groups("region=eu")}
+    assert existing and existing <= set(plain.to_pylist())
+
+
 def test_inserts_fill_small_files_then_open_new_groups(
     new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
 ) -> None:

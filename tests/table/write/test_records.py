@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from hoodline.table.write.records import FILE_ID, PARTITION_PATH, file_group_parts
+from hoodline.table.write.records import (
+    FILE_ID,
+    PARTITION_PATH,
+    dictionary_codes,
+    file_group_parts,
+)
 
 
 def _records(partitions: list[str], file_ids: list[str], start: int = 0) -> pa.RecordBatch:
@@ -58,3 +64,60 @@ def test_groups_of_interleaved_records_are_gathered_exactly() -> None:
 
 def test_no_records_no_groups() -> None:
     assert file_group_parts(pa.Table.from_batches([_records([], [])])) == []
+
+
+def _decoded(codes: np.ndarray, values: list[str]) -> list[str]:
+    return [values[c] for c in codes]
+
+
+def test_dictionary_codes_of_strings_group_equal_values() -> None:
+    column = pa.chunked_array([["b", "a"], ["b", "c", "a"]], pa.string())
+    codes, values = dictionary_codes(column)
+    assert _decoded(codes, values) == ["b", "a", "b", "c", "a"]
+    assert len(set(values)) == len(values) == 3
+
+
+def test_dictionary_codes_of_a_dictionary_column_are_its_indices() -> None:
+    # entries no row uses are allowed (a bucket index names every bucket of a partition)
+    column = pa.DictionaryArray.from_arrays(
+        pa.array([2, 0, 2, 2], pa.int32()), pa.array(["f0", "unused", "f2"]))
+    codes, values = dictionary_codes(column)
+    assert codes.tolist() == [2, 0, 2, 2] and codes.dtype == np.int64
+    assert values == ["f0", "unused", "f2"]
+    codes, values = dictionary_codes(pa.chunked_array([column]))
+    assert _decoded(codes, values) == ["f2", "f0", "f2", "f2"]
+
+
+@pytest.mark.parametrize("column", [
+    # a value twice in the dictionary: its rows must still get one code
+    pa.DictionaryArray.from_arrays(pa.array([0, 1, 2], pa.int32()), pa.array(["x", "y", "x"])),
+    # chunks with dictionaries of their own
+    pa.chunked_array([
+        pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["x", "y"])),
+        pa.DictionaryArray.from_arrays(pa.array([0], pa.int32()), pa.array(["x"])),
+    ]),
+])
+def test_dictionary_codes_of_other_dictionary_columns_decode_first(
+    column: pa.Array | pa.ChunkedArray,
+) -> None:
+    codes, values = dictionary_codes(column)
+    assert len(set(values)) == len(values)
+    expected = column.to_pylist()
+    assert _decoded(codes, values) == expected
+    assert codes[0] == codes[2]
+
+
+def test_groups_of_a_dictionary_file_id_column_match_the_string_column() -> None:
+    ids = ["g2", "g1", "g2", "g1", "g2"]
+    plain = pa.table(_records(["p"] * 5, ids))
+    encoded = plain.set_column(
+        plain.schema.get_field_index(FILE_ID), FILE_ID,
+        pa.DictionaryArray.from_arrays(pa.array([2, 1, 2, 1, 2], pa.int32()),
+                                       pa.array(["g0", "g1", "g2"])))
+
+    def groups(table: pa.Table) -> list[tuple[str, str, list[int]]]:
+        # groups come in code order, which differs between the two: compared as sets
+        parts = file_group_parts(table)
+        return sorted((p, f, rows.column("id").to_pylist()) for p, f, rows in parts)
+
+    assert groups(encoded) == groups(plain) == [("p", "g1", [1, 3]), ("p", "g2", [0, 2, 4])]

@@ -155,8 +155,9 @@ class BloomIndex:
         self.threads = threads
         self.last_stats = LookupStats()
 
-    def tag(self, records: pa.Table, view: FileSystemView) -> pa.Table:
-        """``records`` + ``_hoodline_file_id`` (string, null where the key is not in the table)."""
+    def tag(self, records: pa.Table, view: FileSystemView, dictionary: bool = False) -> pa.Table:
+        """``records`` + ``_hoodline_file_id`` (string, null where the key is not in the table;
+        strings with ``dictionary`` too: the bucket assigner fills the nulls in after)."""
         stats = LookupStats()
         n = records.num_rows
         found = np.full(n, -1, dtype=np.int64)

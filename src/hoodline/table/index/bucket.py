@@ -212,8 +212,10 @@ class BucketIndex:
             keys = KeyGenerator(self.config).record_keys(records)
         return key_bucket_ids(keys, self.config.record_key_fields, self.num_buckets)
 
-    def tag(self, records: pa.Table, view: FileSystemView) -> pa.Table:
-        """``records`` + ``_hoodline_file_id`` for every row (never null)."""
+    def tag(self, records: pa.Table, view: FileSystemView, dictionary: bool = False) -> pa.Table:
+        """``records`` + ``_hoodline_file_id`` for every row (never null); with ``dictionary``,
+        dictionary-encoded with one entry per partition and bucket (grouped by its codes, no
+        file id string is built or hashed per row: see ``dictionary_codes``)."""
         n = records.num_rows
         buckets = self.bucket_ids(records) if n else np.zeros(0, dtype=np.int64)
         codes, partitions = dictionary_codes(records.column(PARTITION_PATH))
@@ -237,12 +239,11 @@ class BucketIndex:
             for b in range(self.num_buckets):
                 table_ids.append(existing.get(b) or new_bucket_file_id(part, b))
         flat = codes * self.num_buckets + buckets
-        col = pc.cast(
-            pa.DictionaryArray.from_arrays(
-                pa.array(flat.astype(np.int32)), pa.array(table_ids or [""], pa.string())
-            ),
-            pa.string(),
+        col = pa.DictionaryArray.from_arrays(
+            pa.array(flat.astype(np.int32)), pa.array(table_ids or [""], pa.string())
         )
+        if not dictionary:
+            col = pc.cast(col, pa.string())
         if FILE_ID in records.schema.names:
             records = records.drop_columns([FILE_ID])
         return records.append_column(FILE_ID, col)

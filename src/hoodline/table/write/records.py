@@ -215,7 +215,20 @@ def string_sort_order(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int6
 
 
 def dictionary_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """Integer code per row and the distinct values (for grouping string columns)."""
+    """Integer code per row and the values the codes stand for (for grouping string columns):
+    equal strings, equal codes.
+
+    A dictionary-encoded column of one chunk without nulls whose dictionary holds each value
+    once (the bucket index's file ids) gives its indices as they are: no string is hashed.
+    Its dictionary may hold values no row uses."""
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks == 1:
+        values = values.chunk(0)
+    if isinstance(values, pa.DictionaryArray) and not values.null_count:
+        dictionary = [str(v) for v in values.dictionary.to_pylist()]
+        if len(set(dictionary)) == len(dictionary):
+            return values.indices.to_numpy(zero_copy_only=False).astype(np.int64), dictionary
+    if pa.types.is_dictionary(values.type):
+        values = pc.cast(values, values.type.value_type)
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     enc = pc.dictionary_encode(arr)
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
