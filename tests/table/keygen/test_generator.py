@@ -109,3 +109,29 @@ def test_multi_field_keys_write_null_and_empty_parts_as_java_does() -> None:
     single = TableConfig("t", ("a",), ())
     with pytest.raises(InvalidRecordsError, match="'a' is null"):
         KeyGenerator(single).record_keys(batch)
+
+
+@pytest.mark.parametrize("config", [
+    _config(("ts",), "timestamp", "yyyy/MM/dd"),
+    # timestamps of one year: several rows, distinct values, one path
+    _config(("ts",), "timestamp", "yyyy"),
+    _config(("ts",), "timestamp", "yyyy/MM", url_encode_partitions=True),
+    _config(("region", "ts"), "custom", "yyyy-MM", partition_kinds=("simple", "timestamp")),
+    TableConfig("t", ("id",), ("region",)),
+    TableConfig("t", ("id",), ("region",), hive_style_partitioning=False),
+    TableConfig("t", ("id",), ()),
+], ids=["timestamp", "one-year", "url-encoded", "custom-two-fields", "hive", "plain", "none"])
+def test_dictionary_partition_paths_decode_to_the_strings(config: TableConfig) -> None:
+    from hoodline.table.write.records import dictionary_codes
+
+    batch = pa.concat_tables([_batch(), _batch()])  # two chunks
+    kg = KeyGenerator(config)
+    strings = kg.partition_paths(batch)
+    encoded = kg.partition_paths(batch, dictionary=True)
+    assert encoded.cast(pa.string()).to_pylist() == strings.to_pylist()
+    if len(config.partition_fields) <= 1:  # several fields join strings per row
+        assert pa.types.is_dictionary(encoded.type)
+    # rows group alike either way (a value twice in a dictionary still gets one code)
+    codes, values = dictionary_codes(encoded)
+    assert [values[c] for c in codes] == strings.to_pylist()
+    assert len(set(values)) == len(values)

@@ -158,3 +158,16 @@ def test_partition_values_are_checked_once_but_errors_name_the_first_row() -> No
     assert paths.partition_paths(dictionary).to_pylist() == paths.partition_paths(ok).to_pylist()
     none = KeyGenerator(cfg(partition_fields=())).partition_paths(ok)
     assert none.to_pylist() == [""] * 5
+
+
+def test_prepared_records_with_dictionary_partition_paths_dedupe_per_partition() -> None:
+    # the same key in two partitions is two records; in one partition the later one wins
+    t = pa.table({"id": [1, 1, 2, 1], "r": ["a", "b", "a", "a"], "v": ["w", "x", "y", "z"]})
+    config = cfg(partition_fields=("r",))
+    plain = prepare_upserts(t, config, t.schema)
+    encoded = prepare_upserts(t, config, t.schema, dictionary_partitions=True)
+    assert pa.types.is_dictionary(encoded.schema.field(PARTITION_PATH).type)
+    assert plain.schema.field(PARTITION_PATH).type == pa.string()
+    rows = [(r[PARTITION_PATH], r["id"], r["v"]) for r in encoded.to_pylist()]
+    assert rows == [(r[PARTITION_PATH], r["id"], r["v"]) for r in plain.to_pylist()]
+    assert sorted(rows) == [("r=a", 1, "z"), ("r=a", 2, "y"), ("r=b", 1, "x")]

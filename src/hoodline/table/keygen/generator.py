@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -102,9 +103,15 @@ class KeyGenerator:
             )
         return c.single_key_with_field_name
 
-    def partition_paths(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
+    def partition_paths(self, batch: Batch, dictionary: bool = False) -> pa.Array | pa.ChunkedArray:
+        """Every row's partition path: strings, or with ``dictionary`` (and one partition
+        field, or none) a dictionary array over the distinct paths, built without a string
+        per row, for a caller that only groups rows by it (``dictionary_codes``)."""
         fields = self.config.partition_fields
         if not fields:
+            if dictionary:
+                return pa.DictionaryArray.from_arrays(
+                    pa.array(np.zeros(batch.num_rows, dtype=np.int32)), pa.array([""]))
             return pc.fill_null(pa.nulls(batch.num_rows, pa.string()), "")
         levels: list[pa.Array | pa.ChunkedArray | pa.Scalar] = []
         for name, kind in zip(fields, self.kinds, strict=True):
@@ -115,6 +122,9 @@ class KeyGenerator:
                 values, indices = self._simple_parts(batch, name)
             if self.config.hive_style_partitioning:
                 values = join_strings([pa.scalar(f"{name}="), values], "")
+            if dictionary and len(fields) == 1:
+                return pa.DictionaryArray.from_arrays(
+                    _one_chunk(indices), pc.cast(_one_chunk(values), pa.string()))
             levels.append(pc.take(values, indices))
         if len(levels) == 1:
             return levels[0]
@@ -183,3 +193,7 @@ def check_key_generator_settings(config: TableConfig) -> None:
     would make other paths than Java's (checked when a writer opens the table)."""
     if config.key_generator is not KeyGeneratorKind.DEFAULT:
         KeyGenerator(config)
+
+
+def _one_chunk(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

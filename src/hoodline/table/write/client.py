@@ -184,16 +184,18 @@ def prepare_for_schema(
     batch: Batch,
     data_schema: pa.Schema,
     options: WriteOptions,
+    dictionary_partitions: bool = False,
 ) -> pa.Table:
     """Validate, key and de-duplicate (:func:`combines`) records for a commit of
-    ``data_schema``."""
+    ``data_schema`` (``dictionary_partitions``: see :func:`prepare_upserts`)."""
     if operation is WriteOperation.DELETE:
         return prepare_deletes(batch, config)
     table = as_table(batch)
     check_required_columns(table, config)
     table = conform_types(table, data_schema)
     combine = combines(operation, options.combine_before_insert)
-    return prepare_upserts(table, config, data_schema, operation, combine)
+    return prepare_upserts(
+        table, config, data_schema, operation, combine, dictionary_partitions)
 
 
 def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
@@ -311,7 +313,9 @@ class WriteClient:
     ) -> str:
         """Run one operation as one instant; returns the completed instant time."""
         self._require_open()
-        prepared = self.prepare(batch, operation)  # raises before anything is written
+        # raises before anything is written; the partition paths and file ids are only
+        # grouped by on this path: dictionary-encoded, no string of them per row
+        prepared = self._prepare(batch, operation, dictionary=True)
         if extra_metadata:
             self._check_extra(extra_metadata)
         self._lock.ensure_held()
@@ -396,6 +400,9 @@ class WriteClient:
     def prepare(self, batch: Batch, operation: str) -> PreparedBatch:
         """Validate, key and de-duplicate ``batch``; work out the commit's schema. No I/O
         besides reading the timeline; raises InvalidRecordsError / SchemaEvolutionError."""
+        return self._prepare(batch, operation)
+
+    def _prepare(self, batch: Batch, operation: str, dictionary: bool = False) -> PreparedBatch:
         op = _operation(operation)
         table = as_table(batch)
         require_rows(table, op)
@@ -403,7 +410,8 @@ class WriteClient:
             check_required_columns(table, self.table.config)
             table = conform_types(table, table_data_schema(self.table))
         schema = self.plan_schema(incoming_schema(table), op)
-        records = prepare_for_schema(self.table.config, op, table, schema, self.options)
+        records = prepare_for_schema(
+            self.table.config, op, table, schema, self.options, dictionary)
         return PreparedBatch(op, records, schema)
 
     def plan_schema(self, incoming: pa.Schema, operation: str) -> pa.Schema:

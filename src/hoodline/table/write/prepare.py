@@ -71,6 +71,8 @@ def dedupe(table: pa.Table, ordering_field: str | None) -> pa.Table:
     parts = table.column(PARTITION_PATH)
     if all_distinct(keys):  # keys unique overall: unique per partition too
         return table
+    if pa.types.is_dictionary(parts.type):
+        parts = pc.cast(parts, pa.string())
     combined = pc.binary_join_element_wise(parts, keys, "\x00")
     pos = pa.array(np.arange(n, dtype=np.int64))
     sort_cols = {PARTITION_PATH: parts, RECORD_KEY: keys}
@@ -111,9 +113,12 @@ def prepare_upserts(
     data_schema: pa.Schema,
     operation: WriteOperation = WriteOperation.UPSERT,
     combine: bool = True,
+    dictionary_partitions: bool = False,
 ) -> pa.Table:
     """Data columns aligned to ``data_schema`` + ``_hoodie_record_key`` + partition path,
-    de-duplicated unless ``combine`` is False (see :func:`combines`).
+    de-duplicated unless ``combine`` is False (see :func:`combines`). The partition path is a
+    string column; ``dictionary_partitions`` lets it come dictionary-encoded (see
+    ``KeyGenerator.partition_paths``) for a caller that only groups by it.
 
     ``data_schema`` is the schema this commit will have (the table's schema, evolved by the
     batch); use :func:`incoming_schema` + the schema module to compute it.
@@ -124,12 +129,12 @@ def prepare_upserts(
     _refuse_reserved(table)
     keygen = KeyGenerator(config)
     keys = keygen.record_keys(table)
-    parts = keygen.partition_paths(table)
+    parts = keygen.partition_paths(table, dictionary_partitions)
     if config.precombine_field is not None:
         require_no_nulls(table, config.precombine_field, "ordering (precombine)")
     aligned = align_to_schema(table, data_schema, "the input batch")
     out = aligned.append_column(pa.field(RECORD_KEY, pa.string(), nullable=False), keys)
-    out = out.append_column(pa.field(PARTITION_PATH, pa.string(), nullable=False), parts)
+    out = out.append_column(pa.field(PARTITION_PATH, parts.type, nullable=False), parts)
     return dedupe(out, config.precombine_field) if combine else out
 
 
