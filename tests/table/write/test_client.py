@@ -157,16 +157,18 @@ def test_bucket_index_puts_each_key_in_its_hash_bucket(
     check_all(table)
 
 
-def test_bucket_tags_as_a_dictionary_name_the_same_file_groups(
-    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+@pytest.mark.parametrize("index_type", ["BUCKET", "BLOOM"])
+def test_file_ids_as_a_dictionary_name_the_same_file_groups(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
 ) -> None:
     """The writer's dictionary-encoded file ids (no string per row) decode to the ids the
-    string column holds, also for buckets that already have a file group."""
+    string column holds: of file groups that exist (updates; with BLOOM also small files
+    taking inserts, whose id is then twice in the dictionary) and new ones."""
     from hoodline.table.write.client import tag_and_assign
-    from hoodline.table.write.records import FILE_ID
+    from hoodline.table.write.records import FILE_ID, dictionary_codes
 
-    table = new_table("BUCKET", bucket_count=4)
-    client = client_for(table)
+    table = new_table(index_type, bucket_count=4)
+    client = client_for(table, SMALL_FILES)
     client.insert(rows(list(range(0, 40, 2)), region="eu"))
     batch = pa.concat_tables([rows(list(range(30)), region="eu"), rows([1, 2], region="us")])
     ctx = client.context(client.start_instant(), client.prepare(batch, "upsert"))
@@ -176,8 +178,11 @@ def test_bucket_tags_as_a_dictionary_name_the_same_file_groups(
     assert plain.type == pa.string()
     assert pa.types.is_dictionary(encoded.type)
     assert encoded.cast(pa.string()).to_pylist() == plain.to_pylist()
+    codes, ids = dictionary_codes(encoded)
+    assert [ids[c] for c in codes] == plain.to_pylist()
     existing = {g.file_id for g in table.fs_view().file_groups("region=eu")}
     assert existing and existing <= set(plain.to_pylist())
+    assert len(set(plain.to_pylist()) - existing) >= 1  # a new group (region=us at least)
 
 
 def test_inserts_fill_small_files_then_open_new_groups(

@@ -16,8 +16,8 @@ from hoodline.table.properties import IndexType, TableConfig
 class Index(Protocol):
     def tag(self, records: pa.Table, view: FileSystemView, dictionary: bool = False) -> pa.Table:
         """Add ``_hoodline_file_id``: the file group of each record (null: not in the table).
-        A string column; with ``dictionary`` it may come dictionary-encoded instead (the
-        BUCKET index's ids are), for a caller that only groups rows by it."""
+        A string column; with ``dictionary`` a dictionary array instead, for a caller that
+        only groups rows by it."""
         ...
 
 

@@ -137,11 +137,13 @@ def candidate_mask(keys: pa.Array, info: FooterIndex) -> np.ndarray:
     return mask
 
 
-def file_id_column(codes: np.ndarray, file_ids: list[str]) -> pa.Array:
-    """String column from per-row codes into ``file_ids`` (-1 = null)."""
+def file_id_column(codes: np.ndarray, file_ids: list[str], dictionary: bool = False) -> pa.Array:
+    """String column from per-row codes into ``file_ids`` (-1 = null); with ``dictionary``,
+    the dictionary array itself (no string per row)."""
     indices = pa.array(codes.astype(np.int32), mask=codes < 0)
-    dictionary = pa.array(file_ids if file_ids else [""], type=pa.string())
-    return pc.cast(pa.DictionaryArray.from_arrays(indices, dictionary), pa.string())
+    values = pa.array(file_ids if file_ids else [""], type=pa.string())
+    encoded = pa.DictionaryArray.from_arrays(indices, values)
+    return encoded if dictionary else pc.cast(encoded, pa.string())
 
 
 class BloomIndex:
@@ -156,8 +158,8 @@ class BloomIndex:
         self.last_stats = LookupStats()
 
     def tag(self, records: pa.Table, view: FileSystemView, dictionary: bool = False) -> pa.Table:
-        """``records`` + ``_hoodline_file_id`` (string, null where the key is not in the table;
-        strings with ``dictionary`` too: the bucket assigner fills the nulls in after)."""
+        """``records`` + ``_hoodline_file_id`` (null where the key is not in the table; strings,
+        or with ``dictionary`` a dictionary array)."""
         stats = LookupStats()
         n = records.num_rows
         found = np.full(n, -1, dtype=np.int64)
@@ -180,7 +182,7 @@ class BloomIndex:
                 stats.files_read += part.stats.files_read
                 stats.keys_checked_exactly += part.stats.keys_checked_exactly
         self.last_stats = stats
-        col = file_id_column(found, file_ids)
+        col = file_id_column(found, file_ids, dictionary)
         if FILE_ID in records.schema.names:
             records = records.drop_columns([FILE_ID])
         return records.append_column(FILE_ID, col)

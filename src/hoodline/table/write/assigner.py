@@ -59,6 +59,7 @@ class BucketAssigner:
         num_tasks: int = 1,
         use_small_files: bool = True,
         threads: int = 1,
+        dictionary_file_ids: bool = False,
     ) -> None:
         if not 0 <= task_id < max(1, num_tasks):
             raise ValueError(f"task id {task_id} is not in [0, {num_tasks})")
@@ -68,6 +69,8 @@ class BucketAssigner:
         self.num_tasks = max(1, num_tasks)
         self.use_small_files = use_small_files
         self.threads = threads
+        #: give the file id column dictionary-encoded (see ``tag_and_assign``)
+        self.dictionary_file_ids = dictionary_file_ids
         self._seq = 0
 
     def assign(self, tagged: pa.Table) -> pa.Table:
@@ -123,7 +126,7 @@ class BucketAssigner:
             existing[known] = kcodes
             existing_ids = kvalues
         existing[insert_rows] = assigned + len(existing_ids)
-        col = file_id_column(existing, existing_ids + ids)
+        col = file_id_column(existing, existing_ids + ids, self.dictionary_file_ids)
         idx = tagged.schema.get_field_index(FILE_ID)
         return tagged.set_column(idx, FILE_ID, col)
 
