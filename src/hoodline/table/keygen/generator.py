@@ -122,9 +122,8 @@ class KeyGenerator:
                 values, indices = self._simple_parts(batch, name)
             if self.config.hive_style_partitioning:
                 values = join_strings([pa.scalar(f"{name}="), values], "")
-            if dictionary and len(fields) == 1:
-                return pa.DictionaryArray.from_arrays(
-                    _one_chunk(indices), pc.cast(_one_chunk(values), pa.string()))
+            if dictionary and len(fields) == 1:  # both are arrays of one chunk
+                return pa.DictionaryArray.from_arrays(indices, pc.cast(values, pa.string()))
             levels.append(pc.take(values, indices))
         if len(levels) == 1:
             return levels[0]
@@ -193,7 +192,3 @@ def check_key_generator_settings(config: TableConfig) -> None:
     would make other paths than Java's (checked when a writer opens the table)."""
     if config.key_generator is not KeyGeneratorKind.DEFAULT:
         KeyGenerator(config)
-
-
-def _one_chunk(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
