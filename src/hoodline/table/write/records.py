@@ -189,6 +189,12 @@ def _binary_buffers(
     return data, offsets[:-1], np.diff(offsets)
 
 
+#: the high ``i`` bytes of a 64-bit integer, by ``i``
+_PREFIX_MASKS = np.array(
+    [0, *(((1 << 64) - 1) ^ ((1 << (64 - 8 * i)) - 1) for i in range(1, 9))], dtype=np.uint64
+)
+
+
 def string_sort_order(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int64]:
     """Row order sorting the strings ascending (byte-wise, ties in row order), as
     ``pc.sort_indices`` gives it.
@@ -201,13 +207,15 @@ def string_sort_order(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int6
     n = len(lengths)
     if n < 2 or lengths.max() > 8:
         return np.asarray(pc.sort_indices(values).to_numpy(), dtype=np.int64)
+    # the 8 bytes from each string's start, read as one big-endian integer, bytes past its
+    # end masked off
     padded = np.concatenate((data, np.zeros(8, np.uint8)))
-    prefix = np.zeros(n, dtype=np.uint64)
-    for j in range(int(lengths.max())):
-        byte = padded[starts + j].astype(np.uint64)
-        byte[lengths <= j] = 0
-        prefix |= byte << np.uint64(56 - 8 * j)
-    order = np.argsort(prefix, kind="stable")
+    windows = np.ndarray((len(padded) - 7,), dtype=">u8", buffer=padded, strides=(1,))
+    prefix = windows[starts].astype(np.uint64)
+    prefix &= _PREFIX_MASKS[lengths]
+    # numpy's default sort of 64-bit integers is vectorised (~4x a stable sort); with no two
+    # prefixes equal, which is checked next, every sort gives the same order
+    order = np.argsort(prefix)
     in_order = prefix[order]
     if (in_order[1:] == in_order[:-1]).any():
         return np.asarray(pc.sort_indices(values).to_numpy(), dtype=np.int64)
