@@ -242,6 +242,23 @@ def test_java_string_hash_known_values() -> None:
     assert int(h[3]) == expected
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_hashes_of_a_slice_look_only_at_the_slice_bytes(large: bool) -> None:
+    # whether any key holds ':' or a non-ASCII character is decided from the bytes of the
+    # slice's own values: bytes of values outside it must not change (or hide) its hashes
+    values = ["id:1,region:eu", "€", "plain", "42", "x", "id:7", "ü:x", "a€b", "tail"]
+    arr = pa.array(values, pa.large_string() if large else pa.string())
+    for start, stop in [(2, 5), (5, 8), (1, 2), (3, 3), (0, 9)]:
+        part = arr.slice(start, stop - start)
+        fresh = pa.array(values[start:stop], pa.string())
+        assert java_string_hashes(part).tolist() == java_string_hashes(fresh).tolist()
+        ours = key_bucket_ids(part, ("id",), 7).tolist()
+        assert ours == key_bucket_ids(fresh, ("id",), 7).tolist(), (start, stop)
+    # the keys with ':' are parsed: "id:7" hashes as "7"
+    assert key_bucket_ids(arr.slice(5, 1), ("id",), 7)[0] == bucket_ids([pa.array(["7"])], 7)[0]
+    assert java_string_hashes(arr.slice(1, 1)).view(np.int32)[0] == 8364  # "€".hashCode()
+
+
 def test_bucket_file_ids_are_stable_and_carry_the_bucket() -> None:
     fid = new_bucket_file_id("region=eu", 2)
     assert fid == new_bucket_file_id("region=eu", 2)

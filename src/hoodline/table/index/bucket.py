@@ -54,6 +54,16 @@ def _java_string_hash_scalar(s: str) -> int:
     return h
 
 
+def _value_bytes(arr: pa.Array) -> npt.NDArray[np.uint8]:
+    """The bytes of a ``large_string`` array's values (of its slice only), no copy."""
+    data = arr.buffers()[2]
+    if data is None or len(arr) == 0:
+        return np.zeros(0, dtype=np.uint8)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)
+    first, end = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    return np.frombuffer(data, dtype=np.uint8)[first:end]
+
+
 def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint32]:
     """``String.hashCode()`` of every value, as uint32 bits."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -70,7 +80,11 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uin
     )
     last = max(0, len(data) - 1)
     lengths = np.diff(offsets)
-    ascii_mask = np.asarray(pc.string_is_ascii(arr).to_numpy(zero_copy_only=False), dtype=bool)
+    # the common case, no byte >= 0x80 in the values' bytes, needs no test per value
+    ascii_mask = (
+        None if int(_value_bytes(arr).max(initial=0)) < 0x80
+        else np.asarray(pc.string_is_ascii(arr).to_numpy(zero_copy_only=False), dtype=bool)
+    )
     # Horner over the characters, one character position at a time for a chunk of keys:
     # h = 31 * h + c (keys shorter than the position keep their hash)
     for start in range(0, n, _CHUNK):
@@ -89,7 +103,7 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uin
                 np.copyto(h, step, where=lens > j)
             pos += 1
         out[start:stop] = h
-    if not ascii_mask.all():
+    if ascii_mask is not None:
         for i in np.nonzero(~ascii_mask)[0]:
             out[i] = _java_string_hash_scalar(arr[int(i)].as_py())
     return out
@@ -130,9 +144,9 @@ def key_bucket_ids(
         raise ValueError(f"bucket count {num_buckets} must be >= 1")
     keys = record_keys.combine_chunks() if isinstance(record_keys, pa.ChunkedArray) else record_keys
     keys = pc.cast(keys, pa.large_string())
-    colon = np.asarray(pc.match_substring(keys, ":").to_numpy(zero_copy_only=False), dtype=bool)
-    if not colon.any():  # every key is its own one hash key
+    if not (_value_bytes(keys) == ord(":")).any():  # every key is its own one hash key
         return bucket_ids([keys], num_buckets)
+    colon = np.asarray(pc.match_substring(keys, ":").to_numpy(zero_copy_only=False), dtype=bool)
     out = np.empty(len(keys), dtype=np.int64)
     plain = np.flatnonzero(~colon)
     if len(plain):
