@@ -200,9 +200,9 @@ def string_sort_order(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.int6
     ``pc.sort_indices`` gives it.
 
     Strings of at most 8 bytes (numeric ids, short codes) are sorted as big-endian 64-bit
-    integers of their zero-padded bytes, 2-3x cheaper than Arrow's string sort; equal integers
-    (equal strings, or strings differing only in trailing NUL bytes) and longer strings are
-    left to Arrow."""
+    integers of their zero-padded bytes, ~5x cheaper than Arrow's string sort (625k numeric ids:
+    33 against 178 ms); equal integers (equal strings, or strings differing only in trailing NUL
+    bytes) and longer strings are left to Arrow."""
     data, starts, lengths = _binary_buffers(values)
     n = len(lengths)
     if n < 2 or lengths.max() > 8:
