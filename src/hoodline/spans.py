@@ -52,7 +52,8 @@ def byte_spans(buf: U8, starts: I64, lengths: I64) -> pa.Array:
 
 
 def span_bytes(spans: pa.Array) -> U8:
-    """The values of a :func:`byte_spans` array one after the other (no copy)."""
+    """The values of a :func:`byte_spans` array (or of any ``large_binary`` or
+    ``large_string`` array, of its slice only) one after the other (no copy)."""
     _, offsets, data = spans.buffers()
     bounds = np.frombuffer(offsets, np.int64)[spans.offset:spans.offset + len(spans) + 1]
     if data is None or len(bounds) == 0:

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import TableError
+from hoodline.spans import span_bytes
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.properties import TableConfig
@@ -52,16 +53,6 @@ def _java_string_hash_scalar(s: str) -> int:
     for i in range(0, len(units), 2):
         h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
     return h
-
-
-def _value_bytes(arr: pa.Array) -> npt.NDArray[np.uint8]:
-    """The bytes of a ``large_string`` array's values (of its slice only), no copy."""
-    data = arr.buffers()[2]
-    if data is None or len(arr) == 0:
-        return np.zeros(0, dtype=np.uint8)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)
-    first, end = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
-    return np.frombuffer(data, dtype=np.uint8)[first:end]
 
 
 def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uint32]:
@@ -82,7 +73,7 @@ def java_string_hashes(values: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.uin
     lengths = np.diff(offsets)
     # the common case, no byte >= 0x80 in the values' bytes, needs no test per value
     ascii_mask = (
-        None if int(_value_bytes(arr).max(initial=0)) < 0x80
+        None if int(data[offsets[0]:offsets[-1]].max(initial=0)) < 0x80
         else np.asarray(pc.string_is_ascii(arr).to_numpy(zero_copy_only=False), dtype=bool)
     )
     # Horner over the characters, one character position at a time for a chunk of keys:
@@ -144,7 +135,7 @@ def key_bucket_ids(
         raise ValueError(f"bucket count {num_buckets} must be >= 1")
     keys = record_keys.combine_chunks() if isinstance(record_keys, pa.ChunkedArray) else record_keys
     keys = pc.cast(keys, pa.large_string())
-    if not (_value_bytes(keys) == ord(":")).any():  # every key is its own one hash key
+    if not (span_bytes(keys) == ord(":")).any():  # every key is its own one hash key
         return bucket_ids([keys], num_buckets)
     colon = np.asarray(pc.match_substring(keys, ":").to_numpy(zero_copy_only=False), dtype=bool)
     out = np.empty(len(keys), dtype=np.int64)
