@@ -181,6 +181,12 @@ class TableConfig:
                     f"table '{self.name}': {attr.replace('_', ' ')} '{value}' is not supported; "
                     f"{exc}"
                 ) from None
+        if self.merge_on_read and not self.extra.get(K_PAYLOAD_CLASS):
+            # stored whatever it is, as Java's writers do: a reader that misses it picks its
+            # own default (hudi-rs 0.5.0 merges log records by event time when a precombine
+            # field is set, where Hudi's default payload lets the last write win)
+            object.__setattr__(
+                self, "extra", {**self.extra, K_PAYLOAD_CLASS: OVERWRITE_WITH_LATEST_PAYLOAD})
         self.validate()
         if (
             self.single_key_with_field_name is None

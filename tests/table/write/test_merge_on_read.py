@@ -30,7 +30,7 @@ from hoodline.table.log.blocks import LogBlockType, read_blocks
 from hoodline.table.log.merge import LogRecords
 from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import K_PAYLOAD_CLASS
-from hoodline.table.read import read_optimized, read_snapshot
+from hoodline.table.read import file_slices, read_optimized, read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
@@ -142,6 +142,51 @@ def test_default_payload_keeps_the_record_with_the_greater_ordering_value(
         client.upsert(rows([1], ts=5, v="tie"))  # ties go to the newer write
     assert snapshot_dict(table) == {("eu", 1): (5, "tie1"), ("eu", 2): (6, "late2")}
     assert_hudi_matches_hoodline(table)
+
+
+def test_the_last_write_wins_with_the_default_payload_class_as_hudi_rs_reads_it(
+    tmp_path: Path, index_type: str
+) -> None:
+    """OverwriteWithLatestAvroPayload (the default) with a precombine field: the last write
+    wins over earlier log records and over the base row, whatever the ordering values, as in
+    copy-on-write tables. The table says which payload class it has (hoodie.properties), so
+    hudi-rs merges the same way; without it hudi-rs 0.5.0 merges by event time."""
+    table = mor_table(tmp_path, index_type)
+    assert table.config.precombine_field == "ts"
+    props = (table.meta_path / "hoodie.properties").read_text()
+    assert "hoodie.compaction.payload.class=org.apache.hudi.common.model." \
+        "OverwriteWithLatestAvroPayload" in props
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
+        client.upsert(rows([1, 2], ts=[1, 10], v="first"))
+        client.compact()  # base files (BLOOM wrote them already): key 2 at ts 10
+        assert all(s.base_file for s in file_slices(table))
+        client.upsert(rows([1, 2], ts=[10, 5], v="second"))
+        client.upsert(rows([1, 2], ts=[5, 3], v="late"))  # older events, later writes
+        assert snapshot_dict(table) == {("eu", 1): (5, "late1"), ("eu", 2): (3, "late2")}
+        assert_hudi_matches_hoodline(table)
+        assert client.compact() is not None
+    assert snapshot_dict(table) == {("eu", 1): (5, "late1"), ("eu", 2): (3, "late2")}
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_corrupt_log_record_is_named_by_its_file_and_block(tmp_path: Path) -> None:
+    """A well-framed Avro block whose record bytes are wrong: the error says which log file,
+    which block and which byte, so the operator can find (and roll back) the write."""
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1)
+    with WriteClient(table) as client:
+        client.upsert(rows([1, 2], ts=1))
+    (path,) = [p for p in Path(table.base_path).rglob(".*.log.*")]
+    data = bytearray(path.read_bytes())
+    (block,) = [b for b in read_blocks(bytes(data)) if b.type is LogBlockType.AVRO_DATA]
+    at = data.index(bytes(block.content[:64]), block.offset)
+    assert data[at + 12] == 0x02  # the first record's first field: union branch 1 (a string)
+    data[at + 12] = 0x06
+    path.write_bytes(bytes(data))
+    with pytest.raises(TableError) as caught:
+        read_snapshot(table)
+    message = str(caught.value)
+    assert str(path) in message and f"block at offset {block.offset}" in message
+    assert "'_hoodie_commit_time': Avro union branch byte 0x06 is out of range" in message
 
 
 def test_a_writer_with_another_payload_class_is_refused(tmp_path: Path) -> None:
