@@ -15,6 +15,7 @@ from hoodline.table.log import content
 from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
 from hoodline.table.log.content import (
     DELETE_RECORD_LIST_SCHEMA,
+    DeleteList,
     avro_data_block,
     delete_block,
     read_data_blocks,
@@ -23,6 +24,7 @@ from hoodline.table.log.content import (
     same_records_schema,
 )
 from hoodline.table.log.names import LogFileName, is_log_file
+from hoodline.table.log.ordering import JavaClass, OrderingValue
 from hoodline.table.schema import arrow_to_avro
 
 # A rollback command block written by Java Hudi (Spark 3.5), 105 bytes: hudi-rs test data
@@ -104,7 +106,8 @@ def test_delete_block_is_a_delete_record_list_with_int_wrapper_zero() -> None:
     assert datum.startswith(b"\x04" + item)
     assert datum.endswith(b"\x00")
     (back,) = read_blocks(block.serialize())
-    assert read_delete_block(back) == (["k1", "k2"], ["region=us", "region=us"])
+    assert read_delete_block(back) == DeleteList(
+        ["k1", "k2"], ["region=us", "region=us"], [OrderingValue(JavaClass.INTEGER, 0)] * 2)
 
 
 def test_torn_and_foreign_bytes_are_skipped_up_to_the_next_block() -> None:

@@ -584,8 +584,11 @@ class _Cursor:
         taken: npt.NDArray[np.bool_] = code == 2 * value
         if not taken.all():
             other = code == 2 * null if null is not None else np.zeros(len(code), dtype=bool)
-            if not (taken | other).all():
-                raise TableError(f"field '{name}': Avro union branch out of range; corrupt block")
+            bad = ~(taken | other)
+            if bad.any():
+                raise TableError(
+                    f"field '{name}': Avro union branch byte 0x{int(code[bad][0]):02x} is out of "
+                    "range; the log block is corrupt")
         if every:
             self.pos += 1
             return taken
@@ -826,5 +829,11 @@ def encode_datum(value: Any, schema: dict[str, Any] | list[Any]) -> bytes:
     return buf.getvalue()
 
 
-def decode_datum(data: bytes | memoryview, schema: dict[str, Any] | list[Any]) -> Any:
-    return fastavro.schemaless_reader(io.BytesIO(data), fastavro.parse_schema(schema), None)
+def decode_datum(
+    data: bytes | memoryview, schema: dict[str, Any] | list[Any], record_names: bool = False
+) -> Any:
+    """One Avro binary datum; ``record_names``: a union's record value comes as ``(its full
+    name, the record)`` (unions of several record types: which one it is)."""
+    return fastavro.schemaless_reader(
+        io.BytesIO(data), fastavro.parse_schema(schema), None,
+        return_record_name=record_names, return_record_name_override=record_names)

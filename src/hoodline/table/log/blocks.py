@@ -68,6 +68,8 @@ class LogBlock:
     content: bytes | memoryview = b""
     #: where the block starts in its file (0 for blocks not read from a file)
     offset: int = field(default=0, compare=False)
+    #: the file it was read from, for error messages (empty: not known)
+    source: str = field(default="", compare=False)
 
     @property
     def instant(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from hoodline.table.log.blocks import (
     LogBlock,
     LogBlockType,
 )
+from hoodline.table.log.ordering import OrderingValue, unwrapped
 
 CONTENT_VERSION = 3
 _I32 = struct.Struct(">i")
@@ -254,8 +256,18 @@ def _avro_records(block: LogBlock) -> tuple[npt.NDArray[np.int64], npt.NDArray[n
     return record_offsets(content, 8, count)
 
 
-def read_delete_block(block: LogBlock) -> tuple[list[str], list[str]]:
-    """(record keys, partition paths) a delete block removes."""
+@dataclass(frozen=True)
+class DeleteList:
+    """What one delete block removes: per deleted key, its partition path and the ordering
+    value the delete carries (None: null; ``IntWrapper(0)``, hoodline's, is natural order)."""
+
+    keys: list[str]
+    partition_paths: list[str]
+    orderings: list[OrderingValue | None]
+
+
+def read_delete_block(block: LogBlock) -> DeleteList:
+    """The keys a delete block removes, with their partition paths and ordering values."""
     content = block.content
     if len(content) < 8:
         raise TableError(f"delete block at offset {block.offset} is too short")
@@ -265,9 +277,10 @@ def read_delete_block(block: LogBlock) -> tuple[list[str], list[str]]:
             f"delete block at offset {block.offset} has content version {version} (Kryo, "
             "written by Hudi before 0.12); compact the table with Hudi first"
         )
-    datum = decode_datum(content[8 : 8 + length], DELETE_RECORD_LIST_SCHEMA)
+    datum = decode_datum(content[8 : 8 + length], DELETE_RECORD_LIST_SCHEMA, record_names=True)
     records = datum["deleteRecordList"]
-    return (
+    return DeleteList(
         [str(r["recordKey"]) for r in records],
         [str(r["partitionPath"] or "") for r in records],
+        [unwrapped(r["orderingVal"]) for r in records],
     )

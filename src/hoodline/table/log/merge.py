@@ -5,11 +5,24 @@ counts when its instant is a completed write visible to the query (blocks of fai
 writes are skipped, as Java's and hudi-rs's scanners do); a rollback command block drops the
 blocks of its target instant read before it. Then, block by block:
 
-* a data block's records replace the stored records of their keys. With
-  ``DefaultHoodieRecordPayload`` a stored record whose ordering value is greater stays (the
-  incoming one is dropped; between log records, ties go to the later one);
-* a delete block removes its keys (hoodline and Spark SQL write ``IntWrapper(0)`` orderings,
-  which delete whatever the payload).
+* a data block's records replace the stored log records of their keys. With
+  ``DefaultHoodieRecordPayload`` a stored record whose ordering value is greater stays (ties go
+  to the later record);
+* a delete block removes the stored records of its keys (hoodline and Spark SQL write
+  ``IntWrapper(0)`` orderings, which always delete). With ``DefaultHoodieRecordPayload`` a
+  delete carrying an ordering value of its own, as Java writes for upserts that delete, can
+  rank below the stored record and is then dropped (:mod:`hoodline.table.log.ordering`).
+
+Then the stored log records meet the base rows: a log record replaces its key's base row, but
+with ``DefaultHoodieRecordPayload`` a base row whose ordering value is greater stays; a key
+whose last effective event is a delete loses its base row. A key deleted and then written
+again meets its base row like any other log record (the delete is forgotten, as in Java).
+
+With ``OverwriteWithLatestAvroPayload`` (the default) the last write wins throughout, as in
+copy-on-write tables, hudi-rs and Hudi 1.x. Java Hudi 0.14/0.15 readers differ in one case:
+their log scanner pre-combines a key's log records by the precombine field with this payload
+too, so until a compaction they show the record with the greatest ordering value among the
+log records written since the slice's base (docs/hudi-mor-format.md, 9.1).
 
 :func:`replay_logs` reduces all blocks' events in one vectorised pass and :func:`apply_logs` applies
 the result to the base rows.
@@ -17,6 +30,7 @@ the result to the base rows.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +43,12 @@ from hoodline.errors import TableError
 from hoodline.storage.paths import TablePath
 from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
 from hoodline.table.log.content import read_data_blocks, read_delete_block, same_records_schema
+from hoodline.table.log.ordering import (
+    OrderingValue,
+    delete_is_outranked,
+    raw_values,
+    record_class,
+)
 
 RECORD_KEY = "_hoodie_record_key"
 #: Most content bytes of the data blocks decoded in one pass: a pass costs ~1.5 ms besides its
@@ -53,6 +73,7 @@ def committed_blocks(
                 "hoodline); retry the read"
             ) from None
         for block in read_blocks(data):
+            block = dataclasses.replace(block, source=str(path))
             if block.type is LogBlockType.COMMAND:
                 target = block.header.get(HeaderKey.TARGET_INSTANT_TIME)
                 kept = [b for b in kept if b.header.get(HeaderKey.INSTANT_TIME) != target]
@@ -99,7 +120,7 @@ def added_keys(log_rows: pa.Table, in_base: npt.NDArray[np.bool_] | None) -> pa.
 @dataclass(frozen=True)
 class LogRecords:
     """What a slice's log blocks do to it: the records they leave per key (replay order) and
-    the keys they delete (whose base rows go)."""
+    the keys they delete and leave without a record (whose base rows go)."""
 
     winners: pa.Table
     deleted: pa.Array
@@ -113,13 +134,18 @@ def replay_logs(
     source: str = "",
 ) -> LogRecords | None:
     """The blocks' records and deletes as one list of events in replay order, reduced per key
-    in one vectorised pass; None when the blocks hold neither. The same result as applying the
-    blocks one after the other:
+    in one vectorised pass; None when the blocks hold neither. The same result as Java's log
+    scanner applying the blocks one after the other (``HoodieMergedLogRecordScanner``):
 
-    * a key's events after its last delete decide its log record: the last one, or with an
-      ordering field (``ordering_field`` set means DefaultHoodieRecordPayload) the one with the
-      greatest ordering value (ties: the later one);
-    * a key with a delete among its events loses its base row (:func:`apply_logs`).
+    * a record meets the key's earlier log record: with an ordering field (set means
+      DefaultHoodieRecordPayload) the one with the greater ordering value stays, ties to the
+      later one; without, the later one;
+    * a delete removes the key's earlier log record; with an ordering field, not when its
+      ordering value ranks below that record's
+      (:func:`~hoodline.table.log.ordering.delete_is_outranked`: never for hoodline's and
+      Spark SQL's ``IntWrapper(0)``);
+    * so a key's log record is decided by its records after its last delete that took effect;
+      a key whose last event is such a delete loses its base row (:func:`apply_logs`).
 
     ``conform(records, source)`` brings a block's records to ``schema``.
 
@@ -130,21 +156,29 @@ def replay_logs(
     seqs: list[npt.NDArray[np.int64]] = []
     delete_keys: list[pa.Array] = []
     delete_seqs: list[npt.NDArray[np.int64]] = []
+    delete_orderings: list[OrderingValue | None] = []
     seq = 0
     runs = _runs(blocks)
     blocks.clear()
     runs.reverse()
     while runs:
         run = runs.pop()
+        where = f"{source} ({_located(run)})" if source else _located(run)
         if run[0].type is LogBlockType.DELETE:
-            keys, _parts = read_delete_block(run[0])
-            delete_keys.append(pa.array(keys, pa.string()))
-            delete_seqs.append(np.arange(seq, seq + len(keys), dtype=np.int64))
-            seq += len(keys)
+            try:
+                deletes = read_delete_block(run[0])
+            except TableError as exc:
+                raise TableError(f"{where}: {exc}") from None
+            delete_keys.append(pa.array(deletes.keys, pa.string()))
+            delete_seqs.append(np.arange(seq, seq + len(deletes.keys), dtype=np.int64))
+            delete_orderings.extend(deletes.orderings)
+            seq += len(deletes.keys)
             continue
-        where = f"{source} (block at offset {run[0].offset})" if len(run) == 1 else (
-            f"{source} (blocks at offsets {', '.join(str(b.offset) for b in run)})")
-        data = conform(read_data_blocks(run), where)
+        try:
+            decoded = read_data_blocks(run)
+        except TableError as exc:
+            raise TableError(f"{where}: {exc}") from None
+        data = conform(decoded, where)
         records.append(data)
         seqs.append(np.arange(seq, seq + data.num_rows, dtype=np.int64))
         seq += data.num_rows
@@ -155,6 +189,10 @@ def replay_logs(
     log_seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
     dkeys = pa.concat_arrays(delete_keys) if delete_keys else pa.array([], pa.string())
     dseq = np.concatenate(delete_seqs) if delete_seqs else np.zeros(0, dtype=np.int64)
+    ordering = ordering_field if ordering_field in schema.names else None
+    if ordering is not None and any(o is not None and not o.natural for o in delete_orderings):
+        effective = _effective_deletes(log, log_seq, dkeys, dseq, delete_orderings, ordering)
+        dkeys, dseq = dkeys.filter(pa.array(effective)), dseq[effective]
     # the last delete of every deleted key (no grouping without deletes: Arrow's grouping
     # engine alone costs ~0.3 s to load in a fresh process)
     if len(dkeys):
@@ -163,9 +201,74 @@ def replay_logs(
         last_delete = pa.table({"k": last.column("k"), "s": last.column("s_max")})
     else:
         last_delete = pa.table({"k": dkeys, "s": pa.array(dseq)})
-    ordering = ordering_field if ordering_field in schema.names else None
     winners = _winners(log, log_seq, last_delete, ordering)
-    return LogRecords(winners, last_delete.column("k").combine_chunks())
+    deleted = last_delete.column("k").combine_chunks()
+    if len(deleted) and winners.num_rows:  # records after the delete: the key has a record
+        deleted = deleted.filter(pc.invert(pc.is_in(deleted, value_set=winners.column(
+            RECORD_KEY))))
+    return LogRecords(winners, deleted)
+
+
+def _located(run: Sequence[LogBlock]) -> str:
+    """Where a run of blocks is: its log file(s) and offsets, for error messages."""
+    files = list(dict.fromkeys(b.source or "?" for b in run))
+    offsets = ", ".join(str(b.offset) for b in run)
+    noun = "block at offset" if len(run) == 1 else "blocks at offsets"
+    return f"log file {', '.join(repr(f) for f in files)}, {noun} {offsets}"
+
+
+def _effective_deletes(
+    log: pa.Table,
+    log_seq: npt.NDArray[np.int64],
+    dkeys: pa.Array,
+    dseq: npt.NDArray[np.int64],
+    orderings: Sequence[OrderingValue | None],
+    ordering: str,
+) -> npt.NDArray[np.bool_]:
+    """Per delete event, whether it takes effect (:func:`replay_logs`). Only deletes that carry
+    an ordering value of their own can fail to; the events of their keys are replayed one by
+    one (Java writes such deletes for records an upsert deletes: few, next to a slice's
+    records)."""
+    effective = np.ones(len(dkeys), dtype=bool)
+    ranked = np.flatnonzero([o is not None and not o.natural for o in orderings])
+    contested = pc.unique(dkeys.take(pa.array(ranked)))
+    keys = log.column(RECORD_KEY)
+    rec_rows = np.flatnonzero(
+        pc.is_in(keys, value_set=contested).to_numpy(zero_copy_only=False))
+    if len(rec_rows) == 0:  # no log record to outrank a delete
+        return effective
+    del_rows = np.flatnonzero(pc.is_in(dkeys, value_set=contested).to_numpy(
+        zero_copy_only=False))
+    java_class = record_class(log.schema.field(ordering).type)
+    values = raw_values(log.column(ordering).take(pa.array(rec_rows)))
+    rec_keys = keys.take(pa.array(rec_rows)).to_pylist()
+    del_keys = dkeys.take(pa.array(del_rows)).to_pylist()
+    # events of the contested keys in replay order: records (i >= 0) and deletes (~j)
+    seq = np.concatenate([log_seq[rec_rows], dseq[del_rows]])
+    tag = np.concatenate([np.arange(len(rec_rows)), ~np.arange(len(del_rows))])
+    current: dict[str, OrderingValue] = {}  # the key's log record now (absent: none/deleted)
+    for i in tag[np.argsort(seq, kind="stable")].tolist():
+        if i >= 0:
+            key, new = rec_keys[i], OrderingValue(java_class, values[i])
+            held = current.get(key)
+            if held is None or not _outranks(held.value, new.value):
+                current[key] = new
+        else:
+            key, delete = del_keys[~i], orderings[int(del_rows[~i])]
+            held = current.get(key)
+            if held is not None and delete_is_outranked(held, delete):
+                effective[del_rows[~i]] = False
+            else:
+                current.pop(key, None)
+    return effective
+
+
+def _outranks(held: object, new: object) -> bool:
+    """Whether a stored log record's ordering value ``held`` beats a newer record's ``new``:
+    strictly greater; a null value loses to any value (as in :func:`_winners`)."""
+    if held is None:
+        return False
+    return new is None or bool(held > new)  # type: ignore[operator]
 
 
 def _runs(blocks: Sequence[LogBlock]) -> list[list[LogBlock]]:
@@ -213,10 +316,10 @@ class LogApplication:
     row group this way, holding one at a time besides the log records.
 
     A base row goes when its key was deleted or a log record replaces it. With an ordering
-    field, the log record of a key never deleted whose base row has a greater ordering value is
-    dropped and that base row stays (with several base rows of one key, its first decides). One
-    lookup of a piece's keys among the winners serves both (its hash is built over the winners,
-    usually far fewer than the base rows)."""
+    field (``DefaultHoodieRecordPayload``), a log record whose key's base row has a greater
+    ordering value is dropped and that base row stays (with several base rows of one key, its
+    first decides). One lookup of a piece's keys among the winners serves both (its hash is
+    built over the winners, usually far fewer than the base rows)."""
 
     def __init__(
         self, logs: LogRecords | None, schema: pa.Schema, ordering_field: str | None = None
@@ -277,8 +380,7 @@ class LogApplication:
                     theirs = pc.take(self.winners.column(self.ordering), pa.array(firsts))
                     base_wins = pc.fill_null(pc.greater(stored, theirs), False).to_numpy(
                         zero_copy_only=False)
-                    # a deleted key's base row never wins
-                    self._dropped[firsts] = base_wins & ~gone[at]
+                    self._dropped[firsts] = base_wins
             gone[rows] |= ~self._dropped[hit]
             self._in_base[hit] = True
         return piece.filter(pa.array(~gone)) if gone.any() else piece
