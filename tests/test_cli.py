@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from hoodline.cli import app
+from hoodline.cli import _human_bytes, app
 from hoodline.table.fs_view import base_file_name
 from hoodline.table.markers import Markers
 from hoodline.table.properties import TableConfig
@@ -145,6 +145,12 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     files = runner.invoke(app, ["table", "files", path, "--json"])
     rows = [json.loads(line) for line in files.output.splitlines()]
     assert all(r["file"] is None and r["log_files"] for r in rows)  # log-only slices
+    on_disk = sum((t.base_path / f).stat().st_size for r in rows for f in r["log_files"])
+    assert sum(r["log_bytes"] for r in rows) == on_disk > 0
+    # a table of log files alone is not empty: its size is its log files'
+    assert f"log files {_human_bytes(on_disk)}" in shown.output
+    listed = runner.invoke(app, ["table", "files", path])
+    assert f"{_human_bytes(on_disk)} in log files" in listed.output
     written = sum(len(t.timeline.read_commit_metadata(i).write_stats())
                   for i in t.timeline.completed_commits())
     assert sum(len(r["log_files"]) for r in rows) == written  # one log file per group and write

@@ -365,7 +365,11 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "timeline timezone", cfg.timeline_timezone.value)
     _add_row(grid, "partitions", str(len(view.partitions())))
     _add_row(grid, "file groups", str(len(slices)))
-    _add_row(grid, "size", _human_bytes(sum(s.file_size for s in slices)))
+    base_bytes = sum(s.file_size for s in slices)
+    log_bytes = sum(s.log_bytes for s in slices)
+    _add_row(grid, "size", _human_bytes(base_bytes + log_bytes) + (
+        f" (base files {_human_bytes(base_bytes)}, log files {_human_bytes(log_bytes)})"
+        if cfg.merge_on_read else ""))
     if cfg.merge_on_read:
         from hoodline.table.compaction import deltacommits_since_compaction
 
@@ -464,20 +468,24 @@ def table_files(
             typer.echo(json.dumps({
                 "partition": s.partition_path, "file_id": s.file_id,
                 "base_instant": s.base_instant, "file": s.base_file, "bytes": s.file_size,
-                "log_files": list(s.log_files),
+                "log_files": list(s.log_files), "log_bytes": s.log_bytes,
             }))
         return
     title = f"file slices of {table.config.name}" + (f" as of {as_of}" if as_of else "")
     out = RichTable(title=Text(title))
-    for col in ("partition", "file id", "base instant", "file", "size", "log files"):
-        out.add_column(col, justify="right" if col == "size" else "left")
+    columns = ("partition", "file id", "base instant", "file", "size", "log files", "log size")
+    for col in columns:
+        out.add_column(col, justify="right" if col.endswith("size") else "left")
     for s in slices:
         logs = "\n".join(os.path.basename(f) for f in s.log_files) or "-"
         _add_row(out, s.partition_path or "(root)", s.file_id, s.base_instant,
-                 s.base_file or "(log only)", _human_bytes(s.file_size), logs)
+                 s.base_file or "(log only)", _human_bytes(s.file_size), logs,
+                 _human_bytes(s.log_bytes) if s.log_files else "-")
     console.print(out)
+    log_bytes = sum(s.log_bytes for s in slices)
     console.print(
-        f"{_count(len(slices), 'file slice')}, {_human_bytes(sum(s.file_size for s in slices))}",
+        f"{_count(len(slices), 'file slice')}, {_human_bytes(sum(s.file_size for s in slices))}"
+        + (f" in base files, {_human_bytes(log_bytes)} in log files" if log_bytes else ""),
         markup=False,
     )
 
