@@ -590,3 +590,18 @@ def update_properties(
     props.update(changes)
     _replace_properties(path, props)
     return TableConfig.from_properties(props, source=str(path))
+
+
+def record_payload_class(
+    base_path: str | os.PathLike[str] | TablePath, config: TableConfig
+) -> TableConfig | None:
+    """Store the payload class in the ``hoodie.properties`` of a merge-on-read table that lacks
+    it (hoodline wrote none for the default payload before 2026-11-28: hudi-rs then merged its
+    log records by event time, not as the default payload says); the new config, or None when
+    nothing changed. Call with the writer lock held."""
+    if not config.merge_on_read:
+        return None
+    path = properties_path(base_path)
+    if loads_properties(path.read_text(encoding="utf-8")).get(K_PAYLOAD_CLASS):
+        return None
+    return update_properties(base_path, {K_PAYLOAD_CLASS: config.payload_class})

@@ -169,6 +169,23 @@ def test_the_last_write_wins_with_the_default_payload_class_as_hudi_rs_reads_it(
     assert_hudi_matches_hoodline(table)
 
 
+def test_a_writer_records_the_payload_class_a_table_of_an_older_hoodline_lacks(
+    tmp_path: Path,
+) -> None:
+    table = mor_table(tmp_path, "BUCKET")
+    props = table.meta_path / "hoodie.properties"
+    old = "".join(line for line in props.read_text().splitlines(keepends=True)
+                  if not line.startswith("hoodie.compaction.payload.class="))
+    props.write_text(old)  # as hoodline wrote it before 2026-11-28
+    with WriteClient(HudiTable.open(table.base_path)) as client:
+        assert "hoodie.compaction.payload.class=org.apache.hudi.common.model." \
+            "OverwriteWithLatestAvroPayload" in props.read_text()
+        client.upsert(rows([1], ts=10))
+        client.upsert(rows([1], ts=5, v="late"))
+    assert snapshot_dict(HudiTable.open(table.base_path)) == {("eu", 1): (5, "late1")}
+    assert_hudi_matches_hoodline(HudiTable.open(table.base_path))
+
+
 def test_a_corrupt_log_record_is_named_by_its_file_and_block(tmp_path: Path) -> None:
     """A well-framed Avro block whose record bytes are wrong: the error says which log file,
     which block and which byte, so the operator can find (and roll back) the write."""

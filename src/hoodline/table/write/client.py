@@ -68,7 +68,12 @@ from hoodline.table.lock import WriterLock
 from hoodline.table.markers import Markers
 from hoodline.table.metadata_table import remove_metadata_table
 from hoodline.table.parallel import TaskRunner, resolve_threads
-from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
+from hoodline.table.properties import (
+    K_PAYLOAD_CLASS,
+    IndexType,
+    TableConfig,
+    record_payload_class,
+)
 from hoodline.table.rollback import rollback_instant, rollback_pending
 from hoodline.table.schema import (
     arrow_to_avro_schema_json,
@@ -261,6 +266,11 @@ class WriteClient:
             remove_metadata_table(self.table)
             self.repaired = rollback_pending(self.table)
             detect_single_key_form(self.table)
+            recorded = record_payload_class(self.table.base_path, self.table.config)
+            if recorded is not None:
+                self.table.config = recorded
+                log.info("table '%s' did not record its payload class: recorded %s",
+                         self.table.base_path, recorded.payload_class)
             self.repaired += finish_pending_compactions(
                 self.table, self.options, self.task_runner
             )
