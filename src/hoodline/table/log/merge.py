@@ -19,7 +19,7 @@ whose last effective event is a delete loses its base row. A key deleted and the
 again meets its base row like any other log record (the delete is forgotten, as in Java).
 
 With ``OverwriteWithLatestAvroPayload`` (the default) the last write wins throughout, as in
-copy-on-write tables, hudi-rs and Hudi 1.x. Java Hudi 0.14/0.15 readers differ in one case:
+copy-on-write tables and hudi-rs 0.5.0. Java Hudi 0.14/0.15 readers differ in one case:
 their log scanner pre-combines a key's log records by the precombine field with this payload
 too, so until a compaction they show the record with the greatest ordering value among the
 log records written since the slice's base (docs/hudi-mor-format.md, 9.1).
