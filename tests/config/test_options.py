@@ -34,8 +34,12 @@ def test_invalid_values_name_option_and_value(raw: dict[str, object], needle: st
 
 
 def test_unknown_option_is_refused_but_passthrough_allowed() -> None:
-    with pytest.raises(ConfigError, match=r"unknown option 'max\.sise'"):
+    guess = r"unknown option 'max\.sise' \(did you mean 'max\.size'\?\)"
+    with pytest.raises(ConfigError, match=guess):
         Options({"max.sise": 3}, known=[SIZE])
+    with pytest.raises(ConfigError) as far:
+        Options({"colour": 3}, known=[SIZE, MODE])
+    assert "did you mean" not in str(far.value)  # no guess when nothing is close
     opts = Options(
         {"properties.client.id": "x"}, known=[SIZE], passthrough_prefixes=["properties."]
     )

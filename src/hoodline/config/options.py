@@ -14,6 +14,7 @@ members, written as its text (``"BLOOM"``); an invalid value is refused with the
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
@@ -165,8 +166,11 @@ class Options:
         if self._known:
             for key in self._raw:
                 if key not in self._known and not key.startswith(prefixes):
+                    close = difflib.get_close_matches(key, self._known, n=1)
+                    hint = f" (did you mean '{close[0]}'?)" if close else ""
                     raise ConfigError(
-                        f"unknown option '{key}'; known options: {', '.join(sorted(self._known))}"
+                        f"unknown option '{key}'{hint}; known options: "
+                        f"{', '.join(sorted(self._known))}"
                     )
 
     def get(self, opt: ConfigOption[T]) -> T:
