@@ -52,10 +52,12 @@ def byte_spans(buf: U8, starts: I64, lengths: I64) -> pa.Array:
 
 
 def span_bytes(spans: pa.Array) -> U8:
-    """The values of a :func:`byte_spans` array (or of any ``large_binary`` or
-    ``large_string`` array, of its slice only) one after the other (no copy)."""
+    """The values of a :func:`byte_spans` array (or of any binary or string array, large or
+    not, of its slice only) one after the other (no copy)."""
     _, offsets, data = spans.buffers()
-    bounds = np.frombuffer(offsets, np.int64)[spans.offset:spans.offset + len(spans) + 1]
+    large = pa.types.is_large_binary(spans.type) or pa.types.is_large_string(spans.type)
+    width = np.int64 if large else np.int32
+    bounds = np.frombuffer(offsets, width)[spans.offset:spans.offset + len(spans) + 1]
     if data is None or len(bounds) == 0:
         return np.empty(0, dtype=np.uint8)
     return np.frombuffer(data, np.uint8)[int(bounds[0]):int(bounds[-1])]

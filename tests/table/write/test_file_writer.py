@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hoodline.errors import TableError
 from hoodline.table.bloom import (
@@ -35,12 +37,16 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write import file_writer
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.context import WriteContext
-from hoodline.table.write.file_writer import dictionary_columns, write_file_groups
+from hoodline.table.write.file_writer import (
+    dictionary_columns,
+    java_key_range,
+    write_file_groups,
+)
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import take_rows
 from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
 from tests.helpers.row_group_copies import record_copies
-from tests.table.write.helpers import SMALL_FILES, rows, snapshot_dict
+from tests.table.write.helpers import SMALL_FILES, make_config, rows, snapshot_dict
 
 
 def _encodings(path: Path) -> dict[str, set[str]]:
@@ -239,6 +245,41 @@ def test_footer_bloom_filter_where_java_hudi_writes_it(
             assert (key.encode() in kv) is footer, (path, key)
     assert_hudi_matches_hoodline(table)
     assert len(snapshot_dict(table)) == 21
+
+
+def test_the_footer_key_range_is_in_javas_string_order(tmp_path: Path) -> None:
+    """Java checks a key against a file's range with String.compareTo (UTF-16 code units):
+    U+FF11 sorts after an emoji there, before it in UTF-8 bytes. A range in byte order would
+    make Java's BLOOM index rule out a key the file holds, and write it again."""
+    table = HudiTable.create(tmp_path / "t", make_config("BLOOM"))
+    with WriteClient(table) as client:
+        client.upsert(pa.table({"id": ["\uff11", "\U0001f600", "a"], "region": ["eu"] * 3,
+                                "ts": [1, 1, 1], "v": ["x", "y", "z"]}))
+    (path,) = latest_base_files(table)
+    kv = pq.read_metadata(path).metadata
+    assert kv[MIN_RECORD_KEY.encode()].decode() == "a"
+    assert kv[MAX_RECORD_KEY.encode()].decode() == "\uff11"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.text(st.sampled_from("a~\x7f\u00e9\ud7ff\ue000\uff11\uffff"
+                                          "\U00010000\U0001f600"), max_size=4),
+                  min_size=1, max_size=12),
+    large=st.booleans(),
+    cut=st.integers(0, 12),
+)
+def test_java_key_range_is_the_utf16_least_and_greatest(
+    keys: list[str], large: bool, cut: int
+) -> None:
+    t = pa.large_string() if large else pa.string()
+    cut = min(cut, len(keys))
+    chunked = pa.chunked_array([pa.array(keys[:cut], t), pa.array([], t),
+                                pa.array(keys[cut:], t)], t)
+    expected = (min(keys, key=lambda k: k.encode("utf-16-be")),
+                max(keys, key=lambda k: k.encode("utf-16-be")))
+    assert java_key_range(chunked) == expected
+    assert java_key_range(pa.array(["b", *keys, "b"], t).slice(1, len(keys))) == expected
 
 
 def _file_filter_and_keys(table: HudiTable) -> tuple[KeyFilter, set[str]]:

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from hoodline import faults
 from hoodline.errors import TableError
 from hoodline.faults import FaultPoint
+from hoodline.spans import span_bytes
 from hoodline.storage.ops import output_sink, parquet_file, read_parquet
 from hoodline.storage.paths import TablePath
 from hoodline.table.bloom import (
@@ -194,10 +195,33 @@ def footer_for(
     )
     footer = {BLOOM_FILTER_KEY: flt.serialize(), BLOOM_FILTER_TYPE_KEY: flt.type_code}
     if len(keys):  # an empty file (every record deleted) has the filter, no key range
-        mm = pc.min_max(keys)
-        footer[MIN_RECORD_KEY] = str(mm["min"].as_py())
-        footer[MAX_RECORD_KEY] = str(mm["max"].as_py())
+        footer[MIN_RECORD_KEY], footer[MAX_RECORD_KEY] = java_key_range(keys)
     return footer
+
+
+def java_key_range(keys: pa.Array | pa.ChunkedArray) -> tuple[str, str]:
+    """The least and greatest of ``keys`` (no nulls, at least one) as Java orders strings
+    (``String.compareTo``: UTF-16 code units), the order in which Java's BLOOM index checks a
+    key against a file's range. Arrow orders by UTF-8 bytes, the same order unless the keys hold
+    both a character of U+E000..U+FFFF (lead byte 0xEE or 0xEF) and one above U+FFFF (lead
+    byte 0xF0..0xF4): UTF-16 puts the latter first (surrogates). Only then are the keys
+    compared one by one."""
+    chunks = keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
+    texts = [span_bytes(c) for c in chunks if len(c) and _is_text(c.type)]
+    if any((b >= 0xF0).any() for b in texts) and any(
+            ((b == 0xEE) | (b == 0xEF)).any() for b in texts):
+        values = [str(k) for k in keys.to_pylist()]
+        return min(values, key=_utf16), max(values, key=_utf16)
+    mm = pc.min_max(keys)
+    return str(mm["min"].as_py()), str(mm["max"].as_py())
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be")
 
 
 #: rows looked at per column to choose its encoding: runs of rows spread evenly over the file
