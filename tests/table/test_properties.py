@@ -260,3 +260,27 @@ def test_timestamp_generator_takes_one_key_and_one_partition_field() -> None:
         TableConfig("t", ("id",), ("a", "b"), key_generator="timestamp")
     with pytest.raises(TableError, match="custom key generator only"):
         TableConfig("t", ("id",), ("a",), partition_kinds=("simple",))
+
+
+def test_a_bucket_hash_field_naming_part_of_the_key_is_kept_and_refused_for_writes(
+    tmp_path: Path,
+) -> None:
+    """Java's BUCKET index hashes hoodie.bucket.index.hash.field, which a Java writer may set to
+    part of the record key; hoodline hashes the whole key. The setting is written back as it
+    was, and a hoodline writer refuses the table instead of bucketing keys differently."""
+    from hoodline.table.write.client import WriteClient
+
+    cfg = TableConfig("t", ("id", "region"), partition_fields=(), index_type="BUCKET")
+    assert cfg.to_properties()["hoodie.bucket.index.hash.field"] == "id,region"
+    HudiTable.create(tmp_path, cfg)
+    path = properties_path(tmp_path)
+    props = loads_properties(path.read_text())
+    assert read_table_config(tmp_path) == cfg
+    path.write_text(dumps_properties(props | {"hoodie.bucket.index.hash.field": "region,id"}))
+    assert read_table_config(tmp_path) == cfg  # the same fields: nothing to keep
+    path.write_text(dumps_properties(props | {"hoodie.bucket.index.hash.field": "id"}))
+    back = read_table_config(tmp_path)
+    assert back.bucket_hash_fields == ("id",)
+    assert back.to_properties()["hoodie.bucket.index.hash.field"] == "id"
+    with pytest.raises(UnsupportedTableError, match=r"hashes its buckets by id \(hoodie\.bucket"):
+        WriteClient(HudiTable.open(tmp_path))

@@ -281,6 +281,13 @@ class TableConfig:
         return self.extra.get(K_PAYLOAD_CLASS) or OVERWRITE_WITH_LATEST_PAYLOAD
 
     @property
+    def bucket_hash_fields(self) -> tuple[str, ...]:
+        """The fields the BUCKET index hashes (``hoodie.bucket.index.hash.field``): the record
+        key fields unless a Java writer set a subset."""
+        declared = self.extra.get(K_BUCKET_HASH_FIELD)
+        return _split(declared) if declared else self.record_key_fields
+
+    @property
     def non_null_key_fields(self) -> tuple[str, ...]:
         """Key fields no record may leave null: the one field of a single-field key. A part of
         a multi-field key may be null or empty (Java writes ``f:__null__``), not all of them."""
@@ -352,7 +359,7 @@ class TableConfig:
                 K_TIMEZONE: self.timeline_timezone.value,
                 K_INDEX_TYPE: self.index_type,
                 K_BUCKET_COUNT: str(self.bucket_count),
-                K_BUCKET_HASH_FIELD: ",".join(self.record_key_fields),
+                K_BUCKET_HASH_FIELD: ",".join(self.bucket_hash_fields),
             }
         )
         if self.precombine_field:
@@ -443,10 +450,20 @@ class TableConfig:
                     _bool(props[K_SINGLE_KEY_WITH_NAME], False)
                     if props.get(K_SINGLE_KEY_WITH_NAME) else None
                 ),
-                extra={k: v for k, v in props.items() if k not in _OWN_KEYS},
+                extra={k: v for k, v in props.items() if k not in _OWN_KEYS} | _hash_fields(
+                    props),
             )
         except TableError as exc:
             raise UnsupportedTableError(f"'{source}': {exc}") from None
+
+
+def _hash_fields(props: Mapping[str, str]) -> dict[str, str]:
+    """``hoodie.bucket.index.hash.field`` when it names other fields than the record key (a
+    subset, set by Java writers; kept so that it is written back as it was), else nothing."""
+    declared = props.get(K_BUCKET_HASH_FIELD, "")
+    if set(_split(declared)) in (set(), set(_split(props.get(K_RECORD_KEYS)))):
+        return {}
+    return {K_BUCKET_HASH_FIELD: declared}
 
 
 def table_checksum(name: str, database: str = "") -> int:

@@ -60,7 +60,7 @@ def adopt_index(table: HudiTable, index_type: IndexType, bucket_count: int) -> N
     changes = {K_INDEX_TYPE: index_type.value}
     if index_type is IndexType.BUCKET:
         changes[K_BUCKET_COUNT] = str(bucket_count)
-        changes[K_BUCKET_HASH_FIELD] = ",".join(table.config.record_key_fields)
+        changes[K_BUCKET_HASH_FIELD] = ",".join(table.config.bucket_hash_fields)
     table.config = update_properties(table.base_path, changes)
     log.info("table '%s' did not record its index: recorded %s%s from the pipeline's settings",
              table.base_path, index_type.value,

@@ -51,6 +51,7 @@ from hoodline.errors import (
     CommitOutcomeUnknownError,
     InvalidRecordsError,
     TableError,
+    UnsupportedTableError,
     WriterLockError,
 )
 from hoodline.faults import FaultPoint
@@ -247,6 +248,15 @@ class WriteClient:
         config = self.table.config
         config.check_key_generator()
         check_key_generator_settings(config)
+        if config.index_type is IndexType.BUCKET and (
+                set(config.bucket_hash_fields) != set(config.record_key_fields)):
+            raise UnsupportedTableError(
+                f"table '{self.table.base_path}' hashes its buckets by "
+                f"{', '.join(config.bucket_hash_fields)} (hoodie.bucket.index.hash.field), a "
+                f"part of its record key ({', '.join(config.record_key_fields)}); hoodline hashes "
+                "the whole record key and would put records into other buckets than Java's "
+                "writers: write this table with Java Hudi"
+            )
         declared = config.merge_on_read or K_PAYLOAD_CLASS in config.extra
         if declared and self.options.payload_class.value != config.payload_class:
             raise TableError(
