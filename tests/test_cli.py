@@ -142,6 +142,12 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     assert shown.exit_code == 0, shown.output
     assert "MERGE_ON_READ" in shown.output
     assert "deltacommits since compaction  2" in shown.output
+    commits = [json.loads(line) for line in
+               runner.invoke(app, ["table", "commits", path, "--json"]).output.splitlines()]
+    # write statistics of deltacommits, not empty rows
+    assert [(c["action"], c["records"], c["deletes"]) for c in commits] == [
+        ("deltacommit", 3, 0), ("deltacommit", 1, 0)]
+    assert all(c["inserts"] + c["updates"] == c["records"] and c["bytes"] > 0 for c in commits)
     files = runner.invoke(app, ["table", "files", path, "--json"])
     rows = [json.loads(line) for line in files.output.splitlines()]
     assert all(r["file"] is None and r["log_files"] for r in rows)  # log-only slices

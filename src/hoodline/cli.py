@@ -401,7 +401,8 @@ def table_commits(
             "action": inst.action,
             "state": inst.state.name,
         }
-        if inst.state is State.COMPLETED and inst.action in ("commit", "replacecommit"):
+        if inst.state is State.COMPLETED and inst.action in (
+                "commit", "deltacommit", "replacecommit"):
             meta = table.timeline.read_commit_metadata(inst)
             stats = meta.write_stats()
             row.update(

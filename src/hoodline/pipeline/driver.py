@@ -274,8 +274,9 @@ class RoundDriver:
         errors_client: WriteClient | None = None
         try:
             if client.repaired:
-                log.warning("rolled back %d pending instant(s) left by a previous run: %s",
-                            len(client.repaired), [i.timestamp for i in client.repaired])
+                # the instants of the repair itself (a rollback names its target inside)
+                log.warning("repaired what a previous run left pending: %s",
+                            ", ".join(f"{i.action} {i.timestamp}" for i in client.repaired))
             restored = read_checkpoint(client.table)
             plugin = load_plugin(cfg)
             if restored is not None:
