@@ -34,6 +34,16 @@ def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
         open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))
 
 
+def test_an_ordering_field_other_than_the_tables_is_refused(tmp_path: Path) -> None:
+    """The table's precombine field orders records; another one in the pipeline would be
+    ignored silently, so it is refused (as Java's writers do). Leaving it out is fine."""
+    cfg = _cfg(tmp_path / "t", **{"precombine-field": "day"})
+    assert open_target_table(cfg).config.precombine_field == "day"
+    assert open_target_table(_cfg(tmp_path / "t")).config.precombine_field == "day"
+    with pytest.raises(ConfigError, match=r"orders records by 'day' .*precombine-field = 'id'"):
+        open_target_table(_cfg(tmp_path / "t", **{"precombine-field": "id"}))
+
+
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_the_payload_class_is_stored_and_writers_must_match_it(
     tmp_path: Path, table_type: str

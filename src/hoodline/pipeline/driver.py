@@ -142,6 +142,15 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
             f"{list(t.record_key)} and table.partition-fields = {list(t.partition_fields)}; "
             "make them match the table or write to a new path"
         )
+    if c.precombine_field and t.precombine_field and c.precombine_field != t.precombine_field:
+        # as Java's writers refuse it (HoodieWriterUtils.validateTableConfig): the table's
+        # field would win, and the pipeline's setting would be ignored without a word
+        raise ConfigError(
+            f"table '{t.path}' orders records by {c.precombine_field!r} "
+            f"(hoodie.table.precombine.field), but the pipeline sets table.precombine-field = "
+            f"{t.precombine_field!r}; an existing table keeps its ordering field: set the "
+            "table's or write to a new path"
+        )
     return table
 
 
