@@ -180,7 +180,11 @@ def test_bulk_parse_keeps_order_and_types() -> None:
 @pytest.mark.parametrize(
     ("raw", "reason", "needle"),
     [
-        (b"null", NOT_OBJECT, "NoneType"),  # a bare null crashes pyarrow's reader if not caught
+        (b"null", NOT_OBJECT, "is null, not"),  # a bare null crashes pyarrow's reader if not caught
+        (b"[1, 2]", NOT_OBJECT, "is an array, not"),
+        (b'"x"', NOT_OBJECT, "is a string, not"),
+        (b"7", NOT_OBJECT, "is a number, not"),
+        (b"true", NOT_OBJECT, "is a boolean, not"),
         (b'{"id": "7"}', WRONG_TYPE, "Column(/id)"),
         (b'{"name": "x"}', MISSING_KEY, "id"),
         (b'{"id": 1}{"id": 2}', UNPARSEABLE, "Extra data"),

@@ -1,6 +1,7 @@
 """File source -> table end to end: JSON-lines files keep arriving (renamed into place) while a
-continuous pipeline runs; updates and delete-flagged rows across files; a row without a key goes
-to the error table with its file and row. hudi-rs reads exactly the model; a restart with other
+continuous pipeline runs; updates and delete-flagged rows across files; a row without a key and
+a line that is no JSON go to the error table with their file and row, the file's other lines to
+the table. hudi-rs reads exactly the model; a restart with other
 reader parallelism reads nothing twice."""
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Dropper(threading.Thread):
         self.root, self.files, self.ts, self.rng = root, files, first_ts, random.Random(seed)
         self.model: dict[int, dict[str, object]] = {}
         self.rows = 0
-        self.bad: list[tuple[str, int]] = []
+        self.bad: list[tuple[str, int, str, bytes | None]] = []
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -67,9 +68,12 @@ class Dropper(threading.Thread):
                     else:
                         self.model[i] = rec
                 final = self.root / f"batch-{self.ts:06d}.jsonl"
-                if f == 2:
-                    self.bad.append((str(final), len(lines)))
-                    lines.append(json.dumps({"name": "no id", "region": "r0", "ts": 0}))
+                if f == 2:  # a record without key, and a line that is no JSON, mid-file
+                    at = len(lines) // 2
+                    self.bad += [(str(final), at, "missing_key", None),
+                                 (str(final), at + 1, "unparseable", b"{not json")]
+                    lines[at:at] = [json.dumps({"name": "no id", "region": "r0", "ts": 0}),
+                                    "{not json"]
                 tmp = self.root / f".{final.name}.tmp"
                 tmp.write_text("\n".join(lines) + "\n")
                 os.rename(tmp, final)
@@ -112,10 +116,12 @@ def test_files_arriving_while_running(spark: HoodlineSpark, tmp_path: Path) -> N
     assert not reports[0].committed  # the first round saw an empty directory
     assert table_rows(table) == first.model
 
-    errors = hudi_snapshot(tmp_path / "t_errors").to_pylist()
+    errors = hudi_snapshot(tmp_path / "t_errors").sort_by("row").to_pylist()
     assert [(e["file"], e["row"], e["reason"]) for e in errors] == [
-        (path, row, "missing_key") for path, row in first.bad
+        (path, row, reason) for path, row, reason, _ in first.bad
     ]
+    assert errors[1]["value"] == first.bad[1][3]  # the line's bytes, as read
+    assert errors[1]["detail"].startswith(f"line {first.bad[1][1] + 1}: invalid JSON")
 
     # more files, restart with 3 readers: only the new files are read
     second = Dropper(root, 5, first.ts, seed=2)

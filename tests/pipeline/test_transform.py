@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from hoodline.connectors.files.plugin import FileRecords
+from hoodline.connectors.files.rejections import rejected_records_batch
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
 from hoodline.connectors.kafka.plugin import RAW_KAFKA_SCHEMA, KafkaRecords
 from hoodline.pipeline.transform import SEQ, Prepared, RecordSpec, keyed_schema, resolve
@@ -132,6 +133,37 @@ def test_files_rows_without_key_become_error_rows_with_file_and_row() -> None:
         ("/in/f.jsonl", 41, "missing_key", "file//in/f.jsonl/41")
     ]
     assert json.loads(err[0]["value"])["name"] == "b"
+
+
+def test_missing_key_names_only_the_fields_that_are_null() -> None:
+    spec = _spec()  # required: id (key), region (partition), ts (ordering)
+    batch = pa.RecordBatch.from_pylist(
+        [{"id": None, "name": "a", "region": "r1", "ts": 1, "deleted": False},
+         {"id": 2, "name": "b", "region": None, "ts": None, "deleted": False},
+         {"id": 3, "name": "c", "region": "r1", "ts": 3, "deleted": False},
+         {"id": None, "name": "d", "region": "r2", "ts": 4, "deleted": False}],
+        schema=DECLARED,
+    )
+    err = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 0).errors.to_pylist()
+    assert [(e["row"], e["detail"]) for e in err] == [
+        (0, "null or missing in field(s) id"),
+        (1, "null or missing in field(s) region, ts"),
+        (3, "null or missing in field(s) id"),
+    ]
+
+
+def test_rejected_lines_become_error_rows_with_their_bytes_and_row() -> None:
+    batch = rejected_records_batch(pa.array([b"{bad", b"[1]"]),
+                                   pa.array(["unparseable", "not_object"]),
+                                   pa.array(["line 12: invalid JSON", "line 14: an array"]))
+    out = FileRecords.prepare_batch(_spec(), batch, "/in/f.jsonl", 10)
+    assert out.records.num_rows == 0
+    assert out.records.schema.equals(_spec().record_schema)
+    err = out.errors.to_pylist()
+    assert [(e["error_id"], e["row"], e["value"], e["reason"], e["detail"]) for e in err] == [
+        ("file//in/f.jsonl/10", 10, b"{bad", "unparseable", "line 12: invalid JSON"),
+        ("file//in/f.jsonl/11", 11, b"[1]", "not_object", "line 14: an array"),
+    ]
 
 
 def test_raw_format_passes_message_columns_through() -> None:

@@ -96,8 +96,11 @@ def _parse_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _parse_schema(schema: pa.Schema) -> pa.Schema:
-    """Nullable (required keys are checked separately, with a clear reason) and reader-friendly."""
+def parse_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema to hand ``pyarrow.json`` for ``schema``: every field nullable (required keys
+    are checked separately, with a clear reason) and dates read from ISO strings (as timestamps,
+    cast to the declared date type afterwards). Shared by every JSON reader of hoodline, so
+    messages and files accept the same value formats."""
     return pa.schema(
         [pa.field(f.name, _parse_type(f.type), nullable=True) for f in schema],
         metadata=schema.metadata,
@@ -128,7 +131,7 @@ class JsonDecoder:
             )
         self.schema = schema
         self.required = tuple(required)
-        self._parse_schema = _parse_schema(schema)
+        self._parse_schema = parse_schema(schema)
         self._parse_options = pj.ParseOptions(
             explicit_schema=self._parse_schema, unexpected_field_behavior="ignore"
         )
@@ -357,7 +360,7 @@ class JsonDecoder:
         except (ValueError, UnicodeDecodeError) as exc:
             return UNPARSEABLE, _short(f"invalid JSON: {exc}")
         if not isinstance(doc, dict):
-            return NOT_OBJECT, f"JSON value is a {type(doc).__name__}, not an object"
+            return NOT_OBJECT, f"JSON value is {_json_kind(doc)}, not an object"
         return None, ""
 
     def _classify_single(self, raw: bytes, arrow_error: str) -> tuple[str, str]:
@@ -401,6 +404,19 @@ class JsonDecoder:
             table.column("reason").combine_chunks(),
             table.column("detail").combine_chunks(),
         )
+
+
+def _json_kind(doc: object) -> str:
+    """The JSON name of a decoded value's type, with its article ("an array", "null")."""
+    if doc is None:
+        return "null"
+    if isinstance(doc, bool):
+        return "a boolean"
+    if isinstance(doc, int | float):
+        return "a number"
+    if isinstance(doc, str):
+        return "a string"
+    return "an array"
 
 
 class _RowCountMismatch(Exception):

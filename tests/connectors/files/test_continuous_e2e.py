@@ -30,10 +30,21 @@ from hoodline.connectors.files import (
     FileSourceSplit,
     FileSplitEnumerator,
 )
+from hoodline.connectors.files.rejections import is_rejected_records
 from hoodline.source.serialization import read_versioned
 from hoodline.testing.lifecycle import SourceLifecycleDriver
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def _committed(
+    driver: SourceLifecycleDriver[FileSourceSplit, object],
+) -> tuple[pa.Table, list[dict[str, object]]]:
+    """Committed rows, and committed rejected records (bad lines) apart."""
+    batches = driver.committed_batches()
+    rows = [b for b in batches if not is_rejected_records(b)]
+    bad = [r for b in batches if is_rejected_records(b) for r in b.to_pylist()]
+    return pa.Table.from_batches(rows, schema=SCHEMA), bad
 
 
 class DirectoryWriter(threading.Thread):
@@ -59,8 +70,11 @@ class DirectoryWriter(threading.Thread):
                 ext = "parquet" if self.fmt == "parquet" else "jsonl"
                 final = directory / f"part-{i:04d}.{ext}"
                 tmp = directory / f".part-{i:04d}.inprogress"
-                if i == self.corrupt_at:
-                    tmp.write_text('{"id": 1, "name": "x"}\n{this is not json\n')
+                if i == self.corrupt_at:  # a bad line between two good ones
+                    tmp.write_text(f'{{"id": {next_id}, "name": "x"}}\n{{this is not json\n'
+                                   f'{{"id": {next_id + 1}, "name": "y"}}\n')
+                    self.expected.extend([next_id, next_id + 1])
+                    next_id += 2
                     self.corrupt_path = str(final)
                 else:
                     ids = list(range(next_id, next_id + rows))
@@ -153,7 +167,7 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
                 continue  # keep the lifecycle going for a while even if the writer is fast
             if writer.done.is_set():
                 driver.checkpoint_and_complete()
-                committed_rows = driver.committed_table().num_rows
+                committed_rows = _committed(driver)[0].num_rows
                 if committed_rows >= len(writer.expected):
                     break
                 stalled_rounds = stalled_rounds + 1 if committed_rows == last_committed else 0
@@ -166,7 +180,8 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
         writer.done.wait(10)
         driver.close()
     assert writer.error is None
-    committed_ids = driver.committed_table().column("id").to_pylist()
+    committed, bad_lines = _committed(driver)
+    committed_ids = committed.column("id").to_pylist()
     assert len(committed_ids) == len(writer.expected), "rows lost or duplicated"
     assert sorted(committed_ids) == sorted(writer.expected)
     assert len(set(committed_ids)) == len(committed_ids)
@@ -178,10 +193,10 @@ def test_continuous_source_with_restarts_delivers_every_row_exactly_once(
     assert point is not None
     state = read_versioned(FileEnumeratorStateSerializer(), point.enumerator_state)
     assert len(state.processed) == 60 and not state.pending
-    rejected = FileSource.rejected_files(point.enumerator_state)
+    # the bad line is delivered exactly once too, as a rejected record; no file was skipped
+    assert FileSource.rejected_files(point.enumerator_state) == []
     if writer.corrupt_path is None:
-        assert rejected == []
+        assert bad_lines == []
     else:
-        assert [r.path for r in rejected] == [writer.corrupt_path]
-        assert "line 2" in rejected[0].reason
-        assert rejected[0].rows_emitted == 0
+        assert [(r["value"], r["detail"].split(":")[0]) for r in bad_lines] == [
+            (b"{this is not json", "line 2")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.formats import plan_row_group_ranges, read_split
 from hoodline.connectors.files.formats.byte_range import align_range
+from hoodline.connectors.files.rejections import is_rejected_records
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 from tests.connectors.files.data import WRITERS, write_jsonl, write_parquet
@@ -118,6 +120,84 @@ def test_bad_json_line_is_named(data_dir: Path) -> None:
         config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=declared)
         with pytest.raises(FileSourceError, match=r"bad\.jsonl' line 3"):
             list(read_split(split_of(p), config))
+
+
+BAD_LINES = [
+    '{"id": 0, "name": "a"}',
+    "",
+    '{"id": "one", "name": "b"}',  # wrong type
+    "null",  # pyarrow alone would make this an all-null row
+    '{"id": 2, "name": "c"}\r',
+    "   ",
+    "[3]",
+    '{"id": 4} {"id": 5}',  # two documents: pyarrow alone would make two rows
+    "{oops",
+    '{"id": 6, "name": "d"}',
+]
+
+
+def _kinds(split: FileSourceSplit, config: FileSourceConfig) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for batch in read_split(split, config):
+        if is_rejected_records(batch):
+            out += [("bad", (r["reason"], r["detail"].split(":")[0], r["value"]))
+                    for r in batch.to_pylist()]
+        else:
+            assert batch.schema.equals(SCHEMA)
+            out += [("row", r["id"]) for r in batch.to_pylist()]
+    return out
+
+
+@pytest.mark.parametrize("block_size", [1024, 1 << 20])
+def test_tolerance_all_isolates_bad_json_lines_in_file_order(data_dir: Path,
+                                                             block_size: int) -> None:
+    good = [f'{{"id": {i}, "name": "x"}}' for i in range(100, 160)]
+    p = data_dir / "mixed.jsonl"
+    p.write_text("\n".join(good + BAD_LINES + good[:3]) + "\n")
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA,
+                              block_size=block_size, tolerate_errors=True)
+    want: list[tuple[str, object]] = [("row", i) for i in range(100, 160)]
+    want += [
+        ("row", 0),
+        ("bad", ("wrong_type", "line 63", b'{"id": "one", "name": "b"}')),
+        ("bad", ("not_object", "line 64", b"null")),
+        ("row", 2),
+        ("bad", ("not_object", "line 67", b"[3]")),
+        ("bad", ("unparseable", "line 68", b'{"id": 4} {"id": 5}')),
+        ("bad", ("unparseable", "line 69", b"{oops")),
+        ("row", 6),
+    ] + [("row", i) for i in range(100, 103)]
+    got = _kinds(split_of(p), config)
+    assert got == want
+    # every position counts the bad lines too: a resumed split skips exactly what was emitted
+    for skip in (61, 62, 63, 66, len(want) - 1):
+        assert _kinds(split_of(p, skip=skip), config) == want[skip:]
+    # byte ranges cut anywhere see every line once, bad ones included
+    size = os.stat(p).st_size
+    for step in (97, 500):
+        seen: list[tuple[str, object]] = []
+        for start in range(0, size, step):
+            seen += _kinds(split_of(p, SplitKind.BYTES, start, min(size, start + step)), config)
+        assert seen == want, step
+    # without tolerance the file fails, naming the first bad line
+    strict = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA)
+    with pytest.raises(FileSourceError, match=r"mixed\.jsonl' line 63"):
+        list(read_split(split_of(p), strict))
+
+
+def test_dates_in_json_lines_are_read_as_in_kafka_messages(data_dir: Path) -> None:
+    p = data_dir / "d.jsonl"
+    p.write_text('{"id": 1, "day": "2024-03-01"}\n{"id": 2, "day": 19000}\n')
+    declared = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=declared,
+                              tolerate_errors=True)
+    batches = list(read_split(split_of(p), config))
+    assert [b.to_pylist() for b in batches] == [
+        [{"id": 1, "day": datetime.date(2024, 3, 1)}],
+        [{"value": b'{"id": 2, "day": 19000}', "reason": "wrong_type",
+          "detail": batches[1].column("detail")[0].as_py()}],
+    ]
+    assert batches[1].column("detail")[0].as_py().startswith("line 2: ")
 
 
 def test_bad_csv_row_is_named(data_dir: Path) -> None:

@@ -99,14 +99,14 @@ def test_unparseable_file_fails_with_its_name(data_dir: Path, threaded: bool) ->
 
 @pytest.mark.parametrize("threaded", [False, True])
 def test_tolerated_bad_file_is_recorded_and_skipped(data_dir: Path, threaded: bool) -> None:
-    good = write_jsonl(data_dir / "good.jsonl", 0, 5)
-    bad = data_dir / "bad.jsonl"
-    lines = [f'{{"id": {i}, "name": "x"}}' for i in range(100, 400)] + ["{broken"]
+    good = write_csv(data_dir / "good.csv", 0, 5)
+    bad = data_dir / "bad.csv"  # CSV files are rejected whole (JSON lines line by line)
+    lines = ["id,name"] + [f"{i},x" for i in range(100, 400)] + ["401"]
     bad.write_text("\n".join(lines) + "\n")
-    gone = write_jsonl(data_dir / "gone.jsonl", 0, 5)
+    gone = write_csv(data_dir / "gone.csv", 0, 5)
     gone_split = split_of(gone)
     gone.unlink()
-    reader, ctx = reader_for(data_dir, "jsonl", threaded, tolerate_errors=True,
+    reader, ctx = reader_for(data_dir, "csv", threaded, tolerate_errors=True,
                              schema=pa.schema([("id", pa.int64()), ("name", pa.string())]),
                              block_size=1024)
     reader.add_splits([split_of(bad), gone_split, split_of(good)])
@@ -118,7 +118,7 @@ def test_tolerated_bad_file_is_recorded_and_skipped(data_dir: Path, threaded: bo
     assert ids_of(out)[-5:] == list(range(5))
     rejected = {r.path: r for r in reader.rejected_files}
     assert set(rejected) == {str(bad), str(gone)}
-    assert "line 301" in rejected[str(bad)].reason
+    assert "line 302" in rejected[str(bad)].reason
     assert rejected[str(bad)].rows_emitted == len(emitted_from_bad)  # honest partial count
     assert "deleted" in rejected[str(gone)].reason
     sent = [r for e in ctx.sent_events if isinstance(e, SplitsFinishedEvent) for r in e.rejected]

@@ -179,10 +179,15 @@ ERRORS_TOLERANCE = option(
     ErrorTolerance,
     ErrorTolerance.NONE,
     "'none': a file that cannot be read or parsed fails the source with a FileSourceError naming "
-    "the file (and line / row group when known). 'all': such a file is logged, recorded as "
-    "rejected (FileSource/enumerator/reader 'rejected_files', kept in the checkpointed "
-    "enumerator state) and skipped; rows of it emitted before the error are not taken back and "
-    "the rejection says how many there were.",
+    "the file (and line / row group when known). 'all': with a declared 'schema', a JSON line "
+    "that is not one object of the schema (invalid JSON, another JSON type, a value of the wrong "
+    "type) is emitted in place as a rejected-records batch (the line's bytes, a reason code and "
+    "the line number; see hoodline.connectors.files.rejections) and the file's other lines are "
+    "read; a pipeline writes such lines to its error table. A file that cannot be read at all "
+    "(CSV and Parquet parse errors, JSON lines without a declared schema, a file changed or "
+    "deleted after discovery) is logged, recorded as rejected (FileSource/enumerator/reader "
+    "'rejected_files', kept in the checkpointed enumerator state) and skipped; rows of it "
+    "emitted before the error are not taken back and the rejection says how many there were.",
 )
 
 SPLITS_PER_REQUEST = option(

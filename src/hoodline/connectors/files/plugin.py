@@ -8,8 +8,11 @@ every file present at the start had time to pass its stability scans.
 
 Task side (:class:`FileRecords`): the source already decoded the rows into the declared schema;
 rows whose key, partition or ordering field is null become error rows positioned by file and row
-(error id ``file/<path>/<row>``), with the row as JSON for the raw value. Files the source
-skipped under its own ``errors.tolerance = all`` become one error row each.
+(error id ``file/<path>/<row>``), with the row as JSON for the raw value. Lines of a JSON-lines
+file the source could not read as a record come as rejected-records batches (with
+``errors.tolerance = all``) and become one error row each, with the line's bytes as the raw
+value. Files the source skipped whole under its own ``errors.tolerance = all`` (unreadable
+Parquet and CSV files) become one error row each.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pyarrow.compute as pc
 from hoodline.config.enums import ErrorTolerance
 from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.events import SplitsFinishedEvent
+from hoodline.connectors.files.rejections import is_rejected_records
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError
 from hoodline.formats.json_decoder import BadRecords
@@ -86,9 +90,14 @@ class FileRecords(RecordPreparer):
     ) -> Prepared:
         """Keyed records and error rows of one batch a file split emitted (rows numbered from
         ``first_row`` within the split)."""
-        data = pa.Table.from_batches([batch])
-        n = data.num_rows
+        n = batch.num_rows
         seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
+        if is_rejected_records(batch):
+            rejected = BadRecords(pa.array(np.arange(n, dtype=np.int64)),
+                                  batch.column("reason"), batch.column("detail"))
+            return Prepared(spec.record_schema.empty_table(),
+                            _file_errors(spec, rejected, batch.column("value"), file, seq))
+        data = pa.Table.from_batches([batch])
         bad = unkeyable_records(spec, data)
         errors = empty_errors()
         if len(bad):

@@ -1,8 +1,11 @@
-"""Files skipped under ``errors.tolerance=all``: recorded, logged and retrievable, never silent."""
+"""What ``errors.tolerance=all`` skips, recorded and retrievable, never silent: whole files (or
+splits) that cannot be read, and single JSON lines that are not a record of the declared schema."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -20,3 +23,34 @@ class RejectedFile:
 
     def __str__(self) -> str:
         return f"{self.split_id}: {self.reason} ({self.rows_emitted} rows emitted before)"
+
+
+#: Schema of a *rejected-records batch*: lines of a JSON-lines file that could not be read as a
+#: record of the declared schema (``errors.tolerance=all``). The reader emits such batches in
+#: file order between the batches of good rows, so every line keeps its row position; the
+#: pipeline writes them to the error table. ``value`` holds the line's bytes exactly as read,
+#: ``reason`` a code of :mod:`hoodline.formats.json_decoder`, ``detail`` names the line number.
+REJECTED_RECORDS_SCHEMA = pa.schema(
+    [
+        pa.field("value", pa.binary()),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("detail", pa.string(), nullable=False),
+    ],
+    metadata={b"hoodline.rejected-records": b"1"},
+)
+
+
+def rejected_records_batch(
+    values: pa.Array, reasons: pa.Array, details: pa.Array
+) -> pa.RecordBatch:
+    """A rejected-records batch (see :data:`REJECTED_RECORDS_SCHEMA`)."""
+    return pa.RecordBatch.from_arrays(
+        [values.cast(pa.binary()), reasons.cast(pa.string()), details.cast(pa.string())],
+        schema=REJECTED_RECORDS_SCHEMA,
+    )
+
+
+def is_rejected_records(batch: pa.RecordBatch) -> bool:
+    """True for a batch of rejected records rather than rows of the declared schema."""
+    metadata = batch.schema.metadata
+    return metadata is not None and b"hoodline.rejected-records" in metadata

@@ -47,7 +47,8 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
     if config.format is FileFormat.PARQUET:
         return read_parquet(split, config.schema, config.batch_size, config.use_threads)
     if config.format is FileFormat.JSONL:
-        return read_jsonl(split, config.schema, config.block_size, config.use_threads)
+        return read_jsonl(split, config.schema, config.block_size, config.use_threads,
+                          isolate_records=config.tolerate_errors)
     return read_csv(
         split,
         config.schema,

@@ -1,23 +1,34 @@
 """JSON lines: one JSON object per line, read with pyarrow.json.
 
 * With a declared schema the split is *streamed* block by block (``pyarrow.json.open_json`` with
-  an explicit schema; fields outside the schema are ignored).
+  an explicit schema; fields outside the schema are ignored). Values are read as the pipeline's
+  JSON decoder reads Kafka messages (:func:`hoodline.formats.json_decoder.parse_schema`: dates
+  as ISO strings), then cast to the declared types.
 * Without one, pyarrow infers types from the data it has seen, and a streamed reader would fail
   when a later block contradicts the first (a field first seen in block 2, a column that was all
   null). So the whole split is parsed at once (``read_json``), which infers over all of it; memory
   is then bounded by the split size (see ``split.target-size``). Declare a schema for big files.
+* With a declared schema and ``isolate_records`` (``errors.tolerance=all``), the split is read in
+  chunks of whole lines, each parsed in bulk; a chunk that fails to parse, or whose lines are not
+  all one JSON object each, is decoded line by line with
+  :class:`~hoodline.formats.json_decoder.JsonDecoder`: its good lines are emitted as rows, its bad
+  ones as rejected-records batches (:mod:`hoodline.connectors.files.rejections`) in file order,
+  so a bad line costs only itself and every line keeps its row position.
 
-Blank lines are ignored. On a parse error the file is scanned once more (error path only) to
-name the first offending line.
+Blank lines are ignored. On a parse error without ``isolate_records`` the file is scanned once
+more (error path only) to name the first offending line.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Iterator
 from typing import BinaryIO
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.json as pj
 
@@ -28,14 +39,26 @@ from hoodline.connectors.files.formats.byte_range import (
 )
 from hoodline.connectors.files.formats.conform import conform, skip_rows
 from hoodline.connectors.files.location import is_url, open_binary
+from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
+from hoodline.formats.json_decoder import JsonDecoder, parse_schema
+
+#: Chunks of the record-isolating reader hold this many blocks (``read.block-size``) of lines.
+_BLOCKS_PER_CHUNK = 4
 
 
 def read_jsonl(
-    split: FileSourceSplit, schema: pa.Schema | None, block_size: int, use_threads: bool = True
+    split: FileSourceSplit,
+    schema: pa.Schema | None,
+    block_size: int,
+    use_threads: bool = True,
+    isolate_records: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Batches of the lines owned by ``split``, after skipping ``split.records_to_skip`` records."""
+    """Batches of the lines owned by ``split``, after skipping ``split.records_to_skip`` records.
+
+    With ``isolate_records`` and a ``schema``, lines that are not a record of the schema come as
+    rejected-records batches instead of failing the split (see the module docs)."""
     try:
         f = open_binary(split.path)  # closed in finally
     except OSError as exc:
@@ -49,15 +72,20 @@ def read_jsonl(
             return
         to_skip = split.records_to_skip
         where = split.describe()
+        batches = (
+            _isolating_batches(f, start, end, split, schema, block_size, use_threads)
+            if isolate_records and schema is not None
+            else _batches(f, start, end, split, schema, block_size, use_threads)
+        )
         try:
-            for batch in _batches(f, start, end, split, schema, block_size, use_threads):
+            for batch in batches:
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
-                    yield conform(rest, schema, where)
+                    yield rest if is_rejected_records(rest) else conform(rest, schema, where)
         except FileSourceError:
             raise
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise FileSourceError(_describe_error(f, split, start, end, exc)) from exc
+            raise FileSourceError(_describe_error(f, split, start, end, schema, exc)) from exc
     finally:
         f.close()
 
@@ -75,7 +103,9 @@ def _batches(
         return
     read_options = pj.ReadOptions(use_threads=use_threads, block_size=block_size)
     if schema is not None:
-        parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        parse = pj.ParseOptions(
+            explicit_schema=parse_schema(schema), unexpected_field_behavior="ignore"
+        )
         source: pa.NativeFile | io.BufferedReader
         if start == 0 and end == split.size and not is_url(split.path):
             source = pa.OSFile(split.path)  # whole local file: native reads, no Python loop
@@ -88,6 +118,161 @@ def _batches(
     data = f.read(end - start)
     table = pj.read_json(pa.BufferReader(data), read_options=read_options)
     yield from table.to_batches()
+
+
+def _isolating_batches(
+    f: BinaryIO,
+    start: int,
+    end: int,
+    split: FileSourceSplit,
+    schema: pa.Schema,
+    block_size: int,
+    use_threads: bool,
+) -> Iterator[pa.RecordBatch]:
+    """Rows of ``schema`` and rejected-records batches of ``[start, end)``, in file order."""
+    read_options = pj.ReadOptions(use_threads=use_threads, block_size=block_size)
+    parse = pj.ParseOptions(
+        explicit_schema=parse_schema(schema), unexpected_field_behavior="ignore"
+    )
+    where = split.describe()
+    decoder: JsonDecoder | None = None
+    first_line: int | None = None  # the split's first line number, counted when first needed
+    lines_before = 0  # lines of the split before the current chunk
+    for data in _line_chunks(f, start, end, block_size * _BLOCKS_PER_CHUNK):
+        lines = _Lines(data)
+        good = _parse_whole(data, lines, read_options, parse, schema, where)
+        if good is not None:
+            yield from good
+        else:
+            if decoder is None:
+                decoder = JsonDecoder(schema, required=[x.name for x in schema if not x.nullable])
+            if first_line is None:
+                first_line = count_newlines_before(f, start) + 1
+            yield from _decode_lines(lines, decoder, first_line + lines_before)
+        lines_before += lines.count
+
+
+def _line_chunks(f: BinaryIO, start: int, end: int, size: int) -> Iterator[memoryview]:
+    """Consecutive pieces of ``[start, end)`` of about ``size`` bytes, each ending at a line end
+    (a line longer than ``size`` makes its piece longer)."""
+    pos = start
+    while pos < end:
+        want = min(size, end - pos)
+        while True:
+            f.seek(pos)
+            data = f.read(want)
+            if len(data) < want or pos + len(data) >= end:
+                cut = len(data)
+                break
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                break
+            want = min(2 * want, end - pos)
+        if not cut:
+            return
+        yield memoryview(data)[:cut]
+        pos += cut
+
+
+class _Lines:
+    """Where the lines of a chunk are: ``[starts, ends)`` without the line break (and a CR before
+    it), which are blank, and whether every other one starts as a JSON object."""
+
+    def __init__(self, data: memoryview) -> None:
+        self.data = data
+        self.bytes: npt.NDArray[np.uint8] = np.frombuffer(data, dtype=np.uint8)
+        size = len(self.bytes)
+        breaks = np.flatnonzero(self.bytes == 0x0A)
+        starts = np.concatenate(([0], breaks + 1))
+        ends = np.concatenate((breaks, [size]))
+        if size and self.bytes[-1] == 0x0A:  # no line after the last break
+            starts, ends = starts[:-1], ends[:-1]
+        nonempty = ends > starts
+        last = np.where(nonempty, ends - 1, 0)
+        ends = ends - (nonempty & (self.bytes[last] == 0x0D))
+        self.starts, self.ends = starts, ends
+        self.count = len(starts)
+        opens = ends > starts
+        opens[opens] = self.bytes[starts[opens]] == ord("{")
+        self.blank = np.zeros(self.count, dtype=bool)
+        self.odd = False  # a non-blank line that does not start with '{'
+        for i in np.flatnonzero(~opens).tolist():
+            if bytes(data[starts[i] : ends[i]]).strip(b" \t\r"):
+                self.odd = True
+            else:
+                self.blank[i] = True
+
+    def values(self) -> tuple[pa.Array, npt.NDArray[np.intp]]:
+        """The non-blank lines as a binary array, and their line indexes in the chunk."""
+        kept = np.flatnonzero(~self.blank)
+        s, e = self.starts[kept], self.ends[kept]
+        offsets = np.zeros(len(kept) + 1, dtype=np.int64)
+        np.cumsum(e - s, out=offsets[1:])
+        mark = np.zeros(len(self.bytes) + 1, dtype=np.int8)
+        mark[s] = 1
+        mark[e] -= 1
+        inside = np.cumsum(mark[:-1], dtype=np.int64) > 0
+        packed = self.bytes[inside]
+        values = pa.Array.from_buffers(
+            pa.large_binary(), len(kept), [None, pa.py_buffer(offsets), pa.py_buffer(packed)]
+        )
+        return values, kept
+
+
+def _parse_whole(
+    data: memoryview,
+    lines: _Lines,
+    read_options: pj.ReadOptions,
+    parse: pj.ParseOptions,
+    schema: pa.Schema,
+    where: str,
+) -> list[pa.RecordBatch] | None:
+    """The chunk's rows in one bulk parse, or None when a line needs to be looked at alone: the
+    parse failed, the rows do not match the lines one to one, or a row breaks the schema."""
+    if lines.odd:
+        return None
+    try:
+        table = pj.read_json(pa.py_buffer(data), read_options=read_options, parse_options=parse)
+    except pa.ArrowInvalid:
+        return None
+    if table.num_rows != lines.count - int(lines.blank.sum()):
+        return None
+    try:
+        return [conform(b, schema, where) for b in table.to_batches() if b.num_rows]
+    except FileSourceError:
+        return None
+
+
+def _decode_lines(lines: _Lines, decoder: JsonDecoder, first_line: int) -> Iterator[pa.RecordBatch]:
+    """Decode a chunk line by line: runs of good rows and of rejected lines, in file order."""
+    values, line_index = lines.values()
+    result = decoder.decode(values)
+    bad_index = np.asarray(result.errors.index, dtype=np.int64)
+    is_bad = np.zeros(len(values), dtype=np.int8)
+    is_bad[bad_index] = 1
+    cuts = np.flatnonzero(np.diff(is_bad)) + 1
+    bounds = np.concatenate(([0], cuts, [len(values)])).tolist()
+    good_at = bad_at = 0
+    for lo, hi in itertools.pairwise(bounds):
+        if hi <= lo:
+            continue
+        n = hi - lo
+        if is_bad[lo]:
+            rows = bad_index[bad_at : bad_at + n]
+            texts = result.errors.detail[bad_at : bad_at + n].to_pylist()
+            details = [
+                f"line {first_line + int(line_index[r])}: {d}"
+                for r, d in zip(rows.tolist(), texts, strict=True)
+            ]
+            yield rejected_records_batch(
+                values.take(pa.array(rows)),
+                result.errors.reason[bad_at : bad_at + n],
+                pa.array(details, pa.string()),
+            )
+            bad_at += n
+        else:
+            yield from result.records.slice(good_at, n).to_batches()
+            good_at += n
 
 
 def _only_whitespace(f: BinaryIO, start: int, end: int) -> bool:
@@ -105,9 +290,22 @@ def _only_whitespace(f: BinaryIO, start: int, end: int) -> bool:
 
 
 def _describe_error(
-    f: BinaryIO, split: FileSourceSplit, start: int, end: int, exc: Exception
+    f: BinaryIO,
+    split: FileSourceSplit,
+    start: int,
+    end: int,
+    schema: pa.Schema | None,
+    exc: Exception,
 ) -> str:
-    """Error message naming the file and, if it can be found, the first unparseable line."""
+    """Error message naming the file and, if it can be found, the first bad line and why."""
+    if schema is not None:
+        try:
+            for batch in _isolating_batches(f, start, end, split, schema, 1 << 20, False):
+                if is_rejected_records(batch):
+                    reason, detail = batch.column("reason")[0], batch.column("detail")[0]
+                    return f"file '{split.path}' {detail} ({reason})"
+        except (pa.ArrowException, OSError, ValueError, FileSourceError):
+            pass
     line_no = _first_bad_line(f, start, end)
     if line_no is None:
         return f"{split.describe()} cannot be parsed as JSON lines: {exc}"
