@@ -228,6 +228,31 @@ def test_finished_splits_leave_the_assignment_after_a_checkpoint(data_dir: Path)
     assert ctx.assigned_splits()[0][-1] == a
 
 
+def test_bounded_restored_lists_again_and_reads_only_new_files(data_dir: Path) -> None:
+    """A bounded pipeline run again (restored from its checkpoint) picks up files that arrived
+    since its last run, and none it read before."""
+    write_jsonl(data_dir / "old.jsonl", 0, 3)
+    ctx, enum = make(data_dir, parallelism=1)
+    ctx.run_next_one_shot()
+    register(ctx, enum, 0)
+    enum.handle_split_request(0, "host")
+    (old,) = ctx.assigned_splits()[0]
+    enum.handle_source_event(0, SplitsFinishedEvent((old.split_id,), ()))
+    enum.handle_split_request(0, "host")
+    assert ctx.no_more_splits == {0}
+    state = restore(enum, 1)
+    write_jsonl(data_dir / "new.jsonl", 0, 3)
+    ctx2, enum2 = make(data_dir, parallelism=1, state=state)
+    assert ctx2.one_shot_count == 1  # lists again
+    register(ctx2, enum2, 0)
+    enum2.handle_split_request(0, "host")
+    assert ctx2.assignments == []  # waits for the listing rather than finishing at once
+    ctx2.run_next_one_shot()
+    assert names(ctx2.assigned_splits()[0]) == ["new.jsonl"]
+    enum2.handle_split_request(0, "host")
+    assert ctx2.no_more_splits == {0}
+
+
 def test_unclaimed_entries_are_dropped_after_first_checkpoint(data_dir: Path) -> None:
     state = FileEnumeratorState(assignment={"/x/done.jsonl": 0}, discovery_done=True)
     ctx, enum = make(data_dir, state=state)

@@ -29,6 +29,9 @@ Processed-file bookkeeping: a file version enters ``processed`` in the same step
 ``pending``; a later scan never turns it into splits again. A processed file whose size or
 modification time changes later is reported once as rejected (its new content is not read).
 The processed map grows with the number of files read (it is zlib-compressed in checkpoints).
+
+Bounded mode lists the directory once per start, also when restored from a checkpoint: a source
+run again picks up the files that arrived since (files it read before are processed).
 """
 
 from __future__ import annotations
@@ -133,7 +136,10 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         )
         self._rejected: list[RejectedFile] = list(state.rejected)
         self._rejected_ids = {r.split_id for r in self._rejected}
-        self._discovery_done = state.discovery_done
+        # Bounded: each start lists the directory, a restored one too. A pipeline run again
+        # (``--once``, a scheduled job) reads the files that arrived since its last run; files
+        # read before are in ``processed`` and are not read again.
+        self._discovery_done = False
         self._waiting: OrderedDict[int, None] = OrderedDict()  # readers asking for work
         # finished split id -> checkpoint id of the first snapshot without it (None: not yet)
         self._finished: dict[str, int | None] = {}

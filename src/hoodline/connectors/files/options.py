@@ -59,7 +59,9 @@ MODE = option(
     ScanMode,
     ScanMode.BOUNDED,
     "'bounded': read the files present when the source starts (taken as they are at that "
-    "listing: do not point it at files still being written), then finish. 'continuous': "
+    "listing: do not point it at files still being written), then finish; started again from "
+    "its checkpoint (a pipeline run again), it lists again and reads only the files it has not "
+    "read before. 'continuous': "
     "monitor the directory every 'source.monitor-interval' seconds and read new, complete "
     "files (see 'source.stable-scans') as they appear, forever.",
 )

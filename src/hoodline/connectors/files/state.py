@@ -20,7 +20,8 @@ class FileEnumeratorState:
       finished (the FLIP-537 global assignment).
     * ``rejected``: files skipped under ``errors.tolerance=all`` (and processed files that were
       modified later, whose new content is not read).
-    * ``discovery_done``: bounded mode: the one directory listing has been taken.
+    * ``discovery_done``: bounded mode: the directory listing of this start has been taken
+      (kept for the format; a restored enumerator lists again, see the enumerator's docs).
     """
 
     processed: dict[str, tuple[int, int]] = field(default_factory=dict)
