@@ -228,10 +228,14 @@ class SourceLifecycleDriver(Generic[SplitT, CheckpointT]):
         return emitted
 
     def read_to_end(self, timeout_polls: int = 100_000, wait: float = 0.01) -> None:
-        """Poll every reader until all report END_OF_INPUT (bounded sources)."""
+        """Poll every reader until all report END_OF_INPUT (bounded sources). The enumerator's
+        pending one-shot calls (a bounded source's listing) run in between, as a runtime runs
+        them while its readers wait."""
         for _ in range(timeout_polls):
             if all(slot.ended for slot in self._slots.values()):
                 return
+            self.coordinator.scheduler.run_all_one_shots()
+            self.deliver()
             for subtask in sorted(self._slots):
                 if not self._slots[subtask].ended:
                     self.poll(subtask, max_batches=64, wait=wait)
