@@ -49,6 +49,7 @@ __all__ = [
     "SplitEnumeratorContext",
     "SplitT",
     "SplitsAssignment",
+    "SupportsRecordLimit",
     "SupportsSplitReassignmentOnRecovery",
     "supports_reassignment_on_recovery",
 ]
@@ -343,6 +344,21 @@ class SupportsSplitReassignmentOnRecovery:
     state, and keep a global assignment so a split re-reported by a restarted reader that has since
     moved to another reader is ignored.
     """
+
+
+class SupportsRecordLimit(ABC):
+    """Mixin for a :class:`SourceReader` that can stop after an exact number of records.
+
+    A round-based runtime gives each reader a record budget (:class:`~hoodline.source.drive.
+    BoundedRead`). A reader without this capability emits whole batches, so a round may read up
+    to one batch more than its budget; one with it cuts the batch that reaches the budget and
+    reads nothing after it. The records it did not emit stay in its split state (which counts
+    only emitted records), so the next round continues exactly there.
+    """
+
+    @abstractmethod
+    def limit_records(self, max_records: int) -> None:
+        """Emit at most ``max_records`` records from now on (call before :meth:`start`)."""
 
 
 def supports_reassignment_on_recovery(source: Source[Any, Any]) -> bool:

@@ -17,7 +17,13 @@ from typing import Generic, TypeVar
 import pyarrow as pa
 
 from hoodline.errors import FetchError, SourceError
-from hoodline.source.api import InputStatus, ReaderOutput, SourceReader, SourceSplit
+from hoodline.source.api import (
+    InputStatus,
+    ReaderOutput,
+    SourceReader,
+    SourceSplit,
+    SupportsRecordLimit,
+)
 from hoodline.source.output import CollectingOutput
 
 __all__ = ["BoundedRead", "poll_batches", "poll_until_end"]
@@ -30,15 +36,19 @@ def poll_batches(
     *,
     timeout: float | None = None,
     max_records: int | None = None,
+    limited: bool = False,
     wait_step: float = 0.05,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[tuple[pa.RecordBatch, str | None]]:
     """Poll ``reader`` until ``END_OF_INPUT``, yielding (batch, split id) pairs as emitted.
 
     With ``max_records`` the loop also stops once that many records were yielded (a batch is
-    never cut, so it may yield a little more). ``timeout`` (seconds, None = no limit) bounds the
-    whole loop: when it passes, :class:`~hoodline.errors.FetchError` is raised (the input did not
-    end: a split without an end, no-more-splits never signalled, or brokers too slow)."""
+    never cut, so it may yield a little more). ``limited`` says the reader was given the same
+    limit (:class:`~hoodline.source.api.SupportsRecordLimit`): then polling goes on after the
+    budget until the reader has nothing more, which only finishes splits. ``timeout`` (seconds,
+    None = no limit) bounds the whole loop: when it passes, :class:`~hoodline.errors.FetchError`
+    is raised (the input did not end: a split without an end, no-more-splits never signalled, or
+    brokers too slow)."""
     out = CollectingOutput()
     deadline = None if timeout is None else clock() + timeout
     records = 0
@@ -51,6 +61,10 @@ def poll_batches(
         if status is InputStatus.END_OF_INPUT:
             return
         if max_records is not None and records >= max_records:
+            if limited and status is InputStatus.MORE_AVAILABLE:
+                # The reader's limit lets nothing more through; polling on lets it finish the
+                # split whose last batch it just emitted, so the round reports that split done.
+                continue
             return
         if status is InputStatus.NOTHING_AVAILABLE:
             if deadline is not None and clock() >= deadline:
@@ -74,8 +88,10 @@ class BoundedRead(Generic[SplitT]):
     """Read one bounded plan with a fresh reader (see module docs).
 
     Iterating starts the reader, adds ``splits``, signals no more splits and yields
-    (batch, split id) pairs as they are polled; when the input ends (or ``max_records`` were read)
-    the state is snapshotted for ``checkpoint_id`` (:attr:`split_states`) and the reader closed.
+    (batch, split id) pairs as they are polled; when the input ends (or ``max_records`` were read:
+    exactly that many from a reader that :class:`~hoodline.source.api.SupportsRecordLimit`, else
+    up to one batch more) the state is snapshotted for ``checkpoint_id`` (:attr:`split_states`)
+    and the reader closed.
     The reader is also closed when iteration stops early or fails.
     """
 
@@ -118,6 +134,10 @@ class BoundedRead(Generic[SplitT]):
         self._started = True
         reader = self._reader
         try:
+            limited = False
+            if self._max_records is not None and isinstance(reader, SupportsRecordLimit):
+                reader.limit_records(self._max_records)
+                limited = True
             reader.start()
             reader.add_splits(self._splits)
             reader.notify_no_more_splits()
@@ -125,6 +145,7 @@ class BoundedRead(Generic[SplitT]):
                 reader,
                 timeout=self._timeout,
                 max_records=self._max_records,
+                limited=limited,
                 wait_step=self._wait_step,
                 clock=self._clock,
             ):

@@ -17,7 +17,7 @@ from hoodline.connectors.files import (
 )
 from hoodline.errors import FileSourceError
 from hoodline.source.api import InputStatus
-from hoodline.source.drive import poll_until_end
+from hoodline.source.drive import BoundedRead, poll_until_end
 from hoodline.source.output import CollectingOutput
 from hoodline.testing.reader_context import RecordingReaderContext
 from tests.connectors.files.data import write_csv, write_jsonl, write_parquet
@@ -83,6 +83,35 @@ def test_snapshot_and_restore_continue_without_loss_or_duplicates(
     poll_until_end(restored, out, timeout=20)
     restored.close()
     assert ids_of(out) == list(range(1000))
+
+
+@pytest.mark.parametrize("fmt,writer", [("parquet", write_parquet), ("jsonl", write_jsonl),
+                                        ("csv", write_csv)])
+@pytest.mark.parametrize("threaded", [False, True])
+def test_a_record_budget_is_read_exactly_and_a_split_read_to_its_end_is_finished(
+        data_dir: Path, fmt: str, writer: object, threaded: bool) -> None:
+    """Rounds with a budget of 70 records over files of 100 and 40 rows (batches of 64 for
+    Parquet, whole small files for JSON lines and CSV): every round reads exactly its budget
+    (the batch reaching it is cut) and reports a split finished in the round that read its last
+    row, so no round reads nothing and no row is read twice or lost."""
+    a = writer(data_dir / f"a.{fmt}", 0, 100)  # type: ignore[operator]
+    b = writer(data_dir / f"b.{fmt}", 100, 40)  # type: ignore[operator]
+    held = [split_of(a), split_of(b)]
+    seen: list[int] = []
+    per_round: list[tuple[int, list[str]]] = []
+    for round_id in range(1, 10):
+        if not held:
+            break
+        reader, ctx = reader_for(data_dir, fmt, threaded, batch_size=64, block_size=1 << 16)
+        run = BoundedRead(reader, held, checkpoint_id=round_id, timeout=20, max_records=70)
+        rows = [i for batch, _ in run for i in batch.column("id").to_pylist()]
+        finished = [os.path.basename(s) for e in ctx.sent_events
+                    if isinstance(e, SplitsFinishedEvent) for s in e.split_ids]
+        per_round.append((len(rows), finished))
+        seen += rows
+        held = list(run.split_states)
+    assert seen == list(range(140))
+    assert per_round == [(70, []), (70, [f"a.{fmt}", f"b.{fmt}"])]
 
 
 @pytest.mark.parametrize("threaded", [False, True])

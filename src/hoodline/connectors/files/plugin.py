@@ -1,9 +1,10 @@
 """The file source's pipeline plug-in: split pulling (driver) and record preparation (tasks).
 
 Driver side (:class:`FilesPlugin`): readers pull splits -- before every plan the driver asks the
-enumerator for every reader holding none. A task reads its splits in order until its share of the
-round's record budget is reached (a batch is never cut), so a file may span rounds; split progress
-(records emitted) is checkpointed. ``--once`` stops after two plans in a row held nothing, once
+enumerator for every reader holding none. The round's record budget is shared among the readers
+that hold splits; a task reads its splits in order until its share is reached, exactly (the
+reader cuts the batch that reaches it), so a file may span rounds; split progress (records
+emitted) is checkpointed. ``--once`` stops after two plans in a row held nothing, once
 every file present at the start had time to pass its stability scans.
 
 Task side (:class:`FileRecords`): the source already decoded the rows into the declared schema;
@@ -179,13 +180,15 @@ class FilesPlugin(SourcePlugin):
     def bound(
         self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int
     ) -> RoundPlan:
-        share = max(1, max_records // max(1, len(plans)))
+        busy_readers = [i for i, p in plans.items() if p.splits]
+        share, extra = divmod(max_records, max(1, len(busy_readers)))
         tasks = {
-            i: ReadTask(i, len(plans), round_id, self.source, tuple(p.splits), share,
+            i: ReadTask(i, len(plans), round_id, self.source, tuple(p.splits),
+                        max(1, share + (busy_readers.index(i) < extra if p.splits else 0)),
                         empty=not p.splits)
             for i, p in plans.items()
         }
-        busy = any(p.splits for p in plans.values())
+        busy = bool(busy_readers)
         self._idle_rounds = 0 if busy else self._idle_rounds + 1
         return RoundPlan(tasks)
 

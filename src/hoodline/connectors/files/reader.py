@@ -1,6 +1,11 @@
 """The file source reader: a split reader over the format readers, on ``SourceReaderBase``.
 
 * :class:`FileSplitReader` reads its splits one after the other, one record batch per fetch.
+  It reads one batch ahead, so the fetch that returns a split's last batch also reports the split
+  finished (a round that read a file to its end does not need another round to learn that).
+  With a record limit (:class:`~hoodline.source.api.SupportsRecordLimit`, a round's budget) it
+  cuts the batch that reaches the limit and fetches nothing more; the cut split stays unfinished
+  and its state counts only the emitted rows.
   A file that cannot be read raises :class:`~hoodline.errors.FileSourceError` (naming the file,
   and the line / row group when known) unless ``errors.tolerance=all``: then the split is
   finished early and recorded as rejected.
@@ -25,7 +30,7 @@ from hoodline.connectors.files.formats import read_split
 from hoodline.connectors.files.rejections import RejectedFile
 from hoodline.connectors.files.split import FileSourceSplit, FileSplitState
 from hoodline.errors import FileSourceError
-from hoodline.source.api import ReaderOutput, SourceReaderContext
+from hoodline.source.api import ReaderOutput, SourceReaderContext, SupportsRecordLimit
 from hoodline.source.base import (
     RecordEmitter,
     RecordsBySplits,
@@ -46,23 +51,39 @@ class FileSplitReader(SplitReader[pa.RecordBatch, FileSourceSplit]):
         self._queue: deque[FileSourceSplit] = deque()
         self._current: FileSourceSplit | None = None
         self._batches: Iterator[pa.RecordBatch] | None = None
+        self._ahead: pa.RecordBatch | None = None  # the current split's next batch, read ahead
+        self._left: int | None = None  # records still to emit (None: no limit)
         self._lock = threading.Lock()
         self._rejections: dict[str, str] = {}  # split id -> reason (read by the poller)
+
+    def limit(self, max_records: int) -> None:
+        """Emit at most ``max_records`` more records (see module docs)."""
+        self._left = max_records
 
     def handle_splits_changes(self, change: SplitsChange[FileSourceSplit]) -> None:
         self._queue.extend(change.splits)
 
     def fetch(self) -> RecordsWithSplitIds[pa.RecordBatch]:
+        if self._left is not None and self._left <= 0:
+            return RecordsBySplits()  # the budget is spent: the rest waits for the next round
         if self._current is None:
             if not self._queue:
                 return RecordsBySplits()
             self._current = self._queue.popleft()
             self._batches = None
+            self._ahead = None
         split = self._current
         try:
             if self._batches is None:
                 self._batches = read_split(split, self._config)
-            batch = next(self._batches, None)
+                self._ahead = next(self._batches, None)
+            batch = self._ahead
+            if batch is not None and self._left is not None and batch.num_rows > self._left:
+                # the budget ends in this batch: emit its head only and read no further
+                batch, self._ahead = batch.slice(0, self._left), None
+                self._left = 0
+                return RecordsBySplits({split.split_id: [batch]})
+            self._ahead = None if batch is None else next(self._batches, None)
         except FileSourceError as exc:
             if not self._config.tolerate_errors:
                 raise
@@ -71,10 +92,16 @@ class FileSplitReader(SplitReader[pa.RecordBatch, FileSourceSplit]):
         if batch is None:
             self._finish_current()
             return RecordsBySplits.finished_only([split.split_id])
+        if self._left is not None:
+            self._left -= batch.num_rows
+        if self._ahead is None:  # that was the split's last batch
+            self._finish_current()
+            return RecordsBySplits({split.split_id: [batch]}, finished=[split.split_id])
         return RecordsBySplits({split.split_id: [batch]})
 
     def _finish_current(self) -> None:
         batches, self._batches = self._batches, None
+        self._ahead = None
         self._current = None
         close = getattr(batches, "close", None)
         if close is not None:
@@ -106,7 +133,9 @@ class FileRecordEmitter(RecordEmitter[pa.RecordBatch, FileSplitState]):
         split_state.records_emitted += element.num_rows
 
 
-class FileSourceReader(SourceReaderBase[pa.RecordBatch, FileSourceSplit, FileSplitState]):
+class FileSourceReader(
+    SourceReaderBase[pa.RecordBatch, FileSourceSplit, FileSplitState], SupportsRecordLimit
+):
     """Reader of :class:`~hoodline.connectors.files.source.FileSource` (see module docs)."""
 
     def __init__(
@@ -122,6 +151,9 @@ class FileSourceReader(SourceReaderBase[pa.RecordBatch, FileSourceSplit, FileSpl
     def rejected_files(self) -> list[RejectedFile]:
         """Splits this reader skipped under ``errors.tolerance=all`` (also sent to enumerator)."""
         return list(self._rejected)
+
+    def limit_records(self, max_records: int) -> None:
+        self._split_reader.limit(max_records)
 
     def start(self) -> None:
         if not self.unfinished_split_ids():
