@@ -223,3 +223,4 @@ def test_a_missing_source_directory_fails_before_spark_starts(
     assert result.exit_code == 1, result.output
     assert f"source directory '{missing}' does not exist" in result.output
     assert "check option 'path'" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "t").exists()  # a run that cannot read creates no table

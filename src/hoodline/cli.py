@@ -159,9 +159,9 @@ def run(
 
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import load_config
-    from hoodline.pipeline.driver import open_target_table
     from hoodline.pipeline.plugins import load_plugin
     from hoodline.pipeline.progress import make_progress_callback
+    from hoodline.pipeline.target import open_target_table
 
     cfg = load_config(config)
     stop = threading.Event()
@@ -173,11 +173,11 @@ def run(
         stop.set()
 
     err_console.print(run_banner(cfg, once), highlight=False, markup=False)
-    # the table and the source before Spark: a path that cannot hold the table, a table that
-    # does not match the pipeline file or a missing source directory fails in a moment instead
-    # of after Spark's start
-    open_target_table(cfg)
+    # the source and the table before Spark: a missing source directory, a path that cannot
+    # hold the table or a table that does not match the pipeline file fails in a moment instead
+    # of after Spark's start (the source first: a run that cannot read creates no table)
     load_plugin(cfg).preflight()
+    open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, metrics_port, metrics_host)
     try:

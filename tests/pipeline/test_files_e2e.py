@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hoodline.errors import FileSourceError
+from hoodline.errors import BadRecordError, FileSourceError
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.spark.engine import SparkEngine
@@ -263,3 +263,30 @@ def test_a_bounded_pipeline_run_again_reads_the_files_that_arrived_since(
     assert rounds() == [4, 4, 4, 3]  # b only: a is not read again
     assert sorted(table_rows(tmp_path / "t")) == list(range(25))
     assert rounds() == []
+
+
+def test_a_first_run_that_failed_leaves_no_setting_the_next_run_must_keep(
+    spark: HoodlineSpark, tmp_path: Path
+) -> None:
+    """A wrong record key makes every record bad and the first run fails before its first
+    commit; the run with the key fixed writes the table instead of being refused."""
+    root = tmp_path / "in"
+    root.mkdir()
+    rows = [{"id": i, "region": region(i), "ts": i} for i in range(6)]
+    (root / "a.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    def cfg(key: str) -> PipelineConfig:
+        return config_from_dict({
+            "source": {"type": "files", "options": {"path": str(root), "format": "jsonl"}},
+            "table": {"path": str(tmp_path / "t"), "record-key": [key]},
+            "schema": SCHEMA,
+            "runtime": {"retry-backoff": 0.01},
+        })
+
+    with Pipeline(cfg("name"), SparkEngine(spark)) as p:
+        with pytest.raises(BadRecordError, match="missing_key"):
+            p.run(once=True)
+    with Pipeline(cfg("id"), SparkEngine(spark)) as p:
+        assert p.run(once=True).records_read == 6
+    assert HudiTable.open(tmp_path / "t").config.record_key_fields == ("id",)
+    assert sorted(table_rows(tmp_path / "t")) == list(range(6))

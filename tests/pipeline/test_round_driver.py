@@ -56,7 +56,11 @@ def _config(root: Path, table: Path, continuous: bool = False,
                         "source.stable-scans": 1})
     return config_from_dict({
         "source": {"type": "files", "format": "json", "options": options},
+        # the rows of a.jsonl (ts 1) and b.jsonl (ts 2) that share a key may be read in
+        # different rounds, in any order: the ordering field decides which one stays
         "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts",
+                  "options": {"hoodie.datasource.write.payload.class":
+                              "org.apache.hudi.common.model.DefaultHoodieRecordPayload"},
                   **(table_options or {})},
         "schema": {"id": "int64", "v": "string", "ts": "int64"},
         "runtime": {"reader-parallelism": 2, "retry-backoff": 0.5, "retry-backoff-max": 10,

@@ -9,7 +9,9 @@ import pytest
 
 from hoodline.errors import ConfigError
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
-from hoodline.pipeline.driver import open_target_table
+from hoodline.pipeline.target import K_PROVISIONAL, open_target_table
+from hoodline.table.properties import remove_properties
+from hoodline.table.table import HudiTable
 
 
 def _cfg(path: Path, **table: object) -> PipelineConfig:
@@ -22,8 +24,15 @@ def _cfg(path: Path, **table: object) -> PipelineConfig:
     })
 
 
+def _settled(path: Path) -> HudiTable:
+    """The table as it is once written to (or as another tool creates it): not provisional."""
+    remove_properties(path, [K_PROVISIONAL])
+    return HudiTable.open(path)
+
+
 def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
-    table = open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8}))
+    open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8}))
+    table = _settled(tmp_path / "t")
     assert table.config.bucket_count == 8 and table.config.partition_fields == ("day",)
     assert open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8})).config == table.config
     with pytest.raises(ConfigError, match=r"uses index BUCKET .*table.index = 'BLOOM'"):
@@ -39,6 +48,7 @@ def test_an_ordering_field_other_than_the_tables_is_refused(tmp_path: Path) -> N
     ignored silently, so it is refused (as Java's writers do). Leaving it out is fine."""
     cfg = _cfg(tmp_path / "t", **{"precombine-field": "day"})
     assert open_target_table(cfg).config.precombine_field == "day"
+    _settled(tmp_path / "t")
     assert open_target_table(_cfg(tmp_path / "t")).config.precombine_field == "day"
     with pytest.raises(ConfigError, match=r"orders records by 'day' .*precombine-field = 'id'"):
         open_target_table(_cfg(tmp_path / "t", **{"precombine-field": "id"}))
@@ -61,6 +71,41 @@ def test_the_payload_class_is_stored_and_writers_must_match_it(
     WriteClient(table, {"hoodie.datasource.write.payload.class": default})
     with pytest.raises(TableError, match="DefaultHoodieRecordPayload"):
         WriteClient(table)  # OverwriteWithLatestAvroPayload would merge otherwise
+
+
+def test_a_table_without_a_commit_takes_the_fixed_settings_of_the_next_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A first run that failed before committing (here: a wrong key made every record bad, the
+    round was rolled back) does not lock its mistake into the table; once written to, the
+    table keeps its settings."""
+    import pyarrow as pa
+
+    from hoodline.table.write.client import WriteClient
+
+    path = tmp_path / "t"
+    wrong = open_target_table(_cfg(path, **{"record-key": ["day"], "bucket-count": 8}))
+    with WriteClient(wrong) as client:  # a round that failed: started, then rolled back
+        client.rollback(client.start_instant())
+    assert [i.action for i in HudiTable.open(path).timeline.instants()] == ["rollback"]
+    with caplog.at_level("WARNING"):
+        table = open_target_table(_cfg(path))
+    assert table.config.record_key_fields == ("id",) and table.config.bucket_count == 4
+    assert "bucket count 8 -> 4; record key ['day'] -> ['id']" in caplog.text
+    assert table.config.extra[K_PROVISIONAL] == "true"
+    with WriteClient(table) as client:
+        client.upsert(pa.table({"id": [1, 2], "day": ["d1", "d2"]}))
+    assert K_PROVISIONAL not in open_target_table(_cfg(path)).config.extra
+    with pytest.raises(ConfigError, match="record key"):
+        open_target_table(_cfg(path, **{"record-key": ["day"]}))
+
+
+def test_a_table_another_tool_created_is_never_taken_over(tmp_path: Path) -> None:
+    from hoodline.table.properties import TableConfig
+
+    HudiTable.create(tmp_path / "t", TableConfig("t", ("day",), ("day",)))
+    with pytest.raises(ConfigError, match="record key"):
+        open_target_table(_cfg(tmp_path / "t"))
 
 
 def _java_bucket_table(path: Path) -> None:
@@ -126,8 +171,8 @@ def test_a_new_custom_table_records_its_generator_types_and_utc_zones(tmp_path: 
 
     cfg = _custom_cfg(tmp_path / "t")
     assert cfg.table.partition_fields == ("day", "ts")
-    table = open_target_table(cfg)
-    c = table.config
+    open_target_table(cfg)
+    c = _settled(tmp_path / "t").config
     assert c.key_generator is KeyGeneratorKind.CUSTOM
     assert c.partition_kinds == (PartitionKind.SIMPLE, PartitionKind.TIMESTAMP)
     # Java would use its JVM's zone: the table records the one hoodline writes in
@@ -154,7 +199,7 @@ def test_a_java_custom_table_takes_the_pipelines_partition_types_and_settings(
     props = loads_properties(properties_path(path).read_text())
     # as Java 0.14 writes it: field names only, no zones, no timestamp type
     for key in (K_CUSTOM_PARTITIONS, "hoodie.keygen.timebased.output.timezone",
-                "hoodie.keygen.timebased.timestamp.type"):
+                "hoodie.keygen.timebased.timestamp.type", K_PROVISIONAL):
         del props[key]
     properties_path(path).write_text(dumps_properties(props))
     zone = {"hoodie.keygen.timebased.output.timezone": "Asia/Tokyo"}

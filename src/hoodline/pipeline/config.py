@@ -176,7 +176,11 @@ SCHEMA_VERSION = option(
 )
 
 TABLE_PATH = option(
-    "table.path", str, "", "Base path of the Hudi table (created on first write). Required.",
+    "table.path", str, "",
+    "Base path of the Hudi table (created on first use). Required. Until its first commit a "
+    "table the pipeline created takes the pipeline file's settings (so a first run that failed, "
+    "e.g. on a wrong record key, leaves nothing the next run must keep); after that its type, "
+    "key, partitioning, index and ordering field stay as they are.",
     validator=lambda v: None if v.strip() else "give the table's base path",
 )
 TABLE_NAME = option(

@@ -52,7 +52,6 @@ from hoodline.errors import (
     PipelineError,
     RoundFailedError,
     SchemaEvolutionError,
-    TableNotFoundError,
     is_retryable,
 )
 from hoodline.faults import FaultPoint
@@ -63,20 +62,15 @@ from hoodline.pipeline.errors_table import open_error_table, raise_for_bad_recor
 from hoodline.pipeline.plugin import RecordPreparer, RoundPlan, SourcePlugin
 from hoodline.pipeline.plugins import load_plugin
 from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
+from hoodline.pipeline.target import open_target_table
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
-from hoodline.table.index.declared import adopt_index, declares_index
-from hoodline.table.keygen.adopt import adopt_key_generator
-from hoodline.table.keygen.kinds import KeyGeneratorKind
-from hoodline.table.keygen.timestamp import creation_defaults, timestamp_settings
-from hoodline.table.properties import K_PAYLOAD_CLASS, IndexType, TableConfig
 from hoodline.table.schema import widens
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
-from hoodline.table.write.options import WriteOptions
 
 __all__ = ["RoundDriver", "open_target_table"]
 
@@ -84,74 +78,6 @@ log = logging.getLogger(__name__)
 
 #: Longest the driver waits for the tasks of a failed job to end before rolling back.
 FAILED_JOB_DRAIN_S = 60.0
-
-
-def open_target_table(config: PipelineConfig) -> HudiTable:
-    """The pipeline's table, created on first use; an existing table must match the config."""
-    t = config.table
-    try:
-        table = HudiTable.open(t.path, storage_options=t.storage_options)
-    except TableNotFoundError:
-        # how records merge, for every reader and writer of the table (Java's writers and
-        # merge-on-read readers take it from here)
-        extra = {K_PAYLOAD_CLASS: WriteOptions.from_mapping(t.options).payload_class.value}
-        if t.key_generator is not KeyGeneratorKind.DEFAULT:
-            extra.update(creation_defaults(timestamp_settings(t.options)))
-        table = HudiTable.create(
-            t.path,
-            TableConfig(
-                name=t.name,
-                record_key_fields=t.record_key,
-                partition_fields=t.partition_fields,
-                key_generator=t.key_generator,
-                partition_kinds=t.partition_kinds,
-                precombine_field=t.precombine_field,
-                table_type=t.table_type,
-                index_type=t.index,
-                bucket_count=t.bucket_count,
-                extra=extra,
-            ),
-            exist_ok=True,
-            storage_options=t.storage_options,
-        )
-    if not declares_index(table):  # a table Java created: its writers hold the index settings
-        adopt_index(table, t.index, t.bucket_count)
-    adopt_key_generator(table, t.key_generator, t.partition_kinds, t.options)
-    c = table.config
-    if c.table_type is not t.table_type:
-        raise ConfigError(
-            f"table '{t.path}' is {c.table_type}, but the pipeline sets table.type = "
-            f"{t.table_type.config_text!r}; an existing table keeps its type: set the table's "
-            "type or write to a new path"
-        )
-    if c.index_type != t.index or (
-        c.index_type is IndexType.BUCKET and c.bucket_count != t.bucket_count
-    ):
-        raise ConfigError(
-            f"table '{t.path}' uses index {c.index_type} (bucket count {c.bucket_count}), but the "
-            f"pipeline sets table.index = {str(t.index)!r}, table.bucket-count = "
-            f"{t.bucket_count}; an existing table keeps its index: set the table's values or "
-            "write to a new path"
-        )
-    if tuple(c.record_key_fields) != tuple(t.record_key) or (
-        tuple(c.partition_fields) != tuple(t.partition_fields)
-    ):
-        raise ConfigError(
-            f"table '{t.path}' has record key {list(c.record_key_fields)} and partition fields "
-            f"{list(c.partition_fields)}, but the pipeline sets table.record-key = "
-            f"{list(t.record_key)} and table.partition-fields = {list(t.partition_fields)}; "
-            "make them match the table or write to a new path"
-        )
-    if c.precombine_field and t.precombine_field and c.precombine_field != t.precombine_field:
-        # as Java's writers refuse it (HoodieWriterUtils.validateTableConfig): the table's
-        # field would win, and the pipeline's setting would be ignored without a word
-        raise ConfigError(
-            f"table '{t.path}' orders records by {c.precombine_field!r} "
-            f"(hoodie.table.precombine.field), but the pipeline sets table.precombine-field = "
-            f"{t.precombine_field!r}; an existing table keeps its ordering field: set the "
-            "table's or write to a new path"
-        )
-    return table
 
 
 def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClient) -> pa.Schema:

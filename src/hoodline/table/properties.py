@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hoodline.config.enums import ConfigEnum
@@ -605,6 +605,19 @@ def update_properties(
     path = properties_path(base_path)
     props = loads_properties(path.read_text(encoding="utf-8"))
     props.update(changes)
+    _replace_properties(path, props)
+    return TableConfig.from_properties(props, source=str(path))
+
+
+def remove_properties(
+    base_path: str | os.PathLike[str] | TablePath, keys: Iterable[str]
+) -> TableConfig:
+    """Remove ``keys`` from ``hoodie.properties``, every other key as written; returns the
+    table's new config."""
+    path = properties_path(base_path)
+    props = loads_properties(path.read_text(encoding="utf-8"))
+    for key in keys:
+        props.pop(key, None)
     _replace_properties(path, props)
     return TableConfig.from_properties(props, source=str(path))
 

@@ -1,0 +1,163 @@
+"""The pipeline's target table: created from the config on first use, checked against it after.
+
+An existing table keeps its type, index, record key, partitioning and ordering field: a pipeline
+file that says otherwise is refused (never silently overridden), as Java's writers refuse it.
+
+**Provisional tables.** A table the pipeline creates is marked ``hoodline.table.provisional`` in
+its ``hoodie.properties`` until it holds a commit. A first run that fails before committing
+anything (a wrong record key that makes every record bad, a source folder that does not exist)
+leaves such a table behind; the next run, with the mistake fixed, gives it the pipeline's
+settings instead of refusing them (with a warning naming what changed). Once anything but a
+rollback is on its timeline the table is an ordinary table: the mark is dropped and the checks
+above apply. Tables created by others never carry the mark. Java Hudi and hudi-rs ignore
+properties they do not know.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from hoodline.errors import ConfigError, TableNotFoundError
+from hoodline.pipeline.config import PipelineConfig
+from hoodline.table.index.declared import adopt_index, declares_index
+from hoodline.table.instant import ROLLBACK, State
+from hoodline.table.keygen.adopt import adopt_key_generator
+from hoodline.table.keygen.kinds import KeyGeneratorKind
+from hoodline.table.keygen.timestamp import creation_defaults, timestamp_settings
+from hoodline.table.properties import (
+    K_PAYLOAD_CLASS,
+    IndexType,
+    TableConfig,
+    remove_properties,
+    write_table_config,
+)
+from hoodline.table.table import HudiTable
+from hoodline.table.write.options import WriteOptions
+
+__all__ = ["K_PROVISIONAL", "open_target_table"]
+
+log = logging.getLogger(__name__)
+
+#: Set in ``hoodie.properties`` of a table the pipeline created, until its first commit.
+K_PROVISIONAL = "hoodline.table.provisional"
+
+#: The settings a provisional table takes from the pipeline (TableConfig attribute -> label).
+_SETTINGS = {
+    "table_type": "type",
+    "index_type": "index",
+    "bucket_count": "bucket count",
+    "record_key_fields": "record key",
+    "partition_fields": "partition fields",
+    "key_generator": "key generator",
+    "precombine_field": "precombine field",
+}
+
+
+def _table_config(config: PipelineConfig) -> TableConfig:
+    t = config.table
+    # how records merge, for every reader and writer of the table (Java's writers and
+    # merge-on-read readers take it from here)
+    extra = {K_PAYLOAD_CLASS: WriteOptions.from_mapping(t.options).payload_class.value}
+    if t.key_generator is not KeyGeneratorKind.DEFAULT:
+        extra.update(creation_defaults(timestamp_settings(t.options)))
+    return TableConfig(
+        name=t.name,
+        record_key_fields=t.record_key,
+        partition_fields=t.partition_fields,
+        key_generator=t.key_generator,
+        partition_kinds=t.partition_kinds,
+        precombine_field=t.precombine_field,
+        table_type=t.table_type,
+        index_type=t.index,
+        bucket_count=t.bucket_count,
+        extra=extra,
+    )
+
+
+def _shown(value: object) -> str:
+    return str(list(value)) if isinstance(value, tuple) else str(value)
+
+
+def _settle_provisional(table: HudiTable, desired: TableConfig) -> HudiTable:
+    """A provisional table: still without a commit, it takes ``desired``; else it loses the
+    mark and is checked as any table."""
+    table.timeline.reload()
+    history = [i for i in table.timeline.instants()
+               if not (i.action == ROLLBACK and i.state is State.COMPLETED)]
+    current = table.config
+    if history:  # written to: an ordinary table now (its properties otherwise as they are)
+        remove_properties(table.base_path, [K_PROVISIONAL])
+        return HudiTable.open(table.base_path)
+    changed = [
+        f"{label} {_shown(getattr(current, attr))} -> {_shown(getattr(desired, attr))}"
+        for attr, label in _SETTINGS.items()
+        if getattr(current, attr) != getattr(desired, attr)
+    ]
+    if not changed and current.extra == {**desired.extra, K_PROVISIONAL: "true"}:
+        return table
+    if changed:
+        log.warning(
+            "table '%s' holds no commit yet (an earlier run failed before its first one): "
+            "it takes the pipeline's settings: %s", table.base_path, "; ".join(changed)
+        )
+    settled = dataclasses.replace(desired, extra={**desired.extra, K_PROVISIONAL: "true"})
+    write_table_config(table.base_path, settled)
+    return HudiTable.open(table.base_path)
+
+
+def open_target_table(config: PipelineConfig) -> HudiTable:
+    """The pipeline's table, created on first use; an existing table must match the config,
+    unless it is still provisional (see the module docs): then it takes the config's settings."""
+    t = config.table
+    desired = _table_config(config)
+    try:
+        table = HudiTable.open(t.path, storage_options=t.storage_options)
+    except TableNotFoundError:
+        table = HudiTable.create(
+            t.path,
+            dataclasses.replace(desired, extra={**desired.extra, K_PROVISIONAL: "true"}),
+            exist_ok=True,
+            storage_options=t.storage_options,
+        )
+    else:
+        if K_PROVISIONAL in table.config.extra:
+            table = _settle_provisional(table, desired)
+    if not declares_index(table):  # a table Java created: its writers hold the index settings
+        adopt_index(table, t.index, t.bucket_count)
+    adopt_key_generator(table, t.key_generator, t.partition_kinds, t.options)
+    c = table.config
+    if c.table_type is not t.table_type:
+        raise ConfigError(
+            f"table '{t.path}' is {c.table_type}, but the pipeline sets table.type = "
+            f"{t.table_type.config_text!r}; an existing table keeps its type: set the table's "
+            "type or write to a new path"
+        )
+    if c.index_type != t.index or (
+        c.index_type is IndexType.BUCKET and c.bucket_count != t.bucket_count
+    ):
+        raise ConfigError(
+            f"table '{t.path}' uses index {c.index_type} (bucket count {c.bucket_count}), but the "
+            f"pipeline sets table.index = {str(t.index)!r}, table.bucket-count = "
+            f"{t.bucket_count}; an existing table keeps its index: set the table's values or "
+            "write to a new path"
+        )
+    if tuple(c.record_key_fields) != tuple(t.record_key) or (
+        tuple(c.partition_fields) != tuple(t.partition_fields)
+    ):
+        raise ConfigError(
+            f"table '{t.path}' has record key {list(c.record_key_fields)} and partition fields "
+            f"{list(c.partition_fields)}, but the pipeline sets table.record-key = "
+            f"{list(t.record_key)} and table.partition-fields = {list(t.partition_fields)}; "
+            "make them match the table or write to a new path"
+        )
+    if c.precombine_field and t.precombine_field and c.precombine_field != t.precombine_field:
+        # as Java's writers refuse it (HoodieWriterUtils.validateTableConfig): the table's
+        # field would win, and the pipeline's setting would be ignored without a word
+        raise ConfigError(
+            f"table '{t.path}' orders records by {c.precombine_field!r} "
+            f"(hoodie.table.precombine.field), but the pipeline sets table.precombine-field = "
+            f"{t.precombine_field!r}; an existing table keeps its ordering field: set the "
+            "table's or write to a new path"
+        )
+    return table
