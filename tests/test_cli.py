@@ -141,7 +141,8 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     shown = runner.invoke(app, ["table", "show", path])
     assert shown.exit_code == 0, shown.output
     assert "MERGE_ON_READ" in shown.output
-    assert "deltacommits since compaction  2" in shown.output
+    assert "log files           3 in 2 slices" in shown.output
+    assert "uncompacted writes  up to 2 log files in one slice" in shown.output
     commits = [json.loads(line) for line in
                runner.invoke(app, ["table", "commits", path, "--json"]).output.splitlines()]
     # write statistics of deltacommits, not empty rows

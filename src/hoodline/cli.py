@@ -371,11 +371,13 @@ def table_show(path: TablePath) -> None:
         f" (base files {_human_bytes(base_bytes)}, log files {_human_bytes(log_bytes)})"
         if cfg.merge_on_read else ""))
     if cfg.merge_on_read:
-        from hoodline.table.compaction import deltacommits_since_compaction
-
         logs = sum(len(s.log_files) for s in slices)
-        _add_row(grid, "log files", f"{logs} in {sum(1 for s in slices if s.log_files)} slices")
-        _add_row(grid, "deltacommits since compaction", str(deltacommits_since_compaction(table)))
+        with_logs = sum(1 for s in slices if s.log_files)
+        _add_row(grid, "log files", f"{logs} in {with_logs} slices")
+        # compaction takes slices one by one (those with the most logs first): the most log
+        # files in one slice says how many writes wait for a merge, not the last compaction
+        _add_row(grid, "uncompacted writes", "none" if not logs else
+                 f"up to {max(len(s.log_files) for s in slices)} log files in one slice")
     console.print(grid)
 
 

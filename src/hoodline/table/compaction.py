@@ -50,7 +50,7 @@ from hoodline.table.bloom import KeyFilter
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
 from hoodline.table.compaction_plan import CompactionOperation, read_plan, serialize_plan
 from hoodline.table.fs_view import CommittedInstants, FileSlice, base_file_name
-from hoodline.table.instant import COMPACTION, DELTA_COMMIT, Instant, State
+from hoodline.table.instant import COMPACTION, Instant, State
 from hoodline.table.log.merge import LogApplication, LogRecords, added_keys
 from hoodline.table.markers import Markers
 from hoodline.table.parallel import TaskRunner, thread_runner
@@ -101,18 +101,6 @@ def planned_slice(op: CompactionOperation) -> FileSlice:
         0,
         tuple(rel(f) for f in op.log_files),
     )
-
-def deltacommits_since_compaction(table: HudiTable) -> int:
-    """Completed deltacommits after the newest completed commit (a compaction, or a base-file
-    write): how far the logs have grown."""
-    commits = table.timeline.completed_commits()
-    count = 0
-    for inst in reversed(commits):
-        if inst.action != DELTA_COMMIT:
-            break
-        count += 1
-    return count
-
 
 def plan_file_slices(
     slices: list[FileSlice], due_logs: int | None, log_size_ratio: float = 0.0
