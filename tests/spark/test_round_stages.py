@@ -87,7 +87,11 @@ def _files_config(
                    "options": {"path": str(root), "format": "jsonl"}},
         "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
                   "precombine-field": "ts", "index": index, "bucket-count": 2,
-                  "operation": operation},
+                  "operation": operation,
+                  # the files' versions of a key may be read in different rounds, in any
+                  # order: the ordering field (the version) decides which one stays
+                  "options": {"hoodie.datasource.write.payload.class":
+                              "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}},
         "schema": {"id": "int64", "region": "string", "ts": "int64", "v": "string",
                    "at": "timestamp[ms, UTC]"},
         "runtime": {"reader-parallelism": 3, "writer-parallelism": writers,
