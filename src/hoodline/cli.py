@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -168,7 +168,7 @@ def run(
 
     def _interrupt(signum: int, frame: object) -> None:
         if stop.is_set():
-            raise KeyboardInterrupt
+            _abort_now()
         err_console.print("stopping after the current round (Ctrl-C again to abort)")
         stop.set()
 
@@ -210,6 +210,21 @@ def run(
         highlight=False,
         markup=False,
     )
+
+
+def _abort_now() -> NoReturn:
+    """A second Ctrl-C: end the process at once, as a crash would, without a wall of
+    tracebacks from the threads, the JVM and the Python workers it interrupts. The unfinished
+    round is left as a crash leaves it; the next start rolls it back (exactly once holds)."""
+    err_console.print("aborting now: the unfinished round is rolled back when the pipeline "
+                      "starts again")
+    if "pyspark" in sys.modules:
+        from hoodline.spark.session import kill_gateway_jvm
+
+        kill_gateway_jvm()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
 
 
 def _start_metrics(cfg: PipelineConfig, port: int | None, host: str) -> PipelineMetrics | None:

@@ -375,6 +375,20 @@ class HoodlineSpark:
         self.stop()
 
 
+def kill_gateway_jvm() -> bool:
+    """SIGKILL the JVM this process started for Spark (its driver and, on local masters, its
+    executors), as a crash would end it; True if there was one. What the JVM ran stops at once
+    and says nothing more; its Python worker daemons exit when their pipes to it close. For a
+    user's second Ctrl-C: the tables it wrote to recover as after a crash (the next writer rolls
+    the unfinished write back)."""
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None) if gateway is not None else None
+    if proc is None or proc.poll() is not None:
+        return False
+    proc.kill()
+    return True
+
+
 def _take_accumulator_server(context: SparkContext) -> Any:
     """Detach PySpark's accumulator-update server from ``context`` so that stopping the
     context does not wait for it: its handler polls with a 1 s timeout, and
