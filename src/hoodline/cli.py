@@ -216,15 +216,17 @@ def _abort_now() -> NoReturn:
     """A second Ctrl-C: end the process at once, as a crash would, without a wall of
     tracebacks from the threads, the JVM and the Python workers it interrupts. The unfinished
     round is left as a crash leaves it; the next start rolls it back (exactly once holds)."""
-    err_console.print("aborting now: the unfinished round is rolled back when the pipeline "
-                      "starts again")
-    if "pyspark" in sys.modules:
-        from hoodline.spark.session import kill_gateway_jvm
+    try:
+        err_console.print("aborting now: the unfinished round is rolled back when the "
+                          "pipeline starts again")
+        if "pyspark" in sys.modules:
+            from hoodline.spark.session import kill_gateway_jvm
 
-        kill_gateway_jvm()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
+            kill_gateway_jvm()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:  # whatever failed above (a reentrant write in a signal handler), exit now
+        os._exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
 
 
 def _start_metrics(cfg: PipelineConfig, port: int | None, host: str) -> PipelineMetrics | None:

@@ -100,6 +100,23 @@ def test_a_table_without_a_commit_takes_the_fixed_settings_of_the_next_run(
         open_target_table(_cfg(path, **{"record-key": ["day"]}))
 
 
+def test_a_provisional_table_takes_fixed_partition_types_and_is_not_rewritten_when_equal(
+    tmp_path: Path,
+) -> None:
+    from hoodline.table.keygen.kinds import PartitionKind
+    from hoodline.table.properties import properties_path
+
+    path = tmp_path / "t"
+    wrong = dict(TIME, **{"hoodie.keygen.timebased.output.dateformat": "yyyy"})
+    open_target_table(_custom_cfg(path, wrong))
+    fixed = open_target_table(_custom_cfg(path))
+    assert fixed.config.partition_kinds == (PartitionKind.SIMPLE, PartitionKind.TIMESTAMP)
+    assert fixed.config.extra["hoodie.keygen.timebased.output.dateformat"] == "yyyy/MM/dd"
+    written = properties_path(path).stat().st_mtime_ns
+    assert open_target_table(_custom_cfg(path)).config == fixed.config
+    assert properties_path(path).stat().st_mtime_ns == written  # nothing to change
+
+
 def test_a_table_another_tool_created_is_never_taken_over(tmp_path: Path) -> None:
     from hoodline.table.properties import TableConfig
 

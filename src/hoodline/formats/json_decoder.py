@@ -359,6 +359,8 @@ class JsonDecoder:
             doc = json.loads(raw, parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             return UNPARSEABLE, _short(f"invalid JSON: {exc}")
+        except RecursionError:
+            return UNPARSEABLE, "invalid JSON: nested too deeply to read"
         if not isinstance(doc, dict):
             return NOT_OBJECT, f"JSON value is {_json_kind(doc)}, not an object"
         return None, ""

@@ -76,7 +76,8 @@ class ReadTask:
     round_id: int
     source: Any  # Source; Any keeps this picklable without generic noise
     splits: tuple[Any, ...]
-    #: Stop after this many records (whole batches); None = read the splits to their ends.
+    #: Stop after this many records (exactly, for a reader that SupportsRecordLimit; else after
+    #: whole batches); None = read the splits to their ends.
     max_records: int | None = None
     #: Nothing to read this round (the task reports its splits unchanged without a reader).
     empty: bool = False

@@ -10,7 +10,9 @@ leaves such a table behind; the next run, with the mistake fixed, gives it the p
 settings instead of refusing them (with a warning naming what changed). Once anything but a
 rollback is on its timeline the table is an ordinary table: the mark is dropped and the checks
 above apply. Tables created by others never carry the mark. Java Hudi and hudi-rs ignore
-properties they do not know.
+properties they do not know. The settings are replaced without the writer lock (the table holds
+nothing to protect yet); a first round that was interrupted (a crash, a second Ctrl-C) leaves a
+pending write, which counts as history: that table keeps its settings.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ _SETTINGS = {
     "record_key_fields": "record key",
     "partition_fields": "partition fields",
     "key_generator": "key generator",
+    "partition_kinds": "partition field types",
     "precombine_field": "precombine field",
 }
 
@@ -94,14 +97,14 @@ def _settle_provisional(table: HudiTable, desired: TableConfig) -> HudiTable:
         for attr, label in _SETTINGS.items()
         if getattr(current, attr) != getattr(desired, attr)
     ]
-    if not changed and current.extra == {**desired.extra, K_PROVISIONAL: "true"}:
+    settled = dataclasses.replace(desired, extra={**desired.extra, K_PROVISIONAL: "true"})
+    if current.to_properties() == settled.to_properties():
         return table
     if changed:
         log.warning(
             "table '%s' holds no commit yet (an earlier run failed before its first one): "
             "it takes the pipeline's settings: %s", table.base_path, "; ".join(changed)
         )
-    settled = dataclasses.replace(desired, extra={**desired.extra, K_PROVISIONAL: "true"})
     write_table_config(table.base_path, settled)
     return HudiTable.open(table.base_path)
 

@@ -185,6 +185,22 @@ def test_tolerance_all_isolates_bad_json_lines_in_file_order(data_dir: Path,
         list(read_split(split_of(p), strict))
 
 
+@pytest.mark.parametrize("bad", [
+    ['{"x":', '{"id": 5}}', '{"id": 1} {"id": 2}'],  # 3 lines pyarrow alone reads as 3 rows
+    ['{"id": 7, "name": "\udcff"}'.encode("utf-8", "surrogateescape").decode("latin-1")],
+    ['{"id": 8, "name": ' + "[" * 3000 + "]" * 3000 + "}"],  # too deep for json.loads
+])
+def test_a_bad_line_is_rejected_also_alone_in_its_chunk(data_dir: Path, bad: list[str]) -> None:
+    p = data_dir / "alone.jsonl"
+    good = [f'{{"id": {i}, "name": "x"}}' for i in range(20)]
+    p.write_bytes("\n".join(good + bad + good).encode("latin-1") + b"\n")
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA,
+                              tolerate_errors=True)
+    got = _kinds(split_of(p), config)
+    assert [k for k, _ in got] == ["row"] * 20 + ["bad"] * len(bad) + ["row"] * 20
+    assert [v for k, v in got if k == "row"] == list(range(20)) * 2
+
+
 def test_dates_in_json_lines_are_read_as_in_kafka_messages(data_dir: Path) -> None:
     p = data_dir / "d.jsonl"
     p.write_text('{"id": 1, "day": "2024-03-01"}\n{"id": 2, "day": 19000}\n')

@@ -144,6 +144,8 @@ def test_tolerated_bad_file_is_recorded_and_skipped(data_dir: Path, threaded: bo
     poll_until_end(reader, out, timeout=20)
     reader.close()
     emitted_from_bad = [i for i in ids_of(out) if i >= 100]
+    # the rows of the blocks before the bad one are emitted (and counted), in order
+    assert emitted_from_bad and emitted_from_bad == list(range(100, 100 + len(emitted_from_bad)))
     assert ids_of(out)[-5:] == list(range(5))
     rejected = {r.path: r for r in reader.rejected_files}
     assert set(rejected) == {str(bad), str(gone)}

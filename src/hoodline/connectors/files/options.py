@@ -113,7 +113,9 @@ SCHEMA = option(
     "other Arrow type names such as decimal128(10, 2) or time64[us]). Every batch is emitted "
     "with exactly this schema: missing columns fail the file, extra fields are dropped. "
     "Optional for Parquet (the file schema is used); recommended for JSON lines and CSV, where "
-    "types are otherwise inferred per file.",
+    "types are otherwise inferred per file. JSON lines take values as Kafka JSON messages do: "
+    "numbers for numeric types, ISO-8601 strings for dates and timestamps ('2024-03-01', "
+    "'2024-03-01T10:00:00Z'; a day number is a wrong type).",
 )
 
 SPLIT_TARGET_SIZE = option(

@@ -52,6 +52,7 @@ class FileSplitReader(SplitReader[pa.RecordBatch, FileSourceSplit]):
         self._current: FileSourceSplit | None = None
         self._batches: Iterator[pa.RecordBatch] | None = None
         self._ahead: pa.RecordBatch | None = None  # the current split's next batch, read ahead
+        self._failed: FileSourceError | None = None  # reading ahead failed: the split's end
         self._left: int | None = None  # records still to emit (None: no limit)
         self._lock = threading.Lock()
         self._rejections: dict[str, str] = {}  # split id -> reason (read by the poller)
@@ -72,36 +73,50 @@ class FileSplitReader(SplitReader[pa.RecordBatch, FileSourceSplit]):
             self._current = self._queue.popleft()
             self._batches = None
             self._ahead = None
+            self._failed = None
         split = self._current
         try:
+            if self._failed is not None:
+                raise self._failed
             if self._batches is None:
                 self._batches = read_split(split, self._config)
                 self._ahead = next(self._batches, None)
             batch = self._ahead
-            if batch is not None and self._left is not None and batch.num_rows > self._left:
-                # the budget ends in this batch: emit its head only and read no further
-                batch, self._ahead = batch.slice(0, self._left), None
+            if batch is None:
+                self._finish_current()
+                return RecordsBySplits.finished_only([split.split_id])
+            if self._left is not None and batch.num_rows > self._left:
+                # the budget ends in this batch: emit its head only; the rest stays the next
+                # batch (the split is not over) and nothing more is read
+                batch, self._ahead = batch.slice(0, self._left), batch.slice(self._left)
                 self._left = 0
                 return RecordsBySplits({split.split_id: [batch]})
-            self._ahead = None if batch is None else next(self._batches, None)
+            try:
+                self._ahead = next(self._batches, None)
+            except FileSourceError as exc:
+                # the batch read before the error goes out; the error ends the split next
+                self._failed, self._ahead = exc, None
+                self._count(batch)
+                return RecordsBySplits({split.split_id: [batch]})
         except FileSourceError as exc:
             if not self._config.tolerate_errors:
                 raise
             self._reject(split, str(exc))
             return RecordsBySplits.finished_only([split.split_id])
-        if batch is None:
-            self._finish_current()
-            return RecordsBySplits.finished_only([split.split_id])
-        if self._left is not None:
-            self._left -= batch.num_rows
+        self._count(batch)
         if self._ahead is None:  # that was the split's last batch
             self._finish_current()
             return RecordsBySplits({split.split_id: [batch]}, finished=[split.split_id])
         return RecordsBySplits({split.split_id: [batch]})
 
+    def _count(self, batch: pa.RecordBatch) -> None:
+        if self._left is not None:
+            self._left -= batch.num_rows
+
     def _finish_current(self) -> None:
         batches, self._batches = self._batches, None
         self._ahead = None
+        self._failed = None
         self._current = None
         close = getattr(batches, "close", None)
         if close is not None:
