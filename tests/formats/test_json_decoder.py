@@ -357,3 +357,36 @@ def test_rows_with_newline_in_chunks_finds_what_a_whole_scan_finds(
     offsets, data = _layout(arr)
     expected = [i for i, v in enumerate(values) if b"\n" in v or b"\r" in v]
     assert _rows_with_newline(offsets, data, chunk).tolist() == expected
+
+
+def test_dense_bad_records_are_found_without_a_reader_call_per_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every 3rd value is no JSON and every 7th has a wrong type: each is reported with its
+    reason, every other row decodes, and the reader is not called three times per bad row."""
+    n = 3000
+    raw = []
+    for i in range(n):
+        if i % 3 == 2:
+            raw.append(b'{"id": oops}')
+        elif i % 7 == 6:
+            raw.append(b'{"id": "seven"}')
+        else:
+            raw.append(json.dumps({"id": i, "name": f"n{i}"}).encode())
+    dec = decoder()
+    calls = {"n": 0}
+    real = dec._read
+
+    def counting(buf: pa.Buffer) -> pa.Table:
+        calls["n"] += 1
+        return real(buf)
+
+    monkeypatch.setattr(dec, "_read", counting)
+    result = dec.decode(pa.array(raw, pa.binary()))
+    bad = {i: reason for i, reason, _ in iter_bad(result.errors)}
+    want = {i: UNPARSEABLE for i in range(n) if i % 3 == 2}
+    want |= {i: WRONG_TYPE for i in range(n) if i % 3 != 2 and i % 7 == 6}
+    assert bad == want
+    assert result.row_index.to_pylist() == [i for i in range(n) if i not in want]
+    assert result.records.column("id").to_pylist() == result.row_index.to_pylist()
+    assert calls["n"] < 3 * len(want) // 2  # narrowing alone: ~3 calls per bad row
