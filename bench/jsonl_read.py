@@ -123,20 +123,21 @@ def report(rep: dict[str, Any]) -> str:
     return f"{head}\n\n{table}\n\n{check}\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--bad-every", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--record", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         rep = run(args.lines, args.bad_every, args.repeat, Path(tmp))
     text = report(rep)
     print(text)
     if args.record:
         common.append_block("JSON-lines read (file source)", text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -23,6 +23,7 @@ NAMES = (
     "avro_decode",
     "protobuf_decode",
     "appends",
+    "jsonl_read",
 )
 
 
