@@ -390,3 +390,17 @@ def test_dense_bad_records_are_found_without_a_reader_call_per_record(
     assert result.row_index.to_pylist() == [i for i in range(n) if i not in want]
     assert result.records.column("id").to_pylist() == result.row_index.to_pylist()
     assert calls["n"] < 3 * len(want) // 2  # narrowing alone: ~3 calls per bad row
+
+
+def test_rows_stay_in_input_order_when_dense_failures_come_after_a_parsed_range() -> None:
+    """The first rows parse, then failures pile up: the rows checked with json.loads are
+    parsed together and come back interleaved with the range parsed before, in input order."""
+    good = [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(400)]
+    raw = list(good)
+    for i in range(200, 400, 2):
+        raw[i] = b"{no json"
+    raw[150] = b'{"id": "wrong"}'
+    result = decoder().decode(pa.array(raw, pa.binary()))
+    want = [i for i in range(400) if not (i >= 200 and i % 2 == 0) and i != 150]
+    assert result.row_index.to_pylist() == want
+    assert result.records.column("id").to_pylist() == want

@@ -255,7 +255,7 @@ class JsonDecoder:
 
     # -- bulk parse ------------------------------------------------------------------------------
     def _parse_all(
-        self, values: pa.Array
+        self, values: pa.Array, checked: bool = False
     ) -> tuple[list[pa.Table], list[pa.Array], list[tuple[int, str]]]:
         """Parse all ``values``; returns good tables + their positions, and failed positions.
 
@@ -267,11 +267,11 @@ class JsonDecoder:
         Each bad row costs about three reader calls (~0.2 ms each however short the range), so
         dense bad rows are slow to narrow down. Once ``_DENSE_FAILURES`` rows failed, the rows
         still pending are first checked with :func:`json.loads` one by one (a few microseconds
-        each): rows that are not one JSON object fail there, and only the runs of the others
-        go back to the reader (a value of the wrong type is still found by narrowing).
+        each): rows that are not one JSON object fail there, and the others are parsed together
+        (``checked``; a value of the wrong type is still found by narrowing).
         """
         n = len(values)
-        tables: list[tuple[int, pa.Table]] = []
+        tables: list[tuple[int, pa.Table, pa.Array]] = []  # (first row, table, its rows)
         failures: list[tuple[int, str]] = []
         if n == 0:
             return [], [], []
@@ -285,7 +285,6 @@ class JsonDecoder:
         buf = _only_value(joined)
 
         stack = [(0, n)]
-        checked = False  # the pending rows went through json.loads (dense failures)
         while stack:
             lo, hi = stack.pop()
             if hi <= lo:
@@ -300,10 +299,16 @@ class JsonDecoder:
                     failures.append((lo, str(exc)))
                     continue
                 if not checked and len(failures) >= _DENSE_FAILURES:
-                    checked = True
                     pending, stack = [(lo, hi), *stack], []
-                    for a, b in pending:
-                        stack.extend(self._object_runs(values, a, b, failures))
+                    objects = np.sort(np.concatenate(
+                        [self._objects(values, a, b, failures) for a, b in pending]))
+                    if len(objects):
+                        rows = pa.array(objects)
+                        sub_tables, sub_idx, sub_fail = self._parse_all(values.take(rows), True)
+                        for t, idx in zip(sub_tables, sub_idx, strict=True):
+                            at = pc.take(rows, idx)
+                            tables.append((int(at[0].as_py()), t, at))
+                        failures += [(int(objects[i]), err) for i, err in sub_fail]
                     continue
                 hint = _row_hint(exc)
                 if hint is not None and 0 <= hint < hi - lo:
@@ -315,29 +320,27 @@ class JsonDecoder:
                         (a, min(a + step, hi)) for a in reversed(range(lo, hi, step))
                     )
                 continue
-            tables.append((lo, table))
+            tables.append((lo, table, pa.array(np.arange(lo, hi, dtype=np.int64))))
         tables.sort(key=lambda t: t[0])
         failures.sort()
-        good_idx = [
-            pa.array(np.arange(lo, lo + t.num_rows, dtype=np.int64)) for lo, t in tables
-        ]
-        return [t for _, t in tables], good_idx, failures
+        # Ranges are taken left to right (the lower part of a split is pushed last), so every
+        # range parsed before the json.loads check lies before every row the check kept: the
+        # tables' rows ascend.
+        return [t for _, t, _ in tables], [rows for _, _, rows in tables], failures
 
-    def _object_runs(
+    def _objects(
         self, values: pa.Array, lo: int, hi: int, failures: list[tuple[int, str]]
-    ) -> list[tuple[int, int]]:
-        """Rows ``lo .. hi-1`` that are not one JSON object go to ``failures``; the runs of the
-        others are returned as ranges."""
-        runs: list[tuple[int, int]] = []
-        run_start = lo
+    ) -> npt.NDArray[np.int64]:
+        """Rows ``lo .. hi-1`` that are one JSON object per :func:`json.loads`; the others go
+        to ``failures``."""
+        keep: list[int] = []
         for pos, raw in enumerate(values.slice(lo, hi - lo).to_pylist(), start=lo):
             reason, detail = self._classify_json(raw)
-            if reason is not None:
+            if reason is None:
+                keep.append(pos)
+            else:
                 failures.append((pos, detail))
-                runs.append((run_start, pos))
-                run_start = pos + 1
-        runs.append((run_start, hi))
-        return [r for r in runs if r[1] > r[0]]
+        return np.array(keep, dtype=np.int64)
 
     def _read(self, buf: pa.Buffer) -> pa.Table:
         read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
