@@ -7,7 +7,6 @@ those lines, so consecutive ranges cover every line exactly once wherever the cu
 
 from __future__ import annotations
 
-import io
 from typing import BinaryIO
 
 _SCAN_CHUNK = 64 * 1024
@@ -37,28 +36,6 @@ def align_range(f: BinaryIO, start: int, end: int, size: int) -> tuple[int, int]
     a = next_line_start(f, start, size)
     b = size if end >= size else next_line_start(f, end, size)
     return a, max(a, b)
-
-
-class RangeReader(io.RawIOBase):
-    """A read-only stream over bytes ``[start, end)`` of an open binary file."""
-
-    def __init__(self, f: BinaryIO, start: int, end: int) -> None:
-        super().__init__()
-        self._f = f
-        self._f.seek(start)
-        self._left = end - start
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        n = min(len(buffer), self._left)
-        if n <= 0:
-            return 0
-        data = self._f.read(n)
-        buffer[: len(data)] = data
-        self._left -= len(data)
-        return len(data)
 
 
 def count_newlines_before(f: BinaryIO, offset: int) -> int:

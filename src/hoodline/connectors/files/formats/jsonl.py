@@ -1,27 +1,28 @@
 """JSON lines: one JSON object per line, read with pyarrow.json.
 
-* With a declared schema the split is *streamed* block by block (``pyarrow.json.open_json`` with
-  an explicit schema; fields outside the schema are ignored). Values are read as the pipeline's
-  JSON decoder reads Kafka messages (:func:`hoodline.formats.json_decoder.parse_schema`: dates
-  as ISO strings), then cast to the declared types.
-* Without one, pyarrow infers types from the data it has seen, and a streamed reader would fail
-  when a later block contradicts the first (a field first seen in block 2, a column that was all
-  null). So the whole split is parsed at once (``read_json``), which infers over all of it; memory
-  is then bounded by the split size (see ``split.target-size``). Declare a schema for big files.
-* With a declared schema and ``isolate_records`` (``errors.tolerance=all``), the split is read in
-  chunks of whole lines, each parsed in bulk; a chunk that fails to parse, or whose lines are not
-  all one JSON object each, is decoded line by line with
-  :class:`~hoodline.formats.json_decoder.JsonDecoder`: its good lines are emitted as rows, its bad
-  ones as rejected-records batches (:mod:`hoodline.connectors.files.rejections`) in file order,
-  so a bad line costs only itself and every line keeps its row position.
+* With a declared schema the split is read in chunks of whole lines (four ``read.block-size``
+  blocks), each parsed in bulk with the schema (fields outside it ignored). Values are read as
+  the pipeline's JSON decoder reads Kafka messages
+  (:func:`hoodline.formats.json_decoder.parse_schema`: dates as ISO strings), then cast to the
+  declared types. A chunk is trusted only when every line is shaped ``{...}``, the chunk is
+  valid UTF-8 and its rows match its lines one to one; any other chunk is decoded line by line
+  with :class:`~hoodline.formats.json_decoder.JsonDecoder`, whose bad lines come out as
+  rejected-records batches (:mod:`hoodline.connectors.files.rejections`) in file order. With
+  ``isolate_records`` (``errors.tolerance=all``) they are emitted, so a bad line costs only
+  itself and every line keeps its row position; without it the first one fails the split,
+  naming its line and why. Both tolerances thus count rows the same way.
+* Without a schema, pyarrow infers types from the data it has seen, and a streamed reader would
+  fail when a later block contradicts the first (a field first seen in block 2, a column that
+  was all null). So the whole split is parsed at once (``read_json``), which infers over all of
+  it; memory is then bounded by the split size (see ``split.target-size``). Declare a schema for
+  big files. On a parse error the split is scanned once more (error path only) to name the
+  first offending line.
 
-Blank lines are ignored. On a parse error without ``isolate_records`` the file is scanned once
-more (error path only) to name the first offending line.
+Blank lines are ignored.
 """
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 from collections.abc import Iterator
@@ -33,12 +34,11 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from hoodline.connectors.files.formats.byte_range import (
-    RangeReader,
     align_range,
     count_newlines_before,
 )
 from hoodline.connectors.files.formats.conform import conform, skip_rows
-from hoodline.connectors.files.location import is_url, open_binary
+from hoodline.connectors.files.location import open_binary
 from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
@@ -76,46 +76,32 @@ def read_jsonl(
         where = split.describe()
         batches = (
             _isolating_batches(f, start, end, split, schema, block_size, use_threads)
-            if isolate_records and schema is not None
-            else _batches(f, start, end, split, schema, block_size, use_threads)
+            if schema is not None
+            else _inferred_batches(f, start, end, block_size, use_threads)
         )
         try:
             for batch in batches:
+                if is_rejected_records(batch) and not isolate_records:
+                    reason, detail = batch.column("reason")[0], batch.column("detail")[0]
+                    raise FileSourceError(f"file '{split.path}' {detail} ({reason})")
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
                     yield rest if is_rejected_records(rest) else conform(rest, schema, where)
         except FileSourceError:
             raise
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise FileSourceError(_describe_error(f, split, start, end, schema, exc)) from exc
+            raise FileSourceError(_describe_error(f, split, start, end, exc)) from exc
     finally:
         f.close()
 
 
-def _batches(
-    f: BinaryIO,
-    start: int,
-    end: int,
-    split: FileSourceSplit,
-    schema: pa.Schema | None,
-    block_size: int,
-    use_threads: bool,
+def _inferred_batches(
+    f: BinaryIO, start: int, end: int, block_size: int, use_threads: bool
 ) -> Iterator[pa.RecordBatch]:
+    """No declared schema: the whole range at once, so pyarrow infers types over all of it."""
     if _only_whitespace(f, start, end):
         return
     read_options = pj.ReadOptions(use_threads=use_threads, block_size=block_size)
-    if schema is not None:
-        parse = pj.ParseOptions(
-            explicit_schema=parse_schema(schema), unexpected_field_behavior="ignore"
-        )
-        source: pa.NativeFile | io.BufferedReader
-        if start == 0 and end == split.size and not is_url(split.path):
-            source = pa.OSFile(split.path)  # whole local file: native reads, no Python loop
-        else:
-            source = io.BufferedReader(RangeReader(f, start, end), buffer_size=block_size)
-        with source:
-            yield from pj.open_json(source, read_options=read_options, parse_options=parse)
-        return
     f.seek(start)
     data = f.read(end - start)
     table = pj.read_json(pa.BufferReader(data), read_options=read_options)
@@ -320,22 +306,9 @@ def _only_whitespace(f: BinaryIO, start: int, end: int) -> bool:
 
 
 def _describe_error(
-    f: BinaryIO,
-    split: FileSourceSplit,
-    start: int,
-    end: int,
-    schema: pa.Schema | None,
-    exc: Exception,
+    f: BinaryIO, split: FileSourceSplit, start: int, end: int, exc: Exception
 ) -> str:
     """Error message naming the file and, if it can be found, the first bad line and why."""
-    if schema is not None:
-        try:
-            for batch in _isolating_batches(f, start, end, split, schema, 1 << 20, False):
-                if is_rejected_records(batch):
-                    reason, detail = batch.column("reason")[0], batch.column("detail")[0]
-                    return f"file '{split.path}' {detail} ({reason})"
-        except (pa.ArrowException, OSError, ValueError, FileSourceError):
-            pass
     line_no = _first_bad_line(f, start, end)
     if line_no is None:
         return f"{split.describe()} cannot be parsed as JSON lines: {exc}"
