@@ -202,7 +202,7 @@ class JsonDecoder:
                     bad_detail.append(nl_bad.detail)
 
         # 3. invalid UTF-8 anywhere (also in undeclared fields) makes a record bad.
-        if len(cand_values) and not _is_utf8(cand_values):
+        if len(cand_values) and not is_utf8(cand_values):
             valid_utf8 = pa.array(_utf8_flags(cand_values), pa.bool_())
             invalid = pc.invert(valid_utf8)
             idx = pc.filter(candidates, invalid)
@@ -408,12 +408,7 @@ class JsonDecoder:
         return UNPARSEABLE, _short(arrow_error)
 
     def _missing_details(self, bad_rows: pa.Table) -> pa.Array:
-        details = []
-        nulls = {name: bad_rows.column(name).is_null().to_pylist() for name in self.required}
-        for i in range(bad_rows.num_rows):
-            names = [name for name in self.required if nulls[name][i]]
-            details.append(f"key field(s) {', '.join(names)} missing or null")
-        return pa.array(details, pa.string())
+        return missing_fields_text(bad_rows, self.required, "key field(s) {} missing or null")
 
     # -- output ----------------------------------------------------------------------------------
     def _to_declared(self, records: pa.Table) -> pa.Table:
@@ -547,7 +542,26 @@ def _row_hint(exc: BaseException) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _is_utf8(values: pa.Array) -> bool:
+def missing_fields_text(rows: pa.Table, names: Sequence[str], template: str) -> pa.Array:
+    """Per row of ``rows``: ``template`` with ``{}`` replaced by those of ``names`` that are null
+    or absent in it (comma-separated). One text per distinct combination, vectorised."""
+    combo = np.zeros(rows.num_rows, dtype=np.int64)
+    for bit, name in enumerate(names):
+        if name in rows.column_names:
+            absent = np.asarray(rows.column(name).is_null(), dtype=bool)
+        else:
+            absent = np.ones(rows.num_rows, dtype=bool)
+        combo |= absent.astype(np.int64) << bit
+    codes, inverse = np.unique(combo, return_inverse=True)
+    texts = [
+        template.format(", ".join(n for bit, n in enumerate(names) if int(code) >> bit & 1))
+        for code in codes.tolist()
+    ]
+    return pc.take(pa.array(texts, pa.string()), pa.array(inverse.reshape(-1)))
+
+
+def is_utf8(values: pa.Array) -> bool:
+    """Whether every value of a binary array is valid UTF-8 (Arrow's vectorised check)."""
     target = pa.large_string() if pa.types.is_large_binary(values.type) else pa.string()
     try:
         values.cast(target)

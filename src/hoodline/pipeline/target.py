@@ -17,7 +17,6 @@ pending write, which counts as history: that table keeps its settings.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 
 from hoodline.errors import ConfigError, TableNotFoundError
@@ -58,10 +57,12 @@ _SETTINGS = {
 
 
 def _table_config(config: PipelineConfig) -> TableConfig:
+    """The settings the pipeline gives a table it creates (marked provisional)."""
     t = config.table
     # how records merge, for every reader and writer of the table (Java's writers and
     # merge-on-read readers take it from here)
-    extra = {K_PAYLOAD_CLASS: WriteOptions.from_mapping(t.options).payload_class.value}
+    extra = {K_PAYLOAD_CLASS: WriteOptions.from_mapping(t.options).payload_class.value,
+             K_PROVISIONAL: "true"}
     if t.key_generator is not KeyGeneratorKind.DEFAULT:
         extra.update(creation_defaults(timestamp_settings(t.options)))
     return TableConfig(
@@ -97,15 +98,14 @@ def _settle_provisional(table: HudiTable, desired: TableConfig) -> HudiTable:
         for attr, label in _SETTINGS.items()
         if getattr(current, attr) != getattr(desired, attr)
     ]
-    settled = dataclasses.replace(desired, extra={**desired.extra, K_PROVISIONAL: "true"})
-    if current.to_properties() == settled.to_properties():
+    if current.to_properties() == desired.to_properties():
         return table
     if changed:
         log.warning(
             "table '%s' holds no commit yet (an earlier run failed before its first one): "
             "it takes the pipeline's settings: %s", table.base_path, "; ".join(changed)
         )
-    write_table_config(table.base_path, settled)
+    write_table_config(table.base_path, desired)
     return HudiTable.open(table.base_path)
 
 
@@ -119,7 +119,7 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     except TableNotFoundError:
         table = HudiTable.create(
             t.path,
-            dataclasses.replace(desired, extra={**desired.extra, K_PROVISIONAL: "true"}),
+            desired,
             exist_ok=True,
             storage_options=t.storage_options,
         )

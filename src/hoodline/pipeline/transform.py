@@ -20,7 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.formats.json_decoder import MISSING_KEY, UNREADABLE_PARTITION, BadRecords
+from hoodline.formats.json_decoder import (
+    MISSING_KEY,
+    UNREADABLE_PARTITION,
+    BadRecords,
+    missing_fields_text,
+)
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
 from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.write.context import WriteContext
@@ -127,31 +132,11 @@ def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
         return unkeyable_values(spec, data)
     rows = pa.array(np.arange(n, dtype=np.int64))
     idx = _combined(pc.filter(rows, nulls))
-    missing = BadRecords(
-        idx, pa.array([MISSING_KEY] * len(idx), pa.string()), _missing_details(spec, data, idx)
-    )
+    details = missing_fields_text(data.take(idx), spec.required, "null or missing in field(s) {}")
+    missing = BadRecords(idx, pa.array([MISSING_KEY] * len(idx), pa.string()), details)
     complete = _combined(pc.filter(rows, pc.invert(nulls)))
     unreadable = unkeyable_values(spec, data.take(complete))
     return concat_bad([missing, remap_bad(unreadable, complete)])
-
-
-def _missing_details(spec: RecordSpec, data: pa.Table, idx: pa.Array) -> pa.Array:
-    """Per bad row: the required fields that are null or missing in it (and only those)."""
-    taken = data.take(idx)
-    combo = np.zeros(len(idx), dtype=np.int64)
-    for bit, name in enumerate(spec.required):
-        if name in taken.column_names:
-            absent = np.asarray(taken.column(name).is_null(), dtype=bool)
-        else:
-            absent = np.ones(len(idx), dtype=bool)
-        combo |= absent.astype(np.int64) << bit
-    codes, inverse = np.unique(combo, return_inverse=True)
-    texts = [
-        "null or missing in field(s) "
-        + ", ".join(name for bit, name in enumerate(spec.required) if int(code) >> bit & 1)
-        for code in codes.tolist()
-    ]
-    return pc.take(pa.array(texts, pa.string()), pa.array(inverse.reshape(-1)))
 
 
 def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:

@@ -182,9 +182,9 @@ class FilesPlugin(SourcePlugin):
     ) -> RoundPlan:
         busy_readers = [i for i, p in plans.items() if p.splits]
         share, extra = divmod(max_records, max(1, len(busy_readers)))
+        budget = {i: max(1, share + (k < extra)) for k, i in enumerate(busy_readers)}
         tasks = {
-            i: ReadTask(i, len(plans), round_id, self.source, tuple(p.splits),
-                        max(1, share + (busy_readers.index(i) < extra if p.splits else 0)),
+            i: ReadTask(i, len(plans), round_id, self.source, tuple(p.splits), budget.get(i, 1),
                         empty=not p.splits)
             for i, p in plans.items()
         }

@@ -42,7 +42,7 @@ from hoodline.connectors.files.location import open_binary
 from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
-from hoodline.formats.json_decoder import JsonDecoder, parse_schema
+from hoodline.formats.json_decoder import JsonDecoder, is_utf8, parse_schema
 
 #: Chunks of the record-isolating reader hold this many blocks (``read.block-size``) of lines.
 _BLOCKS_PER_CHUNK = 4
@@ -73,7 +73,6 @@ def read_jsonl(
         if end <= start:
             return
         to_skip = split.records_to_skip
-        where = split.describe()
         batches = (
             _isolating_batches(f, start, end, split, schema, block_size, use_threads)
             if schema is not None
@@ -86,7 +85,7 @@ def read_jsonl(
                     raise FileSourceError(f"file '{split.path}' {detail} ({reason})")
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
-                    yield rest if is_rejected_records(rest) else conform(rest, schema, where)
+                    yield rest  # rows already in the declared schema (or inferred)
         except FileSourceError:
             raise
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -167,7 +166,6 @@ class _Lines:
     it), which are blank, and whether every other one is shaped as one JSON object."""
 
     def __init__(self, data: memoryview) -> None:
-        self.data = data
         self.bytes: npt.NDArray[np.uint8] = np.frombuffer(data, dtype=np.uint8)
         size = len(self.bytes)
         breaks = np.flatnonzero(self.bytes == 0x0A)
@@ -195,11 +193,11 @@ class _Lines:
 
     def values(self, kept: npt.NDArray[np.intp]) -> pa.Array:
         """The lines ``kept`` (ascending line indexes in the chunk) as a binary array."""
+        if not len(kept):
+            return pa.array([], pa.large_binary())
         s, e = self.starts[kept], self.ends[kept]
         offsets = np.zeros(len(kept) + 1, dtype=np.int64)
         np.cumsum(e - s, out=offsets[1:])
-        if not len(kept):
-            return pa.array([], pa.large_binary())
         lo, hi = int(s[0]), int(e[-1])  # only the bytes of these lines' span are looked at
         mark = np.zeros(hi - lo + 1, dtype=np.int8)
         mark[s - lo] = 1
@@ -221,7 +219,10 @@ def _parse_whole(
 ) -> list[pa.RecordBatch] | None:
     """The chunk's rows in one bulk parse, or None when a line needs to be looked at alone: the
     parse failed, the rows do not match the lines one to one, or a row breaks the schema."""
-    if lines.odd or not _is_utf8(data):
+    whole = pa.Array.from_buffers(  # the chunk as one value: no copy
+        pa.large_binary(), 1,
+        [None, pa.py_buffer(np.array([0, len(data)], dtype=np.int64)), pa.py_buffer(data)])
+    if lines.odd or not is_utf8(whole):
         return None  # pyarrow lets invalid UTF-8 through; the decoder rejects such lines
     try:
         table = pj.read_json(pa.py_buffer(data), read_options=read_options, parse_options=parse)
@@ -233,17 +234,6 @@ def _parse_whole(
         return [conform(b, schema, where) for b in table.to_batches() if b.num_rows]
     except FileSourceError:
         return None
-
-
-def _is_utf8(data: memoryview) -> bool:
-    """Whether ``data`` is valid UTF-8 (Arrow's vectorised check, no copy)."""
-    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
-    whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)])
-    try:
-        whole.cast(pa.large_string())
-    except pa.ArrowInvalid:
-        return False
-    return True
 
 
 def _decode_lines(lines: _Lines, decoder: JsonDecoder, first_line: int) -> Iterator[pa.RecordBatch]:
