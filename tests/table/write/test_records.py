@@ -9,6 +9,7 @@ import pytest
 from hoodline.table.write.records import (
     FILE_ID,
     PARTITION_PATH,
+    code_waves,
     dictionary_codes,
     file_group_parts,
 )
@@ -60,6 +61,44 @@ def test_groups_of_interleaved_records_are_gathered_exactly() -> None:
     got = {(part, fid): rows.column("id").to_pylist() for part, fid, rows in parts}
     assert got == _expected(table)
     assert [key for key, _ in sorted(got.items())] == sorted(got)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_code_waves_give_every_group_once_in_input_order_a_wave_at_a_time(threads: int) -> None:
+    """Waves of whole rounds of ``threads`` groups, each about ``wave_bytes`` of input; windows
+    smaller than a batch, batches of both kinds (rows grouped already, and interleaved); every
+    group's rows exactly, in input order, and only in its own wave."""
+    rng = np.random.default_rng(3)
+    grouped = np.repeat(np.array([5, 1, 9, 3]), [40, 7, 30, 23])  # runs, not in code order
+    mixed = rng.integers(0, 12, 700)
+    batches = [pa.record_batch({"id": pa.array(range(start, start + len(c)), pa.int64()),
+                                "code": pa.array(c, pa.int64())})
+               for start, c in ((0, mixed[:300]), (300, grouped), (400, mixed[300:]))]
+    table = pa.Table.from_batches(batches)
+    codes = table.column("code").to_numpy()
+    per_row = table.nbytes // table.num_rows
+    waves = list(code_waves(table, codes, threads, wave_bytes=150 * per_row, window=64))
+    assert len(waves) > 2
+    seen = [code for wave in waves for code, _ in wave]
+    assert seen == sorted(set(codes.tolist()))
+    for wave in waves[:-1]:
+        assert len(wave) % threads == 0
+    for wave in waves:
+        for code, rows in wave:
+            assert rows.column("code").to_pylist() == [code] * rows.num_rows
+            assert rows.column("id").to_pylist() == np.flatnonzero(codes == code).tolist()
+    whole = list(code_waves(table, codes, threads, wave_bytes=0, window=64))
+    assert len(whole) == 1 and [c for c, _ in whole[0]] == seen
+
+
+def test_code_waves_of_grouped_batches_copy_nothing() -> None:
+    codes = np.repeat(np.array([4, 0, 2]), [50, 30, 20])
+    table = pa.table({"id": pa.array(range(100), pa.int64())})
+    before = pa.total_allocated_bytes()
+    waves = list(code_waves(table, codes, 2, wave_bytes=1))
+    assert pa.total_allocated_bytes() == before
+    assert [[(c, r.column("id")[0].as_py()) for c, r in w] for w in waves] == [
+        [(0, 50), (2, 80)], [(4, 0)]]
 
 
 def test_no_records_no_groups() -> None:

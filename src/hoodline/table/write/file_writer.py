@@ -23,7 +23,6 @@ import threading
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -88,8 +87,7 @@ from hoodline.table.write.records import (
     RECORD_KEY,
     FileGroupCodes,
     align_to_schema,
-    group_slices,
-    take_rows,
+    code_waves,
 )
 
 
@@ -713,29 +711,28 @@ def write_file_groups(
     if view is None:
         view = ctx.table().fs_view()
     found = FileGroupCodes.of_records(tagged)
-    order, groups = group_slices(found.codes)
-    jobs: list[tuple[str, str, npt.NDArray[np.int64], FileSlice | None]] = []
-    for code, start, stop in groups:
-        partition, file_id = found.of(code)
-        jobs.append(
-            (partition, file_id, order[start:stop], view.write_slice(partition, file_id))
-        )
-
     threads = resolve_threads(ctx.options.write_threads if threads is None else threads)
-    workers = min(max(1, threads), len(jobs))
-    read_threads = workers < threads  # cores left over: pyarrow may decode in parallel
-    # each group's rows are gathered from the columns write_file_group reads (not the file id;
+    # each group's rows, gathered from the columns write_file_group reads (not the file id;
     # the partition path is the group's own)
     payload = tagged.drop_columns([FILE_ID, PARTITION_PATH])
+    results: list[WriteStat | None] = []
+    # the groups a wave at a time: the rows of a wave's groups are copied together
+    for wave in code_waves(payload, found.codes, threads):
+        jobs: list[tuple[str, str, pa.Table, FileSlice | None]] = []
+        for code, records in wave:
+            partition, file_id = found.of(code)
+            jobs.append((partition, file_id, records, view.write_slice(partition, file_id)))
+        workers = min(max(1, threads), len(jobs))
+        read_threads = workers < threads  # cores left over: pyarrow may decode in parallel
 
-    def write(job: tuple[str, str, npt.NDArray[np.int64], FileSlice | None]) -> WriteStat | None:
-        partition, file_id, rows, base = job
-        records = take_rows(payload, rows)  # a group's rows are ascending (stable grouping)
-        return write_file_group(
-            ctx, partition, file_id, records, base, task_id, attempt, read_threads
-        )
+        def write(job: tuple[str, str, pa.Table, FileSlice | None],
+                  read_threads: bool = read_threads) -> WriteStat | None:
+            partition, file_id, records, base = job
+            return write_file_group(
+                ctx, partition, file_id, records, base, task_id, attempt, read_threads
+            )
 
-    results = map_in_threads(write, jobs, workers, cost=lambda job: len(job[2]))
+        results += map_in_threads(write, jobs, workers, cost=lambda job: job[2].num_rows)
     return [stat for stat in results if stat is not None]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -11,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.errors import InvalidRecordsError
+from hoodline.table.parallel import map_in_threads
 
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"
@@ -92,32 +94,115 @@ class FileGroupCodes:
         return FileGroupCodes(pcodes * max(1, len(file_ids)) + fcodes, partitions, file_ids)
 
 
+#: rows of the input reordered at a time by :func:`code_waves` (their values stay in the CPU
+#: cache while they are reordered)
+GROUP_WINDOW_ROWS = 131_072
+#: input bytes one wave of :func:`code_waves` copies (whole rounds of ``threads`` groups)
+GROUP_WAVE_BYTES = 128 << 20
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A window of the input in code order: ``order`` None when its rows are already grouped
+    (then ``runs`` are positions in the window itself), else the positions that sort it
+    (``runs`` are positions in that order)."""
+
+    batch: pa.RecordBatch
+    order: npt.NDArray[np.int64] | None
+    runs: list[tuple[int, int, int]]  # (code, start, stop)
+
+
+def _window(batch: pa.RecordBatch, codes: npt.NDArray[np.int64]) -> _Window:
+    cuts = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    firsts = codes[np.concatenate(([0], cuts))]
+    if len(firsts) <= max(64, len(codes) // 8) and len(np.unique(firsts)) == len(firsts):
+        bounds = [0, *cuts.tolist(), len(codes)]
+        return _Window(batch, None, list(zip(firsts.tolist(), bounds[:-1], bounds[1:],
+                                             strict=True)))
+    order, runs = group_slices(codes)
+    return _Window(batch, order, runs)
+
+
+def code_waves(
+    table: pa.Table,
+    codes: npt.NDArray[np.int64],
+    threads: int = 1,
+    wave_bytes: int = GROUP_WAVE_BYTES,
+    window: int = GROUP_WINDOW_ROWS,
+) -> Iterator[list[tuple[int, pa.Table]]]:
+    """The rows of ``table`` grouped by ``codes`` (one non-negative code per row), a wave of
+    groups at a time: ``(code, rows)`` for every code present, in ascending code order, each
+    group's rows in input order. A wave holds groups of about ``wave_bytes`` of input (and at
+    a multiple of ``threads`` groups); ``wave_bytes`` 0: every group in one wave.
+
+    The input is reordered window by window (``window`` rows of a record batch at a time, on
+    ``threads`` threads): one take copies a window's rows of the wave's groups in code order,
+    and every group is the concatenation of its slices of those copies. A window whose rows are
+    grouped already (a batch the pipeline's readers grouped) is sliced without a copy.
+
+    Why: one take per group from the whole input reads a cache line per row of the group, i.e.
+    the input's memory once per group; one take of everything jumps across the whole input.
+    Windows are read while they are in the cache, once per wave. Waves bound the copy held at
+    once, and the memory of one wave's copy is reused for the next: taking fresh memory from
+    the system costs more CPU than the copy itself on some machines (huge pages faulted in)."""
+    n = table.num_rows
+    if len(codes) != n:
+        raise ValueError(f"{len(codes)} codes for {n} rows")
+    if n == 0:
+        return
+    windows: list[tuple[int, pa.RecordBatch]] = []
+    at = 0
+    for batch in table.to_batches():
+        for lo in range(0, batch.num_rows, window):
+            part = batch.slice(lo, window)
+            windows.append((at, part))
+            at += part.num_rows
+    plans = [_window(batch, codes[start : start + batch.num_rows]) for start, batch in windows]
+    sizes: dict[int, int] = {}
+    for plan in plans:
+        for code, start, stop in plan.runs:
+            sizes[code] = sizes.get(code, 0) + stop - start
+    per_row = max(1, table.nbytes // n)
+    waves: list[list[int]] = [[]]
+    rows = 0
+    for code in sorted(sizes):
+        # whole rounds of ``threads`` groups, so that no thread waits for another's last group
+        if wave_bytes > 0 and rows * per_row >= wave_bytes and len(waves[-1]) % threads == 0:
+            waves.append([])
+            rows = 0
+        waves[-1].append(code)
+        rows += sizes[code]
+
+    def cost(plan: _Window) -> int:
+        return int(plan.batch.num_rows)
+
+    for wave in waves:
+        lo, hi = wave[0], wave[-1]
+
+        def gather(plan: _Window, lo: int = lo, hi: int = hi) -> list[tuple[int, pa.RecordBatch]]:
+            runs = [r for r in plan.runs if lo <= r[0] <= hi]
+            if plan.order is None or not runs:
+                return [(code, plan.batch.slice(s, e - s)) for code, s, e in runs]
+            first, last = runs[0][1], runs[-1][2]  # a sorted window's runs are in code order
+            taken = plan.batch.take(pa.array(plan.order[first:last]))
+            return [(code, taken.slice(s - first, e - s)) for code, s, e in runs]
+
+        per_code: dict[int, list[pa.RecordBatch]] = {}
+        for parts in map_in_threads(gather, plans, threads, cost):
+            for code, part in parts:
+                per_code.setdefault(code, []).append(part)
+        yield [(code, pa.Table.from_batches(per_code[code], schema=table.schema))
+               for code in wave]
+
+
 def file_group_parts(records: pa.Table) -> list[tuple[str, str, pa.Table]]:
     """``(partition path, file id, rows)`` of every file group in ``records`` (in code order),
-    each group's rows in input order.
-
-    When every record batch of ``records`` holds its rows grouped by file group (as the
-    pipeline's readers send them), each group is zero-copy slices of the input. Otherwise the
-    rows are first taken into file-group order (one copy of everything)."""
+    each group's rows in input order (see :func:`code_waves`: when every record batch holds
+    its rows grouped by file group, as the pipeline's readers send them, each group is
+    zero-copy slices of the input)."""
     found = FileGroupCodes.of_records(records)
-    codes = found.codes
-    n = len(codes)
-    if n == 0:
-        return []
-    cuts = np.flatnonzero(np.diff(codes)) + 1
-    distinct = int(np.count_nonzero(np.bincount(codes)))
-    if len(cuts) + 1 > distinct * max(1, records.column(0).num_chunks):
-        order, groups = group_slices(codes)  # not grouped batch by batch: one take
-        grouped = records.take(pa.array(order))
-        return [(*found.of(code), grouped.slice(start, stop - start))
-                for code, start, stop in groups]
-    starts = np.concatenate(([0], cuts)).tolist()
-    stops = np.concatenate((cuts, [n])).tolist()
-    slices: dict[int, list[pa.Table]] = {}
-    for start, stop in zip(starts, stops, strict=True):
-        slices.setdefault(int(codes[start]), []).append(records.slice(start, stop - start))
-    return [(*found.of(code), parts[0] if len(parts) == 1 else pa.concat_tables(parts))
-            for code, parts in sorted(slices.items())]
+    return [(*found.of(code), rows)
+            for wave in code_waves(records, found.codes, wave_bytes=0) for code, rows in wave]
 
 
 def take_rows(table: pa.Table, rows: npt.NDArray[np.int64]) -> pa.Table:
