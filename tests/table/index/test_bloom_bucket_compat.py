@@ -30,12 +30,15 @@ from hoodline.table.bloom import (
     sized_entries,
 )
 from hoodline.table.index.bucket import (
+    BucketIndex,
     bucket_ids,
     bucket_of_file_id,
     java_string_hashes,
     key_bucket_ids,
     new_bucket_file_id,
 )
+from hoodline.table.properties import IndexType, TableConfig
+from hoodline.table.write.records import RECORD_KEY
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -257,6 +260,23 @@ def test_hashes_of_a_slice_look_only_at_the_slice_bytes(large: bool) -> None:
     # the keys with ':' are parsed: "id:7" hashes as "7"
     assert key_bucket_ids(arr.slice(5, 1), ("id",), 7)[0] == bucket_ids([pa.array(["7"])], 7)[0]
     assert java_string_hashes(arr.slice(1, 1)).view(np.int32)[0] == 8364  # "€".hashCode()
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_bucket_index_hashes_slices_on_threads_as_in_one(threads: int) -> None:
+    """A large batch's keys hashed in slices on threads land in the buckets of one pass, in row
+    order, also with keys Java parses (``id:...``) in some slices only and chunked columns."""
+    n = 700_001
+    keys = np.arange(n).astype(str).astype(object)
+    keys[n - 10 :] = [f"id:{i}" for i in range(10)]  # only in the last slice
+    column = pa.chunked_array([pa.array(keys[:250_000]), pa.array(keys[250_000:])])
+    records = pa.table({RECORD_KEY: column})
+    config = TableConfig(name="t", record_key_fields=("id",), partition_fields=(),
+                         index_type=IndexType.BUCKET, bucket_count=13)
+    one = BucketIndex(config, 1).bucket_ids(records)
+    assert len(one) == n and len(np.unique(one)) == 13
+    assert (BucketIndex(config, threads).bucket_ids(records) == one).all()
+    assert one[-1] == bucket_ids([pa.array(["9"])], 13)[0]
 
 
 def test_bucket_file_ids_are_stable_and_carry_the_bucket() -> None:

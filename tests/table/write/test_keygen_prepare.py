@@ -171,3 +171,20 @@ def test_prepared_records_with_dictionary_partition_paths_dedupe_per_partition()
     rows = [(r[PARTITION_PATH], r["id"], r["v"]) for r in encoded.to_pylist()]
     assert rows == [(r[PARTITION_PATH], r["id"], r["v"]) for r in plain.to_pylist()]
     assert sorted(rows) == [("r=a", 1, "z"), ("r=a", 2, "y"), ("r=b", 1, "x")]
+
+
+def test_keys_and_partition_paths_built_side_by_side_match_one_thread() -> None:
+    """A large batch prepared on two threads gives the records of one, and a bad key or
+    partition value still fails naming its row."""
+    n = 300_000
+    regions = np.array(["eu", "us", "ap"])[np.arange(n) % 3]
+    t = pa.table({"id": np.arange(n), "r": pa.array(regions)})
+    config = cfg(partition_fields=("r",))
+    one = prepare_upserts(t, config, t.schema, threads=1)
+    assert prepare_upserts(t, config, t.schema, threads=2).equals(one)
+    assert one.column(PARTITION_PATH)[4].as_py() == "r=us"
+    for column, values in (("id", pa.array([*range(n - 1), None])),
+                           ("r", pa.array(["eu"] * (n - 1) + [None]))):
+        bad = t.set_column(t.schema.get_field_index(column), column, values)
+        with pytest.raises(InvalidRecordsError, match=f"'{column}'.*row {n - 1}"):
+            prepare_upserts(bad, config, bad.schema, threads=2)

@@ -22,9 +22,10 @@ class Index(Protocol):
 
 
 def make_index(base_path: str | TablePath, config: TableConfig, threads: int = 1) -> Index:
-    """The table's index; a BLOOM index looks partitions up on ``threads`` threads."""
+    """The table's index, working on ``threads`` threads (a BLOOM index looks partitions up
+    side by side, a BUCKET index hashes the keys of large batches in slices)."""
     if config.index_type == IndexType.BUCKET:
-        return BucketIndex(config)
+        return BucketIndex(config, threads)
     return BloomIndex(base_path, threads)
 
 

@@ -38,6 +38,7 @@ from hoodline.errors import TableError
 from hoodline.spans import span_bytes
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.table.parallel import map_in_threads
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, dictionary_codes
 
@@ -203,19 +204,35 @@ def new_bucket_file_id(partition_path: str, bucket: int) -> str:
     return f"{bucket_prefix(bucket)}{u[8:]}-0"
 
 
-class BucketIndex:
-    """Tags every record with its bucket's file group (existing, or the deterministic new id)."""
+#: keys one thread hashes at least when :class:`BucketIndex` splits the work
+_KEYS_PER_THREAD = 262_144
 
-    def __init__(self, config: TableConfig) -> None:
+
+class BucketIndex:
+    """Tags every record with its bucket's file group (existing, or the deterministic new id);
+    the keys of a large batch are hashed on ``threads`` threads (numpy releases the GIL)."""
+
+    def __init__(self, config: TableConfig, threads: int = 1) -> None:
         self.config = config
         self.num_buckets = config.bucket_count
+        self.threads = max(1, threads)
 
     def bucket_ids(self, records: pa.Table) -> npt.NDArray[np.int64]:
         if RECORD_KEY in records.schema.names:
             keys = records.column(RECORD_KEY)
         else:
             keys = KeyGenerator(self.config).record_keys(records)
-        return key_bucket_ids(keys, self.config.record_key_fields, self.num_buckets)
+        n = len(keys)
+        parts = min(self.threads, n // _KEYS_PER_THREAD)
+        if parts <= 1:
+            return key_bucket_ids(keys, self.config.record_key_fields, self.num_buckets)
+        bounds = np.linspace(0, n, parts + 1).astype(np.int64).tolist()
+
+        def of_slice(i: int) -> npt.NDArray[np.int64]:
+            piece = keys.slice(bounds[i], bounds[i + 1] - bounds[i])
+            return key_bucket_ids(piece, self.config.record_key_fields, self.num_buckets)
+
+        return np.concatenate(map_in_threads(of_slice, range(parts), parts))
 
     def tag(self, records: pa.Table, view: FileSystemView, dictionary: bool = False) -> pa.Table:
         """``records`` + ``_hoodline_file_id`` for every row (never null); with ``dictionary``,

@@ -192,9 +192,10 @@ def prepare_for_schema(
     data_schema: pa.Schema,
     options: WriteOptions,
     dictionary_partitions: bool = False,
+    threads: int = 1,
 ) -> pa.Table:
     """Validate, key and de-duplicate (:func:`combines`) records for a commit of
-    ``data_schema`` (``dictionary_partitions``: see :func:`prepare_upserts`)."""
+    ``data_schema`` (``dictionary_partitions``, ``threads``: see :func:`prepare_upserts`)."""
     if operation is WriteOperation.DELETE:
         return prepare_deletes(batch, config)
     table = as_table(batch)
@@ -202,7 +203,7 @@ def prepare_for_schema(
     table = conform_types(table, data_schema)
     combine = combines(operation, options.combine_before_insert)
     return prepare_upserts(
-        table, config, data_schema, operation, combine, dictionary_partitions)
+        table, config, data_schema, operation, combine, dictionary_partitions, threads)
 
 
 def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
@@ -432,7 +433,8 @@ class WriteClient:
             table = conform_types(table, table_data_schema(self.table))
         schema = self.plan_schema(incoming_schema(table), op)
         records = prepare_for_schema(
-            self.table.config, op, table, schema, self.options, dictionary)
+            self.table.config, op, table, schema, self.options, dictionary,
+            resolve_threads(self.options.write_threads))
         return PreparedBatch(op, records, schema)
 
     def plan_schema(self, incoming: pa.Schema, operation: str) -> pa.Schema:

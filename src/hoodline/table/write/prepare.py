@@ -12,6 +12,8 @@ batch wins. Vectorised: one ``sort_indices`` over (partition, key, ordering, pos
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -107,6 +109,10 @@ def check_required_columns(batch: Batch, config: TableConfig, with_ordering: boo
         require_no_nulls(table, config.precombine_field, "ordering (precombine)")
 
 
+#: rows from which :func:`prepare_upserts` builds keys and partition paths side by side
+_ROWS_FOR_THREADS = 262_144
+
+
 def prepare_upserts(
     batch: Batch,
     config: TableConfig,
@@ -114,11 +120,14 @@ def prepare_upserts(
     operation: WriteOperation = WriteOperation.UPSERT,
     combine: bool = True,
     dictionary_partitions: bool = False,
+    threads: int = 1,
 ) -> pa.Table:
     """Data columns aligned to ``data_schema`` + ``_hoodie_record_key`` + partition path,
     de-duplicated unless ``combine`` is False (see :func:`combines`). The partition path is a
     string column; ``dictionary_partitions`` lets it come dictionary-encoded (see
-    ``KeyGenerator.partition_paths``) for a caller that only groups by it.
+    ``KeyGenerator.partition_paths``) for a caller that only groups by it. With ``threads`` > 1
+    the keys and the partition paths of a large batch are built side by side (Arrow's kernels
+    release the GIL).
 
     ``data_schema`` is the schema this commit will have (the table's schema, evolved by the
     batch); use :func:`incoming_schema` + the schema module to compute it.
@@ -128,8 +137,14 @@ def prepare_upserts(
     _check_duplicate_names(table)
     _refuse_reserved(table)
     keygen = KeyGenerator(config)
-    keys = keygen.record_keys(table)
-    parts = keygen.partition_paths(table, dictionary_partitions)
+    if threads > 1 and table.num_rows >= _ROWS_FOR_THREADS:
+        with ThreadPoolExecutor(1, thread_name_prefix="hoodline-prepare") as pool:
+            later = pool.submit(keygen.partition_paths, table, dictionary_partitions)
+            keys = keygen.record_keys(table)
+            parts = later.result()
+    else:
+        keys = keygen.record_keys(table)
+        parts = keygen.partition_paths(table, dictionary_partitions)
     if config.precombine_field is not None:
         require_no_nulls(table, config.precombine_field, "ordering (precombine)")
     aligned = align_to_schema(table, data_schema, "the input batch")

@@ -157,7 +157,11 @@ def code_waves(
             part = batch.slice(lo, window)
             windows.append((at, part))
             at += part.num_rows
-    plans = [_window(batch, codes[start : start + batch.num_rows]) for start, batch in windows]
+    def window_plan(item: tuple[int, pa.RecordBatch]) -> _Window:
+        start, batch = item
+        return _window(batch, codes[start : start + batch.num_rows])
+
+    plans = map_in_threads(window_plan, windows, threads)
     sizes: dict[int, int] = {}
     for plan in plans:
         for code, start, stop in plan.runs:
