@@ -19,6 +19,7 @@ from hoodline import faults
 from hoodline.errors import (
     BadRecordError,
     CommitOutcomeUnknownError,
+    ConfigError,
     EngineJobError,
     FileSourceError,
     PipelineError,
@@ -49,7 +50,8 @@ def _rows(ids: range, version: int = 1) -> list[dict[str, Any]]:
 
 
 def _config(root: Path, table: Path, continuous: bool = False,
-            table_options: dict[str, object] | None = None, **runtime: object) -> PipelineConfig:
+            table_options: dict[str, object] | None = None,
+            schema: dict[str, str] | None = None, **runtime: object) -> PipelineConfig:
     options: dict[str, object] = {"path": str(root), "format": "jsonl"}
     if continuous:  # a restart lists the directory again
         options.update({"source.mode": "continuous", "source.monitor-interval": 0.02,
@@ -62,7 +64,7 @@ def _config(root: Path, table: Path, continuous: bool = False,
                   "options": {"hoodie.datasource.write.payload.class":
                               "org.apache.hudi.common.model.DefaultHoodieRecordPayload"},
                   **(table_options or {})},
-        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "schema": schema or {"id": "int64", "v": "string", "ts": "int64"},
         "runtime": {"reader-parallelism": 2, "retry-backoff": 0.5, "retry-backoff-max": 10,
                     "round": {"max-records": 100, "min-interval": 0}, **runtime},
     })
@@ -351,3 +353,24 @@ def test_the_stored_checkpoint_names_the_source_and_refuses_another_one(
     with pytest.raises(CheckpointMismatchError, match="positions would not mean the same"):
         _driver(_config(other, table), InProcessEngine())[0].run(once=True)
 
+
+
+def test_a_declared_field_of_another_kind_than_the_tables_column_is_refused_at_start(
+    src: Path, tmp_path: Path
+) -> None:
+    """[schema] declares ts a string while the table stores int64: the run stops before any
+    round, naming the field and both types (it used to fail every round, then give up)."""
+    table = tmp_path / "t"
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True)
+    before = _actions(table)
+    _write_file(src, "c.jsonl", [{"id": 500, "v": "x", "ts": "t7002"}])
+    cfg = _config(src, table, schema={"id": "int64", "v": "string", "ts": "string"})
+    with pytest.raises(ConfigError, match=r"'ts' is string, the table stores int64"):
+        _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert _actions(table) == before
+    # a narrower type of the same kind is read into the table's column, as before
+    (src / "c.jsonl").unlink()
+    _write_file(src, "d.jsonl", [{"id": 501, "v": "y", "ts": 7}])
+    narrower = _config(src, table, schema={"id": "int64", "v": "string", "ts": "int32"})
+    assert _driver(narrower, InProcessEngine())[0].run(once=True).records_read == 1
+    assert _table_rows(table)[501] == "y"

@@ -71,6 +71,7 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.prepare import type_conflicts
 
 __all__ = ["RoundDriver", "open_target_table"]
 
@@ -106,6 +107,20 @@ def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClien
               for f in source]
     fields += [f.with_nullable(True) for f in old if f.name not in names]
     return pa.schema(fields)
+
+
+def _check_declared_types(config: PipelineConfig, records: pa.Schema, client: WriteClient) -> None:
+    """A [schema] field the existing table stores as another kind of type (a string for a
+    number column, ...) is refused before any round: every record would fail alike."""
+    if not len(config.schema):
+        return
+    conflicts = type_conflicts(records, table_data_schema(client.table))
+    if conflicts:
+        raise ConfigError(
+            f"[schema] does not fit table '{config.table.path}': {'; '.join(conflicts)}. "
+            "Declare those fields with the table's types (or a wider type of the same kind), or "
+            "write to a new table path"
+        )
 
 
 def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
@@ -219,6 +234,7 @@ class RoundDriver:
             operation = cfg.table.operation
             source_schema = plugin.table_schema(cfg)
             record_schema = _record_schema(cfg, source_schema, client)
+            _check_declared_types(cfg, record_schema, client)
             data_schema = client.plan_schema(record_schema, operation)
             if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(

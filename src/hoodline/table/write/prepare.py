@@ -197,6 +197,24 @@ def _family(t: pa.DataType) -> str:
     return str(t)
 
 
+def type_conflicts(incoming: pa.Schema, table_schema: pa.Schema | None) -> list[str]:
+    """The columns of ``incoming`` that :func:`conform_types` would refuse whatever their
+    values: the table stores another kind of type (a string column for a number, ...), which
+    no promotion widens. One text per column: name, both types."""
+    if table_schema is None:
+        return []
+    out: list[str] = []
+    for fld in incoming:
+        if fld.name not in table_schema.names:
+            continue
+        want = table_schema.field(fld.name).type
+        if fld.type == want or widens(want, fld.type):
+            continue
+        if _family(fld.type) != _family(want):
+            out.append(f"'{fld.name}' is {fld.type}, the table stores {want}")
+    return out
+
+
 def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
     """Cast columns the table already has to the table's types when that is lossless and within
     the same kind of type (int32 -> int64, string -> large_string, timestamp unit, ...); a
