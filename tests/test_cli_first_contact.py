@@ -122,6 +122,22 @@ def test_python_dash_m_hoodline_runs_the_cli() -> None:
     assert done.stdout.strip() == "0.1.0"
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(
+    bracket_table: HudiTable,
+) -> None:
+    """`hoodline table files T --json | head -1`: no error line, no traceback at exit, the
+    exit status of a tool SIGPIPE ended."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hoodline", "table", "files", str(bracket_table.base_path),
+         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
+
+
 @pytest.mark.parametrize(("readers", "shown"), [(1, "1 reader,"), (3, "3 readers,")])
 def test_run_banner_counts_readers_in_words(tmp_path: Path, readers: int, shown: str) -> None:
     text = _pipeline(tmp_path, ("reader-parallelism = 2", f"reader-parallelism = {readers}"))

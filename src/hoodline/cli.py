@@ -56,12 +56,20 @@ _DEBUG = {"on": os.environ.get("HOODLINE_DEBUG", "") not in ("", "0")}
 
 
 def _friendly_errors(fn: F) -> F:
-    """Turn hoodline errors into one red line and exit code 1."""
+    """Turn hoodline errors into one red line and exit code 1 (a closed output pipe into a
+    quiet exit)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            # the reader of our output went away (`hoodline table files T | head`): end
+            # quietly, as a tool killed by SIGPIPE does (128 + 13), with nothing more written
+            # to that pipe, also not at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(141) from None
         except (HoodlineError, OSError) as exc:
             if _DEBUG["on"]:
                 raise
