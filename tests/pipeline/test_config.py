@@ -156,6 +156,8 @@ def test_secrets_never_appear_in_repr_str_or_describe() -> None:
         ({"errors": {"tolerance": "some"}}, "'errors.tolerance'"),
         ({"errors": {"table-path": "/tmp/t"}}, "'errors.table-path' must differ"),
         ({"source": {"type": "s3"}}, "'source.type'"),
+        ({"source": {"format": "jsonl"}}, "[source.options] format = 'jsonl'"),
+        ({"source": {"format": "CSV"}}, "[source.options] format = 'csv'"),
         ({"sink": {}}, "unknown section(s) 'sink'"),
         ({"table": {"record-key": ["id", "id"]}}, "names a field twice"),
         ({"table": {"precombine-field": "ts"}}, "'table.precombine-field' names field 'ts'"),

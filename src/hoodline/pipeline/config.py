@@ -81,6 +81,10 @@ class ChangeDeletes(ConfigEnum):
     MARK = "mark"
 
 
+#: file formats of the file source, which users write in [source] format by mistake
+_FILE_FORMATS = frozenset(('jsonl', 'csv', 'parquet'))
+
+
 class SourceFormat(ConfigEnum):
     """How message values are decoded (``source.format``)."""
 
@@ -98,6 +102,21 @@ class SourceFormat(ConfigEnum):
     DEBEZIUM_JSON = "debezium-json"
     #: Debezium change events, Confluent Avro
     DEBEZIUM_AVRO = "debezium-avro"
+
+    @classmethod
+    def parse(cls, raw: object) -> SourceFormat:
+        """As :meth:`ConfigEnum.parse`; a file format written here gets a pointer to where it
+        belongs (the file source's own ``format`` option)."""
+        try:
+            return super().parse(raw)
+        except ValueError as exc:
+            if isinstance(raw, str) and raw.strip().lower() in _FILE_FORMATS:
+                raise ValueError(
+                    f"{exc}. '{raw}' is a file format: the file source takes it as "
+                    f"[source.options] format = '{raw.strip().lower()}', and [source] format (how "
+                    "Kafka message values are decoded) can be left out"
+                ) from None
+            raise
 
     @property
     def registry_kind(self) -> SchemaKind | None:
