@@ -361,6 +361,17 @@ def test_avro_format_refusals_name_what_to_fix() -> None:
         config_from_dict(files)
 
 
+def test_the_file_sources_schema_option_points_a_pipeline_to_its_schema_section() -> None:
+    doc = {"source": {"type": "files", "options": {"path": "/tmp/in", "format": "jsonl",
+                                                    "schema": "id int64"}},
+           "table": {"path": "/tmp/t", "record-key": ["id"]}, "schema": {"id": "int64"}}
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(doc)
+    text = str(err.value)
+    assert "declares the record schema in its [schema] section" in text
+    assert text.count("[source.options]") == 1
+
+
 def test_debezium_formats_order_by_log_position_and_refuse_what_does_not_apply() -> None:
     doc = {"source": {"type": "kafka", "format": "debezium-json",
                       "options": {"topic": "db.public.c",

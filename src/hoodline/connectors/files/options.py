@@ -107,11 +107,15 @@ SCHEMA = option(
     "schema",
     str,
     "",
-    "Declared Arrow schema of the records, as 'name type, name type not null, ...'; types are "
+    "Python API only (a FileSource built in code); a pipeline refuses it and reads its "
+    "[schema] instead, with the same rules. Declared Arrow schema of the records, as "
+    "'name type, name type not null, ...'; types are "
     "written as in a pipeline's [schema] (int64, double, bool, string, binary, date32, "
     "timestamp[us], timestamp[ms, UTC], decimal(10, 2), list<string>, struct<a: int64>, and "
     "other Arrow type names such as decimal128(10, 2) or time64[us]). Every batch is emitted "
-    "with exactly this schema: missing columns fail the file, extra fields are dropped. "
+    "with exactly this schema: a Parquet or CSV file without a declared column fails (it is "
+    "rejected whole with 'errors.tolerance' all), a field missing from a JSON line is null (as "
+    "in a Kafka JSON message), extra fields are dropped. "
     "Optional for Parquet (the file schema is used); recommended for JSON lines and CSV, where "
     "types are otherwise inferred per file. JSON lines take values as Kafka JSON messages do: "
     "numbers for numeric types, ISO-8601 strings for dates and timestamps ('2024-03-01', "
@@ -191,7 +195,9 @@ ERRORS_TOLERANCE = option(
     "(CSV and Parquet parse errors, JSON lines without a declared schema, a file changed or "
     "deleted after discovery) is logged, recorded as rejected (FileSource/enumerator/reader "
     "'rejected_files', kept in the checkpointed enumerator state) and skipped; rows of it "
-    "emitted before the error are not taken back and the rejection says how many there were.",
+    "emitted before the error are not taken back and the rejection says how many there were "
+    "(CSV is parsed in blocks of about 1 MiB: of a small file, usually none). A rejected file "
+    "is not read again under its name: write the fixed file under a new name.",
 )
 
 SPLITS_PER_REQUEST = option(

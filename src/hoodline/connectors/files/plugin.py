@@ -143,8 +143,8 @@ class FilesPlugin(SourcePlugin):
         options = dict(config.source.options)
         if "schema" in options:
             raise ConfigError(
-                "[source.options] 'schema' is not used by pipelines: declare the record schema "
-                "in [schema]"
+                "'schema' is for FileSource in Python code; a pipeline declares the record "
+                "schema in its [schema] section (same type names): move it there"
             )
         if config.source.format.uses_registry:
             raise ConfigError(
