@@ -188,9 +188,11 @@ def run(
     open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, metrics_port, metrics_host)
+    previous: Any = None
     try:
         with Pipeline(cfg) as pipeline:
             pipeline.engine  # noqa: B018 - start Spark first: it installs its own SIGINT handler
+            # ours until Spark has stopped too: a second Ctrl-C while it shuts down aborts
             previous = signal.signal(signal.SIGINT, _interrupt)
             progress, finish = make_progress_callback(console)
 
@@ -206,8 +208,9 @@ def run(
                 )
             finally:
                 finish()
-                signal.signal(signal.SIGINT, previous)
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         if metrics is not None:
             metrics.close()
     console.print(
