@@ -43,6 +43,23 @@ def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
         open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))
 
 
+def test_a_table_is_created_only_in_a_new_or_empty_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / ".DS_Store").write_bytes(b"")  # hidden files do not count
+    open_target_table(_cfg(folder / "empty"))
+    (folder / "empty2").mkdir()
+    open_target_table(_cfg(folder / "empty2"))
+    (folder / "important.csv").write_text("a,b\n")
+    with pytest.raises(ConfigError, match=r"holds other files \('empty', 'empty2', 'important.csv'"
+                                          r"\) but no Hudi table"):
+        open_target_table(_cfg(folder))
+    assert sorted(p.name for p in folder.iterdir()) == [".DS_Store", "empty", "empty2",
+                                                         "important.csv"]
+    # a table already there opens as before
+    assert open_target_table(_cfg(folder / "empty")).config.partition_fields == ("day",)
+
+
 def test_an_ordering_field_other_than_the_tables_is_refused(tmp_path: Path) -> None:
     """The table's precombine field orders records; another one in the pipeline would be
     ignored silently, so it is refused (as Java's writers do). Leaving it out is fine."""

@@ -18,9 +18,11 @@ pending write, which counts as history: that table keeps its settings.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from hoodline.errors import ConfigError, TableNotFoundError
 from hoodline.pipeline.config import PipelineConfig
+from hoodline.storage.paths import parse_location
 from hoodline.table.index.declared import adopt_index, declares_index
 from hoodline.table.instant import ROLLBACK, State
 from hoodline.table.keygen.adopt import adopt_key_generator
@@ -109,6 +111,26 @@ def _settle_provisional(table: HudiTable, desired: TableConfig) -> HudiTable:
     return HudiTable.open(table.base_path)
 
 
+def _refuse_foreign_folder(path: str, storage_options: Mapping[str, str]) -> None:
+    """A table is created in a new or empty folder only: one that holds other files (hidden
+    ones aside) is likely a typo'd path or the wrong folder, and the table's partition folders
+    would land between those files."""
+    base = parse_location(path, storage_options)
+    try:
+        if not base.is_dir():
+            return
+        present = sorted(p.name for p in base.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return  # unreadable: creating the table reports it
+    if present:
+        shown = ", ".join(repr(n) for n in present[:5]) + (", ..." if len(present) > 5 else "")
+        raise ConfigError(
+            f"table.path '{path}' is a folder that holds other files ({shown}) but no Hudi table "
+            "(no .hoodie folder); point table.path at a new or empty folder, or at an existing "
+            "table"
+        )
+
+
 def open_target_table(config: PipelineConfig) -> HudiTable:
     """The pipeline's table, created on first use; an existing table must match the config,
     unless it is still provisional (see the module docs): then it takes the config's settings."""
@@ -117,6 +139,7 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     try:
         table = HudiTable.open(t.path, storage_options=t.storage_options)
     except TableNotFoundError:
+        _refuse_foreign_folder(t.path, t.storage_options)
         table = HudiTable.create(
             t.path,
             desired,
