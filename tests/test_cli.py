@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from hoodline import __version__
 from hoodline.cli import _human_bytes, app
 from hoodline.table.fs_view import base_file_name
 from hoodline.table.markers import Markers
@@ -204,3 +205,17 @@ def test_clean_deletes_versions_older_than_the_retained_commits(tmp_path: Path) 
     assert again.exit_code == 0 and "nothing to clean" in again.output
     refused = runner.invoke(app, ["table", "clean", path, "--retain", "0"])
     assert refused.exit_code != 0 and "'--retain'" in refused.output
+
+
+def test_help_reads_as_plain_text_and_the_version_has_a_flag() -> None:
+    """Flags show no value placeholder, paragraphs are rewrapped (not broken where the source
+    line ended), the log level's default is written as the choices are; --version works."""
+    done = runner.invoke(app, ["run", "--help"], terminal_width=100)
+    assert done.exit_code == 0
+    assert "<bool>" not in done.output
+    assert "(a second Ctrl-C aborts; the next start" in " ".join(done.output.split())
+    top = runner.invoke(app, ["--help"], terminal_width=100)
+    assert "[default: warning]" in top.output and "<debug|info|warning|error>" in top.output
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.output.strip() == __version__
+    assert runner.invoke(app, ["--log-level", "INFO", "version"]).exit_code == 0

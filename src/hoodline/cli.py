@@ -4,7 +4,7 @@ Every command prints errors of the :class:`~hoodline.errors.HoodlineError` hiera
 errors the operating system raised (a path, a permission, a full disk), as one clear line (exit
 code 1) instead of a traceback; ``--debug`` shows the traceback. Log records of
 hoodline (and of the Kafka client, routed through Python logging) go to stderr as
-``time LEVEL logger: message`` lines at ``--log-level`` (default WARNING), printed literally and
+``time LEVEL logger: message`` lines at ``--log-level`` (default warning), printed literally and
 kept apart from the live progress display.
 """
 
@@ -43,8 +43,10 @@ app = typer.Typer(
     help="Exactly-once streaming ingestion from Kafka and files into Apache Hudi tables.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
-table_app = typer.Typer(help="Inspect and repair a Hudi table.", no_args_is_help=True)
+table_app = typer.Typer(help="Inspect and repair a Hudi table.", no_args_is_help=True,
+                        rich_markup_mode=None)
 app.add_typer(table_app, name="table")
 
 # Piped output (tests, `| less`, CI logs) gets a wide fixed width instead of rich's 80 columns.
@@ -86,10 +88,12 @@ def _friendly_errors(fn: F) -> F:
 
 
 class LogLevel(StrEnum):
-    DEBUG = "DEBUG"
-    INFO = "INFO"
-    WARNING = "WARNING"
-    ERROR = "ERROR"
+    """``--log-level`` (written in any case)."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
 
 
 def configure_logging(level: LogLevel) -> None:
@@ -101,19 +105,28 @@ def configure_logging(level: LogLevel) -> None:
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     root = logging.getLogger("hoodline")
     root.handlers[:] = [handler]
-    root.setLevel(level.value)
+    root.setLevel(level.value.upper())
     root.propagate = False
     logging.getLogger("py4j").setLevel(logging.ERROR)  # py4j's own chatter is never useful
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        typer.echo(__version__)
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    _version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the hoodline version and exit.")] = False,
     log_level: Annotated[
         LogLevel,
         typer.Option("--log-level", case_sensitive=False,
-                     help="Least severe log records shown on stderr (INFO: rounds rolled back, "
-                          "partitions discovered, retries; DEBUG: everything)."),
+                     help="Least severe log records shown on stderr (info: rounds rolled back, "
+                          "partitions discovered, retries; debug: everything)."),
     ] = LogLevel.WARNING,
 ) -> None:
     if debug:
@@ -144,7 +157,8 @@ def run_banner(cfg: PipelineConfig, once: bool) -> str:
 @app.command()
 @_friendly_errors
 def run(
-    config: Annotated[Path, typer.Argument(help="Pipeline configuration (TOML).")],
+    config: Annotated[Path, typer.Argument(help="Pipeline configuration (TOML).",
+                                           metavar="CONFIG")],
     once: Annotated[
         bool, typer.Option("--once", help="Drain what the source holds now, then stop.")
     ] = False,
@@ -348,7 +362,8 @@ def _add_row(table: RichTable, *cells: str) -> None:
 
 TablePath = Annotated[str, typer.Argument(
     help="Base path of the Hudi table: a local path or an object store URL (s3://bucket/t, "
-    "gs://..., abfs://...; credentials from the provider's standard environment)."
+    "gs://..., abfs://...; credentials from the provider's standard environment).",
+    metavar="PATH",
 )]
 
 
