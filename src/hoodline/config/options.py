@@ -98,12 +98,18 @@ class ConfigOption(Generic[T]):
                 if isinstance(raw, int):
                     return cast(T, raw)
                 if isinstance(raw, str):
-                    return cast(T, int(raw.strip().replace("_", "")))
+                    try:
+                        return cast(T, int(raw.strip().replace("_", "")))
+                    except ValueError:
+                        raise ValueError("expected an integer") from None
                 raise ValueError("expected an integer")
             if t is float:
                 if isinstance(raw, bool):
                     raise ValueError("expected a number")
-                return cast(T, float(cast(Any, raw)))
+                try:
+                    return cast(T, float(cast(Any, raw)))
+                except (ValueError, TypeError):
+                    raise ValueError("expected a number") from None
             if t is str:
                 if not isinstance(raw, str):
                     raise ValueError("expected a string")

@@ -665,8 +665,20 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         schema = pa.schema([("value", pa.binary())])
     _check_cross(source, table, schema, runtime, errors)
     config = PipelineConfig(source, table, schema, runtime, errors, origin)
+    _check_table_options(config)
     _check_source(config)
     return config
+
+
+def _check_table_options(config: PipelineConfig) -> None:
+    """Validate ``[table.options]`` now, so that a misspelt or mistyped option stops the run
+    with the file and section named, before anything starts."""
+    from hoodline.table.write.options import WriteOptions
+
+    try:
+        WriteOptions.from_mapping(config.table.options)
+    except ConfigError as exc:
+        raise ConfigError(f"[table.options]: {exc}") from None
 
 
 def _change_event_table(
