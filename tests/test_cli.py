@@ -219,3 +219,16 @@ def test_help_reads_as_plain_text_and_the_version_has_a_flag() -> None:
     version = runner.invoke(app, ["--version"])
     assert version.exit_code == 0 and version.output.strip() == __version__
     assert runner.invoke(app, ["--log-level", "INFO", "version"]).exit_code == 0
+
+
+def test_the_run_summary_says_when_nothing_was_committed() -> None:
+    from hoodline.cli import summary_line
+    from hoodline.pipeline.report import RunSummary, StopReason
+
+    idle = RunSummary(rounds=1, commits=0, records_read=0, records_written=0, error_records=0,
+                      last_instant=None, stopped_because=StopReason.DRAINED)
+    assert summary_line(idle).endswith("0 commits, 0 records read, 0 written, 0 error records, "
+                                       "nothing new to commit")
+    done = RunSummary(rounds=2, commits=2, records_read=5, records_written=5, error_records=1,
+                      last_instant="20261128120000000", stopped_because=StopReason.DRAINED)
+    assert summary_line(done).endswith("1 error record, last instant 20261128120000000")

@@ -33,7 +33,7 @@ from hoodline.errors import ConfigError, HoodlineError
 if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
     from hoodline.pipeline.metrics import PipelineMetrics
-    from hoodline.pipeline.report import RoundReport
+    from hoodline.pipeline.report import RoundReport, RunSummary
     from hoodline.table.properties import TableConfig
     from hoodline.table.table import HudiTable
     from hoodline.table.write.client import WriteClient
@@ -227,13 +227,18 @@ def run(
             signal.signal(signal.SIGINT, previous)
         if metrics is not None:
             metrics.close()
-    console.print(
+    console.print(summary_line(summary), highlight=False, markup=False)
+
+
+def summary_line(summary: RunSummary) -> str:
+    """The last line of ``hoodline run``."""
+    last = (f"last instant {summary.last_instant}" if summary.last_instant
+            else "nothing new to commit")
+    return (
         f"{summary.stopped_because}: {_count(summary.rounds, 'round')}, "
         f"{_count(summary.commits, 'commit')}, {_count(summary.records_read, 'record')} read, "
         f"{summary.records_written} written, {_count(summary.error_records, 'error record')}, "
-        f"last instant {summary.last_instant or '-'}",
-        highlight=False,
-        markup=False,
+        f"{last}"
     )
 
 

@@ -99,10 +99,12 @@ def test_plain_mode_summarises_idle_rounds_instead_of_a_line_each() -> None:
     lines = out.getvalue().splitlines()
     assert len(lines) == 5, lines
     assert lines[0].startswith("round 4: committed")
-    assert lines[1].startswith("round 5: no commit") and "idle (further idle rounds" in lines[1]
+    # idle rounds carry no number (theirs is the next committing round's)
+    assert lines[1] == "idle: no new records; lag=0 (idle rounds are summarised every 60 s)"
     assert lines[2] == "idle for 60 s: 301 rounds without new records; lag=0"
     assert lines[3].startswith("round 6: committed")
-    assert lines[4].startswith("round 5: no commit") and "idle" in lines[4]
+    assert lines[4].startswith("idle: no new records")
+    assert not any(line.startswith("round 5") for line in lines)
     assert progress.totals.rounds == 304  # every round still counted
 
 

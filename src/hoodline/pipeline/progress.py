@@ -190,8 +190,10 @@ class RoundProgress:
                 return format_round_line(report)
             now = self._clock()
             if self._idle_since is None:
+                # no round number: an idle round commits nothing, and the number it carries is
+                # the one the next committing round prints
                 self._idle_since, self._idle_rounds, self._idle_shown = now, 1, now
-                return (format_round_line(report) + "; idle (further idle rounds are "
+                return (f"idle: no new records; lag={_total_lag(report.lag)} (idle rounds are "
                         f"summarised every {IDLE_LINE_INTERVAL_S:.0f} s)")
             self._idle_rounds += 1
             if now - self._idle_shown < IDLE_LINE_INTERVAL_S:
