@@ -185,7 +185,8 @@ def test_bulk_parse_keeps_order_and_types() -> None:
         (b'"x"', NOT_OBJECT, "is a string, not"),
         (b"7", NOT_OBJECT, "is a number, not"),
         (b"true", NOT_OBJECT, "is a boolean, not"),
-        (b'{"id": "7"}', WRONG_TYPE, "Column(/id)"),
+        # pyarrow's "in row 0" is the row of a one-record parse, not the record's: left out
+        (b'{"id": "7"}', WRONG_TYPE, "field 'id' holds a string where the schema wants a number"),
         (b'{"name": "x"}', MISSING_KEY, "id"),
         (b'{"id": 1}{"id": 2}', UNPARSEABLE, "Extra data"),
         (b'{"id": 1} null {"id": 2}', UNPARSEABLE, "Extra data"),  # reader: 3 rows, 1 all-null
@@ -201,7 +202,7 @@ def test_bad_record_reasons(raw: bytes, reason: str, needle: str) -> None:
     assert result.row_index.to_pylist() == [0, 2]
     ((index, got_reason, detail),) = iter_bad(result.errors)
     assert (index, got_reason) == (1, reason)
-    assert needle in detail
+    assert needle in detail and "in row" not in detail
 
 
 def test_pretty_printed_values_are_good_but_raw_newline_in_string_is_not() -> None:

@@ -113,6 +113,19 @@ def _short(text: str) -> str:
     return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
 
 
+_CHANGED = re.compile(r"Column\(/([^)]*)\) changed from (\w+) to (\w+)")
+_IN_ROW = re.compile(r" in row \d+")
+
+
+def _one_record_error(arrow_error: str) -> str:
+    """pyarrow's error for one record parsed alone, without its "in row 0" (the row of that
+    one-record parse, not of the file or batch) and with its column change in words."""
+    text = _IN_ROW.sub("", arrow_error.removeprefix("JSON parse error: "))
+    return _CHANGED.sub(
+        lambda m: f"field '{m.group(1)}' holds a {m.group(3)} where the schema wants a "
+                  f"{m.group(2)}", text)
+
+
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -404,8 +417,9 @@ class JsonDecoder:
         if reason is not None:
             return reason, detail
         if any(m in arrow_error for m in ("changed from", "Failed to convert", "is not a valid")):
-            return WRONG_TYPE, _short(f"does not match the declared schema: {arrow_error}")
-        return UNPARSEABLE, _short(arrow_error)
+            return WRONG_TYPE, _short(f"does not match the declared schema: "
+                                      f"{_one_record_error(arrow_error)}")
+        return UNPARSEABLE, _short(_one_record_error(arrow_error))
 
     def _missing_details(self, bad_rows: pa.Table) -> pa.Array:
         return missing_fields_text(bad_rows, self.required, "key field(s) {} missing or null")
