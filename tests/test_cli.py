@@ -157,8 +157,13 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     assert sum(r["log_bytes"] for r in rows) == on_disk > 0
     # a table of log files alone is not empty: its size is its log files'
     assert f"log files {_human_bytes(on_disk)}" in shown.output
-    listed = runner.invoke(app, ["table", "files", path])
+    listed = runner.invoke(app, ["table", "files", path], terminal_width=200)
     assert f"{_human_bytes(on_disk)} in log files" in listed.output
+    # each log file shown by what tells it apart from its row's file id and base instant
+    for r in rows:
+        for name in r["log_files"]:
+            short = Path(name).name.removeprefix(f".{r['file_id']}_{r['base_instant']}")
+            assert short.startswith(".log.") and short in listed.output, listed.output
     written = sum(len(t.timeline.read_commit_metadata(i).write_stats())
                   for i in t.timeline.completed_commits())
     assert sum(len(r["log_files"]) for r in rows) == written  # one log file per group and write

@@ -528,7 +528,11 @@ def table_files(
     for col in columns:
         out.add_column(col, justify="right" if col.endswith("size") else "left")
     for s in slices:
-        logs = "\n".join(os.path.basename(f) for f in s.log_files) or "-"
+        # a log file's name repeats the file id and base instant of its row: the rest tells
+        # the files apart (".log.<version>_<write token>"); --json gives the full names
+        head = f".{s.file_id}_{s.base_instant}"
+        logs = "\n".join(name.removeprefix(head) for name in map(os.path.basename, s.log_files))
+        logs = logs or "-"
         _add_row(out, s.partition_path or "(root)", s.file_id, s.base_instant,
                  s.base_file or "(log only)", _human_bytes(s.file_size), logs,
                  _human_bytes(s.log_bytes) if s.log_files else "-")
