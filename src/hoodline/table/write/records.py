@@ -132,8 +132,9 @@ def code_waves(
 ) -> Iterator[list[tuple[int, pa.Table]]]:
     """The rows of ``table`` grouped by ``codes`` (one non-negative code per row), a wave of
     groups at a time: ``(code, rows)`` for every code present, in ascending code order, each
-    group's rows in input order. A wave holds groups of about ``wave_bytes`` of input (and at
-    a multiple of ``threads`` groups); ``wave_bytes`` 0: every group in one wave.
+    group's rows in input order. A wave holds groups of about ``wave_bytes`` of input (a
+    multiple of ``threads`` groups, but the last wave); ``wave_bytes`` 0: every group in one
+    wave.
 
     The input is reordered window by window (``window`` rows of a record batch at a time, on
     ``threads`` threads): one take copies a window's rows of the wave's groups in code order,
@@ -157,6 +158,7 @@ def code_waves(
             part = batch.slice(lo, window)
             windows.append((at, part))
             at += part.num_rows
+
     def window_plan(item: tuple[int, pa.RecordBatch]) -> _Window:
         start, batch = item
         return _window(batch, codes[start : start + batch.num_rows])
