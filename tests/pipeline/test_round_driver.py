@@ -374,3 +374,33 @@ def test_a_declared_field_of_another_kind_than_the_tables_column_is_refused_at_s
     narrower = _config(src, table, schema={"id": "int64", "v": "string", "ts": "int32"})
     assert _driver(narrower, InProcessEngine())[0].run(once=True).records_read == 1
     assert _table_rows(table)[501] == "y"
+
+
+def test_a_json_line_without_its_key_reaches_the_error_table_as_written(
+    src: Path, tmp_path: Path
+) -> None:
+    """errors.tolerance = all: the reader rejects a line whose key or ordering field is null
+    or missing, keeping its bytes (extra fields, spacing) and line number; its neighbours
+    are written."""
+    lines = [b'{"id": 500, "v": "a", "ts": 1}',
+             b'{ "v" : "nokey", "ts": 2, "extra": [1, 2, 3] }',
+             b'{"id": 501, "v": "b", "ts": null}',
+             b'{"id": 502, "v": "c", "ts": 3}']
+    (src / "c.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "jsonl"}},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+    assert cfg.errors.table_path.endswith("t_errors")
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    rows = _table_rows(table)
+    assert rows[500] == "a" and rows[502] == "c" and 501 not in rows
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).sort_by("row").to_pylist()
+    bad = [(e["value"], e["reason"], e["detail"].split(":")[0]) for e in errors
+           if e["file"].endswith("c.jsonl")]
+    assert bad == [(lines[1], "missing_key", "line 2"), (lines[2], "missing_key", "line 3")]

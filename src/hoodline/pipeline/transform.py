@@ -14,6 +14,7 @@ value) beats the key's records read before it and loses to those read after it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,16 @@ def keyed_schema(data_schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def required_fields(
+    record_key: Sequence[str], partition_fields: Sequence[str], ordering: str | None
+) -> tuple[str, ...]:
+    """Fields every record must carry, not null: the field of a single-field key, the partition
+    fields and the ordering field. A multi-field key needs one of its fields
+    (:func:`unkeyable_values`)."""
+    key = list(record_key) if len(record_key) == 1 else []
+    return tuple(dict.fromkeys([*key, *partition_fields, *([ordering] if ordering else [])]))
+
+
 @dataclass(frozen=True)
 class RecordSpec:
     """What a task needs to key records and write them (picklable)."""
@@ -73,13 +84,9 @@ class RecordSpec:
 
     @property
     def required(self) -> tuple[str, ...]:
-        """Fields every record must carry (a single key field, partition, ordering); a
-        multi-field key needs one of its fields (:func:`unkeyable_values`)."""
+        """Fields every record must carry (see :func:`required_fields`)."""
         cfg = self.ctx.config
-        fields = [*cfg.non_null_key_fields, *cfg.partition_fields]
-        if cfg.precombine_field:
-            fields.append(cfg.precombine_field)
-        return tuple(dict.fromkeys(fields))
+        return required_fields(cfg.record_key_fields, cfg.partition_fields, cfg.precombine_field)
 
     @property
     def all_deletes(self) -> bool:

@@ -38,6 +38,10 @@ class FileSourceConfig:
     csv_header: bool = True
     tolerate_errors: bool = False
     splits_per_request: int = 1
+    #: JSON lines with a declared schema: fields a line must hold, not null. A line without
+    #: them is rejected alone (``missing_key``, its bytes and line number kept), like other bad
+    #: lines. A pipeline passes its key, partition and ordering fields (Python API only).
+    required_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "format", o.FORMAT.convert(self.format))
@@ -58,9 +62,13 @@ class FileSourceConfig:
 
     @classmethod
     def from_options(
-        cls, raw: Mapping[str, object] | Options, schema: pa.Schema | None = None
+        cls,
+        raw: Mapping[str, object] | Options,
+        schema: pa.Schema | None = None,
+        required_fields: tuple[str, ...] = (),
     ) -> FileSourceConfig:
-        """Read and validate all options; ``schema`` (Python API) overrides the 'schema' option."""
+        """Read and validate all options; ``schema`` (Python API) overrides the 'schema' option;
+        ``required_fields``: see the attribute."""
         opts = raw if isinstance(raw, Options) else Options(raw, known=o.ALL_OPTIONS)
         declared = schema
         text = opts.get(o.SCHEMA)
@@ -84,4 +92,5 @@ class FileSourceConfig:
             csv_header=opts.get(o.CSV_HEADER),
             tolerate_errors=opts.get(o.ERRORS_TOLERANCE) is ErrorTolerance.ALL,
             splits_per_request=opts.get(o.SPLITS_PER_REQUEST),
+            required_fields=required_fields,
         )

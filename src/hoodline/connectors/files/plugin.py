@@ -51,6 +51,7 @@ from hoodline.pipeline.transform import (
     delete_flags,
     empty_errors,
     key_records,
+    required_fields,
     unkeyable_records,
     without_rows,
 )
@@ -155,7 +156,10 @@ class FilesPlugin(SourcePlugin):
         if config.errors.tolerance is ErrorTolerance.ALL:
             options.setdefault("errors.tolerance", ErrorTolerance.ALL.value)
         schema = config.schema if config.source.format is SourceFormat.JSON else None
-        return cls(FileSource.from_options(options, schema=schema))
+        t = config.table
+        # JSON lines without them are rejected by the reader, which still has their bytes
+        required = required_fields(t.record_key, t.partition_fields, t.precombine_field)
+        return cls(FileSource.from_options(options, schema=schema, required_fields=required))
 
     @property
     def identity(self) -> str:

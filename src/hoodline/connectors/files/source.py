@@ -50,10 +50,15 @@ class FileSource(
 
     @classmethod
     def from_options(
-        cls, options: Mapping[str, object] | Options, schema: pa.Schema | None = None
+        cls,
+        options: Mapping[str, object] | Options,
+        schema: pa.Schema | None = None,
+        required_fields: tuple[str, ...] = (),
     ) -> FileSource:
-        """Validate ``options`` (unknown keys are refused); ``schema`` overrides 'schema'."""
-        return cls(FileSourceConfig.from_options(options, schema=schema))
+        """Validate ``options`` (unknown keys are refused); ``schema`` overrides 'schema';
+        ``required_fields``: see :class:`FileSourceConfig`."""
+        return cls(FileSourceConfig.from_options(options, schema=schema,
+                                                 required_fields=required_fields))
 
     @property
     def boundedness(self) -> Boundedness:

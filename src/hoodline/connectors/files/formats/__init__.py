@@ -48,7 +48,8 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
         return read_parquet(split, config.schema, config.batch_size, config.use_threads)
     if config.format is FileFormat.JSONL:
         return read_jsonl(split, config.schema, config.block_size, config.use_threads,
-                          isolate_records=config.tolerate_errors)
+                          isolate_records=config.tolerate_errors,
+                          required=config.required_fields)
     return read_csv(
         split,
         config.schema,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -56,11 +56,14 @@ def read_jsonl(
     block_size: int,
     use_threads: bool = True,
     isolate_records: bool = False,
+    required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Batches of the lines owned by ``split``, after skipping ``split.records_to_skip`` records.
 
     With ``isolate_records`` and a ``schema``, lines that are not a record of the schema come as
-    rejected-records batches instead of failing the split (see the module docs)."""
+    rejected-records batches instead of failing the split (see the module docs); so do lines
+    where a field of ``required`` is null or missing (a not-null field of the schema: also
+    without ``isolate_records``, then failing the split)."""
     try:
         f = open_binary(split.path)  # closed in finally
     except OSError as exc:
@@ -74,7 +77,9 @@ def read_jsonl(
             return
         to_skip = split.records_to_skip
         batches = (
-            _isolating_batches(f, start, end, split, schema, block_size, use_threads)
+            # ``required`` only when isolating: otherwise the caller names such a record itself
+            _isolating_batches(f, start, end, split, schema, block_size, use_threads,
+                               required if isolate_records else ())
             if schema is not None
             else _inferred_batches(f, start, end, block_size, use_threads)
         )
@@ -115,8 +120,10 @@ def _isolating_batches(
     schema: pa.Schema,
     block_size: int,
     use_threads: bool,
+    required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Rows of ``schema`` and rejected-records batches of ``[start, end)``, in file order."""
+    must_hold = list(dict.fromkeys([*(x.name for x in schema if not x.nullable), *required]))
     read_options = pj.ReadOptions(use_threads=use_threads, block_size=block_size)
     parse = pj.ParseOptions(
         explicit_schema=parse_schema(schema), unexpected_field_behavior="ignore"
@@ -127,12 +134,12 @@ def _isolating_batches(
     lines_before = 0  # lines of the split before the current chunk
     for data in _line_chunks(f, start, end, block_size * _BLOCKS_PER_CHUNK):
         lines = _Lines(data)
-        good = _parse_whole(data, lines, read_options, parse, schema, where)
+        good = _parse_whole(data, lines, read_options, parse, schema, where, must_hold)
         if good is not None:
             yield from good
         else:
             if decoder is None:
-                decoder = JsonDecoder(schema, required=[x.name for x in schema if not x.nullable])
+                decoder = JsonDecoder(schema, required=must_hold)
             if first_line is None:
                 first_line = count_newlines_before(f, start) + 1
             yield from _decode_lines(lines, decoder, first_line + lines_before)
@@ -216,9 +223,11 @@ def _parse_whole(
     parse: pj.ParseOptions,
     schema: pa.Schema,
     where: str,
+    required: Sequence[str] = (),
 ) -> list[pa.RecordBatch] | None:
     """The chunk's rows in one bulk parse, or None when a line needs to be looked at alone: the
-    parse failed, the rows do not match the lines one to one, or a row breaks the schema."""
+    parse failed, the rows do not match the lines one to one, a row breaks the schema or lacks
+    a ``required`` field."""
     whole = pa.Array.from_buffers(  # the chunk as one value: no copy
         pa.large_binary(), 1,
         [None, pa.py_buffer(np.array([0, len(data)], dtype=np.int64)), pa.py_buffer(data)])
@@ -229,6 +238,8 @@ def _parse_whole(
     except pa.ArrowInvalid:
         return None
     if table.num_rows != lines.count - int(lines.blank.sum()):
+        return None
+    if any(table.column(name).null_count for name in required if name in table.column_names):
         return None
     try:
         return [conform(b, schema, where) for b in table.to_batches() if b.num_rows]
