@@ -197,22 +197,20 @@ def _family(t: pa.DataType) -> str:
     return str(t)
 
 
+def _other_kind(have: pa.DataType, want: pa.DataType) -> bool:
+    """A column of type ``have`` cannot go into the table's ``want`` whatever its values: another
+    kind of type (a string for a number, ...) that no promotion widens."""
+    return have != want and not widens(want, have) and _family(have) != _family(want)
+
+
 def type_conflicts(incoming: pa.Schema, table_schema: pa.Schema | None) -> list[str]:
-    """The columns of ``incoming`` that :func:`conform_types` would refuse whatever their
-    values: the table stores another kind of type (a string column for a number, ...), which
-    no promotion widens. One text per column: name, both types."""
+    """The columns of ``incoming`` that :func:`conform_types` refuses whatever their values
+    (:func:`_other_kind`). One text per column: name, both types."""
     if table_schema is None:
         return []
-    out: list[str] = []
-    for fld in incoming:
-        if fld.name not in table_schema.names:
-            continue
-        want = table_schema.field(fld.name).type
-        if fld.type == want or widens(want, fld.type):
-            continue
-        if _family(fld.type) != _family(want):
-            out.append(f"'{fld.name}' is {fld.type}, the table stores {want}")
-    return out
+    stored = {f.name: f.type for f in table_schema}
+    return [f"'{f.name}' is {f.type}, the table stores {stored[f.name]}"
+            for f in incoming if f.name in stored and _other_kind(f.type, stored[f.name])]
 
 
 def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
@@ -234,7 +232,7 @@ def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
             continue  # a promotion widens the table's column (check_evolution)
         col = table.column(i)
         sample = next((v for v in col.to_pylist()[:1000] if v is not None), None)
-        if _family(fld.type) != _family(want):
+        if _other_kind(fld.type, want):
             raise InvalidRecordsError(
                 f"column '{fld.name}' has type {fld.type} but the table stores {want} "
                 f"(sample value {sample!r}); convert the column to {want} before writing"
