@@ -124,7 +124,7 @@ def read_slice_base(
     assert s.base_file is not None
     path = table.absolute(s.base_file)
     pf = open_base_file(path, s)
-    wanted = [n for n in schema.names if n in pf.schema_arrow.names]
+    wanted = _stored_columns(pf, schema.names)
     if row_groups is None:
         data = pf.read(columns=wanted, use_threads=threads)
     else:
@@ -147,7 +147,7 @@ def slice_base_row_groups(
     assert s.base_file is not None
     path = table.absolute(s.base_file)
     pf = opened if opened is not None else open_base_file(path, s)
-    wanted = [n for n in schema.names if n in pf.schema_arrow.names]
+    wanted = _stored_columns(pf, schema.names)
     for data in by_row_group.row_groups(pf, wanted, have):
         yield _conform(data, schema, str(path))
 
@@ -222,6 +222,13 @@ def open_base_file(
             f"base file '{path}' of committed instant {s.base_instant} is missing "
             "(cleaned or deleted outside hoodline)"
         ) from None
+
+
+def _stored_columns(pf: pq.ParquetFile, names: Sequence[str]) -> list[str]:
+    """The ``names`` the file stores, in their order (``schema_arrow`` is converted anew on
+    every access: once per name, that cost a compaction ~4 ms per file of 18 columns)."""
+    stored = set(pf.schema_arrow.names)
+    return [n for n in names if n in stored]
 
 
 def _apply_filter(data: pa.Table, row_filter: pc.Expression) -> pa.Table:
@@ -305,7 +312,7 @@ def iter_snapshot_batches(
             continue
         path = table.absolute(s.base_file)
         pf = open_base_file(path, s)
-        wanted = [n for n in target.names if n in pf.schema_arrow.names]
+        wanted = _stored_columns(pf, target.names)
         for batch in pf.iter_batches(batch_size=batch_size, columns=wanted):
             conformed = _conform(pa.Table.from_batches([batch]), target, str(path))
             yield from conformed.to_batches()
