@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hoodline import spans
 from hoodline.spans import byte_spans, span_bytes
 
 
@@ -18,7 +20,7 @@ def _check(buf: bytes, starts: list[int], lengths: list[int]) -> None:
     arr = byte_spans(np.frombuffer(buf, np.uint8), np.asarray(starts, np.int64),
                      np.asarray(lengths, np.int64))
     arr.validate(full=True)
-    assert arr.type == pa.large_binary() and arr.null_count == 0
+    assert arr.type == pa.binary() and arr.null_count == 0  # 32-bit offsets hold the positions
     want = _expected(buf, starts, lengths)
     assert arr.to_pylist() == want
     assert span_bytes(arr).tobytes() == b"".join(want)
@@ -33,6 +35,19 @@ def test_ranges_in_buffer_order_with_gaps_and_empty_ones() -> None:
 def test_overlapping_and_backward_ranges() -> None:
     buf = bytes(range(50))
     _check(buf, [10, 5, 5, 40, 0], [10, 20, 0, 10, 3])
+
+
+def test_positions_past_32_bits_give_large_binary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A buffer whose positions 32-bit offsets cannot hold gives ``large_binary`` values
+    (the limit is lowered here: such a buffer is 2 GiB)."""
+    monkeypatch.setattr(spans, "_INT32_MAX", 10)
+    buf = bytes(range(30))
+    for starts, lengths in (([2, 12, 20], [3, 4, 5]), ([20, 2, 2], [5, 8, 3])):  # tiled, gathered
+        arr = byte_spans(np.frombuffer(buf, np.uint8), np.asarray(starts, np.int64),
+                         np.asarray(lengths, np.int64))
+        arr.validate(full=True)
+        assert arr.type == pa.large_binary()
+        assert arr.to_pylist() == _expected(buf, starts, lengths)
 
 
 def test_no_ranges() -> None:

@@ -117,6 +117,32 @@ def test_decoder_reads_fastavro_datums_with_null_second_and_required_fields() ->
     assert length_prefixed(encode_records(table, schema)) == body
 
 
+def test_a_required_long_after_an_optional_field_of_every_kind_reads_its_own_bytes() -> None:
+    """A union's branch is read with the byte after it, which the value's first varint byte
+    then uses: a value read otherwise (float, double, boolean, fixed, string, long) must not
+    leave that byte for the required long after it."""
+    value_types: list[Any] = [
+        "float", "double", "boolean", {"type": "fixed", "name": "F", "size": 3}, "string", "long",
+        "int", {"type": "enum", "name": "E", "symbols": ["X", "Y"]},
+    ]
+    values = [1.5, -2.25, True, b"\x81\x82\x83", "\x7f" * 200, 1 << 40, 3, "Y"]
+    fields: list[dict[str, Any]] = []
+    row: dict[str, Any] = {}
+    for i, (t, v) in enumerate(zip(value_types, values, strict=True)):
+        fields += [{"name": f"o{i}", "type": ["null", t]}, {"name": f"r{i}", "type": "long"}]
+        row.update({f"o{i}": v, f"r{i}": 100 + i})
+    schema = {"type": "record", "name": "r", "fields": fields}
+    rows = [row, {**row, "o0": None, "o3": None}]
+    parsed = fastavro.parse_schema(schema)
+    body = b""
+    for r in rows:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, r)
+        body += len(buf.getvalue()).to_bytes(4, "big") + buf.getvalue()
+    starts, ends = record_offsets(body, 0, len(rows))
+    assert decode_records(body, starts, ends, schema).to_pylist() == rows
+
+
 def test_nested_records_take_the_generic_path_and_still_match_fastavro() -> None:
     table = pa.table(
         {
@@ -186,6 +212,22 @@ def test_a_string_running_into_the_next_record_fails_as_corrupt() -> None:
     assert content[first + 1] == 0x0A
     content[first + 1] = 0x10
     with pytest.raises(TableError, match="corrupt"):
+        decode_records(bytes(content), starts, ends, schema)
+
+
+def test_strings_are_checked_to_be_utf8_naming_the_field() -> None:
+    """ASCII strings are viewed as they are, others checked by Arrow: bytes that are not
+    UTF-8 in a string field fail naming it, not as a string column holding them."""
+    table = pa.table({"n": pa.array([1, 2]), "s": pa.array(["plain", "caf\u00e9"])})
+    schema = arrow_to_avro(table.schema, "t")
+    content = bytearray(length_prefixed(encode_records(table, schema)))
+    starts, ends = record_offsets(bytes(content), 0, 2)
+    back = decode_records(bytes(content), starts, ends, schema)
+    back.validate(full=True)
+    assert back.column("s").to_pylist() == ["plain", "caf\u00e9"]
+    at = bytes(content).index("caf\u00e9".encode())
+    content[at + 3] = 0xFF  # the first byte of the two-byte é
+    with pytest.raises(TableError, match="field 's' holds a value that is not UTF-8"):
         decode_records(bytes(content), starts, ends, schema)
 
 
