@@ -199,7 +199,9 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
     ctx, op, schema = task.ctx, task.operation, task.schema
     table = ctx.table()
     s = planned_slice(op)
-    logs = read_slice_logs(table, s, schema, task.visible)
+    # the log records as they are written: not the file name (the new file names itself),
+    # the commit time and partition path as dictionaries (one value per block, usually)
+    logs = read_slice_logs(table, s, merge_schema(without(schema, (FILE_NAME,))), task.visible)
     name = base_file_name(op.file_id, write_token(task.task_id, 0), ctx.instant_ts)
     # the columns as the writers write them (nullability of the table schema), so a base file
     # a writer wrote can have its row groups copied
@@ -288,8 +290,10 @@ def compact_file_group(task: CompactionTask) -> WriteStat:
 
 def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     """``rows`` as ``schema``: the base file's columns but ``_hoodie_file_name``, which names
-    the new file and which its writer gives."""
-    return rows.drop_columns([FILE_NAME]).cast(schema)
+    the new file and which its writer gives (log records come without it)."""
+    if FILE_NAME in rows.schema.names:
+        rows = rows.drop_columns([FILE_NAME])
+    return rows.cast(schema)
 
 
 def run_compaction(

@@ -143,6 +143,46 @@ def test_a_required_long_after_an_optional_field_of_every_kind_reads_its_own_byt
     assert decode_records(body, starts, ends, schema).to_pylist() == rows
 
 
+@pytest.mark.parametrize(
+    "when",
+    [
+        ["20261128101500123"] * 3,  # one commit time: one dictionary value, no copy
+        ["20261128101500123", "20261128101500123", "20261128101500999"],  # last one differs
+        ["20261128101500999", "20261128101500123", "20261128101500999"],  # a middle one does
+        ["a", "bb", "a"],  # lengths differ
+        ["", "", ""],  # the same empty value
+        ["same", None, "same"],  # a null
+    ],
+)
+def test_the_reader_gets_its_columns_strings_as_dictionaries_where_it_asks(
+    when: list[str | None],
+) -> None:
+    """``wanted`` names the reader's columns: others are stepped over (the fields after them
+    still read their own bytes), and a string column it types dictionary<int32, string>
+    comes as one, with a single value when every record holds the same."""
+    table = pa.table({
+        "skipped": pa.array(["x" * 300, None, "yz"]),
+        "when": pa.array(when, pa.string()),
+        "n": pa.array([1, 2 << 40, -3]),
+        "tail": pa.array(["p", "q", None]),
+    })
+    schema = arrow_to_avro(table.schema, "t")
+    content = length_prefixed(encode_records(table, schema))
+    starts, ends = record_offsets(content, 0, 3)
+    dictionary = pa.dictionary(pa.int32(), pa.string())
+    wanted = pa.schema([("n", pa.int64()), ("when", dictionary), ("tail", pa.string())])
+    back = decode_records(content, starts, ends, schema, wanted)
+    back.validate(full=True)
+    assert back.column_names == ["when", "n", "tail"]  # the block's order, without 'skipped'
+    assert back.schema.field("when").type == dictionary
+    assert back.column("when").to_pylist() == when
+    assert back.column("n").to_pylist() == [1, 2 << 40, -3]
+    assert back.column("tail").to_pylist() == ["p", "q", None]
+    distinct = list(dict.fromkeys(w for w in when if w is not None))
+    assert back.column("when").chunk(0).dictionary.to_pylist() == distinct
+    assert decode_records(content, starts, ends, schema).equals(table)  # no wanted: every one
+
+
 def test_nested_records_take_the_generic_path_and_still_match_fastavro() -> None:
     table = pa.table(
         {

@@ -170,9 +170,11 @@ def test_consecutive_avro_blocks_of_one_schema_decode_in_one_pass(
     calls: list[int] = []
     real = content.decode_records
 
-    def counting(data: bytes | memoryview, starts: Any, ends: Any, schema: Any) -> pa.Table:
+    def counting(
+        data: bytes | memoryview, starts: Any, ends: Any, schema: Any, wanted: Any = None
+    ) -> pa.Table:
         calls.append(len(starts))
-        return real(data, starts, ends, schema)
+        return real(data, starts, ends, schema, wanted)
 
     monkeypatch.setattr(content, "decode_records", counting)
     together = read_data_blocks(blocks)

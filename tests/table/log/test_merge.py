@@ -190,9 +190,9 @@ def test_consecutive_data_blocks_are_read_together_up_to_the_byte_bound(
     runs: list[int] = []
     real = merge.read_data_blocks
 
-    def spy(run: Sequence[LogBlock]) -> pa.Table:
+    def spy(run: Sequence[LogBlock], wanted: pa.Schema | None = None) -> pa.Table:
         runs.append(len(run))
-        return real(run)
+        return real(run, wanted)
 
     monkeypatch.setattr(merge, "read_data_blocks", spy)
     conform = lambda t, _where: t.select(SCHEMA.names).cast(  # noqa: E731

@@ -20,6 +20,7 @@ slower.
 from __future__ import annotations
 
 import decimal
+import enum
 import functools
 import io
 import itertools
@@ -668,13 +669,68 @@ class _Cursor:
         self.pos = self.pos + lens
         return spans
 
+    def skip(self, rows: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]) -> None:
+        """Step over the ``lengths`` bytes at each row's position (none elsewhere)."""
+        self.peek = None
+        lens = np.where(rows, lengths, 0)
+        if (lens < 0).any():
+            raise TableError("negative Avro length; the log block is corrupt")
+        if len(lens) and (lens > len(self.buf) - self.pos).any():
+            raise TableError("Avro record runs past its block; the log block is corrupt")
+        self.pos = self.pos + lens
+
+    def shared(self, lengths: npt.NDArray[np.int64]) -> bytes | None:
+        """The bytes at every row's position, when every row holds the same ``lengths[0]``
+        bytes there (at most 64; a block's commit time, a partition path), stepping over them;
+        None (positions unmoved) otherwise."""
+        n = len(self.pos)
+        if n == 0:
+            return None
+        width = int(lengths[0])
+        if not 0 <= width <= 64 or (lengths != width).any():
+            return None
+        if int(self.pos.max()) + width > self.size:
+            raise TableError("Avro record runs past its block; the log block is corrupt")
+        first, last = int(self.pos[0]), int(self.pos[-1])
+        value = self.buf[first:first + width]
+        if not np.array_equal(value, self.buf[last:last + width]):  # a quick no, often
+            return None
+        view: U8 = np.ndarray(
+            (self.size + 8 - width + 1, width), dtype=np.uint8, buffer=self.buf, strides=(1, 1))
+        if not (view[self.pos] == value).all():
+            return None
+        self.peek = None
+        self.pos = self.pos + width
+        return value.tobytes()
+
+
+class Delivery(enum.Enum):
+    """What :func:`decode_records` gives of a top-level field."""
+
+    #: its values, typed as hoodline reads the Avro type
+    VALUES = "values"
+    #: a string field as ``dictionary<int32, string>``: one value and no copy of it when
+    #: every record holds the same (a block's commit time, a file group's partition path)
+    DICTIONARY = "dictionary"
+    #: nothing: the reader does not want it (strings are stepped over, not copied)
+    NOTHING = "nothing"
+
+
+#: the dictionary type of :attr:`Delivery.DICTIONARY`
+STRING_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
 
 def _decode_field(
-    cur: _Cursor, f: FlatField, n: int, active: npt.NDArray[np.bool_] | None = None
-) -> pa.Array:
+    cur: _Cursor,
+    f: FlatField,
+    n: int,
+    active: npt.NDArray[np.bool_] | None = None,
+    delivery: Delivery = Delivery.VALUES,
+) -> pa.Array | None:
     """Field ``f`` of every record (``active``: only of these -- the records whose enclosing
     optional record is present; the others are not advanced and hold a zero value, valid, so
-    that a required child has no nulls: the enclosing struct is null there)."""
+    that a required child has no nulls: the enclosing struct is null there). ``delivery``
+    (string fields): see :class:`Delivery`; None when it is NOTHING."""
     act = np.ones(n, dtype=bool) if active is None else active
     present = act
     if f.value_branch is not None:
@@ -685,7 +741,11 @@ def _decode_field(
     validity = None if not nulls else pa.array(~null_rows).buffers()[1]
     kind = f.kind
     if kind == "record":
-        kids = [_decode_field(cur, c, n, present) for c in f.children]
+        kids: list[pa.Array] = []
+        for c in f.children:
+            kid = _decode_field(cur, c, n, present)
+            assert kid is not None  # a child's values are always delivered
+            kids.append(kid)
         return pa.StructArray.from_arrays(
             kids, fields=[pa.field(c.name, k.type) for c, k in zip(f.children, kids, strict=True)],
             mask=pa.array(null_rows) if nulls else None)
@@ -717,12 +777,25 @@ def _decode_field(
         return pa.array(floats, mask=mask)
     if kind in ("string", "bytes"):
         lengths = cur.varint(present)
+        if delivery is Delivery.NOTHING:
+            cur.skip(present, lengths)
+            return None
+        dictionary = kind == "string" and delivery is Delivery.DICTIONARY
+        if dictionary and not nulls:
+            shared = cur.shared(lengths)
+            if shared is not None:
+                one = pa.Array.from_buffers(pa.binary(), 1, [
+                    None, pa.py_buffer(np.array([0, len(shared)], np.int32)),
+                    pa.py_buffer(shared)])
+                return pa.DictionaryArray.from_arrays(
+                    pa.array(np.zeros(n, dtype=np.int32)), _utf8(one, f.name))
         arr = cur.spans(present, lengths)
         arr = pa.Array.from_buffers(
             arr.type, n, [validity, arr.buffers()[1], arr.buffers()[2]], null_count=nulls
         )
         if kind == "string":
-            return _utf8(arr, f.name)
+            text = _utf8(arr, f.name)
+            return pc.dictionary_encode(text) if dictionary else text
         return arr.cast(pa.binary())
     if kind == "fixed":
         mat = cur.fixed(present, f.size)
@@ -813,25 +886,52 @@ def record_offsets(content: bytes | memoryview, start: int, count: int) -> tuple
 
 
 def decode_records(
-    content: bytes | memoryview, starts: I64, ends: I64, schema: dict[str, Any]
+    content: bytes | memoryview,
+    starts: I64,
+    ends: I64,
+    schema: dict[str, Any],
+    wanted: pa.Schema | None = None,
 ) -> pa.Table:
     """The records at ``[starts[i], ends[i])`` of ``content`` as an Arrow table (column per
-    schema field, Arrow types as hoodline reads Avro types)."""
+    schema field, Arrow types as hoodline reads Avro types).
+
+    ``wanted``: the reader's columns. Flat schemas then give only the fields it names, and a
+    string field it types ``dictionary<int32, string>`` as such a dictionary (see
+    :class:`Delivery`); other schemas give every field (the reader conforms them)."""
     n = len(starts)
     fields = flat_fields(schema, records=True)
     if fields is None or _has_bytes_decimal(fields):
         return _decode_generic(content, starts, ends, schema)
     buf = np.frombuffer(content, dtype=np.uint8)
     cur = _Cursor(buf, starts, ends)
-    cols = [_decode_field(cur, f, n) for f in fields]
+    cols: list[pa.Array] = []
+    names: list[str] = []
+    for f in fields:
+        delivery = _delivery(f.name, wanted)
+        col = _decode_field(cur, f, n, delivery=delivery)
+        if col is not None and delivery is not Delivery.NOTHING:
+            cols.append(col)
+            names.append(f.name)
     if n and (cur.pos != ends).any():
         raise TableError("Avro record longer than its schema; the log block is corrupt")
-    table = pa.Table.from_arrays(cols, names=[f.name for f in fields])
+    table = pa.Table.from_arrays(cols, names=names)
     if any(f.children for f in fields):  # struct fields typed as the schema reads (nullability)
         from hoodline.table.schema import avro_schema_json_to_arrow
 
-        table = table.cast(avro_schema_json_to_arrow(json.dumps(schema)))
+        full = avro_schema_json_to_arrow(json.dumps(schema))
+        table = table.cast(pa.schema([
+            pa.field(name, col.type) if pa.types.is_dictionary(col.type) else full.field(name)
+            for name, col in zip(names, cols, strict=True)]))
     return table
+
+
+def _delivery(name: str, wanted: pa.Schema | None) -> Delivery:
+    if wanted is None:
+        return Delivery.VALUES
+    at = wanted.get_field_index(name)
+    if at < 0:
+        return Delivery.NOTHING
+    return Delivery.DICTIONARY if wanted.field(at).type == STRING_DICTIONARY else Delivery.VALUES
 
 
 def _has_bytes_decimal(fields: list[FlatField] | tuple[FlatField, ...]) -> bool:

@@ -192,9 +192,11 @@ def block_schema(block: LogBlock) -> dict[str, Any]:
     return schema
 
 
-def read_data_blocks(blocks: Sequence[LogBlock]) -> pa.Table:
+def read_data_blocks(blocks: Sequence[LogBlock], wanted: pa.Schema | None = None) -> pa.Table:
     """The records of consecutive data blocks of one type and one SCHEMA header (see
-    :func:`same_records_schema`), in block order, typed as that schema says.
+    :func:`same_records_schema`), in block order, typed as that schema says (``wanted``: the
+    reader's columns, see :func:`~hoodline.table.log.avro_codec.decode_records`; Parquet
+    blocks give every column).
 
     Avro blocks are decoded in one pass over their joined contents: the decoder's cost per
     call is ~1.5 ms whatever the record count, so decoding a slice's ~1,000-record blocks one by
@@ -214,7 +216,7 @@ def read_data_blocks(blocks: Sequence[LogBlock]) -> pa.Table:
     if len(blocks) == 1:
         content = blocks[0].content
         starts, ends = _avro_records(blocks[0])
-        return decode_records(content, starts, ends, schema)
+        return decode_records(content, starts, ends, schema, wanted)
     firsts: list[npt.NDArray[np.int64]] = []
     lasts: list[npt.NDArray[np.int64]] = []
     at = 0
@@ -226,7 +228,7 @@ def read_data_blocks(blocks: Sequence[LogBlock]) -> pa.Table:
         lasts.append(ends + at)
         at += len(block.content)
     joined = b"".join(b.content for b in blocks)
-    return decode_records(joined, np.concatenate(firsts), np.concatenate(lasts), schema)
+    return decode_records(joined, np.concatenate(firsts), np.concatenate(lasts), schema, wanted)
 
 
 def same_records_schema(a: LogBlock, b: LogBlock) -> bool:

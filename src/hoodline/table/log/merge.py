@@ -147,7 +147,8 @@ def replay_logs(
     * so a key's log record is decided by its records after its last delete that took effect;
       a key whose last event is such a delete loses its base row (:func:`apply_logs`).
 
-    ``conform(records, source)`` brings a block's records to ``schema``.
+    ``conform(records, source)`` brings a block's records to ``schema``; Avro blocks decode
+    only the fields ``schema`` has (its ``dictionary<int32, string>`` ones as dictionaries).
 
     ``blocks`` is emptied: each run of blocks is dropped once decoded, so the log file bytes
     they view can go while the rest decodes (a compaction holds the raw logs of a file slice
@@ -175,7 +176,7 @@ def replay_logs(
             seq += len(deletes.keys)
             continue
         try:
-            decoded = read_data_blocks(run)
+            decoded = read_data_blocks(run, schema)
         except TableError as exc:
             raise TableError(f"{where}: {exc}") from None
         data = conform(decoded, where)
