@@ -404,3 +404,28 @@ def test_a_json_line_without_its_key_reaches_the_error_table_as_written(
     bad = [(e["value"], e["reason"], e["detail"].split(":")[0]) for e in errors
            if e["file"].endswith("c.jsonl")]
     assert bad == [(lines[1], "missing_key", "line 2"), (lines[2], "missing_key", "line 3")]
+
+
+def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
+    src: Path, tmp_path: Path
+) -> None:
+    """errors.tolerance = all: a CSV value that is not of its declared type costs only its
+    row (to the error table with its CSV text, reason and row number); the file's other rows
+    are written."""
+    (src / "c.csv").write_text("id,v,ts\n500,a,1\n501,b,two\n502,c,3\n")
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "csv"}},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    rows = _table_rows(table)
+    assert rows[500] == "a" and rows[502] == "c" and 501 not in rows
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
+    bad = [(e["value"], e["reason"], e["detail"]) for e in errors if e["file"].endswith("c.csv")]
+    assert bad == [(b'"501","b","two"', "wrong_type",
+                    "row 2: column 'ts' holds 'two', which is not a int64")]

@@ -259,3 +259,66 @@ def test_changed_or_deleted_file_is_refused(data_dir: Path) -> None:
     p.unlink()
     with pytest.raises(FileSourceError, match="deleted"):
         list(read_split(split, config))
+
+
+CSV_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()),
+                        ("score", pa.float64())])
+
+
+def _csv_kinds(split: FileSourceSplit, config: FileSourceConfig) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for batch in read_split(split, config):
+        if is_rejected_records(batch):
+            out += [("bad", (r["reason"], r["detail"], r["value"])) for r in batch.to_pylist()]
+        else:
+            assert batch.schema.equals(CSV_SCHEMA)
+            out += [("row", (r["id"], r["name"], r["score"])) for r in batch.to_pylist()]
+    return out
+
+
+@pytest.mark.parametrize("block_size", [1024, 1 << 20])
+@pytest.mark.parametrize("delimiter", [",", ";"])
+def test_tolerance_all_isolates_csv_rows_whose_values_do_not_convert(
+    data_dir: Path, block_size: int, delimiter: str
+) -> None:
+    """A value that does not convert, or a null in a not-null column, costs only its row: the
+    row comes as a rejected record in place (its CSV text, reason, row number), the rows
+    around it are read, and positions count it (a resumed split skips exactly what was
+    emitted). Rows after the first block are isolated too, after rows already emitted."""
+    d = delimiter
+    good = [f"{i}{d}n{i}{d}{i}.5" for i in range(100, 160)]
+    bad = [f"x1{d}a{d}1.5", f"{d}b{d}2", f'2{d}"quoted{d} name"{d}abc', f"3{d}c{d}4.5",
+           f"4{d}{d}NA"]
+    p = data_dir / "mixed.csv"
+    p.write_text(f"id{d}name{d}score\n" + "\n".join(good + bad + good[:3]) + "\n")
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
+                              block_size=block_size, tolerate_errors=True, csv_delimiter=d)
+    want: list[tuple[str, object]] = [("row", (i, f"n{i}", i + 0.5)) for i in range(100, 160)]
+    want += [
+        ("bad", ("wrong_type", "row 61: column 'id' holds 'x1', which is not a int64",
+                 f'"x1"{d}"a"{d}"1.5"'.encode())),
+        ("bad", ("null_value", "row 62: column 'id' is declared not null but holds no value",
+                 f'""{d}"b"{d}"2"'.encode())),
+        ("bad", ("wrong_type", "row 63: column 'score' holds 'abc', which is not a double",
+                 f'"2"{d}"quoted{d} name"{d}"abc"'.encode())),
+        ("row", (3, "c", 4.5)),
+        ("row", (4, "", None)),
+    ] + [("row", (i, f"n{i}", i + 0.5)) for i in range(100, 103)]
+    assert _csv_kinds(split_of(p), config) == want
+    for skip in (1, 60, 61, 62, 63, 64, len(want) - 1):
+        assert _csv_kinds(split_of(p, skip=skip), config) == want[skip:], skip
+    strict = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
+                              block_size=block_size, csv_delimiter=d)
+    with pytest.raises(FileSourceError, match=r"mixed\.csv"):
+        list(read_split(split_of(p), strict))
+
+
+def test_a_csv_row_with_the_wrong_number_of_fields_still_rejects_the_file(
+    data_dir: Path,
+) -> None:
+    p = data_dir / "short.csv"
+    p.write_text("id,name,score\n1,a,1.5\nx,b,2\n3,c\n4,d,5\n")
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
+                              tolerate_errors=True)
+    with pytest.raises(FileSourceError, match=r"short\.csv' line 4"):
+        list(read_split(split_of(p), config))

@@ -1,5 +1,6 @@
 """What ``errors.tolerance=all`` skips, recorded and retrievable, never silent: whole files (or
-splits) that cannot be read, and single JSON lines that are not a record of the declared schema."""
+splits) that cannot be read, single JSON lines that are not a record of the declared schema, and
+single CSV rows whose values do not convert to it."""
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ class RejectedFile:
         return f"{self.split_id}: {self.reason} ({self.rows_emitted} rows emitted before)"
 
 
-#: Schema of a *rejected-records batch*: lines of a JSON-lines file that could not be read as a
-#: record of the declared schema (``errors.tolerance=all``). The reader emits such batches in
-#: file order between the batches of good rows, so every line keeps its row position; the
-#: pipeline writes them to the error table. ``value`` holds the line's bytes exactly as read,
-#: ``reason`` a code of :mod:`hoodline.formats.json_decoder`, ``detail`` names the line number.
+#: Schema of a *rejected-records batch*: lines of a JSON-lines file (or rows of a CSV file) that
+#: could not be read as a record of the declared schema (``errors.tolerance=all``). The reader
+#: emits such batches in file order between the batches of good rows, so every line keeps its
+#: row position; the pipeline writes them to the error table. ``value`` holds the line's bytes
+#: exactly as read (a CSV row: its values written back as a CSV line), ``reason`` a code of
+#: :mod:`hoodline.formats.json_decoder`, ``detail`` names the line (CSV: row) number.
 REJECTED_RECORDS_SCHEMA = pa.schema(
     [
         pa.field("value", pa.binary()),

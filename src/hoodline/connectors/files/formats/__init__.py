@@ -57,4 +57,5 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
         config.csv_delimiter,
         config.csv_header,
         config.use_threads,
+        isolate_records=config.tolerate_errors,
     )

@@ -3,6 +3,16 @@
 With a declared schema the file is streamed (``open_csv``) with the declared column types; without
 one it is parsed at once (``read_csv``) so type inference sees every row. Already emitted rows
 are skipped by the parser itself (``skip_rows_after_names``).
+
+With ``errors.tolerance = all`` a value that does not convert to its declared type (or a null in
+a not-null column) costs only its row: the rest of the file, from the first row not yet
+emitted, is parsed again single-threaded with every column as text, and each column is
+converted by pyarrow's CSV reader itself (the values written back as a one-column CSV), so rows
+convert exactly as in the streamed read. A column that does not convert is bisected to its bad
+rows, which come as rejected-records batches in place (the row as CSV text, a reason code and
+the row number), so every row keeps its position. That path reads the rest of the file about
+5x slower (1M rows of 4 columns, one bad value: 0.97 s against 0.21 s). A file that does not
+parse as CSV at all (a row with the wrong number of fields) is still rejected whole.
 """
 
 from __future__ import annotations
@@ -10,13 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from hoodline.connectors.files.formats.conform import conform
 from hoodline.connectors.files.location import is_url, open_binary
+from hoodline.connectors.files.rejections import rejected_records_batch
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
+from hoodline.formats.json_decoder import NULL_VALUE, WRONG_TYPE
 
 
 class _RowProblem:
@@ -32,7 +46,7 @@ class _RowProblem:
 
 
 def _options(
-    split: FileSourceSplit,
+    skip: int,
     schema: pa.Schema | None,
     block_size: int,
     delimiter: str,
@@ -40,10 +54,11 @@ def _options(
     use_threads: bool,
     problem: _RowProblem,
 ) -> tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions]:
+    """Options of a read of the file's data rows after the first ``skip``."""
     read_options = pcsv.ReadOptions(
         use_threads=use_threads,
         block_size=block_size,
-        skip_rows_after_names=split.records_to_skip,
+        skip_rows_after_names=skip,
         column_names=None if header else (schema.names if schema is not None else None),
     )
     parse_options = pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=problem)
@@ -66,24 +81,38 @@ def read_csv(
     delimiter: str,
     header: bool,
     use_threads: bool = True,
+    isolate_records: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Batches of a CSV file after skipping ``split.records_to_skip`` data rows."""
+    """Batches of a CSV file after skipping ``split.records_to_skip`` data rows; with
+    ``isolate_records`` and a ``schema``, rows whose values do not convert come as
+    rejected-records batches (see the module docs)."""
     if split.size == 0:
         return
     problem = _RowProblem()
-    options = _options(split, schema, block_size, delimiter, header, use_threads, problem)
+    options = _options(
+        split.records_to_skip, schema, block_size, delimiter, header, use_threads, problem)
     where = split.describe()
     try:
         if schema is not None:
-            reader = pcsv.open_csv(
-                _source(split.path),
-                read_options=options[0],
-                parse_options=options[1],
-                convert_options=options[2],
-            )
-            for batch in reader:
-                if batch.num_rows:
-                    yield conform(batch, schema, where)
+            read = 0  # rows of this read emitted so far
+            try:
+                reader = pcsv.open_csv(
+                    _source(split.path),
+                    read_options=options[0],
+                    parse_options=options[1],
+                    convert_options=options[2],
+                )
+                for batch in reader:
+                    if batch.num_rows:
+                        rows = conform(batch, schema, where)
+                        read += batch.num_rows
+                        yield rows
+            except (pa.ArrowInvalid, FileSourceError):
+                if not isolate_records or problem.line is not None:
+                    raise  # no isolation asked, or a row that is not CSV: the whole file
+                yield from _isolated_rows(
+                    split, schema, block_size, delimiter, header, split.records_to_skip + read,
+                    problem)
         else:
             table = pcsv.read_csv(
                 _source(split.path),
@@ -119,7 +148,7 @@ def _locate_bad_row(
     """Error path only: parse again single-threaded, where pyarrow reports row numbers."""
     problem = _RowProblem()
     read_options, parse_options, convert_options = _options(
-        split, schema, block_size, delimiter, header, False, problem
+        split.records_to_skip, schema, block_size, delimiter, header, False, problem
     )
     try:
         for _ in pcsv.open_csv(
@@ -132,3 +161,135 @@ def _locate_bad_row(
     except (pa.ArrowException, OSError, ValueError):
         pass
     return problem.line
+
+
+def _isolated_rows(
+    split: FileSourceSplit,
+    schema: pa.Schema,
+    block_size: int,
+    delimiter: str,
+    header: bool,
+    skip: int,
+    problem: _RowProblem,
+) -> Iterator[pa.RecordBatch]:
+    """The file's data rows after the first ``skip``, parsed single-threaded as text, then
+    converted column by column; rows that do not convert come as rejected-records batches."""
+    text = pa.schema([pa.field(f.name, pa.string()) for f in schema])
+    read_options, parse_options, convert_options = _options(
+        skip, text, block_size, delimiter, header, False, problem)
+    row = skip  # data rows of the file before the batch
+    for batch in pcsv.open_csv(
+        _source(split.path),
+        read_options=read_options,
+        parse_options=parse_options,
+        convert_options=convert_options,
+    ):
+        if batch.num_rows:
+            yield from _converted(batch, schema, row, delimiter)
+            row += batch.num_rows
+
+
+def _converted(
+    batch: pa.RecordBatch, schema: pa.Schema, first_row: int, delimiter: str
+) -> Iterator[pa.RecordBatch]:
+    """Rows of ``batch`` (every column text) in ``schema``, and rejected-records batches of
+    the rows that do not convert, in row order (``first_row``: the file's data rows before)."""
+    n = batch.num_rows
+    problems: list[tuple[str, str] | None] = [None] * n
+    columns: list[pa.Array] = []
+    for field in schema:
+        values = batch.column(field.name)
+        if field.type != pa.string():
+            try:
+                values = _csv_convert(values, field.type)
+            except pa.ArrowInvalid:
+                bad = _bad_rows(values, field.type)
+                for i in bad:
+                    if problems[i] is None:
+                        problems[i] = (WRONG_TYPE, f"column '{field.name}' holds "
+                                       f"{_shown(values[i].as_py())}, which is not a {field.type}")
+                # those values as nulls (an empty quoted value reads as null)
+                cleared = np.zeros(n, dtype=bool)
+                cleared[bad] = True
+                values = _csv_convert(pc.if_else(pa.array(cleared), "", values), field.type)
+        if not field.nullable and values.null_count:
+            for at in np.flatnonzero(np.asarray(values.is_null())).tolist():
+                if problems[at] is None:
+                    problems[at] = (NULL_VALUE, f"column '{field.name}' is declared not null "
+                                   "but holds no value")
+        columns.append(values)
+    rejected = np.array([p is not None for p in problems], dtype=bool)
+    rows = pa.RecordBatch.from_arrays(
+        columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
+    start = 0
+    while start < n:  # runs of good rows and of rejected rows, in order
+        stop = start + 1
+        while stop < n and rejected[stop] == rejected[start]:
+            stop += 1
+        if rejected[start]:
+            yield _rejections(batch.slice(start, stop - start), problems[start:stop],
+                              first_row + start, delimiter)
+        else:
+            yield pa.RecordBatch.from_arrays(
+                [c.slice(start, stop - start) for c in rows.columns], schema=schema)
+        start = stop
+
+
+def _csv_convert(values: pa.Array, to: pa.DataType) -> pa.Array:
+    """Text values converted to ``to`` as pyarrow's CSV reader converts a column (null values,
+    booleans, timestamps alike): written as a one-column CSV and read back with that type."""
+    sink = pa.BufferOutputStream()
+    pcsv.write_csv(pa.table({"v": values}), sink,
+                   write_options=pcsv.WriteOptions(include_header=False))
+    back = pcsv.read_csv(
+        pa.BufferReader(sink.getvalue()),
+        read_options=pcsv.ReadOptions(column_names=["v"], use_threads=False),
+        convert_options=pcsv.ConvertOptions(column_types={"v": to}),
+    ).column(0).combine_chunks()
+    if len(back) != len(values):  # every value is written quoted: no line is empty
+        raise FileSourceError(f"CSV values read back as {len(back)} rows, not {len(values)}")
+    return back
+
+
+def _bad_rows(values: pa.Array, to: pa.DataType) -> list[int]:
+    """Rows of ``values`` that do not convert to ``to``: halves are converted until each bad
+    value is alone (a few conversions per bad value, each in C++)."""
+    bad: list[int] = []
+    pending = [(0, len(values))]
+    while pending:
+        lo, hi = pending.pop()
+        try:
+            _csv_convert(values.slice(lo, hi - lo), to)
+        except pa.ArrowInvalid:
+            if hi - lo == 1:
+                bad.append(lo)
+            else:
+                mid = (lo + hi) // 2
+                pending += [(mid, hi), (lo, mid)]
+    return sorted(bad)
+
+
+def _shown(value: str | None, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _rejections(
+    rows: pa.RecordBatch, problems: list[tuple[str, str] | None], first_row: int, delimiter: str
+) -> pa.RecordBatch:
+    """A rejected-records batch of ``rows`` (text columns): each row as a CSV line of the
+    declared columns, every value quoted, fields separated by the file's delimiter."""
+    lines = []
+    for i in range(rows.num_rows):
+        sink = pa.BufferOutputStream()
+        pcsv.write_csv(pa.Table.from_batches([rows.slice(i, 1)]), sink,
+                       write_options=pcsv.WriteOptions(include_header=False, delimiter=delimiter))
+        lines.append(sink.getvalue().to_pybytes().rstrip(b"\r\n"))
+    reasons, details = [], []
+    for i, p in enumerate(problems):
+        assert p is not None
+        reasons.append(p[0])
+        details.append(f"row {first_row + i + 1}: {p[1]}")
+    return rejected_records_batch(
+        pa.array(lines, pa.binary()), pa.array(reasons, pa.string()),
+        pa.array(details, pa.string()))
