@@ -605,8 +605,9 @@ def _service_client(table: HudiTable, owner: str) -> Iterator[WriteClient]:
 def table_compact(path: TablePath) -> None:
     """Compact a merge-on-read table now: every file slice with log files gets a new base file.
 
-    Takes the table's writer lock (refused while a live writer writes; a pipeline compacts by
-    itself every 'hoodie.compact.inline.max.delta.commits' rounds)."""
+    Takes the table's writer lock (refused while a live writer writes). A pipeline compacts by
+    itself the slices with 'hoodie.compact.inline.max.delta.commits' log files whose logs hold
+    'hoodline.compaction.log-size-ratio' times their base file's bytes."""
     from hoodline.errors import TableError
     from hoodline.table.table import HudiTable
 

@@ -428,4 +428,49 @@ def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
     bad = [(e["value"], e["reason"], e["detail"]) for e in errors if e["file"].endswith("c.csv")]
     assert bad == [(b'"501","b","two"', "wrong_type",
-                    "row 2: column 'ts' holds 'two', which is not a int64")]
+                    "row 1 (counted from 0): column 'ts' holds 'two', which does not convert "
+                    "to int64")]
+    assert [e["row"] for e in errors if e["file"].endswith("c.csv")] == [1]  # the same number
+
+
+def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(
+    src: Path, tmp_path: Path
+) -> None:
+    """A row with the wrong number of fields rejects the file; rows of it read before (whole
+    blocks of read.block-size) stay in the table, and the error record says how many."""
+    good = "".join(f"{i},v{i},{i}\n" for i in range(500, 700))
+    (src / "c.csv").write_text("id,v,ts\n" + good + "701,short\n")
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "csv", "read.block-size": 1024,
+                               "read.use-threads": False}},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    kept = [k for k in _table_rows(table) if 500 <= k < 700]
+    assert 0 < len(kept) < 200
+    errors = [e for e in read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
+              if e["file"].endswith("c.csv")]
+    assert [e["reason"] for e in errors] == ["unreadable_file"]
+    assert errors[0]["detail"].endswith(f"; {len(kept)} row(s) of it read before the error are "
+                                        "kept")
+
+
+def test_the_file_sources_own_tolerance_is_refused_in_a_pipeline(src: Path, tmp_path: Path) -> None:
+    """[errors] tolerance decides for the source too; a second setting in [source.options]
+    used to win silently."""
+    doc = {
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "jsonl", "errors.tolerance": "none"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+    }
+    with pytest.raises(ConfigError, match=r"\[source.options\] \(files source\): "
+                       r"errors.tolerance = 'none': .*\[errors\] tolerance \(now 'all'\).*"
+                       r"remove it from \[source.options\]"):
+        config_from_dict(doc)

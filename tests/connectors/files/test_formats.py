@@ -295,22 +295,35 @@ def test_tolerance_all_isolates_csv_rows_whose_values_do_not_convert(
                               block_size=block_size, tolerate_errors=True, csv_delimiter=d)
     want: list[tuple[str, object]] = [("row", (i, f"n{i}", i + 0.5)) for i in range(100, 160)]
     want += [
-        ("bad", ("wrong_type", "row 61: column 'id' holds 'x1', which is not a int64",
-                 f'"x1"{d}"a"{d}"1.5"'.encode())),
-        ("bad", ("null_value", "row 62: column 'id' is declared not null but holds no value",
-                 f'""{d}"b"{d}"2"'.encode())),
-        ("bad", ("wrong_type", "row 63: column 'score' holds 'abc', which is not a double",
-                 f'"2"{d}"quoted{d} name"{d}"abc"'.encode())),
+        ("bad", ("wrong_type", "row 60 (counted from 0): column 'id' holds 'x1', which does "
+                 "not convert to int64", f'"x1"{d}"a"{d}"1.5"'.encode())),
+        ("bad", ("null_value", "row 61 (counted from 0): column 'id' is declared not null but "
+                 "holds no value", f'""{d}"b"{d}"2"'.encode())),
+        ("bad", ("wrong_type", "row 62 (counted from 0): column 'score' holds 'abc', which "
+                 "does not convert to double", f'"2"{d}"quoted{d} name"{d}"abc"'.encode())),
         ("row", (3, "c", 4.5)),
         ("row", (4, "", None)),
     ] + [("row", (i, f"n{i}", i + 0.5)) for i in range(100, 103)]
     assert _csv_kinds(split_of(p), config) == want
     for skip in (1, 60, 61, 62, 63, 64, len(want) - 1):
         assert _csv_kinds(split_of(p, skip=skip), config) == want[skip:], skip
+    # without tolerance the file fails, naming its first bad row as the error table would
     strict = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
                               block_size=block_size, csv_delimiter=d)
-    with pytest.raises(FileSourceError, match=r"mixed\.csv"):
+    with pytest.raises(FileSourceError, match=r"mixed\.csv' row 60 \(counted from 0\): "
+                       r"column 'id' holds 'x1', which does not convert to int64 \(wrong_type\)"):
         list(read_split(split_of(p), strict))
+    with pytest.raises(FileSourceError, match=r"row 61 .* declared not null .*\(null_value\)"):
+        list(read_split(split_of(p, skip=61), strict))
+
+
+def test_a_declared_column_the_csv_header_lacks_is_named(data_dir: Path) -> None:
+    p = data_dir / "cols.csv"
+    p.write_text("id,label,score\n1,a,1.5\n")
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA)
+    with pytest.raises(FileSourceError, match=r"cols\.csv.* has no column 'name' of the declared "
+                       r"schema \(its header names \['id', 'label', 'score'\]\)"):
+        list(read_split(split_of(p), config))
 
 
 def test_a_csv_row_with_the_wrong_number_of_fields_still_rejects_the_file(

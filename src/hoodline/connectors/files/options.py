@@ -186,21 +186,24 @@ ERRORS_TOLERANCE = option(
     "errors.tolerance",
     ErrorTolerance,
     ErrorTolerance.NONE,
+    "Python API (a FileSource built in code): a pipeline sets it from [errors] tolerance and "
+    "refuses it here. "
     "'none': a file that cannot be read or parsed fails the source with a FileSourceError naming "
     "the file (and line / row group when known). 'all': with a declared 'schema', a JSON line "
     "that is not one object of the schema (invalid JSON, another JSON type, a value of the wrong "
     "type) is emitted in place as a rejected-records batch (the line's bytes, a reason code and "
     "the line number; see hoodline.connectors.files.rejections) and the file's other lines are "
     "read; so is a CSV row with a value that does not convert to its declared type, or no value "
-    "in a not-null column (the row as CSV text with every value quoted, a reason code and the "
-    "row number, counted from 1 after the header); a pipeline writes such lines and rows to its "
-    "error table. A file that cannot be read at all (a CSV row with the wrong number of fields, "
-    "Parquet errors, JSON lines without a declared schema, a file changed or deleted after "
-    "discovery) is logged, recorded as rejected (FileSource/enumerator/reader "
-    "'rejected_files', kept in the checkpointed enumerator state) and skipped; rows of it "
-    "emitted before the error are not taken back and the rejection says how many there were "
-    "(CSV is parsed in blocks of about 1 MiB: of a small file, usually none). A rejected file "
-    "is not read again under its name: write the fixed file under a new name.",
+    "in a not-null column (the row's declared columns as a CSV line with every value quoted, a "
+    "reason code and the row number, counted from 0 after the header); a pipeline writes such "
+    "lines and rows to its error table. A file that cannot be read at all (a CSV row with the "
+    "wrong number of fields, Parquet errors, JSON lines without a declared schema, a file "
+    "changed or deleted after discovery) is logged, recorded as rejected "
+    "(FileSource/enumerator/reader 'rejected_files', kept in the checkpointed enumerator state) "
+    "and skipped; rows of it emitted before the error are not taken back and the rejection says "
+    "how many there were (JSON lines and CSV are parsed in blocks of 'read.block-size': of a "
+    "small file, usually none). A rejected file is not read again under its name: write the "
+    "fixed file under a new name.",
 )
 
 SPLITS_PER_REQUEST = option(

@@ -28,7 +28,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.config.enums import ErrorTolerance
 from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.events import SplitsFinishedEvent
 from hoodline.connectors.files.rejections import is_rejected_records
@@ -120,9 +119,11 @@ class FileRecords(RecordPreparer):
         for event in outcome.events:
             if isinstance(event, SplitsFinishedEvent):
                 for rej in event.rejected:
+                    kept = (f"; {rej.rows_emitted} row(s) of it read before the error are "
+                            "kept" if rej.rows_emitted else "")
                     bad = BadRecords(pa.array([0], pa.int64()),
                                      pa.array([UNREADABLE_FILE], pa.string()),
-                                     pa.array([rej.reason[:300]], pa.string()))
+                                     pa.array([rej.reason[:300] + kept], pa.string()))
                     out.append(_file_errors(spec, bad, pa.nulls(1, pa.binary()), rej.split_id,
                                             pa.array([rej.rows_emitted], pa.int64())))
         return out
@@ -153,8 +154,15 @@ class FilesPlugin(SourcePlugin):
                 "wire format; the file source reads its files' own format (format in "
                 "[source.options]): use source.format = 'json' with type = 'files'"
             )
-        if config.errors.tolerance is ErrorTolerance.ALL:
-            options.setdefault("errors.tolerance", ErrorTolerance.ALL.value)
+        if "errors.tolerance" in options:
+            # one setting for the whole pipeline: the source's own used to win silently
+            raise ConfigError(
+                f"errors.tolerance = '{options['errors.tolerance']}': a "
+                "pipeline sets the tolerance of bad records once, in [errors] tolerance "
+                f"(now '{config.errors.tolerance.value}'), for its source and its error table "
+                "alike: remove it from [source.options]"
+            )
+        options["errors.tolerance"] = config.errors.tolerance.value
         schema = config.schema if config.source.format is SourceFormat.JSON else None
         t = config.table
         # JSON lines without them are rejected by the reader, which still has their bytes

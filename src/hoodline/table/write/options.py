@@ -208,7 +208,8 @@ COMPACT_INLINE = cfg.option(
     bool,
     True,
     "Merge-on-read tables: after a write, compact in the same writer the file slices that have "
-    "accumulated 'hoodie.compact.inline.max.delta.commits' log files (at most 1/N of the slices "
+    "accumulated 'hoodie.compact.inline.max.delta.commits' log files holding "
+    "'hoodline.compaction.log-size-ratio' times their base file's bytes (at most 1/N of the slices "
     "with logs per compaction, most log files first, so the work spreads over the writes). On "
     "by default in hoodline (Hudi's Spark writer defaults to off and relies on a separate "
     "compaction job); off: run `hoodline table compact` yourself, or reads keep merging ever "
