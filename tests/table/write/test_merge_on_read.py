@@ -100,6 +100,11 @@ def test_every_write_opens_the_next_log_version_of_the_slice(tmp_path: Path) -> 
     assert stat.log_version == 2 and stat.base_file == "" and stat.prev_commit == first
     assert stat.log_files == [logs[0].name, logs[1].name]
     assert stat.path == logs[1].name and stat.num_writes == 2
+    # as Java counts them: records into a bucket that exists are updates (key 3 is new, too)
+    assert (stat.num_update_writes, stat.num_inserts) == (2, 0)
+    (created,) = CommitMetadata.from_json_bytes(
+        (table.meta_path / f"{first}.deltacommit").read_bytes()).write_stats()
+    assert (created.num_update_writes, created.num_inserts) == (0, 2)  # the bucket's first write
     assert (table.meta_path / f"{first}.deltacommit.requested").exists()
     assert snapshot_dict(table) == {("eu", 2): (2, "v2"), ("eu", 3): (2, "v3")}
     assert_hudi_matches_hoodline(table)

@@ -134,7 +134,11 @@ def append_log_file(
             else:
                 for part in parts:
                     fh.write(part)
-    updates = upserts.num_rows if ctx.config.index_type is IndexType.BLOOM else 0
+    # Java's rule (HoodieAppendHandle): a record the index located counts as an update. BLOOM
+    # routes only located records to logs; BUCKET locates every record of a file group that
+    # exists already -- the log writer cannot tell an old key from a new one there.
+    updates = (upserts.num_rows
+               if ctx.config.index_type is IndexType.BLOOM or base is not None else 0)
     existing = [os.path.basename(f) for f in base.log_files] if base is not None else []
     return WriteStat(
         file_id=file_id,
