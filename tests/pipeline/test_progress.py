@@ -17,7 +17,7 @@ from hoodline.pipeline.progress import (
 
 
 def _report(i: int, *, committed: bool = True, lag: dict[str, int] | None = None,
-            errors: int = 0, retries: int = 0) -> RoundReport:
+            errors: int = 0, retries: int = 0, compaction: str | None = None) -> RoundReport:
     return RoundReport(
         round_id=i, instant=f"2026112106{i:02d}00000" if committed else None,
         committed=committed, records_read=1000 * i, records_written=900 * i,
@@ -25,7 +25,7 @@ def _report(i: int, *, committed: bool = True, lag: dict[str, int] | None = None
         read_seconds=0.5, write_seconds=1.25, commit_seconds=0.042, duration_seconds=2.0,
         records_per_second=500.0 * i,
         lag=lag if lag is not None else {"events-0": 7, "events-1": 0},
-        retries=retries,
+        retries=retries, compaction=compaction,
     )
 
 
@@ -50,7 +50,7 @@ def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
     progress = RoundProgress(console, title="demo", live=True)
     lag = {f"events-{p}": p * 10 for p in range(MAX_LAG_ROWS + 3)}
     progress.on_round(_report(1, lag=lag, errors=2))
-    progress.on_round(_report(2, lag=lag, retries=1))
+    progress.on_round(_report(2, lag=lag, retries=1, compaction="20261121060200999"))
     progress.set_status("producing wave 2 of 4")
     progress.finish()
     progress.finish()  # idempotent
@@ -58,7 +58,8 @@ def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
     assert "rounds 2  commits 2  read 3,000  written 2,700  deleted 150" in text
     assert "errors 2" in text and "files 8" in text and "retries 1" in text
     assert "producing wave 2 of 4" in text
-    assert "20261121060200000" in text
+    assert "20261121060200000 +compaction" in text  # the round the writer compacted after
+    assert "20261121060100000 +compaction" not in text
     total = sum(lag.values())
     assert f"lag after the latest round: {total:,} records" in text
     assert "events-14" in text  # the largest lag is listed first ...

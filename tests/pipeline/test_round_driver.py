@@ -29,6 +29,7 @@ from hoodline.faults import FaultAction, FaultPoint
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.pipeline.driver import RoundDriver, read_checkpoint
+from hoodline.pipeline.progress import format_round_line
 from hoodline.pipeline.report import RoundReport, StopReason
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.table import fs_view
@@ -474,3 +475,25 @@ def test_the_file_sources_own_tolerance_is_refused_in_a_pipeline(src: Path, tmp_
                        r"errors.tolerance = 'none': .*\[errors\] tolerance \(now 'all'\).*"
                        r"remove it from \[source.options\]"):
         config_from_dict(doc)
+
+
+def test_a_round_followed_by_an_inline_compaction_says_so(src: Path, tmp_path: Path) -> None:
+    """Merge-on-read: the round whose writer compacted the table reports the compaction's
+    commit, and its progress line says so (it used to be an INFO log line only)."""
+    table = tmp_path / "t"
+    cfg = _config(src, table, table_options={
+        "type": "MERGE_ON_READ", "index": "BUCKET",
+        "options": {"hoodie.datasource.write.payload.class":
+                    "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+                    "hoodie.compact.inline.max.delta.commits": 2,
+                    "hoodline.compaction.log-size-ratio": 0}})
+    reports: list[RoundReport] = []
+    _driver(cfg, InProcessEngine())[0].run(once=True, on_round=reports.append)
+    compacted = [r.compaction for r in reports if r.compaction]
+    done = [i.timestamp for i in HudiTable.open(table).timeline.completed_commits()
+            if i.action == "commit"]
+    assert compacted and compacted == done
+    lines = [format_round_line(r) for r in reports if r.compaction]
+    assert [line.rsplit(": commit ", 1)[1] for line in lines] == compacted
+    assert all("; compacted the table: commit " in line for line in lines)
+    assert not any("compacted" in format_round_line(r) for r in reports if not r.compaction)

@@ -401,8 +401,8 @@ class RoundDriver:
             self._rollback(run, ts)
             raise
         run.round_id = planned.round_id
-        self._after_commit(run, checkpoint)
-        return self._report(planned, ts, output, job_s, commit_s, started, retries)
+        compaction = self._after_commit(run, checkpoint)
+        return self._report(planned, ts, output, job_s, commit_s, started, retries, compaction)
 
     def _execute(
         self, run: _Run, planned: _Planned, ctx: WriteContext
@@ -449,9 +449,10 @@ class RoundDriver:
                         "instant %s completed", planned.round_id, exc, ctx.instant_ts)
         return checkpoint, self._clock() - started
 
-    def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> None:
+    def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> str | None:
         """The commit landed: the checkpoint is the new restore point. Failures from here on
-        do not undo the round (they are logged)."""
+        do not undo the round (they are logged). Returns the commit of an inline compaction
+        the table's services ran, if any."""
         run.rounds.checkpoint_complete(checkpoint)
         try:
             faults.reach(FaultPoint.AFTER_COMMIT)
@@ -462,10 +463,11 @@ class RoundDriver:
             compacted = run.client.after_commit()
         except HoodlineError as exc:  # the next write finishes a compaction left pending
             log.warning("table services after round %d failed: %s", run.round_id, exc)
-        else:
-            if compacted is not None:
-                log.info("round %d: compacted the table (commit %s)", run.round_id,
-                         compacted.timestamp)
+            return None
+        if compacted is None:
+            return None
+        log.info("round %d: compacted the table (commit %s)", run.round_id, compacted.timestamp)
+        return compacted.timestamp
 
     def _report(
         self,
@@ -476,6 +478,7 @@ class RoundDriver:
         commit_s: float,
         started: float,
         retries: int,
+        compaction: str | None = None,
     ) -> RoundReport:
         outcomes = output.outcomes.values()
         stats = output.write_stats
@@ -501,6 +504,7 @@ class RoundDriver:
             retries=retries,
             bytes_read=sum(o.nbytes for o in outcomes),
             bytes_written=sum(s.total_write_bytes for s in stats),
+            compaction=compaction,
         )
 
     # -- safety ---------------------------------------------------------------------------------

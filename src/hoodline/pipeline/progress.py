@@ -73,6 +73,8 @@ class RoundLike(Protocol):
     def lag(self) -> Mapping[str, int]: ...
     @property
     def retries(self) -> int: ...
+    @property
+    def compaction(self) -> str | None: ...
 
 
 @dataclass
@@ -112,13 +114,14 @@ def format_round_line(r: RoundLike) -> str:
     parts = ", ".join(f"{tp}={v}" for tp, v in sorted(r.lag.items())[:MAX_LAG_ROWS])
     more = f", +{len(r.lag) - MAX_LAG_ROWS} more" if len(r.lag) > MAX_LAG_ROWS else ""
     retry = f" retries={r.retries}" if r.retries else ""
+    compacted = f"; compacted the table: commit {r.compaction}" if r.compaction else ""
     return (
         f"round {r.round_id}: {what}; read={r.records_read} written={r.records_written} "
         f"deleted={r.records_deleted} errors={r.error_records} files={r.files_written} "
         f"rate={r.records_per_second:.0f}/s read_s={r.read_seconds:.2f} "
         f"write_s={r.write_seconds:.2f} commit_s={r.commit_seconds:.3f} "
         f"total_s={r.duration_seconds:.2f} lag={lag}" + (f" ({parts}{more})" if parts else "")
-        + retry
+        + retry + compacted
     )
 
 
@@ -284,6 +287,8 @@ def _rounds_table(recent: list[RoundLike], width: int) -> Table:
             instant = Text(_short_instant(r.instant) if narrow else r.instant)
         else:
             instant = Text("no commit", style="dim")
+        if r.compaction:  # the writer compacted the table after the round
+            instant.append(" +compaction", style="dim")
         cells: list[str | Text] = [
             str(r.round_id), instant,
             f"{r.records_read:,}", f"{r.records_written:,}", f"{r.records_deleted:,}",

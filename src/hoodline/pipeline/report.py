@@ -51,6 +51,9 @@ class RoundReport:
     #: Bytes of the records read (message values / file bytes) and of the files written.
     bytes_read: int = 0
     bytes_written: int = 0
+    #: The commit of the inline compaction the round's writer ran after it (merge-on-read
+    #: tables; see 'hoodie.compact.inline'), else None.
+    compaction: str | None = None
 
 
 @dataclass(frozen=True)
