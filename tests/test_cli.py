@@ -143,6 +143,7 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     assert shown.exit_code == 0, shown.output
     assert "MERGE_ON_READ" in shown.output
     assert "log files           3 in 2 slices" in shown.output
+    assert "in 1 slices" not in shown.output and "1 log files" not in shown.output
     assert "uncompacted writes  up to 2 log files in one slice" in shown.output
     commits = [json.loads(line) for line in
                runner.invoke(app, ["table", "commits", path, "--json"]).output.splitlines()]
@@ -174,6 +175,9 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in
             runner.invoke(app, ["table", "files", path, "--json"]).output.splitlines()]
     assert all(r["file"] and not r["log_files"] for r in rows)
+    # piped (160 columns): base file names wrap, none is cut short
+    listed = runner.invoke(app, ["table", "files", path]).output
+    assert "\u2026" not in listed and listed.count(".parquet") == len(rows)
     after = hudi_snapshot(t.base_path).drop_columns(["_hoodie_file_name"])
     assert_rows_equal(before, after, label="after compaction")
     again = runner.invoke(app, ["table", "compact", path])

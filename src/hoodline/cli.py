@@ -421,11 +421,12 @@ def table_show(path: TablePath) -> None:
     if cfg.merge_on_read:
         logs = sum(len(s.log_files) for s in slices)
         with_logs = sum(1 for s in slices if s.log_files)
-        _add_row(grid, "log files", f"{logs} in {with_logs} slices")
+        _add_row(grid, "log files", f"{logs} in {_count(with_logs, 'slice')}")
         # compaction takes slices one by one (those with the most logs first): the most log
         # files in one slice says how many writes wait for a merge, not the last compaction
         _add_row(grid, "uncompacted writes", "none" if not logs else
-                 f"up to {max(len(s.log_files) for s in slices)} log files in one slice")
+                 f"up to {_count(max(len(s.log_files) for s in slices), 'log file')} in one "
+                 "slice")
     console.print(grid)
 
 
@@ -526,7 +527,9 @@ def table_files(
     out = RichTable(title=Text(title))
     columns = ("partition", "file id", "base instant", "file", "size", "log files", "log size")
     for col in columns:
-        out.add_column(col, justify="right" if col.endswith("size") else "left")
+        # names wrap rather than end in an ellipsis: a narrow or piped output keeps them whole
+        out.add_column(col, justify="right" if col.endswith("size") else "left",
+                       overflow="ellipsis" if col.endswith("size") else "fold")
     for s in slices:
         # a log file's name repeats the file id and base instant of its row: the rest tells
         # the files apart (".log.<version>_<write token>"); --json gives the full names

@@ -335,3 +335,18 @@ def test_a_csv_row_with_the_wrong_number_of_fields_still_rejects_the_file(
                               tolerate_errors=True)
     with pytest.raises(FileSourceError, match=r"short\.csv' line 4"):
         list(read_split(split_of(p), config))
+
+
+def test_a_zone_less_csv_timestamp_for_a_zoned_column_gets_a_hint(data_dir: Path) -> None:
+    p = data_dir / "ts.csv"
+    p.write_text("id,at\n1,2024-03-01T10:00:00Z\n2,2024-03-01T11:00:00\n")
+    declared = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us", tz="UTC"))])
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=declared,
+                              tolerate_errors=True)
+    batches = list(read_split(split_of(p), config))
+    assert batches[0].to_pylist() == [
+        {"id": 1, "at": datetime.datetime(2024, 3, 1, 10, tzinfo=datetime.UTC)}]
+    assert batches[1].column("detail").to_pylist() == [
+        "row 1 (counted from 0): column 'at' holds '2024-03-01T11:00:00', which does not "
+        "convert to timestamp[us, tz=UTC] (a timestamp with a zone needs its offset: "
+        "2024-03-01T10:00:00Z)"]

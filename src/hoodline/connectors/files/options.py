@@ -119,7 +119,11 @@ SCHEMA = option(
     "Optional for Parquet (the file schema is used); recommended for JSON lines and CSV, where "
     "types are otherwise inferred per file. JSON lines take values as Kafka JSON messages do: "
     "numbers for numeric types, ISO-8601 strings for dates and timestamps ('2024-03-01', "
-    "'2024-03-01T10:00:00Z'; a day number is a wrong type).",
+    "'2024-03-01T10:00:00Z'; a day number is a wrong type). CSV values convert as pyarrow's CSV "
+    "reader converts them: an empty value and the markers NA, N/A, NULL, null, NaN, nan, #N/A "
+    "are null in every column but a string one, where they stay text; booleans are "
+    "true/false/1/0 (also True, TRUE, False, FALSE); a timestamp with a zone needs its offset "
+    "('2024-03-01T10:00:00Z').",
 )
 
 SPLIT_TARGET_SIZE = option(

@@ -235,11 +235,12 @@ def _converted(
                 values = _csv_convert(values, field.type)
             except pa.ArrowInvalid:
                 bad = _bad_rows(values, field.type)
+                hint = _hint(field.type)
                 for i in bad:
                     if problems[i] is None:
                         problems[i] = (WRONG_TYPE, f"column '{field.name}' holds "
                                        f"{_shown(values[i].as_py())}, which does not convert "
-                                       f"to {field.type}")
+                                       f"to {field.type}{hint}")
                 # those values as nulls (an empty quoted value reads as null)
                 cleared = np.zeros(n, dtype=bool)
                 cleared[bad] = True
@@ -299,6 +300,13 @@ def _bad_rows(values: pa.Array, to: pa.DataType) -> list[int]:
                 mid = (lo + hi) // 2
                 pending += [(mid, hi), (lo, mid)]
     return sorted(bad)
+
+
+def _hint(to: pa.DataType) -> str:
+    """What a value of ``to`` looks like, where CSV is strict about it."""
+    if pa.types.is_timestamp(to) and to.tz is not None:
+        return " (a timestamp with a zone needs its offset: 2024-03-01T10:00:00Z)"
+    return ""
 
 
 def _shown(value: str | None, limit: int = 60) -> str:
