@@ -413,7 +413,7 @@ def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     """errors.tolerance = all: a CSV value that is not of its declared type costs only its
     row (to the error table with its CSV text, reason and row number); the file's other rows
     are written."""
-    (src / "c.csv").write_text("id,v,ts\n500,a,1\n501,b,two\n502,c,3\n")
+    (src / "c.csv").write_text("id,v,ts\n500,a,1\n501,b,two\n502,c,3\n,nokey,4\n")
     table = tmp_path / "t"
     cfg = config_from_dict({
         "source": {"type": "files", "format": "json",
@@ -428,10 +428,13 @@ def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     assert rows[500] == "a" and rows[502] == "c" and 501 not in rows
     errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
     bad = [(e["value"], e["reason"], e["detail"]) for e in errors if e["file"].endswith("c.csv")]
-    assert bad == [(b'"501","b","two"', "wrong_type",
-                    "row 1 (counted from 0): column 'ts' holds 'two', which does not convert "
-                    "to int64")]
-    assert [e["row"] for e in errors if e["file"].endswith("c.csv")] == [1]  # the same number
+    assert sorted(bad) == [
+        (b'"","nokey","4"', "missing_key", "row 3 (counted from 0): key field(s) id missing or "
+         "null"),
+        (b'"501","b","two"', "wrong_type",
+         "row 1 (counted from 0): column 'ts' holds 'two', which does not convert to int64")]
+    # the same numbers
+    assert sorted(e["row"] for e in errors if e["file"].endswith("c.csv")) == [1, 3]
 
 
 def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(

@@ -350,3 +350,34 @@ def test_a_zone_less_csv_timestamp_for_a_zoned_column_gets_a_hint(data_dir: Path
         "row 1 (counted from 0): column 'at' holds '2024-03-01T11:00:00', which does not "
         "convert to timestamp[us, tz=UTC] (a timestamp with a zone needs its offset: "
         "2024-03-01T10:00:00Z)"]
+
+
+def test_a_csv_row_without_its_key_is_rejected_with_its_text(data_dir: Path) -> None:
+    """errors.tolerance = all: a row whose key (or partition / ordering) field is empty comes
+    as a rejected record with its CSV text, as a JSON line without its key does."""
+    p = data_dir / "keys.csv"
+    p.write_text("id,name,score\n1,a,1.5\n,b,2.5\n3,c,x\n4,d,4.5\n")
+    declared = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=declared,
+                              tolerate_errors=True, required_fields=("id",))
+    got = [(b.to_pylist()) for b in read_split(split_of(p), config)]
+    assert got == [
+        [{"id": 1, "name": "a", "score": 1.5}],
+        [{"value": b'"","b","2.5"', "reason": "missing_key",
+          "detail": "row 1 (counted from 0): key field(s) id missing or null"},
+         {"value": b'"3","c","x"', "reason": "wrong_type",
+          "detail": "row 2 (counted from 0): column 'score' holds 'x', which does not convert "
+                    "to double"}],
+        [{"id": 4, "name": "d", "score": 4.5}],
+    ]
+    # no value that fails to convert: the streamed read finds the empty key itself
+    only = data_dir / "only.csv"
+    only.write_text("id,name,score\n1,a,1.5\n,b,2.5\n4,d,4.5\n")
+    assert [(b.num_rows, is_rejected_records(b)) for b in read_split(split_of(only), config)] == [
+        (1, False), (1, True), (1, False)]
+    only.unlink()
+    # a clean file takes the streamed path: every row, no rejection
+    (data_dir / "keys.csv").unlink()
+    clean = data_dir / "clean.csv"
+    clean.write_text("id,name,score\n1,a,1.5\n2,b,2.5\n")
+    assert ids(split_of(clean), config) == [1, 2]

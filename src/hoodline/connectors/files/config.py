@@ -38,9 +38,10 @@ class FileSourceConfig:
     csv_header: bool = True
     tolerate_errors: bool = False
     splits_per_request: int = 1
-    #: JSON lines with a declared schema: fields a line must hold, not null. A line without
-    #: them is rejected alone (``missing_key``, its bytes and line number kept), like other bad
-    #: lines. A pipeline passes its key, partition and ordering fields (Python API only).
+    #: JSON lines and CSV with a declared schema and ``errors.tolerance`` all: fields a line
+    #: (row) must hold, not null. One without them is rejected alone (``missing_key``, its
+    #: bytes or text and its line or row number kept), like other bad lines. A pipeline passes
+    #: its key, partition and ordering fields (Python API only).
     required_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

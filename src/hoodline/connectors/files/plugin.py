@@ -7,13 +7,15 @@ reader cuts the batch that reaches it), so a file may span rounds; split progres
 emitted) is checkpointed. ``--once`` stops after two plans in a row held nothing, once
 every file present at the start had time to pass its stability scans.
 
-Task side (:class:`FileRecords`): the source already decoded the rows into the declared schema;
-rows whose key, partition or ordering field is null become error rows positioned by file and row
-(error id ``file/<path>/<row>``), with the row as JSON for the raw value. Lines of a JSON-lines
-file the source could not read as a record, and CSV rows whose values do not convert, come as
-rejected-records batches (with ``errors.tolerance = all``) and become one error row each, with
-the line's bytes (a CSV row's text) as the raw value. Files the source skipped whole under its
-own ``errors.tolerance = all`` (unreadable Parquet and CSV files) become one error row each.
+Task side (:class:`FileRecords`): the source already decoded the rows into the declared
+schema; rows whose key, partition or ordering field is null become error rows positioned by
+file and row (error id ``file/<path>/<row>``), with the row as JSON for the raw value (Parquet
+files; under tolerance all the source rejects such JSON lines and CSV rows with their text).
+Lines of a JSON-lines file the source could not read as a record, and CSV rows whose values do
+not convert, come as rejected-records batches (with ``errors.tolerance = all``) and become one
+error row each, with the line's bytes (a CSV row's text) as the raw value. Files the source
+skipped whole under its own ``errors.tolerance = all`` (unreadable Parquet and CSV files)
+become one error row each.
 """
 
 from __future__ import annotations

@@ -58,4 +58,5 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
         config.csv_header,
         config.use_threads,
         isolate_records=config.tolerate_errors,
+        required=config.required_fields,
     )

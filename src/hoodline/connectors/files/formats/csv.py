@@ -19,7 +19,7 @@ parse as CSV at all (a row with the wrong number of fields) is still rejected wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import numpy as np
@@ -32,7 +32,12 @@ from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
-from hoodline.formats.json_decoder import NULL_VALUE, WRONG_TYPE
+from hoodline.formats.json_decoder import (
+    MISSING_KEY,
+    NULL_VALUE,
+    WRONG_TYPE,
+    missing_fields_text,
+)
 
 
 class _RowProblem:
@@ -84,10 +89,11 @@ def read_csv(
     header: bool,
     use_threads: bool = True,
     isolate_records: bool = False,
+    required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Batches of a CSV file after skipping ``split.records_to_skip`` data rows; with
-    ``isolate_records`` and a ``schema``, rows whose values do not convert come as
-    rejected-records batches (see the module docs)."""
+    ``isolate_records`` and a ``schema``, rows whose values do not convert, and rows where a
+    field of ``required`` is null, come as rejected-records batches (see the module docs)."""
     if split.size == 0:
         return
     problem = _RowProblem()
@@ -107,15 +113,18 @@ def read_csv(
                 for batch in reader:
                     if batch.num_rows:
                         rows = conform(batch, schema, where)
+                        if isolate_records and _lacks_required(rows, required):
+                            raise _Isolate
                         read += batch.num_rows
                         yield rows
             except pa.ArrowKeyError as exc:  # a declared column the header lacks
                 raise FileSourceError(_missing_column(split, schema, delimiter, header)) from exc
-            except (pa.ArrowInvalid, FileSourceError) as exc:
+            except (pa.ArrowInvalid, FileSourceError, _Isolate) as exc:
                 if problem.line is not None:
                     raise  # a row that is not CSV: the whole file
                 rest = _isolated_rows(split, schema, block_size, delimiter, header,
-                                      split.records_to_skip + read, problem)
+                                      split.records_to_skip + read, problem,
+                                      required if isolate_records else ())
                 if isolate_records:
                     yield from rest
                     return
@@ -176,6 +185,16 @@ def _locate_bad_row(
     return problem.line
 
 
+class _Isolate(Exception):
+    """A batch holds a row with a null required field: the rest of the file goes through the
+    isolating pass, which rejects such rows one by one with their text."""
+
+
+def _lacks_required(rows: pa.RecordBatch, required: Sequence[str]) -> bool:
+    return any(rows.column(name).null_count for name in required
+               if name in rows.schema.names)
+
+
 def _missing_column(
     split: FileSourceSplit, schema: pa.Schema, delimiter: str, header: bool
 ) -> str:
@@ -202,9 +221,11 @@ def _isolated_rows(
     header: bool,
     skip: int,
     problem: _RowProblem,
+    required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """The file's data rows after the first ``skip``, parsed single-threaded as text, then
-    converted column by column; rows that do not convert come as rejected-records batches."""
+    converted column by column; rows that do not convert, or lack a ``required`` field, come as
+    rejected-records batches."""
     text = pa.schema([pa.field(f.name, pa.string()) for f in schema])
     read_options, parse_options, convert_options = _options(
         skip, text, block_size, delimiter, header, False, problem)
@@ -216,12 +237,13 @@ def _isolated_rows(
         convert_options=convert_options,
     ):
         if batch.num_rows:
-            yield from _converted(batch, schema, row, delimiter)
+            yield from _converted(batch, schema, row, delimiter, required)
             row += batch.num_rows
 
 
 def _converted(
-    batch: pa.RecordBatch, schema: pa.Schema, first_row: int, delimiter: str
+    batch: pa.RecordBatch, schema: pa.Schema, first_row: int, delimiter: str,
+    required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Rows of ``batch`` (every column text) in ``schema``, and rejected-records batches of
     the rows that do not convert, in row order (``first_row``: the file's data rows before)."""
@@ -246,14 +268,26 @@ def _converted(
                 cleared[bad] = True
                 values = _csv_convert(pc.if_else(pa.array(cleared), "", values), field.type)
         if not field.nullable and values.null_count:
-            for at in np.flatnonzero(np.asarray(values.is_null())).tolist():
-                if problems[at] is None:
-                    problems[at] = (NULL_VALUE, f"column '{field.name}' is declared not null "
+            for row in np.flatnonzero(np.asarray(values.is_null())).tolist():
+                if problems[row] is None:
+                    problems[row] = (NULL_VALUE, f"column '{field.name}' is declared not null "
                                    "but holds no value")
         columns.append(values)
-    rejected = np.array([p is not None for p in problems], dtype=bool)
     rows = pa.RecordBatch.from_arrays(
         columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
+    keyless = [n for n in required if n in schema.names]
+    if keyless:  # as a JSON line without them: the key, partition or ordering fields
+        missing = np.zeros(n, dtype=bool)
+        for name in keyless:
+            missing |= np.asarray(rows.column(name).is_null(), dtype=bool)
+        at = np.flatnonzero(missing)
+        if len(at):
+            texts = missing_fields_text(pa.Table.from_batches([rows]).take(pa.array(at)),
+                                        keyless, "key field(s) {} missing or null")
+            for i, text in zip(at.tolist(), texts.to_pylist(), strict=True):
+                if problems[i] is None:
+                    problems[i] = (MISSING_KEY, str(text))
+    rejected = np.array([p is not None for p in problems], dtype=bool)
     start = 0
     while start < n:  # runs of good rows and of rejected rows, in order
         stop = start + 1
