@@ -407,6 +407,19 @@ def test_a_json_line_without_its_key_reaches_the_error_table_as_written(
     assert bad == [(lines[1], "missing_key", "line 2"), (lines[2], "missing_key", "line 3")]
 
 
+def _csv_config(src: Path, table: Path, options: dict[str, object] | None = None
+                ) -> PipelineConfig:
+    """The CSV files of ``src`` into ``table`` with errors.tolerance = all, one round."""
+    return config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "csv", **(options or {})}},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+
+
 def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     src: Path, tmp_path: Path
 ) -> None:
@@ -415,14 +428,7 @@ def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     are written."""
     (src / "c.csv").write_text("id,v,ts\n500,a,1\n501,b,two\n502,c,3\n,nokey,4\n")
     table = tmp_path / "t"
-    cfg = config_from_dict({
-        "source": {"type": "files", "format": "json",
-                   "options": {"path": str(src), "format": "csv"}},
-        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
-        "schema": {"id": "int64", "v": "string", "ts": "int64"},
-        "errors": {"tolerance": "all"},
-        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
-    })
+    cfg = _csv_config(src, table)
     _driver(cfg, InProcessEngine())[0].run(once=True)
     rows = _table_rows(table)
     assert rows[500] == "a" and rows[502] == "c" and 501 not in rows
@@ -445,15 +451,7 @@ def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(
     good = "".join(f"{i},v{i},{i}\n" for i in range(500, 700))
     (src / "c.csv").write_text("id,v,ts\n" + good + "701,short\n")
     table = tmp_path / "t"
-    cfg = config_from_dict({
-        "source": {"type": "files", "format": "json",
-                   "options": {"path": str(src), "format": "csv", "read.block-size": 1024,
-                               "read.use-threads": False}},
-        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
-        "schema": {"id": "int64", "v": "string", "ts": "int64"},
-        "errors": {"tolerance": "all"},
-        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
-    })
+    cfg = _csv_config(src, table, {"read.block-size": 1024, "read.use-threads": False})
     _driver(cfg, InProcessEngine())[0].run(once=True)
     kept = [k for k in _table_rows(table) if 500 <= k < 700]
     assert 0 < len(kept) < 200

@@ -62,6 +62,17 @@ def _fastavro_datums(table: pa.Table, schema: dict[str, Any]) -> list[bytes]:
     return out
 
 
+def _fastavro_record_list(rows: list[dict[str, Any]], schema: dict[str, Any]) -> bytes:
+    """``rows`` written by fastavro, each prefixed by its length (a data block's records)."""
+    parsed = fastavro.parse_schema(schema)
+    body = b""
+    for r in rows:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, r)
+        body += len(buf.getvalue()).to_bytes(4, "big") + buf.getvalue()
+    return body
+
+
 def test_flat_records_encode_to_fastavros_bytes() -> None:
     table = _table()
     schema = arrow_to_avro(table.schema, "t")
@@ -96,12 +107,7 @@ def test_decoder_reads_fastavro_datums_with_null_second_and_required_fields() ->
         {"a": "x", "b": -5, "c": "Y", "d": b"abc"},
         {"a": None, "b": 1 << 40, "c": "X", "d": None},
     ]
-    parsed = fastavro.parse_schema(schema)
-    body = b""
-    for r in rows:
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, parsed, r)
-        body += len(buf.getvalue()).to_bytes(4, "big") + buf.getvalue()
+    body = _fastavro_record_list(rows, schema)
     starts, ends = record_offsets(body, 0, len(rows))
     back = decode_records(body, starts, ends, schema)
     assert back.to_pylist() == rows
@@ -133,12 +139,7 @@ def test_a_required_long_after_an_optional_field_of_every_kind_reads_its_own_byt
         row.update({f"o{i}": v, f"r{i}": 100 + i})
     schema = {"type": "record", "name": "r", "fields": fields}
     rows = [row, {**row, "o0": None, "o3": None}]
-    parsed = fastavro.parse_schema(schema)
-    body = b""
-    for r in rows:
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, parsed, r)
-        body += len(buf.getvalue()).to_bytes(4, "big") + buf.getvalue()
+    body = _fastavro_record_list(rows, schema)
     starts, ends = record_offsets(body, 0, len(rows))
     assert decode_records(body, starts, ends, schema).to_pylist() == rows
 

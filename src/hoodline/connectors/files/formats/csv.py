@@ -20,6 +20,7 @@ parse as CSV at all (a row with the wrong number of fields) is still rejected wh
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
@@ -52,6 +53,23 @@ class _RowProblem:
         return "error"
 
 
+@dataclass(frozen=True)
+class _Read:
+    """The options of one read of a CSV file."""
+
+    read: pcsv.ReadOptions
+    parse: pcsv.ParseOptions
+    convert: pcsv.ConvertOptions
+
+    def stream(self, path: str) -> pcsv.CSVStreamingReader:
+        return pcsv.open_csv(_source(path), read_options=self.read, parse_options=self.parse,
+                             convert_options=self.convert)
+
+    def whole(self, path: str) -> pa.Table:
+        return pcsv.read_csv(_source(path), read_options=self.read, parse_options=self.parse,
+                             convert_options=self.convert)
+
+
 def _options(
     skip: int,
     schema: pa.Schema | None,
@@ -60,7 +78,7 @@ def _options(
     header: bool,
     use_threads: bool,
     problem: _RowProblem,
-) -> tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions]:
+) -> _Read:
     """Options of a read of the file's data rows after the first ``skip``."""
     read_options = pcsv.ReadOptions(
         use_threads=use_threads,
@@ -74,7 +92,7 @@ def _options(
         include_columns=schema.names if schema is not None else None,
         include_missing_columns=False,
     )
-    return read_options, parse_options, convert_options
+    return _Read(read_options, parse_options, convert_options)
 
 
 def _source(path: str) -> str | BinaryIO:
@@ -104,13 +122,7 @@ def read_csv(
         if schema is not None:
             read = 0  # rows of this read emitted so far
             try:
-                reader = pcsv.open_csv(
-                    _source(split.path),
-                    read_options=options[0],
-                    parse_options=options[1],
-                    convert_options=options[2],
-                )
-                for batch in reader:
+                for batch in options.stream(split.path):
                     if batch.num_rows:
                         rows = conform(batch, schema, where)
                         if isolate_records and _lacks_required(rows, required):
@@ -136,13 +148,7 @@ def read_csv(
                             f"file '{split.path}' {detail} ({reason})") from exc
                 raise
         else:
-            table = pcsv.read_csv(
-                _source(split.path),
-                read_options=options[0],
-                parse_options=options[1],
-                convert_options=options[2],
-            )
-            for batch in table.to_batches():
+            for batch in options.whole(split.path).to_batches():
                 if batch.num_rows:
                     yield batch
     except FileSourceError:
@@ -169,16 +175,10 @@ def _locate_bad_row(
 ) -> int | None:
     """Error path only: parse again single-threaded, where pyarrow reports row numbers."""
     problem = _RowProblem()
-    read_options, parse_options, convert_options = _options(
-        split.records_to_skip, schema, block_size, delimiter, header, False, problem
-    )
+    options = _options(split.records_to_skip, schema, block_size, delimiter, header, False,
+                       problem)
     try:
-        for _ in pcsv.open_csv(
-            _source(split.path),
-            read_options=read_options,
-            parse_options=parse_options,
-            convert_options=convert_options,
-        ):
+        for _ in options.stream(split.path):
             pass
     except (pa.ArrowException, OSError, ValueError):
         pass
@@ -227,15 +227,9 @@ def _isolated_rows(
     converted column by column; rows that do not convert, or lack a ``required`` field, come as
     rejected-records batches."""
     text = pa.schema([pa.field(f.name, pa.string()) for f in schema])
-    read_options, parse_options, convert_options = _options(
-        skip, text, block_size, delimiter, header, False, problem)
+    options = _options(skip, text, block_size, delimiter, header, False, problem)
     row = skip  # data rows of the file before the batch
-    for batch in pcsv.open_csv(
-        _source(split.path),
-        read_options=read_options,
-        parse_options=parse_options,
-        convert_options=convert_options,
-    ):
+    for batch in options.stream(split.path):
         if batch.num_rows:
             yield from _converted(batch, schema, row, delimiter, required)
             row += batch.num_rows
