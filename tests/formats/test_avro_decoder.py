@@ -23,6 +23,7 @@ from hoodline.errors import (
     SchemaRegistryError,
     is_retryable,
 )
+from hoodline.formats import registry_decoder
 from hoodline.formats.json_decoder import MISSING_KEY, UNPARSEABLE
 from hoodline.formats.registry import (
     UNKNOWN,
@@ -190,6 +191,32 @@ def test_newer_schema_with_new_fields_asks_for_the_latest_version() -> None:
     assert is_retryable(info.value)
     pinned = RegistryDecoder(reader, _lookup({5: newer}))  # pinned/declared: x is skipped
     assert pinned.decode(value).records.to_pylist() == [{"id": 1}]
+
+
+def test_writer_fields_the_table_lacks_are_stepped_over_not_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The codec hands the decoder the table's columns: a writer field the table lacks (a long
+    string, a nested record) is skipped in the bytes, and the fields after it read right."""
+    reader = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    writer = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "blob", "type": ["null", "string"]},
+        {"name": "v", "type": "string"}]}
+    records = [{"id": 1, "blob": "x" * 500, "v": "a"}, {"id": 2, "blob": None, "v": "b"}]
+    values = pa.array([_frame(6, writer, r) for r in records], pa.binary())
+    seen: list[list[str]] = []
+    real = registry_decoder.decode_records
+
+    def spy(*args: Any) -> pa.Table:
+        out = real(*args)
+        seen.append(out.column_names)
+        return out
+
+    monkeypatch.setattr(registry_decoder, "decode_records", spy)
+    decoded = RegistryDecoder(reader, _lookup({6: writer})).decode(values)
+    assert decoded.records.to_pylist() == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    assert seen == [["id", "v"]]  # 'blob' was not copied out
 
 
 def test_primitive_key_schema_reads_into_the_one_key_field() -> None:

@@ -21,8 +21,9 @@ def _none() -> I64:
 
 @dataclass
 class GroupResult:
-    """Payloads of one writer schema decoded: ``table`` (the writer's columns) holds the rows
-    ``good`` (positions in the group), ``bad`` the others with a reason and detail each."""
+    """Payloads of one writer schema decoded: ``table`` (the writer's columns; a codec may
+    leave out those the reader lacks) holds the rows ``good`` (positions in the group), ``bad``
+    the others with a reason and detail each."""
 
     table: pa.Table | None
     good: I64

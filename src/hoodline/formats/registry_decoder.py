@@ -167,18 +167,22 @@ def resolve_columns(
 
 
 class AvroCodec:
-    """Avro payloads of one writer schema, column by column (see module docs)."""
+    """Avro payloads of one writer schema, column by column (see module docs). ``reader``: the
+    table's columns; writer fields it lacks are stepped over, not copied out (every field is
+    decoded without it)."""
 
-    def __init__(self, avro: Any) -> None:
+    def __init__(self, avro: Any, reader: pa.Schema | None = None) -> None:
         self.avro = avro
         self.arrow = avro_schema_json_to_arrow(json.dumps(avro))
         self._parsed = fastavro.parse_schema(avro)
+        self._reader = reader
 
     def decode(self, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64],
                ends: npt.NDArray[np.int64]) -> GroupResult:
         everything = np.arange(len(starts), dtype=np.int64)
         try:
-            return GroupResult(decode_records(data.data, starts, ends, self.avro), everything)
+            return GroupResult(
+                decode_records(data.data, starts, ends, self.avro, self._reader), everything)
         except (TableError, EOFError, ValueError, IndexError, UnicodeDecodeError,
                 pa.ArrowInvalid):
             pass
@@ -199,8 +203,8 @@ class AvroCodec:
                 details.append(f"Avro datum does not match its writer schema: "
                                f"{type(exc).__name__}: {exc}"[:300])
         good_rows = np.asarray(good, dtype=np.int64)
-        table = (decode_records(data.data, starts[good_rows], ends[good_rows], self.avro)
-                 if good else None)
+        table = (decode_records(data.data, starts[good_rows], ends[good_rows], self.avro,
+                                self._reader) if good else None)
         return GroupResult(table, good_rows, np.asarray(broken, dtype=np.int64),
                            [UNPARSEABLE] * len(broken), details)
 
@@ -277,7 +281,7 @@ class RegistryDecoder:
                     return f"schema id {sid} is not an Avro record"
                 avro = {"type": "record", "name": "hoodline_value",
                         "fields": [{"name": self._primitive_field, "type": avro}]}
-            return AvroCodec(avro)
+            return AvroCodec(avro, self.reader)
         except (TableError, fastavro.schema.SchemaParseException, ValueError, KeyError,
                 TypeError) as exc:
             return f"schema id {sid} cannot be read: {exc}"
