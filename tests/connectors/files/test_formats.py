@@ -348,7 +348,7 @@ def test_a_zone_less_csv_timestamp_for_a_zoned_column_gets_a_hint(data_dir: Path
         {"id": 1, "at": datetime.datetime(2024, 3, 1, 10, tzinfo=datetime.UTC)}]
     assert batches[1].column("detail").to_pylist() == [
         "row 1 (counted from 0): column 'at' holds '2024-03-01T11:00:00', which does not "
-        "convert to timestamp[us, tz=UTC] (a timestamp with a zone needs its offset: "
+        "convert to timestamp[us, UTC] (a timestamp with a zone needs its offset: "
         "2024-03-01T10:00:00Z)"]
 
 

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from hoodline.config.arrow_types import format_type
 from hoodline.connectors.files.formats.conform import conform
 from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
@@ -257,7 +258,7 @@ def _converted(
                     if problems[i] is None:
                         problems[i] = (WRONG_TYPE, f"column '{field.name}' holds "
                                        f"{_shown(values[i].as_py())}, which does not convert "
-                                       f"to {field.type}{hint}")
+                                       f"to {format_type(field.type)}{hint}")
                 # those values as nulls (an empty quoted value reads as null)
                 cleared = np.zeros(n, dtype=bool)
                 cleared[bad] = True
