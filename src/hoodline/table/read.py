@@ -197,13 +197,11 @@ def read_file_slices(
             continue
         path = table.absolute(s.base_file)
         pf = open_base_file(path, s)
-        names = pf.schema_arrow.names
         if row_filter is None:
-            wanted = [n for n in target.names if n in names]
+            wanted = _stored_columns(pf, target.names)
             parts.append(_conform(pf.read(columns=wanted), target, str(path)))
             continue
-        wanted = [n for n in full.names if n in names]
-        data = _conform(pf.read(columns=wanted), full, str(path))
+        data = _conform(pf.read(columns=_stored_columns(pf, full.names)), full, str(path))
         parts.append(_apply_filter(data, row_filter).select(target.names))
     if not parts:
         return target.empty_table()

@@ -656,28 +656,26 @@ class _Cursor:
         return words
 
     def spans(self, rows: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]) -> pa.Array:
-        """Large-binary array of the ``lengths`` bytes at each row's position (empty elsewhere)."""
+        """Binary array (see :func:`~hoodline.spans.byte_spans`) of the ``lengths`` bytes at
+        each row's position (empty elsewhere), stepping over them."""
+        start = self.pos
+        lens = self.skip(rows, lengths)
+        return byte_spans(self.buf, start, lens)
+
+    def skip(
+        self, rows: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.int64]:
+        """Step over the ``lengths`` bytes at each row's position (none elsewhere), checked to
+        lie in the buffer; returns the lengths stepped over, per row."""
         self.peek = None
-        n = len(self.pos)
         if (lengths < 0).any():
             raise TableError("negative Avro length; the log block is corrupt")
         lens = np.where(rows, lengths, 0)
         # compared as room left, not as pos + length: a huge corrupt length must not wrap
-        if n and (lens > len(self.buf) - self.pos).any():
-            raise TableError("Avro record runs past its block; the log block is corrupt")
-        spans = byte_spans(self.buf, self.pos, lens)
-        self.pos = self.pos + lens
-        return spans
-
-    def skip(self, rows: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]) -> None:
-        """Step over the ``lengths`` bytes at each row's position (none elsewhere)."""
-        self.peek = None
-        lens = np.where(rows, lengths, 0)
-        if (lens < 0).any():
-            raise TableError("negative Avro length; the log block is corrupt")
         if len(lens) and (lens > len(self.buf) - self.pos).any():
             raise TableError("Avro record runs past its block; the log block is corrupt")
         self.pos = self.pos + lens
+        return lens
 
     def shared(self, lengths: npt.NDArray[np.int64]) -> bytes | None:
         """The bytes at every row's position, when every row holds the same ``lengths[0]``
