@@ -1,6 +1,7 @@
 """``hoodline run PIPELINE.toml --once`` in a subprocess on the real broker: one line per round,
-a summary, the table equals the model, and a SASL password given in the config appears neither
-in the output nor in the table's metadata."""
+a summary, the table equals the model, a round failed once in a task is retried with one line
+and no stack traces, and a SASL password given in the config appears neither in the output nor
+in the table's metadata."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hoodline.broker import EmbeddedBroker
+from hoodline.faults import FaultAction, FaultPoint, fault_env
 from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_completed_commits
 from tests.helpers.paths import SRC
@@ -67,13 +69,20 @@ round.max-records = 400
 round.min-interval = 0
 """)
     env = dict(os.environ, PYTHONPATH=str(SRC))
+    # one reader task fails once: the round is retried, and the console says so in one line,
+    # without Spark's stack traces of the failed task (executor, scheduler)
+    faulted = dict(env, **fault_env(FaultPoint.READ, FaultAction.FAIL, tmp_path / "fault", 1))
     proc = subprocess.run(
         [sys.executable, "-c", "from hoodline.cli import main; main()", "run", str(cfg),
          "--once"],
-        capture_output=True, text=True, env=env, timeout=240,
+        capture_output=True, text=True, env=faulted, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
+    assert "round 1 failed (1 in a row); retrying" in proc.stderr, proc.stderr[-3000:]
+    assert "InjectedFailure" in proc.stderr, proc.stderr
+    for spark_noise in ("Exception in task", "Lost task", "Traceback", "at org.apache"):
+        assert spark_noise not in out, out[-3000:]
     assert SECRET not in out
     assert "drained: " in proc.stdout and "900 records read" in proc.stdout
     assert proc.stdout.count("committed ") == 3  # 400 + 400 + 100: one line per round

@@ -108,3 +108,22 @@ def test_the_worker_daemon_is_told_of_a_zygote_only_when_it_is_hoodlines(tmp_pat
                                  zygote_socket=where)
     assert key not in spark_conf(SparkSettings(), local, None,
                                  zygote_socket=tmp_path / ("x" * 120))  # too long a path
+
+
+def test_failed_tasks_print_no_stack_traces_unless_asked() -> None:
+    """hoodline reports a failed round in one line and retries it: the executor's and the
+    scheduler's stack traces of the failed task stay off the console at Spark's default WARN,
+    and come back with hoodline at debug level or Spark at INFO."""
+    from hoodline.spark.session import TASK_FAILURE_LOGGERS, _log4j2_properties
+
+    def levels(text: str) -> dict[str, str]:
+        lines = dict(line.split(" = ", 1) for line in text.splitlines() if " = " in line)
+        names = {v: k.rsplit(".", 1)[0] for k, v in lines.items() if k.endswith(".name")}
+        return {name: lines[f"{key}.level"] for name, key in names.items()
+                if f"{key}.level" in lines}
+
+    quiet = levels(_log4j2_properties("WARN"))
+    assert all(quiet.get(name) == "off" for name in TASK_FAILURE_LOGGERS), quiet
+    for loud in (_log4j2_properties("WARN", task_failures=True), _log4j2_properties("info")):
+        assert not set(TASK_FAILURE_LOGGERS) & set(levels(loud))
+    assert quiet["org.apache.hadoop.util.NativeCodeLoader"] == "error"  # the others stay

@@ -43,14 +43,34 @@ def _frozen_first(fn: Callable[[T], R]) -> Callable[[T], R]:
 
 
 _ABORTED = re.compile(r"Job aborted due to stage failure: ([^\n]*)")
-#: The last line of a Python traceback inside a Spark error ("SomeError: message").
+#: The last line of a Java or Python traceback inside a Spark error ("SomeError: message").
 _ERROR_LINE = re.compile(r"^(?:Caused by: )?([\w.$]+(?:Error|Exception)\b: [^\n]*)$", re.MULTILINE)
+_TRACEBACK = "Traceback (most recent call last):"
+#: a Python exception line, ``package.module.Class: message``: the class's own name is kept
+_QUALIFIED = re.compile(r"^(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*(?::|$))")
+
+
+def _python_error(text: str) -> str | None:
+    """The exception line of the last Python traceback in ``text`` (the error a task raised;
+    Spark 4 puts the worker's traceback at the top of the job's error), module path dropped."""
+    at = text.rfind(_TRACEBACK)
+    if at < 0:
+        return None
+    for line in text[at + len(_TRACEBACK):].splitlines()[1:]:
+        if line.strip() and not line[0].isspace():
+            return _QUALIFIED.sub(r"\1", line.strip())
+    return None
 
 
 def _summary(exc: BaseException) -> str:
-    """A short description of a failed Spark job (its root error), for the round's log line.
-    Only for people: whether a round is retried never depends on this text."""
+    """A short description of a failed Spark job (its root error), for the round's log line:
+    the error a Python task raised, else Spark's reason for aborting the job (a lost executor),
+    else the last error line of the JVM's trace. Only for people: whether a round is retried
+    never depends on this text."""
     text = str(exc)
+    python = _python_error(text)
+    if python:
+        return python[:500]
     aborted = _ABORTED.search(text)
     if aborted:
         return aborted.group(1)[:500]

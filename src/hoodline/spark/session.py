@@ -91,7 +91,25 @@ class SparkSettings:
     extra_conf: Mapping[str, str] = field(default_factory=dict)
 
 
-def _log4j2_properties(level: str) -> str:
+#: the loggers that print a failed task's whole Python and Java stack traces on the console:
+#: the executor's "Exception in task" and the scheduler's "Lost task" / "aborting job", three
+#: times over for one failure. hoodline reports a failed round itself, in one line, and retries
+#: it; these speak only when hoodline logs at debug level or Spark's level is INFO or finer.
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+)
+
+
+def _log4j2_properties(level: str, task_failures: bool = False) -> str:
+    """The JVM's log4j2 configuration: ``level`` for Spark (to stderr, one line per record);
+    ``task_failures``: whether failed tasks print their stack traces (see
+    :data:`TASK_FAILURE_LOGGERS`)."""
+    quiet = [] if task_failures or level.upper() in ("ALL", "DEBUG", "INFO") else [
+        line
+        for i, name in enumerate(TASK_FAILURE_LOGGERS)
+        for line in (f"logger.task{i}.name = {name}", f"logger.task{i}.level = off")
+    ]
     return "\n".join(
         [
             f"rootLogger.level = {level.lower()}",
@@ -103,6 +121,7 @@ def _log4j2_properties(level: str) -> str:
             "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex",
             "logger.native.name = org.apache.hadoop.util.NativeCodeLoader",
             "logger.native.level = error",
+            *quiet,
             "",
         ]
     )
@@ -451,7 +470,8 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     zygote: Zygote | None = None
     try:
         log_config = scratch / "log4j2.properties"
-        log_config.write_text(_log4j2_properties(settings.log_level))
+        task_failures = logging.getLogger("hoodline").isEnabledFor(logging.DEBUG)
+        log_config.write_text(_log4j2_properties(settings.log_level, task_failures))
         pools = scratch / "fairscheduler.xml"
         pools.write_text(_scheduler_pools())
         archive = class_cache.archive_path() if settings.class_cache else None

@@ -1,0 +1,64 @@
+"""The one-line summary of a failed Spark job that a retried round's warning shows (the stack
+traces themselves stay off the console, see ``test_master_conf``)."""
+
+from __future__ import annotations
+
+from hoodline.spark.engine import _summary
+
+#: the head of a Py4JJavaError's text from Spark 4.1 when a Python task raised (captured)
+SPARK4_PYTHON = """An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.
+: org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf
+    run_process()
+  File "/venv/lib/python3.11/site-packages/pyspark/util.py", line 158, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/src/hoodline/pipeline/tasks.py", line 218, in read
+    faults.reach(FaultPoint.READ)
+hoodline.faults.InjectedFailure: injected failure at 'read' (1 of 1)
+ SQLSTATE: 38000
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:1097)
+\tat org.apache.spark.api.python.PythonRunner$$anon$5.read(PythonRunner.scala:1642)
+"""
+
+CHAINED = """An error occurred while calling o42.collect.
+: org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/src/hoodline/formats/registry.py", line 171, in fetch
+    raise httpx.ConnectError("refused")
+httpx.ConnectError: refused
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/src/hoodline/formats/registry.py", line 180, in fetch
+    raise SchemaRegistryError(msg) from None
+hoodline.errors.SchemaRegistryError: Schema Registry http://127.0.0.1:1 failed to return schema 7
+\tat org.apache.spark.api.python.BasePythonRunner.handle(PythonRunner.scala:1)
+"""
+
+LOST_EXECUTOR = """An error occurred while calling o99.collect.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 4.0 failed 1 times, most recent failure: Lost task 1.0 in stage 4.0 (TID 9) (10.0.0.2 executor 1): ExecutorLostFailure (executor 1 exited caused by one of the running tasks) Reason: Command exited with code 137
+\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2898)
+"""
+
+
+def test_a_python_task_error_is_named_by_its_class_and_message() -> None:
+    assert _summary(Exception(SPARK4_PYTHON)) == (
+        "InjectedFailure: injected failure at 'read' (1 of 1)")
+
+
+def test_the_last_of_chained_python_errors_is_named() -> None:
+    assert _summary(Exception(CHAINED)) == (
+        "SchemaRegistryError: Schema Registry http://127.0.0.1:1 failed to return schema 7")
+
+
+def test_a_job_aborted_by_spark_names_the_reason() -> None:
+    summary = _summary(Exception(LOST_EXECUTOR))
+    assert summary.startswith("Task 1 in stage 4.0 failed 1 times")
+    assert "ExecutorLostFailure" in summary and "\n" not in summary
+
+
+def test_a_java_error_without_either_names_its_last_error_line() -> None:
+    text = ("An error occurred while calling o1.collect.\n: java.io.IOException: disk full\n"
+            "\tat Foo.bar(Foo.java:1)\nCaused by: java.lang.IllegalStateException: no space\n")
+    assert _summary(Exception(text)) == "java.lang.IllegalStateException: no space"
