@@ -6,9 +6,11 @@ from __future__ import annotations
 from hoodline.spark.engine import _summary
 
 #: the head of a Py4JJavaError's text from Spark 4.1 when a Python task raised (captured)
-SPARK4_PYTHON = """An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.
-: org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
-  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf
+SPARK4_PYTHON = (
+    "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+    ": org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was thrown "
+    "from the Python worker: Traceback (most recent call last):\n"
+) + """  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 4327, in invoke_udf
     run_process()
   File "/venv/lib/python3.11/site-packages/pyspark/util.py", line 158, in wrapper
     return f(*args, **kwargs)
@@ -17,7 +19,7 @@ SPARK4_PYTHON = """An error occurred while calling z:org.apache.spark.api.python
     faults.reach(FaultPoint.READ)
 hoodline.faults.InjectedFailure: injected failure at 'read' (1 of 1)
  SQLSTATE: 38000
-\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:1097)
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(
 \tat org.apache.spark.api.python.PythonRunner$$anon$5.read(PythonRunner.scala:1642)
 """
 
@@ -36,9 +38,13 @@ hoodline.errors.SchemaRegistryError: Schema Registry http://127.0.0.1:1 failed t
 \tat org.apache.spark.api.python.BasePythonRunner.handle(PythonRunner.scala:1)
 """
 
-LOST_EXECUTOR = """An error occurred while calling o99.collect.
-: org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 4.0 failed 1 times, most recent failure: Lost task 1.0 in stage 4.0 (TID 9) (10.0.0.2 executor 1): ExecutorLostFailure (executor 1 exited caused by one of the running tasks) Reason: Command exited with code 137
-\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2898)
+LOST_EXECUTOR = (
+    "An error occurred while calling o99.collect.\n"
+    ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 4.0 "
+    "failed 1 times, most recent failure: Lost task 1.0 in stage 4.0 (TID 9) (10.0.0.2 executor "
+    "1): ExecutorLostFailure (executor 1 exited caused by one of the running tasks) Reason: "
+    "Command exited with code 137\n"
+) + """\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(
 """
 
 
