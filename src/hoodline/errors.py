@@ -128,8 +128,17 @@ class SchemaRegistryError(SourceError):
     """The Schema Registry could not be reached or answered with an error other than "schema
     not found" (which makes bad records, not a failed round). Names the registry URL."""
 
-    #: A registry that was briefly unreachable may answer the retried round.
+    #: A registry that answered with an error may answer the retried round.
     retryable = True
+
+
+class SchemaRegistryUnavailableError(SchemaRegistryError):
+    """The Schema Registry stayed unreachable (or answered 408/429/5xx) longer than
+    ``schema.registry.unavailable.timeout``; hoodline asked again with backoff all that time.
+    Names the registry URL."""
+
+    #: Retrying at once cannot help: the registry was already asked for the whole timeout.
+    retryable: bool = False
 
 
 class SchemaChangedError(SourceError):

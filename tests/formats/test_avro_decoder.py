@@ -7,6 +7,7 @@ import io
 import json
 import random
 import struct
+import threading
 from typing import Any
 
 import fastavro
@@ -20,7 +21,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from hoodline.errors import (
     ConfigError,
     SchemaChangedError,
-    SchemaRegistryError,
+    SchemaRegistryUnavailableError,
     is_retryable,
 )
 from hoodline.formats import registry_decoder
@@ -227,21 +228,36 @@ def test_primitive_key_schema_reads_into_the_one_key_field() -> None:
         1, 2, 3]
 
 
-def test_unreachable_registry_fails_the_round_retryably(schema_registry: SchemaRegistry) -> None:
-    settings = RegistrySettings((("url", schema_registry.url), ("max.retries", "0")),
-                                unique("s"))
-    decoder = RegistryFormat(settings).decoder(pa.schema([("id", pa.int64())]))
+def test_an_unavailable_registry_is_asked_again_then_stops_the_job(
+        schema_registry: SchemaRegistry) -> None:
     frame = pa.array([struct.pack(">bI", 0, 424_242) + b"\x02"], pa.binary())
+
+    def decoder(timeout_s: float) -> Any:
+        settings = RegistrySettings((("url", schema_registry.url), ("max.retries", "0")),
+                                    unique("s"), unavailable_timeout_s=timeout_s)
+        return RegistryFormat(settings).decoder(pa.schema([("id", pa.int64())]))
+
+    # answering 503 for a second: the lookup waits it out (the id is then unknown: bad records)
+    schema_registry.fail_with = 503
+    healed = threading.Timer(1.0, lambda: setattr(schema_registry, "fail_with", None))
+    healed.start()
+    try:
+        assert decoder(30).decode(frame).errors.reason.to_pylist() == [UNKNOWN_SCHEMA]
+    finally:
+        healed.cancel()
+        schema_registry.fail_with = None
+    # still unavailable when the timeout is up: an error that stops the job, naming the option
+    # (another id: the first one's answer is cached)
+    other = pa.array([struct.pack(">bI", 0, 424_243) + b"\x02"], pa.binary())
     schema_registry.fail_with = 500
     try:
-        with pytest.raises(SchemaRegistryError, match="schema id 424242") as info:
-            decoder.decode(frame)
+        with pytest.raises(SchemaRegistryUnavailableError, match="schema id 424243") as info:
+            decoder(0).decode(other)
     finally:
         schema_registry.fail_with = None
-    assert is_retryable(info.value)
+    assert not is_retryable(info.value)
     assert schema_registry.url in str(info.value)
-    # a missing id (404) is not an error of the round: its records are bad records
-    assert decoder.decode(frame).errors.reason.to_pylist() == [UNKNOWN_SCHEMA]
+    assert "schema.registry.unavailable.timeout" in str(info.value)
 
 
 def test_subject_errors_name_the_subject(schema_registry: SchemaRegistry) -> None:

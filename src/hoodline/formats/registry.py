@@ -11,18 +11,25 @@ Two kinds of lookup:
 
 * **writer schemas** by the id in each message (tasks): cached per process, so a task asks the
   registry once per id. A missing id (HTTP 404) is :data:`UNKNOWN` -- its records become bad
-  records -- while an unreachable registry raises :class:`SchemaRegistryError` (retryable: the
-  round is retried).
+  records -- while other failures raise :class:`SchemaRegistryError` (retryable: the round is
+  retried).
 * the **reader schema** (driver): the subject's latest or pinned version, what the table's
   columns follow.
+
+Both keep asking while the registry is unreachable (connection refused, timeouts) or answers
+408/429/5xx, with backoff and a warning per attempt, for ``schema.registry.unavailable.timeout``
+seconds (hoodline's own key, not the client's; default 60, as ``scan.broker-unavailable.timeout``
+for the brokers); then :class:`SchemaRegistryUnavailableError` stops the job.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +37,12 @@ import pyarrow as pa
 
 from hoodline.config.enums import ConfigEnum
 from hoodline.config.masking import mask_secrets
-from hoodline.errors import ConfigError, SchemaRegistryError, TableError
+from hoodline.errors import (
+    ConfigError,
+    SchemaRegistryError,
+    SchemaRegistryUnavailableError,
+    TableError,
+)
 from hoodline.table.schema import avro_schema_json_to_arrow
 
 __all__ = [
@@ -41,11 +53,18 @@ __all__ = [
     "WriterSchema",
     "fetch_subject_schema",
     "registry_options",
+    "take_unavailable_timeout",
     "writer_schema",
 ]
 
+log = logging.getLogger(__name__)
+
 #: Source options with this prefix configure the registry client (prefix removed).
 REGISTRY_PREFIX = "schema.registry."
+#: the one ``schema.registry.*`` key that is hoodline's, not the client's: seconds a lookup keeps
+#: retrying while the registry is unreachable or answers "unavailable"
+UNAVAILABLE_TIMEOUT = "unavailable.timeout"
+DEFAULT_UNAVAILABLE_TIMEOUT_S = 60.0
 
 
 def registry_options(options: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
@@ -60,6 +79,24 @@ def registry_options(options: Mapping[str, object]) -> tuple[dict[str, object], 
     return own, registry
 
 
+def take_unavailable_timeout(client: dict[str, str]) -> float:
+    """Remove hoodline's ``schema.registry.unavailable.timeout`` from the registry client's
+    settings ``client``: its seconds (default 60), checked."""
+    raw = client.pop(UNAVAILABLE_TIMEOUT, None)
+    if raw is None:
+        return DEFAULT_UNAVAILABLE_TIMEOUT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ConfigError(
+            f"option '{REGISTRY_PREFIX}{UNAVAILABLE_TIMEOUT}' = {raw!r} is invalid: give the "
+            "seconds lookups keep retrying an unavailable Schema Registry (a number >= 0, e.g. "
+            "60)")
+    return seconds
+
+
 @dataclass(frozen=True)
 class RegistrySettings:
     """How to reach the registry and which subject the table follows (picklable)."""
@@ -72,6 +109,9 @@ class RegistrySettings:
     #: Protobuf: the message of the schema file the table follows (its full name; "" = the
     #: file's first message)
     message_path: str = ""
+    #: seconds a lookup keeps retrying an unavailable registry (``schema.registry.unavailable.
+    #: timeout``)
+    unavailable_timeout_s: float = DEFAULT_UNAVAILABLE_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if not dict(self.client).get("url"):
@@ -87,7 +127,7 @@ class RegistrySettings:
     def __repr__(self) -> str:
         shown = mask_secrets(dict(self.client))
         return (f"RegistrySettings(client={shown!r}, subject={self.subject!r}, "
-                f"version={self.version!r})")
+                f"version={self.version!r}, unavailable_timeout_s={self.unavailable_timeout_s!r})")
 
     __str__ = __repr__
 
@@ -131,6 +171,61 @@ def _registry_failure(settings: RegistrySettings, what: str, exc: Exception) -> 
     )
 
 
+#: HTTP statuses of a registry that is there but cannot answer now
+_UNAVAILABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def _unavailable(exc: Exception) -> bool:
+    """Whether ``exc`` says the registry cannot answer now (asking again later may work): a
+    408/429/5xx answer, or no answer (the HTTP library's ``TransportError``s: connection refused,
+    timeouts; confluent-kafka's client runs on httpx or httpx2, whichever is installed)."""
+    if getattr(exc, "http_status_code", None) in _UNAVAILABLE_STATUS:
+        return True
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return any(cls.__name__ == "TransportError" for cls in type(exc).__mro__)
+
+
+def _asking(
+    settings: RegistrySettings,
+    what: str,
+    call: Callable[[], Any],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Any:
+    """``call()`` (a lookup of ``what``), asked again while the registry is unavailable: after
+    1, 2, 4, ... (at most 16) seconds, until ``settings.unavailable_timeout_s`` have passed, then
+    :class:`SchemaRegistryUnavailableError`. Other errors are raised as they are."""
+    started = clock()
+    backoff = 1.0
+    attempts = 0
+    budget = settings.unavailable_timeout_s
+    while True:
+        attempts += 1
+        try:
+            return call()
+        except Exception as exc:
+            if not _unavailable(exc):
+                raise
+            elapsed = clock() - started
+            if elapsed >= budget:
+                raise SchemaRegistryUnavailableError(
+                    f"Schema Registry {settings.url} (option '{REGISTRY_PREFIX}url') is "
+                    f"unavailable: fetching {what} failed {attempts} time(s) over "
+                    f"{elapsed:.1f}s, giving up after '{REGISTRY_PREFIX}{UNAVAILABLE_TIMEOUT}' = "
+                    f"{budget:g}s. Last error: {type(exc).__name__}: {exc}. Check that the "
+                    "registry runs and is reachable from this machine at that URL."
+                ) from exc
+            wait = min(backoff, budget - elapsed)
+            log.warning(
+                "Schema Registry %s unavailable: fetching %s failed (attempt %d, %.1fs so far): "
+                "%s: %s; retrying in %.1fs, giving up after '%s%s' = %gs", settings.url, what,
+                attempts, elapsed, type(exc).__name__, exc, wait, REGISTRY_PREFIX,
+                UNAVAILABLE_TIMEOUT, budget)
+            sleep(wait)
+            backoff = min(backoff * 2, 16.0)
+
+
 class SchemaKind(ConfigEnum):
     """The registry's schema types (``schemaType``; none given means Avro)."""
 
@@ -167,11 +262,18 @@ def writer_schema(settings: RegistrySettings, schema_id: int) -> WriterSchema | 
     if found is not None:
         return found
     client = _client(settings)
-    try:
+
+    def fetch() -> Any:
         schema = client.get_schema(schema_id)
         if (schema.schema_type or "").upper() == SchemaKind.PROTOBUF and not _is_base64(
                 schema.schema_str):
             schema = client.get_schema(schema_id, fmt="serialized")
+        return schema
+
+    try:
+        schema = _asking(settings, f"schema id {schema_id}", fetch)
+    except SchemaRegistryUnavailableError:
+        raise
     except Exception as exc:
         if _not_found(exc):
             result: WriterSchema | str = UNKNOWN
@@ -314,12 +416,17 @@ def fetch_subject_schema(settings: RegistrySettings,
     what = (f"subject '{settings.subject}' version "
             f"{'latest' if settings.version is None else settings.version}")
     fmt = "serialized" if kind is SchemaKind.PROTOBUF else None
-    try:
+
+    def fetch() -> Any:
         if settings.version is None:
             client.clear_latest_caches()
-            registered = client.get_latest_version(settings.subject, fmt=fmt)
-        else:
-            registered = client.get_version(settings.subject, settings.version, fmt=fmt)
+            return client.get_latest_version(settings.subject, fmt=fmt)
+        return client.get_version(settings.subject, settings.version, fmt=fmt)
+
+    try:
+        registered = _asking(settings, what, fetch)
+    except SchemaRegistryUnavailableError:
+        raise
     except Exception as exc:
         if _not_found(exc):
             raise ConfigError(

@@ -55,6 +55,7 @@ from hoodline.formats.registry import (
     SubjectSchema,
     fetch_subject_schema,
     registry_options,
+    take_unavailable_timeout,
 )
 from hoodline.formats.registry_decoder import RegistryFormat
 from hoodline.pipeline.config import ChangeDeletes, PipelineConfig, SourceFormat
@@ -351,8 +352,10 @@ class KafkaPlugin(SourcePlugin):
                     "subject the table's schema follows"
                 )
             subject = f"{next(iter(topics))}-value"
+        timeout = take_unavailable_timeout(client)
         settings = RegistrySettings(tuple(sorted(client.items())), subject,
-                                    config.source.schema_version, config.source.schema_message)
+                                    config.source.schema_version, config.source.schema_message,
+                                    timeout)
         return cls(source, registry=settings, declared=len(config.schema) > 0,
                    changes=fmt.change_events, kind=kind,
                    mark_deletes=config.source.change_deletes is ChangeDeletes.MARK)
