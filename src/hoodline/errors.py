@@ -34,6 +34,24 @@ class ConfigError(HoodlineError):
     """An option is missing, unknown, or has an invalid value. The message names the option."""
 
 
+# --- storage -----------------------------------------------------------------------------------
+class StorageError(HoodlineError):
+    """An object store (``s3://``, ``gs://``, ``abfs://``) refused or failed an operation: a
+    missing bucket, missing or rejected credentials, an unreachable endpoint, a server error.
+    The message names the URL, the action and the store's reason, and says what to do.
+
+    Retryable per error (:attr:`retryable` is set on each): an endpoint that did not answer, a
+    timeout or an HTTP 5xx may pass in a retried round; a missing bucket, bad credentials, a
+    denied permission or an invalid path fail the same way every time."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.retryable))
+
+
 # --- table layer -------------------------------------------------------------------------------
 class TableError(HoodlineError):
     """Anything wrong with a Hudi table or an operation on it."""

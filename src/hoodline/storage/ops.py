@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodline.storage.paths import ObjectPath, TablePath
+from hoodline.storage.paths import ObjectPath, TablePath, storage_errors
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,8 @@ def open_binary(path: TablePath) -> BinaryIO:
     if isinstance(path, ObjectPath):
         import obstore
 
-        raw = _ObjectReader(obstore.open_reader(path.store, path.key))
+        with storage_errors(path, "open"):
+            raw = _ObjectReader(obstore.open_reader(path.store, path.key), path)
         return io.BufferedReader(raw, buffer_size=1 << 20)
     return open(path, "rb")
 
@@ -173,11 +174,13 @@ def open_input(path: TablePath) -> Any:
 
 
 class _ObjectReader(io.RawIOBase):
-    """obstore's reader as a raw binary stream."""
+    """obstore's reader as a raw binary stream (store errors as
+    :class:`~hoodline.errors.StorageError`)."""
 
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: Any, path: ObjectPath) -> None:
         super().__init__()
         self._r = reader
+        self._path = path
 
     def readable(self) -> bool:
         return True
@@ -186,12 +189,14 @@ class _ObjectReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        data = bytes(self._r.read(len(buffer)))
+        with storage_errors(self._path, "read"):
+            data = bytes(self._r.read(len(buffer)))
         buffer[: len(data)] = data
         return len(data)
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        return int(self._r.seek(offset, whence))
+        with storage_errors(self._path, "read"):
+            return int(self._r.seek(offset, whence))
 
     def tell(self) -> int:
         return int(self._r.tell())

@@ -10,7 +10,11 @@ I/O) goes through :mod:`hoodline.storage.ops`. Semantics on an object store:
 * a write is one PUT: readers see the whole object or nothing, never a partial file;
 * folders do not exist: ``mkdir`` does nothing, a "folder" exists when an object is under it;
 * credentials and endpoints come from the options given (``[table.storage]``) or the provider's
-  standard environment (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ...).
+  standard environment (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ...);
+* a store's refusal or failure (missing bucket, credentials, unreachable endpoint) is raised as
+  one :class:`~hoodline.errors.StorageError` by :func:`storage_errors`, whose message names the
+  URL, the action, the store's reason in short and what to do; a missing object stays a
+  :class:`FileNotFoundError`.
 
 An :class:`ObjectPath` pickles as its URL and options (Spark ships it to executors); each
 process opens its own store, once per location.
@@ -20,14 +24,16 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeAlias
 
 from hoodline.config.masking import mask_secrets
-from hoodline.errors import ConfigError
+from hoodline.errors import ConfigError, StorageError
 
 #: URL schemes of object stores, and the scheme obstore knows them by
 OBJECT_SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "abfs": "abfs", "abfss": "abfs",
@@ -110,6 +116,190 @@ def _open_store(root: ObjectRoot) -> Any:
         ) from None
 
 
+# --- store errors ------------------------------------------------------------------------------
+#: how the stores are called in messages, by obstore scheme
+_PROVIDER = {"s3": "S3", "gs": "GCS", "abfs": "Azure", "az": "Azure"}
+
+#: where each store's credentials come from (option names of ``[table.storage]`` and the
+#: provider's environment variables, as the README documents them)
+_CREDENTIALS_HINT = {
+    "s3": "set access_key_id and secret_access_key (and region; endpoint for a store other than "
+          "AWS) in the pipeline's [table.storage], or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+          "AWS_REGION (and AWS_ENDPOINT_URL) in the environment",
+    "gs": "set service_account in the pipeline's [table.storage], or GOOGLE_SERVICE_ACCOUNT "
+          "(or GOOGLE_APPLICATION_CREDENTIALS) in the environment",
+    "abfs": "set account_name and account_key (or a SAS/OAuth setting) in the pipeline's "
+            "[table.storage], or AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY in "
+            "the environment",
+}
+_ENDPOINT_HINT = {
+    "s3": "option endpoint in the pipeline's [table.storage], or AWS_ENDPOINT_URL",
+    "gs": "the network path to GCS",
+    "abfs": "option endpoint in the pipeline's [table.storage], or AZURE_STORAGE_ENDPOINT",
+}
+#: error codes (S3 / GCS XML, Azure) of a missing bucket or container
+_NO_BUCKET = frozenset({"NoSuchBucket", "ContainerNotFound"})
+#: error codes of missing, unknown or invalid credentials
+_BAD_CREDENTIALS = frozenset({
+    "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+    "TokenRefreshRequired", "InvalidClientTokenId", "AuthenticationFailed",
+    "AuthenticationRequired", "NoAuthenticationInformation", "InvalidAuthenticationInfo",
+    "MissingSecurityHeader",
+})
+#: error codes of a transient overload of the store
+_BUSY = frozenset({"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout",
+                   "ServerBusy", "OperationTimedOut", "RequestTimeTooSkewed"})
+#: cloud instance metadata endpoints, where obstore looks for credentials when none are set
+_METADATA_HOSTS = ("169.254.169.254", "169.254.170.2", "metadata.google.internal")
+
+_XML_CODE = re.compile(r"<Code>([^<]*)</Code>")
+_XML_MESSAGE = re.compile(r"<Message>([^<]*)</Message>")
+_JSON_MESSAGE = re.compile(r'"message"\s*:\s*"([^"]*)"')
+_STATUS = re.compile(r"status code: (\d{3})( [A-Za-z][A-Za-z ]*)?(?:: ?)?(.*)", re.DOTALL)
+_REQUEST = re.compile(r"Error performing [A-Z]+ (https?://[^/\s?]+)")
+_RETRIES = re.compile(r"after (\d+) retries")
+_URL_QUERY = re.compile(r"(https?://[^\s?]*)\?\S*")  # query strings may hold SAS tokens
+
+
+@dataclass(frozen=True)
+class StoreFailure:
+    """What an object store error says, in short (see :func:`describe_store_error`)."""
+
+    #: bucket | credentials | permission | endpoint | server | invalid | other
+    kind: str
+    #: the store's reason on one line: status, error code and message, no debug dump
+    reason: str
+    #: ``scheme://host[:port]`` the failed request went to ("" when not said)
+    endpoint: str = ""
+
+
+def describe_store_error(text: str, error_type: str = "") -> StoreFailure:
+    """Classify an obstore error message (``str(exc)``; ``error_type`` the class name, e.g.
+    ``PermissionDeniedError``) and shorten it to one line: HTTP status, the XML ``<Code>`` and
+    ``<Message>`` of S3/GCS/Azure, or the network failure; never the Rust debug dump, request
+    ids or query strings."""
+    head, _, debug = text.partition("\n\nDebug source:")
+    request = _REQUEST.search(head)
+    endpoint = request.group(1) if request else ""
+    code_match = _XML_CODE.search(head)
+    code = code_match.group(1).strip() if code_match else ""
+    message_match = _XML_MESSAGE.search(head)
+    message = message_match.group(1).strip().splitlines()[0] if message_match else ""
+    status = _STATUS.search(head)
+    status_text = ""
+    status_code = 0
+    if status:
+        status_code = int(status.group(1))
+        status_text = (status.group(1) + (status.group(2) or "")).strip()
+        body = status.group(3).strip()
+        if not code and body:
+            json_message = _JSON_MESSAGE.search(body)
+            if json_message:
+                message = json_message.group(1)
+            elif not body.startswith("<"):
+                message = body.splitlines()[0]
+    parts = [p for p in (status_text, code) if p]
+    reason = ", ".join(parts) + (f": {message}" if message else "")
+    if not reason:
+        reason = head.strip().splitlines()[0] if head.strip() else error_type or "unknown error"
+    retries = _RETRIES.search(head)
+    whole = f"{head}\n{debug}"
+    network = (
+        "connection refused" if "ConnectionRefused" in whole or "Connection refused" in whole
+        else "host not found" if "dns error" in whole.lower()
+        else "timed out" if "timed out" in whole.lower() or "TimedOut" in whole
+        or "kind: Timeout" in whole
+        else "no connection" if "error sending request" in whole
+        else ""
+    )
+    if network and not status:
+        reason = network + (f", after {retries.group(1)} retries" if retries else "")
+    reason = _URL_QUERY.sub(r"\1?...", reason)
+    if len(reason) > 240:
+        reason = reason[:237] + "..."
+
+    if code in _NO_BUCKET:
+        kind = "bucket"
+    elif any(host in endpoint for host in _METADATA_HOSTS):
+        kind = "credentials"  # no credentials given: obstore asked the instance metadata
+    elif (code in _BAD_CREDENTIALS or status_code == 401
+          or error_type == "UnauthenticatedError"):
+        kind = "credentials"
+    elif status_code == 403 or code == "AccessDenied" or error_type == "PermissionDeniedError":
+        kind = "permission"
+    elif network and not status:
+        kind = "endpoint"
+    elif code in _BUSY or status_code >= 500 or status_code in (408, 429):
+        kind = "server"
+    elif error_type in ("InvalidPathError", "NotSupportedError") or 400 <= status_code < 500:
+        kind = "invalid"
+    else:
+        kind = "other"
+    return StoreFailure(kind, reason, endpoint)
+
+
+def storage_error(exc: BaseException, path: ObjectPath, action: str) -> StorageError:
+    """The :class:`StorageError` of an obstore error ``exc`` raised while doing ``action``
+    (``read``, ``list`` ...) on ``path``: one line naming the URL, the store's reason in short
+    and what to do. Never shows option values (keys)."""
+    failure = describe_store_error(str(exc), type(exc).__name__)
+    scheme = OBJECT_SCHEMES[path.root.scheme]
+    scheme = "abfs" if scheme == "az" else scheme
+    store = _PROVIDER[scheme]
+    where = f"cannot {action} '{path}'"
+    kind = failure.kind
+    if kind == "bucket":
+        noun = "container" if scheme == "abfs" else "bucket"
+        return StorageError(
+            f"{where}: the {noun} '{path.root.bucket}' does not exist ({store}: "
+            f"{failure.reason}); create the {noun}, or fix the table path", retryable=False)
+    if kind == "credentials":
+        if any(host in failure.endpoint for host in _METADATA_HOSTS):
+            what = (f"no {store} credentials are set (looking for them at the instance "
+                    f"metadata endpoint {failure.endpoint} failed: {failure.reason})")
+        else:
+            what = f"{store} rejected the credentials ({failure.reason})"
+        return StorageError(f"{where}: {what}; {_CREDENTIALS_HINT[scheme]}", retryable=False)
+    if kind == "permission":
+        return StorageError(
+            f"{where}: {store} denied access ({failure.reason}); check that the credentials "
+            f"are right and may {action} this path: {_CREDENTIALS_HINT[scheme]}",
+            retryable=False)
+    if kind == "endpoint":
+        at = failure.endpoint or "the store"
+        return StorageError(
+            f"{where}: cannot reach {store} at {at} ({failure.reason}); check that the store "
+            f"runs and is reachable there, or fix the endpoint: {_ENDPOINT_HINT[scheme]}",
+            retryable=True)
+    if kind == "server":
+        return StorageError(
+            f"{where}: {store} failed ({failure.reason}); a retried round may pass",
+            retryable=True)
+    if kind == "invalid":
+        return StorageError(f"{where}: {store} refused it ({failure.reason})", retryable=False)
+    return StorageError(f"{where}: {store} error ({failure.reason})", retryable=True)
+
+
+@contextmanager
+def storage_errors(path: ObjectPath, action: str) -> Iterator[None]:
+    """Run obstore calls on ``path``: their errors leave as one :class:`StorageError` (see
+    :func:`storage_error`); a missing object as ``FileNotFoundError(url)``, unless the store
+    says the bucket itself is missing."""
+    from obstore.exceptions import BaseError
+
+    try:
+        yield
+    except FileNotFoundError as exc:
+        code = _XML_CODE.search(str(exc).partition("\n\nDebug source:")[0])
+        if code and code.group(1) in _NO_BUCKET:
+            raise storage_error(exc, path, action) from exc
+        if exc.args == (str(path),):
+            raise
+        raise FileNotFoundError(str(path)) from None
+    except BaseError as exc:
+        raise storage_error(exc, path, action) from exc
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     """What :meth:`ObjectPath.stat` returns (the fields the table layer reads)."""
@@ -181,10 +371,8 @@ class ObjectPath:
     def read_bytes(self) -> bytes:
         import obstore
 
-        try:
+        with storage_errors(self, "read"):
             return bytes(obstore.get(self.store, self.key).bytes())
-        except FileNotFoundError:
-            raise FileNotFoundError(str(self)) from None
 
     def read_text(self, encoding: str = "utf-8", errors: str = "strict") -> str:
         return self.read_bytes().decode(encoding, errors)
@@ -192,7 +380,8 @@ class ObjectPath:
     def write_bytes(self, data: bytes) -> int:
         import obstore
 
-        obstore.put(self.store, self.key, data)
+        with storage_errors(self, "write"):
+            obstore.put(self.store, self.key, data)
         return len(data)
 
     def write_text(self, text: str, encoding: str = "utf-8") -> int:
@@ -204,19 +393,18 @@ class ObjectPath:
         import obstore
         from obstore.exceptions import AlreadyExistsError
 
-        try:
-            obstore.put(self.store, self.key, data, mode="create")
-        except AlreadyExistsError:
-            return False
+        with storage_errors(self, "create"):
+            try:
+                obstore.put(self.store, self.key, data, mode="create")
+            except AlreadyExistsError:
+                return False
         return True
 
     def stat(self) -> ObjectInfo:
         import obstore
 
-        try:
+        with storage_errors(self, "look up"):
             meta = obstore.head(self.store, self.key)
-        except FileNotFoundError:
-            raise FileNotFoundError(str(self)) from None
         return ObjectInfo(int(meta["size"]), meta["last_modified"].timestamp())
 
     def is_file(self) -> bool:
@@ -230,10 +418,16 @@ class ObjectPath:
         import obstore
 
         prefix = f"{self.key}/" if self.key else ""
-        for chunk in obstore.list(self.store, prefix, chunk_size=1):
-            if chunk:
-                return True
+        with storage_errors(self, "list"):
+            for chunk in obstore.list(self.store, prefix, chunk_size=1):
+                if chunk:
+                    return True
         return False
+
+    def check_bucket(self) -> None:
+        """Raise :class:`StorageError` when the bucket does not exist or refuses access (one
+        listing of at most one key): what a missing object alone cannot tell."""
+        ObjectPath(self.root).is_dir()
 
     def exists(self) -> bool:
         return self.is_file() or self.is_dir()
@@ -243,11 +437,12 @@ class ObjectPath:
 
         if not missing_ok and not self.is_file():
             raise FileNotFoundError(str(self))
-        try:
-            obstore.delete(self.store, self.key)
-        except FileNotFoundError:  # S3 deletes missing keys silently; Azure answers 404
-            if not missing_ok:
-                raise
+        with storage_errors(self, "delete"):
+            try:
+                obstore.delete(self.store, self.key)
+            except FileNotFoundError:  # S3 deletes missing keys silently; Azure answers 404
+                if not missing_ok:
+                    raise
 
     def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to do: an object store has no folders."""
@@ -261,7 +456,8 @@ class ObjectPath:
         import obstore
 
         prefix = f"{self.key}/" if self.key else ""
-        result = obstore.list_with_delimiter(self.store, prefix or None)
+        with storage_errors(self, "list"):
+            result = obstore.list_with_delimiter(self.store, prefix or None)
         objects = [
             (posixpath.basename(o["path"]), int(o["size"]), o["last_modified"].timestamp())
             for o in result["objects"]
@@ -279,9 +475,10 @@ class ObjectPath:
         import obstore
 
         prefix = f"{self.key}/" if self.key else ""
-        for chunk in obstore.list(self.store, prefix or None):
-            for o in chunk:
-                yield o["path"][len(prefix):], int(o["size"]), o["last_modified"].timestamp()
+        with storage_errors(self, "list"):
+            for chunk in obstore.list(self.store, prefix or None):
+                for o in chunk:
+                    yield o["path"][len(prefix):], int(o["size"]), o["last_modified"].timestamp()
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ObjectPath, (self.root, self.key))

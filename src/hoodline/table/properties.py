@@ -20,7 +20,7 @@ from hoodline.errors import (
     UnsupportedTableError,
 )
 from hoodline.storage import ops
-from hoodline.storage.paths import TablePath, parse_location
+from hoodline.storage.paths import ObjectPath, TablePath, parse_location
 from hoodline.table.keygen.kinds import (
     KEYGEN_COMPLEX,
     KEYGEN_CUSTOM,
@@ -567,11 +567,14 @@ def properties_path(base_path: str | os.PathLike[str] | TablePath) -> TablePath:
 def read_table_config(base_path: str | os.PathLike[str] | TablePath) -> TableConfig:
     """Read ``<base>/.hoodie/hoodie.properties``.
 
-    Raises :class:`TableNotFoundError` when the path holds no table and
-    :class:`UnsupportedTableError` for a version/type/layout hoodline cannot handle.
+    Raises :class:`TableNotFoundError` when the path holds no table,
+    :class:`UnsupportedTableError` for a version/type/layout hoodline cannot handle and
+    :class:`~hoodline.errors.StorageError` when the object store refuses (a missing bucket too).
     """
     path = properties_path(base_path)
     if not path.is_file():
+        if isinstance(path, ObjectPath):
+            path.check_bucket()  # a missing bucket says so (StorageError), not "no table"
         raise TableNotFoundError(
             f"no Hudi table at '{base_path}': '{path}' does not exist; "
             "create the table first or check the path"
