@@ -155,6 +155,20 @@ def test_resolution_defaults_promotions_and_every_bad_value_accounted_for() -> N
                        strict=True))
     assert "schema id 9" in details[5]
     assert "'qty'" in details[6] and "schema id 3" in details[6]
+    # every detail names the schema id
+    for row in (7, 8):
+        assert details[row].startswith(
+            "schema id 1: Avro datum does not match its writer schema: "), details[row]
+
+
+def test_a_datum_error_without_a_message_is_described() -> None:
+    """fastavro raises a bare EOFError for some truncated datums; the detail must not end in
+    an empty message."""
+    assert registry_decoder._failure(EOFError()) == (
+        "it ends before its schema's fields do (truncated)")
+    assert registry_decoder._failure(EOFError("Expected 2 bytes, read 0")) == (
+        "EOFError: Expected 2 bytes, read 0")
+    assert registry_decoder._failure(IndexError()) == "IndexError"
 
 
 def test_narrower_table_column_reads_values_that_fit_and_refuses_the_rest() -> None:

@@ -201,12 +201,21 @@ class AvroCodec:
             except Exception as exc:  # fastavro raises many types on corrupt input
                 broken.append(i)
                 details.append(f"Avro datum does not match its writer schema: "
-                               f"{type(exc).__name__}: {exc}"[:300])
+                               f"{_failure(exc)}"[:300])
         good_rows = np.asarray(good, dtype=np.int64)
         table = (decode_records(data.data, starts[good_rows], ends[good_rows], self.avro,
                                 self._reader) if good else None)
         return GroupResult(table, good_rows, np.asarray(broken, dtype=np.int64),
                            [UNPARSEABLE] * len(broken), details)
+
+
+def _failure(exc: BaseException) -> str:
+    """What a decoder's exception says about a corrupt datum (some carry no message)."""
+    if str(exc):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, EOFError):
+        return "it ends before its schema's fields do (truncated)"
+    return type(exc).__name__
 
 
 @dataclass
@@ -352,7 +361,8 @@ class RegistryDecoder:
             for reason in dict.fromkeys(group.reasons):
                 pick = np.asarray([r == reason for r in group.reasons])
                 bad.append((rows[group.bad[pick]], reason,
-                            [d for d, p in zip(group.details, pick, strict=True) if p]))
+                            [f"schema id {schema_id}: {d}"
+                             for d, p in zip(group.details, pick, strict=True) if p]))
             table, good = group.table, group.good
             if table is None:
                 continue
