@@ -208,7 +208,7 @@ def run(
             pipeline.engine  # noqa: B018 - start Spark first: it installs its own SIGINT handler
             # ours until Spark has stopped too: a second Ctrl-C while it shuts down aborts
             previous = signal.signal(signal.SIGINT, _interrupt)
-            progress, finish = make_progress_callback(console)
+            progress, finish = make_progress_callback(console, once=once)
 
             def on_round(report: RoundReport) -> None:
                 if metrics is not None:
@@ -590,6 +590,7 @@ def _service_client(table: HudiTable, owner: str) -> Iterator[WriteClient]:
     """A write client for a table service run from the command line: the table's own payload
     class, the writer lock under ``owner``; says which instants an earlier writer left and the
     client finished on opening."""
+    from hoodline.table.rollback import describe_repair
     from hoodline.table.write.client import WriteClient
 
     options = {
@@ -598,7 +599,7 @@ def _service_client(table: HudiTable, owner: str) -> Iterator[WriteClient]:
     }
     with WriteClient(table, options) as client:
         for inst in client.repaired:
-            console.print(f"completed {inst.action} {inst.timestamp} left by an earlier writer",
+            console.print(f"{describe_repair(table, inst)}, left by an earlier writer",
                           markup=False)
         yield client
 

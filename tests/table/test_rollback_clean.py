@@ -17,7 +17,12 @@ from hoodline.table.action_metadata import ActionBody, serialize
 from hoodline.table.clean import clean, plan_clean
 from hoodline.table.instant import Instant, State
 from hoodline.table.markers import Markers
-from hoodline.table.rollback import _plan, rollback_instant, rollback_pending
+from hoodline.table.rollback import (
+    _plan,
+    describe_repair,
+    rollback_instant,
+    rollback_pending,
+)
 from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import (
     assert_hudi_matches_hoodline,
@@ -73,6 +78,9 @@ def test_rollback_of_inflight_deletes_exactly_its_files(
     meta = _avro(tl.read_instant_bytes(done[0]), "HoodieRollbackMetadata")
     assert meta["commitsRollback"] == [p.ts] and meta["totalFilesDeleted"] == 2
     assert meta["instantsRollback"] == [{"commitTime": p.ts, "action": "commit"}]
+    # what a restarted pipeline says it repaired: the instant rolled back, not only the rollback
+    assert describe_repair(table, done[0]) == (
+        f"rolled back commit {p.ts} (rollback {done[0].timestamp})")
     deleted = sorted(
         os.path.relpath(f, table.base_path)
         for pm in meta["partitionMetadata"].values()

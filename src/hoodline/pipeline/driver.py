@@ -66,6 +66,7 @@ from hoodline.pipeline.target import open_target_table
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
+from hoodline.table.rollback import describe_repair
 from hoodline.table.schema import widens
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
@@ -224,9 +225,8 @@ class RoundDriver:
         errors_client: WriteClient | None = None
         try:
             if client.repaired:
-                # the instants of the repair itself (a rollback names its target inside)
-                log.warning("repaired what a previous run left pending: %s",
-                            ", ".join(f"{i.action} {i.timestamp}" for i in client.repaired))
+                log.warning("repaired what a previous run left pending: %s", "; ".join(
+                    describe_repair(client.table, i) for i in client.repaired))
             restored = read_checkpoint(client.table)
             plugin = load_plugin(cfg)
             if restored is not None:

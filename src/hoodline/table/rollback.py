@@ -219,6 +219,20 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
     return _finish(table, rb, current, plan, started)
 
 
+def describe_repair(table: HudiTable, done: Instant) -> str:
+    """What the completed instant ``done`` of a repair (:func:`rollback_pending`, a finished
+    compaction) did, for people: a rollback names the instants it rolled back."""
+    if done.action != ROLLBACK:
+        return f"completed {done.action} {done.timestamp}"
+    try:
+        metadata = deserialize(ActionBody.ROLLBACK_METADATA, table.timeline.read_instant_bytes(
+            done), str(table.timeline.path_of(done)))
+        targets = [f"{t['action']} {t['commitTime']}" for t in metadata["instantsRollback"]]
+    except (KeyError, TypeError, TableError, OSError):  # unreadable: the instant alone
+        return f"rollback {done.timestamp}"
+    return f"rolled back {', '.join(targets)} (rollback {done.timestamp})"
+
+
 def _read_plan(table: HudiTable, rb: Instant) -> dict[str, Any]:
     source = str(table.timeline.path_of(rb.with_state(State.REQUESTED)))
     plan = deserialize(ActionBody.ROLLBACK_PLAN, table.timeline.read_instant_bytes(
