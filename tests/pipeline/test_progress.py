@@ -107,6 +107,11 @@ def test_plain_mode_summarises_idle_rounds_instead_of_a_line_each() -> None:
     assert lines[4].startswith("idle: no new records")
     assert not any(line.startswith("round 5") for line in lines)
     assert progress.totals.rounds == 304  # every round still counted
+    # a run that stops once drained (--once) has no idle stretch to summarise
+    once_out = io.StringIO()
+    once = RoundProgress(Console(file=once_out, width=300), live=False, once=True)
+    once.on_round(idle)
+    assert once_out.getvalue().splitlines() == ["idle: no new records; lag=0"]
 
 
 def test_concurrent_rounds_and_status_updates_are_all_counted() -> None:

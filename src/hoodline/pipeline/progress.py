@@ -154,8 +154,11 @@ class RoundProgress:
         live: bool | None = None,
         history: int = 8,
         clock: Callable[[], float] = time.monotonic,
+        once: bool = False,
     ) -> None:
         self.console = console
+        #: the run stops once the source is drained (``--once``): no idle stretch to summarise
+        self.once = once
         self.title = title
         self.totals = ProgressTotals()
         self._recent: deque[RoundLike] = deque(maxlen=max(1, history))
@@ -196,8 +199,10 @@ class RoundProgress:
                 # no round number: an idle round commits nothing, and the number it carries is
                 # the one the next committing round prints
                 self._idle_since, self._idle_rounds, self._idle_shown = now, 1, now
-                return (f"idle: no new records; lag={_total_lag(report.lag)} (idle rounds are "
-                        f"summarised every {IDLE_LINE_INTERVAL_S:.0f} s)")
+                line = f"idle: no new records; lag={_total_lag(report.lag)}"
+                if self.once:
+                    return line
+                return f"{line} (idle rounds are summarised every {IDLE_LINE_INTERVAL_S:.0f} s)"
             self._idle_rounds += 1
             if now - self._idle_shown < IDLE_LINE_INTERVAL_S:
                 return None
@@ -319,9 +324,11 @@ def _lag_table(lag: Mapping[str, int]) -> Table:
 
 
 def make_progress_callback(
-    console: Console, *, title: str = "hoodline pipeline", live: bool | None = None
+    console: Console, *, title: str = "hoodline pipeline", live: bool | None = None,
+    once: bool = False,
 ) -> tuple[Callable[[RoundLike], None], Callable[[], None]]:
     """``(on_round, finish)`` for :func:`hoodline.pipeline.api.run_pipeline`; call ``finish``
-    when the run ends (also on errors) to stop the live display."""
-    progress = RoundProgress(console, title=title, live=live)
+    when the run ends (also on errors) to stop the live display. ``once``: the run stops when
+    the source is drained."""
+    progress = RoundProgress(console, title=title, live=live, once=once)
     return progress.on_round, progress.finish
