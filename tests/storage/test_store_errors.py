@@ -202,9 +202,12 @@ def test_rejected_credentials_say_where_credentials_come_from(
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     for message in (str(caught.value), lines[0]):
         assert "403 Forbidden" in message
-        assert "[table.storage]" in message and "AWS_ACCESS_KEY_ID" in message
-        assert "AWS_SECRET_ACCESS_KEY" in message
+        assert "AWS_ACCESS_KEY_ID" in message and "AWS_SECRET_ACCESS_KEY" in message
         assert SECRET not in message and KEY_ID not in message
+    # the pipeline's table was opened with [table.storage] options: the hint names them too;
+    # the table commands have no such options: only the environment
+    assert "[table.storage]" in str(caught.value)
+    assert "[table.storage]" not in lines[0]
 
 
 @pytest.mark.s3
@@ -255,3 +258,22 @@ ts = "int64"
     assert len(errors) == 1, result.output
     assert f"cannot list 's3://{bucket}': the bucket '{bucket}' does not exist" in errors[0]
     assert "Traceback" not in result.output and "Debug source" not in result.output
+
+
+@pytest.mark.s3
+def test_the_file_source_on_a_missing_bucket_says_so_once(
+    moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file source's path takes its credentials from the environment alone: the listing's
+    error names the bucket once, and no [table.storage] it cannot use."""
+    from hoodline.connectors.files.discovery import DirectoryLister
+
+    for name, value in moto_s3.env.items():
+        monkeypatch.setenv(name, value)
+    bucket = _bucket()
+    with pytest.raises(StorageError) as caught:
+        DirectoryLister(f"s3://{bucket}/in").list()
+    message = str(caught.value)
+    assert message.startswith(f"cannot list 's3://{bucket}/in': the bucket '{bucket}' does not")
+    assert message.count("cannot list") == 1 and "[table.storage]" not in message
+    assert caught.value.retryable is False

@@ -120,23 +120,35 @@ def _open_store(root: ObjectRoot) -> Any:
 #: how the stores are called in messages, by obstore scheme
 _PROVIDER = {"s3": "S3", "gs": "GCS", "abfs": "Azure", "az": "Azure"}
 
-#: where each store's credentials come from (option names of ``[table.storage]`` and the
-#: provider's environment variables, as the README documents them)
-_CREDENTIALS_HINT = {
-    "s3": "set access_key_id and secret_access_key (and region; endpoint for a store other than "
-          "AWS) in the pipeline's [table.storage], or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
-          "AWS_REGION (and AWS_ENDPOINT_URL) in the environment",
-    "gs": "set service_account in the pipeline's [table.storage], or GOOGLE_SERVICE_ACCOUNT "
-          "(or GOOGLE_APPLICATION_CREDENTIALS) in the environment",
-    "abfs": "set account_name and account_key (or a SAS/OAuth setting) in the pipeline's "
-            "[table.storage], or AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY in "
-            "the environment",
+#: where each store's credentials come from: (option names of ``[table.storage]``, the
+#: provider's environment variables), as the README documents them
+_CREDENTIALS = {
+    "s3": ("access_key_id and secret_access_key (and region; endpoint for a store other than "
+           "AWS)", "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (and AWS_ENDPOINT_URL)"),
+    "gs": ("service_account", "GOOGLE_SERVICE_ACCOUNT (or GOOGLE_APPLICATION_CREDENTIALS)"),
+    "abfs": ("account_name and account_key (or a SAS/OAuth setting)",
+             "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY"),
 }
-_ENDPOINT_HINT = {
-    "s3": "option endpoint in the pipeline's [table.storage], or AWS_ENDPOINT_URL",
-    "gs": "the network path to GCS",
-    "abfs": "option endpoint in the pipeline's [table.storage], or AZURE_STORAGE_ENDPOINT",
+#: where each store's endpoint is set (option, environment variable)
+_ENDPOINT = {
+    "s3": ("endpoint", "AWS_ENDPOINT_URL"),
+    "gs": ("", ""),
+    "abfs": ("endpoint", "AZURE_STORAGE_ENDPOINT"),
 }
+
+
+def _hint(path: ObjectPath, scheme: str, what: str) -> str:
+    """Where to set ``what`` (``credentials`` or ``endpoint``) of ``path``'s store: the
+    pipeline's ``[table.storage]`` when the location was opened with such options (a pipeline's
+    table), else the environment alone (the ``table`` commands, the file source)."""
+    option, env = (_CREDENTIALS if what == "credentials" else _ENDPOINT)[scheme]
+    if not env:
+        return "the network path to the store"
+    if path.root.options and option:
+        return f"set {option} in the pipeline's [table.storage], or {env} in the environment"
+    return f"set {env} in the environment"
+
+
 #: error codes (S3 / GCS XML, Azure) of a missing bucket or container
 _NO_BUCKET = frozenset({"NoSuchBucket", "ContainerNotFound"})
 #: error codes of missing, unknown or invalid credentials
@@ -259,17 +271,19 @@ def storage_error(exc: BaseException, path: ObjectPath, action: str) -> StorageE
                     f"metadata endpoint {failure.endpoint} failed: {failure.reason})")
         else:
             what = f"{store} rejected the credentials ({failure.reason})"
-        return StorageError(f"{where}: {what}; {_CREDENTIALS_HINT[scheme]}", retryable=False)
+        return StorageError(f"{where}: {what}; {_hint(path, scheme, 'credentials')}",
+                            retryable=False)
     if kind == "permission":
         return StorageError(
             f"{where}: {store} denied access ({failure.reason}); check that the credentials "
-            f"are right and may {action} this path: {_CREDENTIALS_HINT[scheme]}",
+            f"are right and may {action} this path: {_hint(path, scheme, 'credentials')}",
             retryable=False)
     if kind == "endpoint":
         at = failure.endpoint or "the store"
         return StorageError(
             f"{where}: cannot reach {store} at {at} ({failure.reason}); check that the store "
-            f"runs and is reachable there, or fix the endpoint: {_ENDPOINT_HINT[scheme]}",
+            f"runs and is reachable there, or fix the endpoint: "
+            f"{_hint(path, scheme, 'endpoint')}",
             retryable=True)
     if kind == "server":
         return StorageError(

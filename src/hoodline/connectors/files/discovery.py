@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hoodline.connectors.files.location import is_url, list_objects
-from hoodline.errors import FileSourceError
+from hoodline.errors import FileSourceError, StorageError
 
 
 def require_directory(root: str) -> None:
@@ -117,7 +117,9 @@ class DirectoryLister:
                 if any(is_hidden(part) for part in rel.split("/")) or not self.accepts(rel):
                     continue
                 yield FileEntry(url, size, mtime_ns)
-        except Exception as exc:  # obstore errors: credentials, endpoint, bucket
+        except StorageError:  # the store's reason, the URL and what to set, in one line
+            raise
+        except Exception as exc:
             raise FileSourceError(
                 f"cannot list '{self.root}': {exc}; check option 'path' and the storage "
                 "credentials (the provider's environment, e.g. AWS_ACCESS_KEY_ID)"
