@@ -199,9 +199,11 @@ def run(
     # hold the table or a table that does not match the pipeline file fails in a moment instead
     # of after Spark's start (the source first: a run that cannot read creates no table)
     load_plugin(cfg).preflight()
-    open_target_table(cfg)
+    table = open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, metrics_port, metrics_host)
+    if metrics is not None:
+        metrics.start_from(table)  # a restart reports the table's last commit at once
     previous: Any = None
     try:
         with Pipeline(cfg) as pipeline:

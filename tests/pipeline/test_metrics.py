@@ -17,6 +17,7 @@ from hoodline.pipeline.driver import RoundDriver
 from hoodline.pipeline.metrics import METRIC_NAMES, PipelineMetrics
 from hoodline.pipeline.report import RoundReport
 from hoodline.pipeline.tasks import RoundJob
+from hoodline.table.table import HudiTable
 from hoodline.testing.engine import InProcessEngine
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -87,6 +88,21 @@ def test_metrics_equal_the_round_reports_and_count_failures(tmp_path: Path) -> N
     assert _value(samples, "hoodline_round_phase_seconds_count", phase="commit") == len(
         committed)
     assert _value(samples, "hoodline_last_commit_timestamp_seconds") > 1.7e9
+
+    # a restart reports the table's last commit before it commits anything itself
+    table = HudiTable.open(tmp_path / "t")
+    last = table.timeline.last_completed_commit()
+    assert last is not None
+    restarted = PipelineMetrics("t", "files", clock=lambda: 0.0)
+    try:
+        port = restarted.serve(0, "127.0.0.1")
+        assert ("hoodline_last_commit_timestamp_seconds", (("source", "files"), ("table", "t"))
+                ) not in _scrape(port)
+        restarted.start_from(table)
+        written = table.timeline.path_of(last).stat().st_mtime
+        assert _value(_scrape(port), "hoodline_last_commit_timestamp_seconds") == written
+    finally:
+        restarted.close()
 
 
 def test_every_metric_is_exposed_and_documented() -> None:

@@ -24,7 +24,7 @@ name                                      type       what
 ``hoodline_round_failures_total``         counter    failed rounds, label ``retried``: true
                                                      (rolled back and retried) / false (fatal)
 ``hoodline_round_retries_total``          counter    retried attempts before rounds committed
-``hoodline_last_commit_timestamp_seconds``  gauge    Unix time of the last commit
+``hoodline_last_commit_timestamp_seconds``  gauge    Unix time of the table's last commit
 ========================================  =========  =========================================
 """
 
@@ -32,11 +32,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from hoodline.pipeline.report import RoundReport
+
+if TYPE_CHECKING:
+    from hoodline.table.table import HudiTable
 
 __all__ = ["METRIC_NAMES", "PipelineMetrics"]
 
@@ -90,7 +93,7 @@ class PipelineMetrics:
         self.lag = Gauge("hoodline_lag_records", "Records behind the end, per partition.",
                          (*names, "partition"), registry=reg)
         self.last_commit = Gauge("hoodline_last_commit_timestamp_seconds",
-                                 "Unix time of the last commit.", names, registry=reg)
+                                 "Unix time of the table's last commit.", names, registry=reg)
         # series exist (at 0) from the start, so dashboards and rate() see them at once
         for metric in (self.records_read, self.bytes_read, self.records_written,
                        self.records_deleted, self.bytes_written, self.files_written,
@@ -125,6 +128,19 @@ class PipelineMetrics:
             self.phase.labels(**lb, phase=phase).observe(seconds)
         self.commit_latency.labels(**lb).observe(report.commit_seconds)
         self.last_commit.labels(**lb).set(self._clock())
+
+    def start_from(self, table: HudiTable) -> None:
+        """Set the last-commit time from ``table``'s last completed commit (when its completed
+        instant file was written): a restarted pipeline reports it before it commits again, so
+        a "time since the last commit" alert has a value from the start."""
+        last = table.timeline.last_completed_commit()
+        if last is None:
+            return
+        try:
+            written = table.timeline.path_of(last).stat().st_mtime
+        except OSError:  # unreadable now: the first commit of this run sets it
+            return
+        self.last_commit.labels(**self._labels).set(written)
 
     def observe_failure(self, error: BaseException, retried: bool) -> None:
         """Count a failed round (``retried``: it is rolled back and tried again)."""
