@@ -417,7 +417,7 @@ class JsonDecoder:
         if reason is not None:
             return reason, detail
         if any(m in arrow_error for m in ("changed from", "Failed to convert", "is not a valid")):
-            return WRONG_TYPE, _short(f"does not match the declared schema: "
+            return WRONG_TYPE, _short(f"does not match the table's schema: "
                                       f"{_one_record_error(arrow_error)}")
         return UNPARSEABLE, _short(_one_record_error(arrow_error))
 
