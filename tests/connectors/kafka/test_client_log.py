@@ -69,6 +69,25 @@ def test_every_hoodline_client_configuration_gets_the_shared_logger() -> None:
     assert props["bootstrap.servers"] == "127.0.0.1:1"
 
 
+def test_a_client_is_named_by_its_role_unless_the_user_names_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The metadata client is an admin client, which librdkafka names "<client.id>#producer-N":
+    hoodline's clients get a client.id of their role, and log lines name them by it."""
+    assert with_client_logging({}, "metadata")["client.id"] == "hoodline-metadata"
+    assert with_client_logging({"client.id": "mine"}, "metadata")["client.id"] == "mine"
+    log = ClientLog(logging.getLogger("test.kafka.client"), clock=Clock())
+    caplog.set_level(logging.DEBUG, logger="test.kafka.client")
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "hoodline-metadata#producer-1", "refused")
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "mine#consumer-3", "refused again")
+    log.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#producer-2", "as librdkafka says")
+    assert [r.getMessage() for r in _records(caplog)] == [
+        "Kafka client hoodline-metadata-1 FAIL: refused",
+        "Kafka client mine-3 FAIL: refused again",
+        "Kafka client rdkafka#producer-2 FAIL: as librdkafka says",
+    ]
+
+
 def test_the_offset_commit_consumer_logs_through_python_logging(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -174,7 +174,7 @@ class ConfluentMetadataClient:
         self._errors: list[str] = []
         admin_props = {k: v for k, v in self._props.items() if not _consumer_only(k)}
         admin_props["error_cb"] = self._on_error
-        self._admin_props = with_client_logging(admin_props)
+        self._admin_props = with_client_logging(admin_props, "metadata")
         self._admin_client: Any = AdminClient(self._admin_props)
         self._consumers: dict[str, Any] = {}
         self._retry = BrokerRetry(
@@ -280,7 +280,7 @@ class ConfluentMetadataClient:
         if consumer is None:
             props = dict(self._props)
             props.update({"group.id": group_id, "enable.auto.commit": False})
-            consumer = Consumer(with_client_logging(props))
+            consumer = Consumer(with_client_logging(props, "group-offsets"))
             self._consumers[group_id] = consumer
         what = f"reading committed offsets of group {group_id!r}"
         request = [CTP(tp.topic, tp.partition) for tp in tps]

@@ -77,13 +77,19 @@ class ClientLog:
         self._logger.log(level, "Kafka client %s %s: %s%s", client, facility, text, more)
 
 
+#: librdkafka's instance name of a client with a ``client.id`` of its own: ``<id>#<type>-<n>``
+#: (the type of an admin client is "producer", which it is not)
+_INSTANCE = re.compile(r"^(?!rdkafka#)(.+)#(?:producer|consumer)-(\d+)$")
+
+
 def _parts(msg: str, args: tuple[Any, ...]) -> tuple[str, str, str]:
-    """(facility, client name, message) of a confluent-kafka log call."""
+    """(facility, client name, message) of a confluent-kafka log call; a client with its own
+    ``client.id`` is named ``<client.id>-<n>``."""
     if len(args) == 3:
         facility, client, text = (str(a) for a in args)
     else:
         facility, client, text = "", "", (msg % args if args else msg)
-    return facility, client, _THREAD_PREFIX.sub("", text)
+    return facility, _INSTANCE.sub(r"\1-\2", client), _THREAD_PREFIX.sub("", text)
 
 
 _SHARED = ClientLog(logging.getLogger("hoodline.kafka.client"))
@@ -94,9 +100,14 @@ def client_log() -> ClientLog:
     return _SHARED
 
 
-def with_client_logging(props: Mapping[str, Any]) -> dict[str, Any]:
+def with_client_logging(props: Mapping[str, Any], role: str = "") -> dict[str, Any]:
     """A copy of client configuration ``props`` whose librdkafka log lines go to
-    :func:`client_log` (a ``logger`` given in ``props`` is kept)."""
+    :func:`client_log` (a ``logger`` given in ``props`` is kept). ``role`` names what the
+    client is for (``metadata``, ``reader``, ...): its ``client.id`` is ``hoodline-<role>``
+    unless ``props`` sets one, so brokers and log lines tell hoodline's clients apart (an
+    admin client is otherwise "rdkafka#producer-1" in librdkafka's lines)."""
     out = dict(props)
     out.setdefault("logger", _SHARED)
+    if role:
+        out.setdefault("client.id", f"hoodline-{role}")
     return out

@@ -203,7 +203,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             from confluent_kafka import Consumer
 
             consumer_factory = Consumer
-        self._consumer: Any = consumer_factory(with_client_logging(props))
+        self._consumer: Any = consumer_factory(with_client_logging(props, "reader"))
         #: split id -> (split, next offset expected)
         self._splits: dict[str, KafkaPartitionSplit] = {}
         self._next: dict[str, int] = {}

@@ -111,7 +111,7 @@ class KafkaSource(
 
             props = dict(self.config.client_properties)
             props["enable.auto.commit"] = False
-            consumer = Consumer(with_client_logging(props))
+            consumer = Consumer(with_client_logging(props, "offset-commit"))
             try:
                 consumer.commit(
                     offsets=[CTP(t, p, o) for (t, p), o in sorted(offsets.items())],
