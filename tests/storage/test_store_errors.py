@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from hoodline.broker import free_port
 from hoodline.cli import app
-from hoodline.errors import StorageError, is_retryable
+from hoodline.errors import ConfigError, StorageError, is_retryable
 from hoodline.storage import ops
-from hoodline.storage.paths import describe_store_error, parse_location
+from hoodline.storage.paths import ObjectPath, describe_store_error, parse_location
 from hoodline.table.table import HudiTable
 from tests.helpers.moto_s3 import REGION, MotoS3
 
@@ -277,3 +277,20 @@ def test_the_file_source_on_a_missing_bucket_says_so_once(
     assert message.startswith(f"cannot list 's3://{bucket}/in': the bucket '{bucket}' does not")
     assert message.count("cannot list") == 1 and "[table.storage]" not in message
     assert caught.value.retryable is False
+
+
+@pytest.mark.s3
+def test_storage_options_bound_the_retries_of_an_unanswered_request() -> None:
+    """obstore retries a failed request 10 times for up to 3 minutes by default; [table.storage]
+    max_retries / retry_timeout bound that (an endpoint that drops packets fails in time)."""
+    endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    options = {"endpoint": endpoint, "region": REGION, "access_key_id": KEY_ID,
+               "secret_access_key": SECRET, "max_retries": "1", "retry_timeout": "5s"}
+    with pytest.raises(StorageError, match=r"connection refused, after 1 retries"):
+        HudiTable.open(f"s3://{_bucket()}/dbz", storage_options=options)
+    location = parse_location(f"s3://{_bucket()}/t", options)
+    assert isinstance(location, ObjectPath)
+    assert "max_retries" not in location.root.reader_options()  # hoodline's, not hudi-rs's
+    for key, bad in (("max_retries", "-1"), ("max_retries", "many"), ("retry_timeout", "soon")):
+        with pytest.raises(ConfigError, match=f"storage option '{key}' = '{bad}'"):
+            HudiTable.open(f"s3://{_bucket()}/dbz", storage_options={**options, key: bad})

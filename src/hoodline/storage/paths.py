@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeAlias
 
 from hoodline.config.masking import mask_secrets
+from hoodline.config.units import Duration
 from hoodline.errors import ConfigError, StorageError
 
 #: URL schemes of object stores, and the scheme obstore knows them by
@@ -70,8 +71,9 @@ class ObjectRoot:
         return f"ObjectRoot({self.url!r}, options={shown!r})"
 
     def reader_options(self) -> dict[str, str]:
-        """The options as other object_store-based readers (hudi-rs) take them."""
-        options = dict(self.options)
+        """The options as other object_store-based readers (hudi-rs) take them (hoodline's
+        retry settings are its own)."""
+        options = {k: v for k, v in self.options if k not in RETRY_OPTIONS}
         endpoint = options.get("endpoint", options.get("aws_endpoint",
                                                        options.get("azure_storage_endpoint", "")))
         if endpoint.startswith("http://"):
@@ -87,11 +89,43 @@ CLIENT_OPTIONS = frozenset({
 })
 
 
+#: how failed requests are retried (obstore's ``RetryConfig``): ``max_retries`` (default 10)
+#: and ``retry_timeout`` (a duration, default 3 minutes)
+RETRY_OPTIONS = frozenset({"max_retries", "retry_timeout"})
+
+
+def _retry_config(given: Mapping[str, str], root: ObjectRoot) -> dict[str, Any] | None:
+    """obstore's retry settings from the ``RETRY_OPTIONS`` in ``given``, checked."""
+    if not given:
+        return None
+    from datetime import timedelta
+
+    out: dict[str, Any] = {}
+    for key, raw in given.items():
+        try:
+            if key == "max_retries":
+                out[key] = int(raw)
+                ok = out[key] >= 0
+            else:
+                seconds = float(Duration(raw))
+                out[key] = timedelta(seconds=seconds)
+                ok = 0 < seconds < float("inf")
+        except ValueError:
+            ok = False
+        if not ok:
+            expected = ("a whole number >= 0" if key == "max_retries"
+                        else "a duration like 30s or 2min")
+            raise ConfigError(f"storage option '{key}' = {raw!r} of '{root.url}' is invalid: "
+                              f"give {expected}")
+    return out
+
+
 def _open_store(root: ObjectRoot) -> Any:
     from obstore.store import from_url
 
     options = dict(root.options)
     client = {k: options.pop(k) for k in list(options) if k in CLIENT_OPTIONS}
+    retry = _retry_config({k: options.pop(k) for k in list(options) if k in RETRY_OPTIONS}, root)
     scheme = OBJECT_SCHEMES[root.scheme]
     endpoint = options.get("endpoint", options.get("aws_endpoint",
                                                    options.get("azure_storage_endpoint", "")))
@@ -106,6 +140,7 @@ def _open_store(root: ObjectRoot) -> Any:
             f"{scheme}://{root.bucket}",
             config=options or None,  # type: ignore[arg-type]
             client_options=client or None,  # type: ignore[arg-type]
+            retry_config=retry,  # type: ignore[arg-type]
         )
     except BaseException as exc:  # obstore errors, and panics of the Rust side on bad keys
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
