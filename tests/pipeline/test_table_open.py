@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hoodline.errors import ConfigError
@@ -271,3 +272,31 @@ def test_key_generator_settings_are_checked_when_the_config_loads(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         _cfg(tmp_path / "t", **table)
+
+
+def test_a_declared_timestamp_without_a_zone_runs_again_on_its_table(tmp_path: Path) -> None:
+    """``[schema] at = "timestamp[ms]"`` (as examples/kafka-orders.toml declares): the table
+    stores it as an instant (UTC); the next run of the same pipeline reads into it, not
+    refused as another type."""
+    import json
+
+    from hoodline.pipeline.driver import RoundDriver
+    from hoodline.table.read import read_snapshot
+    from hoodline.testing.engine import InProcessEngine
+
+    root = tmp_path / "in"
+    root.mkdir()
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
+        "schema": {"id": "int64", "at": "timestamp[ms]"},
+        "runtime": {"round": {"min-interval": 0}},
+    })
+    for run, name in enumerate(("a.jsonl", "b.jsonl")):
+        (root / name).write_text(json.dumps({"id": run, "at": f"2026-11-2{run}T10:00:00"}) + "\n")
+        RoundDriver(cfg, InProcessEngine()).run(once=True)
+    got = read_snapshot(HudiTable.open(tmp_path / "t"), columns=["id", "at"]).sort_by("id")
+    assert got.schema.field("at").type == pa.timestamp("ms", tz="UTC")
+    assert [str(v) for v in got.column("at").to_pylist()] == [
+        "2026-11-20 10:00:00+00:00", "2026-11-21 10:00:00+00:00"]

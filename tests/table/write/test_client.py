@@ -514,3 +514,27 @@ def test_a_commit_failing_while_its_completed_file_is_written_has_an_unknown_out
     monkeypatch.setattr(timeline_module, "sync_dir", real_sync)
     table.timeline.reload()
     assert table.timeline.is_completed_commit(err.value.instant) is landed
+
+
+def test_a_timestamp_without_a_zone_is_stored_as_utc_and_written_again(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+) -> None:
+    """A table stores instants (Avro timestamp-millis, read back with zone UTC): a column
+    without a zone is its UTC wall time, on the first write and on every later one (a declared
+    ``timestamp[ms]`` used to be refused once the table existed)."""
+    table = new_table("BUCKET")
+    client = client_for(table)
+    naive = pa.timestamp("ms")
+
+    def with_time(ids: list[int], millis: list[int]) -> pa.Table:
+        return rows(ids).append_column("at", pa.array(millis, naive))
+
+    client.upsert(with_time([1, 2], [0, 1_700_000_000_123]))
+    client.upsert(with_time([2, 3], [86_400_000, 5]))  # the table exists now
+    got = read_snapshot(table, columns=["id", "at"]).sort_by("id")
+    assert got.schema.field("at").type == pa.timestamp("ms", tz="UTC")
+    assert got.column("at").cast(pa.int64()).to_pylist() == [0, 86_400_000, 5]
+    for f in latest_base_files(table):  # the files hold instants too, as the commit says
+        assert pq.read_schema(f).field("at").type == pa.timestamp("ms", tz="UTC")
+    assert_hudi_matches_hoodline(table)

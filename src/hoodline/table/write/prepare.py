@@ -189,7 +189,9 @@ def _family(t: pa.DataType) -> str:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "binary"
     if pa.types.is_timestamp(t):
-        return f"timestamp[{t.tz}]"
+        # one kind whatever the zone: a table stores instants (Avro timestamp-*: UTC), and a
+        # column without a zone is read as UTC wall time, one with another zone converted
+        return "timestamp"
     if pa.types.is_date(t):
         return "date"
     if pa.types.is_decimal(t):
