@@ -84,7 +84,10 @@ def render_pipeline_options_markdown() -> str:
         "`string`, `int64`, `int32`, `double`, `bool`, `timestamp[ms]`, `timestamp[us, UTC]`, "
         "`date32`, `decimal(p, s)`, `list<type>`, `struct<name: type, ...>` (and the other "
         "Arrow integer/float widths, `binary`, other Arrow type names such as `time64[us]`). "
-        "The file source's `schema` option writes types the same way.\n"
+        "The file source's `schema` option writes types the same way. A Hudi table stores "
+        "timestamps as instants (Avro `timestamp-millis`/`-micros`): a timestamp without a zone "
+        "is read as UTC wall time and stored as `timestamp[.., UTC]`, which is what the table "
+        "gives back.\n"
     )
     rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
     markers = "/".join(SECRET_MARKERS)
