@@ -3,7 +3,11 @@ traces themselves stay off the console, see ``test_master_conf``)."""
 
 from __future__ import annotations
 
-from hoodline.spark.engine import _summary
+import pytest
+
+from hoodline.errors import EngineJobError, SparkRuntimeError, is_retryable
+from hoodline.spark.engine import SparkEngine, _summary
+from hoodline.spark.session import HoodlineSpark
 
 #: the head of a Py4JJavaError's text from Spark 4.1 when a Python task raised (captured)
 SPARK4_PYTHON = (
@@ -68,3 +72,48 @@ def test_a_java_error_without_either_names_its_last_error_line() -> None:
     text = ("An error occurred while calling o1.collect.\n: java.io.IOException: disk full\n"
             "\tat Foo.bar(Foo.java:1)\nCaused by: java.lang.IllegalStateException: no space\n")
     assert _summary(Exception(text)) == "java.lang.IllegalStateException: no space"
+
+
+def _import_missing(item: int) -> int:
+    import hoodline_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+
+    return item
+
+
+@pytest.mark.spark
+def test_executors_that_cannot_import_stop_the_job_at_once(spark: HoodlineSpark) -> None:
+    """Retrying cannot give the executors' Python a missing module: the error says what to
+    install where, and is not retried."""
+    with pytest.raises(SparkRuntimeError) as caught:
+        SparkEngine(spark).run_tasks(_import_missing, [1, 2])
+    text = str(caught.value)
+    assert "ModuleNotFoundError: No module named 'hoodline_no_such_module'" in text
+    assert "PYSPARK_PYTHON" in text and not is_retryable(caught.value)
+
+
+class _StoppedContext:
+    master = "spark://127.0.0.1:7077"
+
+    class _jsc:
+        @staticmethod
+        def sc() -> object:
+            return type("SC", (), {"isStopped": staticmethod(lambda: True)})()
+
+
+def test_a_job_of_a_stopped_application_names_the_master_and_is_not_retried() -> None:
+    spark = type("Spark", (), {"context": _StoppedContext()})()
+    error = SparkEngine(spark)._job_error(  # type: ignore[arg-type]
+        "the round's Spark job", Exception(
+            "An error occurred while calling z:...readRDDFromFile.\n: java.lang."
+            "IllegalStateException: Cannot call methods on a stopped SparkContext."))
+    assert isinstance(error, SparkRuntimeError) and not is_retryable(error)
+    assert "spark://127.0.0.1:7077" in str(error) and "runtime.master" in str(error)
+
+
+def test_other_job_failures_are_retried() -> None:
+    running = type("Spark", (), {"context": type("Ctx", (), {
+        "master": "local[2]", "_jsc": type("J", (), {"sc": staticmethod(lambda: type(
+            "SC", (), {"isStopped": staticmethod(lambda: False)})())})()})()})()
+    error = SparkEngine(running)._job_error(  # type: ignore[arg-type]
+        "the round's Spark job", Exception(SPARK4_PYTHON))
+    assert isinstance(error, EngineJobError) and is_retryable(error)

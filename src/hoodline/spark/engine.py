@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from pyspark import RDD
 
-from hoodline.errors import EngineJobError, HoodlineError
+from hoodline.errors import EngineJobError, HoodlineError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.engine import Engine, RoundOutput, RoundOutputBuilder
 from hoodline.pipeline.tasks import RoundJob
@@ -121,7 +121,7 @@ class SparkEngine(Engine):
         except HoodlineError:
             raise
         except Exception as exc:  # a failed Spark job: retryable (lost executor, I/O, ...)
-            raise EngineJobError(f"the round's Spark job failed: {_summary(exc)}") from exc
+            raise self._job_error("the round's Spark job", exc) from exc
         finally:
             if files is not None:
                 shutil.rmtree(files, ignore_errors=True)
@@ -130,6 +130,25 @@ class SparkEngine(Engine):
     def _collect(self, rdd: RDD[Envelope]) -> list[Envelope]:
         """Run a round's job: its result envelopes."""
         return rdd.collect()
+
+    def _job_error(self, what: str, exc: Exception) -> HoodlineError:
+        """The error of a failed Spark job: :class:`EngineJobError` (retryable) unless retrying
+        cannot help -- Spark stopped the application (its master did not answer, the cluster
+        killed it), or the executors' Python cannot import what the tasks need."""
+        summary = _summary(exc)
+        if self.spark.context._jsc is None or self.spark.context._jsc.sc().isStopped():
+            return SparkRuntimeError(
+                f"{what} failed and Spark has stopped the application ({summary}); on a "
+                f"cluster, check that the master at {self.spark.context.master!r} "
+                "(runtime.master) answers and has room for the application (Spark's log above "
+                "says why it gave up)")
+        if summary.startswith(("ModuleNotFoundError:", "ImportError:")):
+            return SparkRuntimeError(
+                f"{what} failed: the executors' Python cannot import what hoodline's tasks need "
+                f"({summary}); install hoodline's dependencies (pip install hoodline) for the "
+                "Python the executors run (PYSPARK_PYTHON, spark.pyspark.python); see 'Code on "
+                "the executors' in the README's 'On a Spark cluster'")
+        return EngineJobError(f"{what} failed: {summary}")
 
     def wait_until_idle(self, timeout_s: float = 60.0) -> None:
         self.spark.wait_until_idle(timeout_s)
@@ -148,7 +167,7 @@ class SparkEngine(Engine):
         except HoodlineError:
             raise
         except Exception as exc:
-            raise EngineJobError(f"a table-service Spark job failed: {_summary(exc)}") from exc
+            raise self._job_error("a table-service Spark job", exc) from exc
         finally:
             sc.setLocalProperty(_POOL, None)  # type: ignore[arg-type]  # None: unset
         return results
