@@ -312,7 +312,10 @@ ROUND_MAX_RECORDS = option(
 )
 ROUND_MAX_BYTES = option(
     "runtime.round.max-bytes", ByteSize, ByteSize(256 * 1024**2),
-    "Most message bytes read per round, over all readers (e.g. 256MiB).", minimum=1,
+    "Most bytes read per round, over all readers (e.g. 256MiB): message values for Kafka, "
+    "the records' in-memory (Arrow) size for files. Applied as a record budget from the "
+    "average record size of the rounds before, so the first round of a run is bounded by "
+    "round.max-records alone.", minimum=1,
 )
 ROUND_MIN_INTERVAL = option(
     "runtime.round.min-interval", Duration, Duration(1.0),
