@@ -113,6 +113,13 @@ def test_demo_summary_prints_problems_literally() -> None:
     assert "KeyError('[region]')" in out.getvalue()
 
 
+def test_demo_counts_read_in_the_singular_for_one() -> None:
+    from hoodline.demo.stream_demo import _n
+
+    assert [_n(1, "delete"), _n(0, "delete"), _n(2_000, "insert")] == [
+        "1 delete", "0 deletes", "2,000 inserts"]
+
+
 # --- B6: python -m hoodline, the run banner -----------------------------------------------------
 def test_python_dash_m_hoodline_runs_the_cli() -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))

@@ -293,6 +293,10 @@ def _announce_class_cache(enabled: bool) -> None:
             f"starts are faster): {path}", highlight=False, markup=False)
 
 
+#: events the stream demo produces unless ``--records`` says otherwise
+DEMO_RECORDS = 20_000
+
+
 @app.command()
 @_friendly_errors
 def demo(
@@ -302,11 +306,12 @@ def demo(
                      "removed at the end unless --keep)."),
     ] = None,
     records: Annotated[
-        int, typer.Option(help="Valid events to produce (in 4 waves; plus 8 malformed).", min=40)
-    ] = 20_000,
+        int, typer.Option(help="Valid events to produce (in 4 waves; plus 8 malformed); the "
+                          "stream demo only.", min=40)
+    ] = DEMO_RECORDS,
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the temporary output folder (table, error "
-                           "table, pipeline.toml).")
+                           "table, pipeline.toml; the table demo: its table).")
     ] = False,
     table_only: Annotated[
         bool, typer.Option("--table-only", help="Run the table-layer demo instead (no broker, "
@@ -322,7 +327,11 @@ def demo(
     if table_only:
         from hoodline.demo.table_demo import run_table_demo
 
-        code = run_table_demo(str(path) if path is not None else None, console)
+        if records != DEMO_RECORDS:
+            raise typer.BadParameter(
+                "the table demo writes fixed batches (20,000 inserts, 5,000 upserts, 1,000 "
+                "deletes); --records is for the stream demo", param_hint="--records")
+        code = run_table_demo(str(path) if path is not None else None, console, keep=keep)
         raise typer.Exit(code)
     from hoodline.demo.stream_demo import run_stream_demo
 

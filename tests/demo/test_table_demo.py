@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,34 @@ from hoodline.testing.hudi_oracle import hudi_snapshot
 @pytest.mark.slow
 def test_table_demo_succeeds_and_hudi_rs_reads_the_result(tmp_path: Path) -> None:
     out = io.StringIO()
-    target = tmp_path / "demo"
+    target = tmp_path / "demo"  # the output folder, as for the stream demo
     assert run_table_demo(str(target), Console(file=out, width=200)) == 0
     text = out.getvalue()
     assert "OK" in text and "DISAGREES" not in text
-    assert hudi_snapshot(target).num_rows == 21_500
-    assert len(HudiTable.open(target).timeline.completed_commits()) == 3
+    assert "at version 2: 5,000 (2,500 updated, 2,500 new)" in text
+    assert f"output kept in {target}" in text
+    assert hudi_snapshot(target / "trips").num_rows == 21_500
+    assert len(HudiTable.open(target / "trips").timeline.completed_commits()) == 3
+
+
+@pytest.mark.slow
+def test_the_table_demo_removes_its_temporary_folder_unless_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    out = io.StringIO()
+    assert run_table_demo(None, Console(file=out, width=200)) == 0
+    assert list(tmp_path.iterdir()) == [] and "output kept" not in out.getvalue()
+
+
+def test_the_table_demo_refuses_records_it_would_ignore() -> None:
+    from typer.testing import CliRunner
+
+    from hoodline.cli import app
+
+    result = CliRunner().invoke(app, ["demo", "--table-only", "--records", "100"])
+    assert result.exit_code == 2
+    assert "--records is for the stream demo" in result.output
 
 
 def test_table_demo_refuses_a_non_empty_folder(tmp_path: Path) -> None:

@@ -323,14 +323,19 @@ def verify(stream: EventStream, table_path: Path, errors_path: Path, result: Dem
             f"malformed ones")
 
 
+def _n(count: int, noun: str) -> str:
+    """``1 delete``, ``2,000 deletes``."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def _print_summary(console: Console, stream: EventStream, result: DemoResult) -> None:
     t = stream.totals
     grid = Table(title="hoodline demo summary", show_header=False, box=None)
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("produced", f"{t.messages:,} messages: {t.insert:,} inserts, {t.update:,} "
-                 f"updates, {t.delete:,} deletes, {t.tombstone:,} tombstones, "
-                 f"{t.malformed:,} malformed")
+    grid.add_row("produced", f"{_n(t.messages, 'message')}: {_n(t.insert, 'insert')}, "
+                 f"{_n(t.update, 'update')}, {_n(t.delete, 'delete')}, "
+                 f"{_n(t.tombstone, 'tombstone')}, {t.malformed:,} malformed")
     grid.add_row("pipeline", f"{result.rounds} rounds, {result.commits} commits")
     grid.add_row("merge-on-read", f"{result.deltacommits} deltacommits (log files), "
                  f"{result.compactions} compactions (of file groups with {COMPACT_EVERY} log "

@@ -8,6 +8,7 @@ rows are checked against what the operations should have produced. Returns 0 on 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -71,13 +72,25 @@ def _oracle_check(table: HudiTable) -> tuple[bool, str]:
     return True, f"{len(report.checks)} reads agree ({report.rows_latest} rows)"
 
 
-def run_table_demo(path: str | None, console: Console) -> int:
-    """Run the demo in ``path`` (a new temporary folder if None); 0 when hudi-rs agrees."""
-    base = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-")) / "trips"
-    if base.exists() and any(base.iterdir()):
-        console.print(f"[red]'{escape(str(base))}' is not empty; choose a new folder for the demo "
-                      f"table[/red]")
+def run_table_demo(path: str | None, console: Console, keep: bool = False) -> int:
+    """Run the demo with its table at ``path``/trips (as the stream demo, ``path`` is the
+    output folder: new or empty; a new temporary folder if None, removed at the end unless
+    ``keep``); 0 when hudi-rs agrees."""
+    if path is not None and Path(path).exists() and any(Path(path).iterdir()):
+        console.print(f"[red]'{escape(path)}' is not empty; choose a new folder for the demo "
+                      f"output[/red]")
         return 2
+    folder = Path(path) if path else Path(tempfile.mkdtemp(prefix="hoodline-demo-"))
+    try:
+        return _run(folder / "trips", console)
+    finally:
+        if path is None and not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            console.print(f"output kept in {escape(str(folder))}")
+
+
+def _run(base: Path, console: Console) -> int:
     rng = np.random.default_rng(7)
     config = TableConfig(
         name="trips",
@@ -130,9 +143,13 @@ def run_table_demo(path: str | None, console: Console) -> int:
     want = _expected(done)
     content_ok = got == want and ours.num_rows == len(want)
     ok = ok and content_ok
-    updated = int(pc.sum(pc.equal(ours["version"], 2)).as_py() or 0)
+    second = pc.equal(ours["version"], 2)
+    at_two = int(pc.sum(second).as_py() or 0)
+    new = int(pc.sum(pc.and_(second, pc.greater_equal(ours["trip_id"], inserts.num_rows)))
+              .as_py() or 0)
     console.print(
-        f"rows: {ours.num_rows:,} (expected {len(want):,}); updated to version 2: {updated:,}; "
+        f"rows: {ours.num_rows:,} (expected {len(want):,}); at version 2: {at_two:,} "
+        f"({at_two - new:,} updated, {new:,} new); "
         f"content {'[green]as expected[/green]' if content_ok else '[red]WRONG[/red]'}"
     )
     if ok:
