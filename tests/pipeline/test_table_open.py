@@ -300,3 +300,28 @@ def test_a_declared_timestamp_without_a_zone_runs_again_on_its_table(tmp_path: P
     assert got.schema.field("at").type == pa.timestamp("ms", tz="UTC")
     assert [str(v) for v in got.column("at").to_pylist()] == [
         "2026-11-20 10:00:00+00:00", "2026-11-21 10:00:00+00:00"]
+
+
+def test_the_first_commit_drops_the_provisional_mark(tmp_path: Path) -> None:
+    """Not only at the next start: a table with a commit carries no hoodline flag in its
+    hoodie.properties for Java writers to find."""
+    import json
+
+    from hoodline.pipeline.driver import RoundDriver
+    from hoodline.testing.engine import InProcessEngine
+
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a.jsonl").write_text(json.dumps({"id": 1}) + "\n")
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(root), "format": "jsonl"}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
+        "schema": {"id": "int64"},
+        "runtime": {"round": {"min-interval": 0}},
+    })
+    assert open_target_table(cfg).config.extra[K_PROVISIONAL] == "true"
+    RoundDriver(cfg, InProcessEngine()).run(once=True)
+    table = HudiTable.open(tmp_path / "t")
+    assert table.timeline.completed_commits()
+    assert K_PROVISIONAL not in table.config.extra

@@ -62,7 +62,7 @@ from hoodline.pipeline.errors_table import open_error_table, raise_for_bad_recor
 from hoodline.pipeline.plugin import RecordPreparer, RoundPlan, SourcePlugin
 from hoodline.pipeline.plugins import load_plugin
 from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
-from hoodline.pipeline.target import open_target_table
+from hoodline.pipeline.target import open_target_table, settle_after_commit
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
@@ -454,6 +454,11 @@ class RoundDriver:
         do not undo the round (they are logged). Returns the commit of an inline compaction
         the table's services ran, if any."""
         run.rounds.checkpoint_complete(checkpoint)
+        try:
+            settle_after_commit(run.table)
+        except (HoodlineError, OSError) as exc:  # the next start drops the mark instead
+            log.warning("round %d committed; dropping the table's provisional mark failed: %s",
+                        run.round_id, exc)
         try:
             faults.reach(FaultPoint.AFTER_COMMIT)
             run.plugin.after_commit(run.rounds)

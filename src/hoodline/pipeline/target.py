@@ -8,9 +8,10 @@ its ``hoodie.properties`` until it holds a commit. A first run that fails before
 anything (a wrong record key that makes every record bad, a source folder that does not exist)
 leaves such a table behind; the next run, with the mistake fixed, gives it the pipeline's
 settings instead of refusing them (with a warning naming what changed). Once anything but a
-rollback is on its timeline the table is an ordinary table: the mark is dropped and the checks
-above apply. Tables created by others never carry the mark. Java Hudi and hudi-rs ignore
-properties they do not know. The settings are replaced without the writer lock (the table holds
+rollback is on its timeline the table is an ordinary table: the pipeline drops the mark after
+its first commit (or, if that failed, on its next start) and the checks above apply. Tables
+created by others never carry the mark. Java Hudi and hudi-rs ignore properties they do not
+know. The settings are replaced without the writer lock (the table holds
 nothing to protect yet); a first round that was interrupted (a crash, a second Ctrl-C) leaves a
 pending write, which counts as history: that table keeps its settings.
 """
@@ -38,7 +39,7 @@ from hoodline.table.properties import (
 from hoodline.table.table import HudiTable
 from hoodline.table.write.options import WriteOptions
 
-__all__ = ["K_PROVISIONAL", "open_target_table"]
+__all__ = ["K_PROVISIONAL", "open_target_table", "settle_after_commit"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,14 @@ def _table_config(config: PipelineConfig) -> TableConfig:
 
 def _shown(value: object) -> str:
     return str(list(value)) if isinstance(value, tuple) else str(value)
+
+
+def settle_after_commit(table: HudiTable) -> None:
+    """A table that holds a commit now is an ordinary table: drop the provisional mark (the
+    pipeline calls this after its first commit, holding the writer lock), so Java writers and
+    readers of ``hoodie.properties`` do not see a stale hoodline flag until the next start."""
+    if K_PROVISIONAL in table.config.extra:
+        table.config = remove_properties(table.base_path, [K_PROVISIONAL])
 
 
 def _settle_provisional(table: HudiTable, desired: TableConfig) -> HudiTable:
