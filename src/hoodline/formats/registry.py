@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from hoodline.config.enums import ConfigEnum
 from hoodline.config.masking import mask_secrets
+from hoodline.config.units import Duration
 from hoodline.errors import (
     ConfigError,
     SchemaRegistryError,
@@ -86,15 +87,12 @@ def take_unavailable_timeout(client: dict[str, str]) -> float:
     if raw is None:
         return DEFAULT_UNAVAILABLE_TIMEOUT_S
     try:
-        seconds = float(raw)
+        return float(Duration(raw))
     except ValueError:
-        seconds = -1.0
-    if not seconds >= 0 or seconds == float("inf"):
         raise ConfigError(
-            f"option '{REGISTRY_PREFIX}{UNAVAILABLE_TIMEOUT}' = {raw!r} is invalid: give the "
-            "seconds lookups keep retrying an unavailable Schema Registry (a number >= 0, e.g. "
-            "60)")
-    return seconds
+            f"option '{REGISTRY_PREFIX}{UNAVAILABLE_TIMEOUT}' = {raw!r} is invalid: give how long "
+            "lookups keep retrying an unavailable Schema Registry, in seconds or as a duration "
+            "like 60s or 2min") from None
 
 
 @dataclass(frozen=True)
