@@ -65,8 +65,8 @@ def _python_error(text: str) -> str | None:
 def _summary(exc: BaseException) -> str:
     """A short description of a failed Spark job (its root error), for the round's log line:
     the error a Python task raised, else Spark's reason for aborting the job (a lost executor),
-    else the last error line of the JVM's trace. Only for people: whether a round is retried
-    never depends on this text."""
+    else the last error line of the JVM's trace. For people, and for one decision: a task's
+    ModuleNotFoundError/ImportError is not retried (see :meth:`SparkEngine._job_error`)."""
     text = str(exc)
     python = _python_error(text)
     if python:
