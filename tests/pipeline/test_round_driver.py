@@ -443,13 +443,33 @@ def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     assert sorted(e["row"] for e in errors if e["file"].endswith("c.csv")) == [1, 3]
 
 
+def test_a_csv_row_with_the_wrong_number_of_fields_reaches_the_error_table_alone(
+    src: Path, tmp_path: Path
+) -> None:
+    """errors.tolerance = all: a row with too few fields goes to the error table with its
+    text and its position; empty lines do not count; the file's other rows are written."""
+    (src / "c.csv").write_text("id,v,ts\n500,a,1\n\n501,short\n502,c,3\n")
+    table = tmp_path / "t"
+    cfg = _csv_config(src, table)
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    rows = _table_rows(table)
+    assert rows[500] == "a" and rows[502] == "c" and 501 not in rows
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
+    assert [(e["value"], e["reason"], e["row"], e["detail"]) for e in errors
+            if e["file"].endswith("c.csv")] == [
+        (b"501,short", "unparseable", 1,
+         "row 1 (counted from 0): 2 field(s) where the file's rows have 3")]
+
+
 def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(
     src: Path, tmp_path: Path
 ) -> None:
-    """A row with the wrong number of fields rejects the file; rows of it read before (whole
-    blocks of read.block-size) stay in the table, and the error record says how many."""
+    """Bytes that are not UTF-8 reject the file (no row of it can be isolated); rows of it read
+    before (whole blocks of read.block-size) stay in the table, and the error record says how
+    many. A row with the wrong number of fields costs only itself."""
     good = "".join(f"{i},v{i},{i}\n" for i in range(500, 700))
-    (src / "c.csv").write_text("id,v,ts\n" + good + "701,short\n")
+    (src / "c.csv").write_bytes(("id,v,ts\n" + good + "701,short\n").encode()
+                                + b"702,\xff\xfe,3\n")
     table = tmp_path / "t"
     cfg = _csv_config(src, table, {"read.block-size": 1024, "read.use-threads": False})
     _driver(cfg, InProcessEngine())[0].run(once=True)
@@ -457,7 +477,7 @@ def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(
     assert 0 < len(kept) < 200
     errors = [e for e in read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
               if e["file"].endswith("c.csv")]
-    assert [e["reason"] for e in errors] == ["unreadable_file"]
+    assert [e["reason"] for e in errors] == ["unreadable_file"], errors
     assert errors[0]["detail"].endswith(f"; {len(kept)} row(s) of it read before the error are "
                                         "kept")
 

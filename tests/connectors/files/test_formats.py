@@ -220,8 +220,29 @@ def test_bad_csv_row_is_named(data_dir: Path) -> None:
     p = data_dir / "bad.csv"
     p.write_text("id,name\n1,a\n2\n3,c\n")
     config = FileSourceConfig(root=str(data_dir), format="csv", schema=SCHEMA)
-    with pytest.raises(FileSourceError, match=r"bad\.csv' line 3"):
+    with pytest.raises(FileSourceError, match=r"bad\.csv' row 1 \(counted from 0\) is not a "
+                       r"valid CSV row: .*Expected 2 columns, got 1"):
         list(read_split(split_of(p), config))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("declared", [False, True])
+def test_empty_lines_are_not_records_a_resumed_split_skips_exactly(
+    data_dir: Path, fmt: str, declared: bool
+) -> None:
+    """records_to_skip counts emitted records. pyarrow's own CSV skip counts empty lines too,
+    so a CSV file with empty lines, resumed past them, gave rows a second time."""
+    p = data_dir / f"gaps.{fmt}"
+    rows = [f'{{"id": {i}, "name": "n{i}"}}' if fmt == "jsonl" else f"{i},n{i}"
+            for i in range(12)]
+    for at in (9, 6, 2, 0):
+        rows.insert(at, "")
+    p.write_text(("" if fmt == "jsonl" else "id,name\n") + "\n".join(rows) + "\n\n")
+    config = FileSourceConfig(root=str(data_dir), format=fmt, schema=SCHEMA if declared else None,
+                              block_size=64)
+    assert ids(split_of(p), config) == list(range(12))
+    for skip in range(13):
+        assert ids(split_of(p, skip=skip), config) == list(range(skip, 12)), skip
 
 
 def test_csv_type_error_names_file_and_column(data_dir: Path) -> None:
@@ -326,15 +347,43 @@ def test_a_declared_column_the_csv_header_lacks_is_named(data_dir: Path) -> None
         list(read_split(split_of(p), config))
 
 
-def test_a_csv_row_with_the_wrong_number_of_fields_still_rejects_the_file(
-    data_dir: Path,
+@pytest.mark.parametrize("use_threads", [False, True])
+@pytest.mark.parametrize("header", [False, True])
+def test_tolerance_all_isolates_csv_rows_with_the_wrong_number_of_fields(
+    data_dir: Path, use_threads: bool, header: bool
 ) -> None:
+    """A row with too few or too many fields costs only its row (unparseable, its text as
+    read), in place among the file's other rows and rejections; empty lines are not rows.
+    A resumed split skips exactly what was emitted. Without tolerance the file fails, naming
+    the row."""
     p = data_dir / "short.csv"
-    p.write_text("id,name,score\n1,a,1.5\nx,b,2\n3,c\n4,d,5\n")
+    body = "1,a,1.5\n\n2,b\nx,c,3\n\n4,d,4.5\n5,e,5,extra\n" + "".join(
+        f"{i},n{i},{i}\n" for i in range(10, 400)) + "7\n"
+    p.write_text(("id,name,score\n" if header else "") + body)
     config = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
-                              tolerate_errors=True)
-    with pytest.raises(FileSourceError, match=r"short\.csv' line 4"):
-        list(read_split(split_of(p), config))
+                              tolerate_errors=True, block_size=1024, use_threads=use_threads,
+                              csv_header=header)
+    want: list[tuple[str, object]] = [
+        ("row", (1, "a", 1.5)),
+        ("bad", ("unparseable", "row 1 (counted from 0): 2 field(s) where the file's rows have 3",
+                 b"2,b")),
+        ("bad", ("wrong_type", "row 2 (counted from 0): column 'id' holds 'x', which does not "
+                 "convert to int64", b'"x","c","3"')),
+        ("row", (4, "d", 4.5)),
+        ("bad", ("unparseable", "row 4 (counted from 0): 4 field(s) where the file's rows have 3",
+                 b"5,e,5,extra")),
+        *[("row", (i, f"n{i}", float(i))) for i in range(10, 400)],
+        ("bad", ("unparseable", "row 395 (counted from 0): 1 field(s) where the file's rows "
+                 "have 3", b"7")),
+    ]
+    assert _csv_kinds(split_of(p), config) == want
+    for skip in (1, 2, 3, 4, 5, 6, 200, 394, 395, 396):
+        assert _csv_kinds(split_of(p, skip=skip), config) == want[skip:], skip
+    strict = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
+                              use_threads=use_threads, csv_header=header)
+    with pytest.raises(FileSourceError, match=r"short\.csv' row 1 \(counted from 0\) is not a "
+                       r"valid CSV row"):
+        list(read_split(split_of(p), strict))
 
 
 def test_a_zone_less_csv_timestamp_for_a_zoned_column_gets_a_hint(data_dir: Path) -> None:

@@ -129,9 +129,9 @@ def test_unparseable_file_fails_with_its_name(data_dir: Path, threaded: bool) ->
 @pytest.mark.parametrize("threaded", [False, True])
 def test_tolerated_bad_file_is_recorded_and_skipped(data_dir: Path, threaded: bool) -> None:
     good = write_csv(data_dir / "good.csv", 0, 5)
-    bad = data_dir / "bad.csv"  # CSV files are rejected whole (JSON lines line by line)
-    lines = ["id,name"] + [f"{i},x" for i in range(100, 400)] + ["401"]
-    bad.write_text("\n".join(lines) + "\n")
+    bad = data_dir / "bad.csv"  # bytes that are not UTF-8: no row of it can be isolated
+    lines = ["id,name"] + [f"{i},x" for i in range(100, 400)]
+    bad.write_bytes(("\n".join(lines) + "\n").encode() + b"401,\xff\n")
     gone = write_csv(data_dir / "gone.csv", 0, 5)
     gone_split = split_of(gone)
     gone.unlink()
@@ -149,7 +149,7 @@ def test_tolerated_bad_file_is_recorded_and_skipped(data_dir: Path, threaded: bo
     assert ids_of(out)[-5:] == list(range(5))
     rejected = {r.path: r for r in reader.rejected_files}
     assert set(rejected) == {str(bad), str(gone)}
-    assert "line 302" in rejected[str(bad)].reason
+    assert "invalid UTF8" in rejected[str(bad)].reason, rejected[str(bad)].reason
     assert rejected[str(bad)].rows_emitted == len(emitted_from_bad)  # honest partial count
     assert "deleted" in rejected[str(gone)].reason
     sent = [r for e in ctx.sent_events if isinstance(e, SplitsFinishedEvent) for r in e.rejected]

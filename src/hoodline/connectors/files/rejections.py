@@ -1,6 +1,6 @@
 """What ``errors.tolerance=all`` skips, recorded and retrievable, never silent: whole files (or
 splits) that cannot be read, single JSON lines that are not a record of the declared schema, and
-single CSV rows whose values do not convert to it."""
+single CSV rows whose values do not convert to it or whose number of fields is wrong."""
 
 from __future__ import annotations
 

@@ -2,7 +2,10 @@
 
 With a declared schema the file is streamed (``open_csv``) with the declared column types; without
 one it is parsed at once (``read_csv``) so type inference sees every row. Already emitted rows
-are skipped by the parser itself (``skip_rows_after_names``).
+are dropped from the start of the read: pyarrow's own ``skip_rows_after_names`` counts empty
+lines, which are not rows, so a file with empty lines, resumed in its middle, was read again
+from a few rows too early (measured: dropping 1.5M of 2M rows costs about what skipping them
+does, the rows are tokenized either way).
 
 With ``errors.tolerance = all`` a value that does not convert to its declared type (or a null in
 a not-null column) costs only its row: the rest of the file, from the first row not yet
@@ -12,15 +15,18 @@ convert exactly as in the streamed read. A column that does not convert is bisec
 rows, which come as rejected-records batches in place (the row's declared columns as a CSV
 line, a reason code and the row number, counted from 0 as the error table's ``row``), so every
 row keeps its position; so do rows whose key, partition or ordering field is empty
-(``missing_key``, as JSON lines). Without ``errors.tolerance = all`` the same pass names the
-first such row in the error. That path reads the rest of the file about 5x slower (1M rows of
-4 columns, one bad value: 0.97 s against 0.21 s). A file that does not parse as CSV at all (a
-row with the wrong number of fields) is still rejected whole.
+(``missing_key``, as JSON lines), and rows with the wrong number of fields (``unparseable``,
+their text as pyarrow read it: pyarrow numbers every row it parses, empty lines not counted, so
+the single-threaded pass puts each in its place). Without ``errors.tolerance = all`` the same
+pass names the first such row in the error. That path reads the rest of the file about 5x
+slower (1M rows of 4 columns, one bad value: 0.97 s against 0.21 s). A file whose bytes do not
+parse at all (e.g. text that is not UTF-8) is still rejected whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -30,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from hoodline.config.arrow_types import format_type
-from hoodline.connectors.files.formats.conform import conform
+from hoodline.connectors.files.formats.conform import conform, skip_rows
 from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
 from hoodline.connectors.files.split import FileSourceSplit
@@ -38,21 +44,50 @@ from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import (
     MISSING_KEY,
     NULL_VALUE,
+    UNPARSEABLE,
     WRONG_TYPE,
     missing_fields_text,
 )
 
 
 class _RowProblem:
-    """Remembers the line number of the first malformed row (pyarrow's callback gives it)."""
+    """Remembers the position of the first malformed row (from pyarrow's number: rows parsed
+    before it, the header included, empty lines not) and stops the read there."""
 
-    def __init__(self) -> None:
-        self.line: int | None = None
+    def __init__(self, header: bool) -> None:
+        self.first = 2 if header else 1  # pyarrow's number of the first data row
+        self.seen = False
+        self.row: int | None = None  # None when multi-threaded: pyarrow does not number rows
 
     def __call__(self, row: pcsv.InvalidRow) -> str:
-        if self.line is None and row.number is not None:
-            self.line = int(row.number)
+        if not self.seen and row.number is not None:
+            self.row = int(row.number) - self.first
+        self.seen = True
         return "error"
+
+
+class _Malformed:
+    """The isolating pass's rows with the wrong number of fields: pyarrow leaves each out and
+    reports it with its number (rows parsed before it, the header included, empty lines not),
+    which makes its position among the file's records."""
+
+    def __init__(self, header: bool) -> None:
+        self.first = 2 if header else 1  # pyarrow's number of the first data row
+        self.rows: deque[tuple[int, str, int, int]] = deque()  # (row, text, fields, expected)
+
+    def __call__(self, row: pcsv.InvalidRow) -> str:
+        if row.number is None:  # never single-threaded; without a position, stop the file
+            return "error"
+        self.rows.append((int(row.number) - self.first, row.text, row.actual_columns,
+                          row.expected_columns))
+        return "skip"
+
+    def run_at(self, row: int) -> list[tuple[int, str, int, int]]:
+        """The malformed rows that come next when ``row`` records were emitted."""
+        run: list[tuple[int, str, int, int]] = []
+        while self.rows and self.rows[0][0] <= row + len(run):
+            run.append(self.rows.popleft())
+        return run
 
 
 @dataclass(frozen=True)
@@ -73,19 +108,17 @@ class _Read:
 
 
 def _options(
-    skip: int,
     schema: pa.Schema | None,
     block_size: int,
     delimiter: str,
     header: bool,
     use_threads: bool,
-    problem: _RowProblem,
+    problem: Callable[[pcsv.InvalidRow], str],
 ) -> _Read:
-    """Options of a read of the file's data rows after the first ``skip``."""
+    """Options of a read of the file's data rows."""
     read_options = pcsv.ReadOptions(
         use_threads=use_threads,
         block_size=block_size,
-        skip_rows_after_names=skip,
         column_names=None if header else (schema.names if schema is not None else None),
     )
     parse_options = pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=problem)
@@ -116,28 +149,29 @@ def read_csv(
     field of ``required`` is null, come as rejected-records batches (see the module docs)."""
     if split.size == 0:
         return
-    problem = _RowProblem()
-    options = _options(
-        split.records_to_skip, schema, block_size, delimiter, header, use_threads, problem)
+    problem = _RowProblem(header)
+    options = _options(schema, block_size, delimiter, header, use_threads, problem)
     where = split.describe()
+    to_skip = split.records_to_skip
     try:
         if schema is not None:
             read = 0  # rows of this read emitted so far
             try:
                 for batch in options.stream(split.path):
-                    if batch.num_rows:
-                        rows = conform(batch, schema, where)
+                    fresh, to_skip = skip_rows(batch, to_skip)
+                    if fresh is not None and fresh.num_rows:
+                        rows = conform(fresh, schema, where)
                         if isolate_records and _lacks_required(rows, required):
                             raise _Isolate
-                        read += batch.num_rows
+                        read += fresh.num_rows
                         yield rows
             except pa.ArrowKeyError as exc:  # a declared column the header lacks
                 raise FileSourceError(_missing_column(split, schema, delimiter, header)) from exc
             except (pa.ArrowInvalid, FileSourceError, _Isolate) as exc:
-                if problem.line is not None:
-                    raise  # a row that is not CSV: the whole file
+                if problem.seen and not isolate_records:
+                    raise  # a row that is not CSV: named below
                 rest = _isolated_rows(split, schema, block_size, delimiter, header,
-                                      split.records_to_skip + read, problem,
+                                      split.records_to_skip + read,
                                       required if isolate_records else ())
                 if isolate_records:
                     yield from rest
@@ -151,19 +185,20 @@ def read_csv(
                 raise
         else:
             for batch in options.whole(split.path).to_batches():
-                if batch.num_rows:
-                    yield batch
+                fresh, to_skip = skip_rows(batch, to_skip)
+                if fresh is not None and fresh.num_rows:
+                    yield fresh
     except FileSourceError:
         raise
     except FileNotFoundError as exc:
         raise FileSourceError(f"{where} disappeared before it was read: {exc}") from exc
     except (pa.ArrowException, OSError, ValueError) as exc:
-        line = problem.line
-        if line is None and use_threads:
-            line = _locate_bad_row(split, schema, block_size, delimiter, header)
-        if line is not None:
+        row = problem.row
+        if row is None and use_threads:
+            row = _locate_bad_row(split, schema, block_size, delimiter, header)
+        if row is not None:
             raise FileSourceError(
-                f"file '{split.path}' line {line} is not a valid CSV row: {exc}"
+                f"file '{split.path}' row {row} (counted from 0) is not a valid CSV row: {exc}"
             ) from exc
         raise FileSourceError(f"{where} cannot be parsed as CSV: {exc}") from exc
 
@@ -176,15 +211,14 @@ def _locate_bad_row(
     header: bool,
 ) -> int | None:
     """Error path only: parse again single-threaded, where pyarrow reports row numbers."""
-    problem = _RowProblem()
-    options = _options(split.records_to_skip, schema, block_size, delimiter, header, False,
-                       problem)
+    problem = _RowProblem(header)
+    options = _options(schema, block_size, delimiter, header, False, problem)
     try:
         for _ in options.stream(split.path):
             pass
     except (pa.ArrowException, OSError, ValueError):
         pass
-    return problem.line
+    return problem.row
 
 
 class _Isolate(Exception):
@@ -222,19 +256,58 @@ def _isolated_rows(
     delimiter: str,
     header: bool,
     skip: int,
-    problem: _RowProblem,
     required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
-    """The file's data rows after the first ``skip``, parsed single-threaded as text, then
-    converted column by column; rows that do not convert, or lack a ``required`` field, come as
-    rejected-records batches."""
+    """The file's records after the first ``skip``, parsed single-threaded as text, then
+    converted column by column; rows that do not convert, lack a ``required`` field or have the
+    wrong number of fields come as rejected-records batches, in place."""
     text = pa.schema([pa.field(f.name, pa.string()) for f in schema])
-    options = _options(skip, text, block_size, delimiter, header, False, problem)
-    row = skip  # data rows of the file before the batch
+    malformed = _Malformed(header)
+    options = _options(text, block_size, delimiter, header, False, malformed)
+    row = 0  # records of the file before the next one
+
+    def fresh(rows: pa.RecordBatch) -> pa.RecordBatch | None:
+        nonlocal skip
+        rest, skip = skip_rows(rows, skip)
+        return rest if rest is not None and rest.num_rows else None
+
+    def unparseable(run: list[tuple[int, str, int, int]]) -> Iterator[pa.RecordBatch]:
+        nonlocal row
+        batch = fresh(_malformed_batch(run, row))
+        row += len(run)
+        if batch is not None:
+            yield batch
+
     for batch in options.stream(split.path):
-        if batch.num_rows:
-            yield from _converted(batch, schema, row, delimiter, required)
-            row += batch.num_rows
+        taken = 0
+        while taken < batch.num_rows:
+            run = malformed.run_at(row)
+            if run:
+                yield from unparseable(run)
+                continue
+            upto = batch.num_rows - taken
+            if malformed.rows:
+                upto = min(upto, malformed.rows[0][0] - row)
+            rows = fresh(batch.slice(taken, upto))  # one record per row: drop before converting
+            if rows is not None:
+                yield from _converted(rows, schema, row + upto - rows.num_rows, delimiter,
+                                      required)
+            taken += upto
+            row += upto
+    while malformed.rows:  # after the last row that parsed
+        yield from unparseable(malformed.run_at(row))
+
+
+def _malformed_batch(run: list[tuple[int, str, int, int]], first_row: int) -> pa.RecordBatch:
+    """A rejected-records batch of consecutive rows with the wrong number of fields."""
+    values, details = [], []
+    for i, (_, text, fields, expected) in enumerate(run):
+        values.append(text.encode())
+        details.append(f"row {first_row + i} (counted from 0): {fields} field(s) where the "
+                       f"file's rows have {expected}")
+    return rejected_records_batch(pa.array(values, pa.binary()),
+                                  pa.array([UNPARSEABLE] * len(run), pa.string()),
+                                  pa.array(details, pa.string()))
 
 
 def _converted(
