@@ -249,3 +249,71 @@ def test_a_multi_field_key_needs_one_of_its_fields() -> None:
     errors = out.errors.to_pylist()
     assert [(e["offset"], e["reason"]) for e in errors] == [(101, "missing_key")]
     assert "id, name are all null or empty" in errors[0]["detail"]
+
+
+def test_empty_string_keys_and_partition_values_are_bad_records_not_a_failed_round() -> None:
+    """An empty single-field key, an empty partition value and one that makes no folder name
+    used to fail the round in the table layer (a record the job could not get past, named
+    only by a batch row); they are bad records with their position, as a null key is."""
+    config = TableConfig("t", ("name",), ("region",), "ts")
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
+                       DECLARED)
+    spec = RecordSpec(ctx, DECLARED, "deleted", 7)
+
+    def rec(name: str, region: str) -> bytes:
+        return json.dumps({"id": 1, "name": name, "region": region, "ts": 1}).encode()
+
+    out = prepare_kafka(spec, _kafka(
+        [rec("a", "eu"), rec("", "eu"), rec("c", ""), rec("d", "eu/../x"), rec("e", ".."),
+         rec("", "")], [b"k"] * 6))
+    assert out.records.column(RECORD_KEY).to_pylist() == ["a"]
+    assert [(e["offset"], e["reason"], e["detail"]) for e in out.errors.to_pylist()] == [
+        (101, "missing_key", "record key field 'name' value '' is an empty string; every "
+         "record needs a non-empty record key"),
+        (102, "missing_key", "partition field 'region' value '' is an empty string; every "
+         "record needs a non-empty partition"),
+        (103, "unreadable_partition", "partition field 'region' value 'eu/../x' is not a valid "
+         "folder name ('/', '.' and '..' are not allowed); clean the value or enable "
+         "'hoodie.datasource.write.partitionpath.urlencode' on the table"),
+        (104, "unreadable_partition", "partition field 'region' value '..' is not a valid "
+         "folder name ('/', '.' and '..' are not allowed); clean the value or enable "
+         "'hoodie.datasource.write.partitionpath.urlencode' on the table"),
+        (105, "missing_key", "record key field 'name' value '' is an empty string; every "
+         "record needs a non-empty record key"),
+    ]
+    # with URL encoding the odd values are paths; only the empty ones stay bad
+    encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True)
+    spec = RecordSpec(WriteContext("/nonexistent", encoded, WriteOptions(), "20240101000000000",
+                                   "UPSERT", DECLARED), DECLARED, "deleted", 7)
+    out = prepare_kafka(spec, _kafka([rec("d", "eu/../x"), rec("c", "")], [b"k"] * 2))
+    assert out.records.column("_hoodie_partition_path").to_pylist() == ["region=eu%2F..%2Fx"]
+    assert [e["offset"] for e in out.errors.to_pylist()] == [101]
+
+
+def test_numeric_times_beyond_the_year_9999_are_unreadable_partitions() -> None:
+    """Microseconds read as milliseconds made a path of year -9401 (pyarrow's year wraps past
+    32767) without any error; such times are bad records now."""
+    p = "hoodie.keygen.timebased."
+    config = TableConfig(
+        "t", ("id",), ("ts",), None, key_generator="timestamp",
+        extra={p + "timestamp.type": "EPOCHMILLISECONDS", p + "output.timezone": "UTC",
+               p + "output.dateformat": "yyyy/MM/dd"},
+    )
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
+                       DECLARED)
+    spec = RecordSpec(ctx, DECLARED, "deleted", 7)
+
+    def rec(i: int, ts: int) -> bytes:
+        return json.dumps({"id": i, "name": "n", "region": "r", "ts": ts}).encode()
+
+    out = prepare_kafka(spec, _kafka(
+        [rec(1, 1709287200000), rec(2, 1709287200000000), rec(3, 2**62), rec(4, -2**62),
+         rec(5, 253402300799999), rec(6, -62135596800000)], [b"k"] * 6))
+    assert out.records.column("_hoodie_partition_path").to_pylist() == [
+        "ts=2024/03/01", "ts=9999/12/31", "ts=0001/01/01"]
+    errors = out.errors.to_pylist()
+    assert [(e["offset"], e["reason"]) for e in errors] == [
+        (101, "unreadable_partition"), (102, "unreadable_partition"),
+        (103, "unreadable_partition")]
+    assert "value '1709287200000000' matches no input date format of the table's key " \
+           "generator, or is a time outside the years -9999 to 9999" in errors[0]["detail"]

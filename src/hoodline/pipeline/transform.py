@@ -147,9 +147,10 @@ def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
 
 
 def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
-    """Rows with all fields of a multi-field key null or empty (``missing_key``), or whose date
-    string no input format of the table's timestamp key generator reads
-    (``unreadable_partition``): bad records, not a reason to stop the job."""
+    """Rows with all fields of a multi-field key null or empty, or a single key field or a
+    partition value that is an empty string (``missing_key``), or a partition value that makes
+    no partition path (``unreadable_partition``: no folder name, or a date no input format of
+    the table's timestamp key generator reads): bad records, not a reason to stop the job."""
     parts: list[BadRecords] = []
     taken: pa.Array | None = None
     keygen = KeyGenerator(spec.ctx.config)
@@ -163,18 +164,18 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
                      pa.string()),
         ))
         taken = keyless
-    for name, mask in keygen.unreadable_rows(data):
-        if taken is not None:
-            mask = pc.and_(mask, pc.invert(taken))
+    for bad in keygen.unusable_rows(data) if data.num_rows else []:
+        mask = bad.rows if taken is None else pc.and_(bad.rows, pc.invert(taken))
         idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), mask))
         if not len(idx):
             continue
-        values = pc.cast(pc.take(data.column(name), idx), pa.string())
+        values = pc.cast(pc.take(data.column(bad.field), idx), pa.string())
         detail = pc.binary_join_element_wise(
-            pa.scalar(f"partition field '{name}' value '"), values,
-            pa.scalar("' matches no input date format of the table's key generator"), "",
+            pa.scalar(f"{bad.role} field '{bad.field}' value '"), values,
+            pa.scalar(f"' {bad.why}"), "",
         )
-        parts.append(BadRecords(idx, pa.array([UNREADABLE_PARTITION] * len(idx), pa.string()),
+        reason = MISSING_KEY if bad.empty else UNREADABLE_PARTITION
+        parts.append(BadRecords(idx, pa.array([reason] * len(idx), pa.string()),
                                 _combined(detail)))
         taken = mask if taken is None else pc.or_(taken, mask)
     return concat_bad(parts)

@@ -55,6 +55,13 @@ def test_null_and_unreadable_partition_values_are_refused_with_the_value() -> No
     empty_level = KeyGenerator(_config(("ts",), "timestamp", "yyyy//MM"))
     with pytest.raises(InvalidRecordsError, match=r"empty, '\.' or '\.\.' folder level"):
         empty_level.partition_paths(_batch())
+    # microseconds read as milliseconds: year 56135, which pyarrow's year wraps to -9401
+    with pytest.raises(InvalidRecordsError, match=r"'ts' value 1709287200000000 is a time "
+                       r"outside the years -9999 to 9999 .*\(read as milliseconds: a number in the "
+                       r"wrong unit\?\)"):
+        kg.partition_paths(pa.table({"id": [1, 2], "ts": [0, 1709287200000000]}))
+    assert kg.partition_paths(pa.table({"id": [1], "ts": [253402300799999]})).to_pylist() == [
+        "ts=9999"]
 
 
 @pytest.mark.parametrize(("settings", "message"), [

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -129,17 +130,44 @@ class KeyGenerator:
             return levels[0]
         return join_strings(levels, "/")
 
-    def unreadable_rows(self, batch: Batch) -> list[tuple[str, pa.Array]]:
-        """(field, mask) of rows whose timestamp partition value cannot be read (date strings no
-        input format matches): bad records, for the error table."""
-        if self._timestamp is None:
-            return []
-        out = []
+    def unusable_rows(self, batch: Batch) -> list[UnusableValues]:
+        """Rows whose (non-null) value cannot make their record key or partition path, field by
+        field: bad records, for a pipeline's error table, where :meth:`record_keys` and
+        :meth:`partition_paths` refuse the whole batch. A single-field key or a partition value
+        that is an empty string; a partition value that is no folder name (without URL
+        encoding); a timestamp partition value no input date format reads, or a time outside
+        the years -9999 to 9999."""
+        out: list[UnusableValues] = []
+        fields = self.config.record_key_fields
+        if len(fields) == 1 and not self._single_key_with_name():
+            empty = _empty_strings(batch, fields[0])
+            if empty is not None:
+                out.append(UnusableValues("record key", fields[0], empty, _EMPTY + "record key",
+                                          True))
         for name, kind in zip(self.config.partition_fields, self.kinds, strict=True):
-            if kind is PartitionKind.TIMESTAMP and name in batch.schema.names:
+            if name not in batch.schema.names:
+                continue
+            if kind is PartitionKind.TIMESTAMP:
+                assert self._timestamp is not None
                 mask = self._timestamp.unreadable(batch.column(name))
                 if pc.any(mask).as_py():
-                    out.append((name, mask))
+                    out.append(UnusableValues(
+                        "partition", name, mask,
+                        "matches no input date format of the table's key generator, or is a "
+                        "time outside the years -9999 to 9999 (a number in the wrong unit?)",
+                        False))
+                continue
+            empty = _empty_strings(batch, name)
+            if empty is not None:
+                out.append(UnusableValues("partition", name, empty, _EMPTY + "partition", True))
+            if not self.config.url_encode_partitions:
+                folder = _not_folder_names(batch, name)
+                if folder is not None:
+                    out.append(UnusableValues(
+                        "partition", name, folder,
+                        "is not a valid folder name ('/', '.' and '..' are not allowed); clean "
+                        "the value or enable 'hoodie.datasource.write.partitionpath.urlencode' "
+                        "on the table", False))
         return out
 
     def _simple_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
@@ -185,6 +213,50 @@ class KeyGenerator:
                 "'.' or '..' folder level; change 'hoodie.keygen.timebased.output.dateformat'"
             )
         return text, encoded.indices
+
+
+@dataclass(frozen=True)
+class UnusableValues:
+    """Rows of a batch whose value of one field cannot make a key or partition path."""
+
+    role: str  # "record key" or "partition"
+    field: str
+    rows: pa.Array  # per row (boolean)
+    why: str  # what is wrong with the value, said after it
+    empty: bool  # an empty value: missing, as a null would be; else unreadable
+
+
+_EMPTY = "is an empty string; every record needs a non-empty "
+
+
+def _text_column(batch: Batch, name: str) -> pa.Array | None:
+    """The column if it holds strings (dictionary-decoded, one chunk), else None."""
+    if name not in batch.schema.names:
+        return None
+    col = batch.column(name)
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _any_or_none(mask: pa.Array) -> pa.Array | None:
+    mask = pc.fill_null(mask, False)
+    return mask if pc.any(mask).as_py() else None
+
+
+def _empty_strings(batch: Batch, name: str) -> pa.Array | None:
+    text = _text_column(batch, name)
+    return None if text is None else _any_or_none(pc.equal(pc.utf8_length(text), 0))
+
+
+def _not_folder_names(batch: Batch, name: str) -> pa.Array | None:
+    text = _text_column(batch, name)
+    if text is None:
+        return None
+    return _any_or_none(pc.or_(pc.match_substring(text, "/"),
+                               pc.is_in(text, value_set=pa.array([".", ".."]))))
 
 
 def check_key_generator_settings(config: TableConfig) -> None:

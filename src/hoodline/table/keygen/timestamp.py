@@ -372,20 +372,68 @@ class TimestampKeyOptions:
         return result
 
     def unreadable(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """Per value: a non-null string no input date format reads (a bad record, not a bad
-        setting: :meth:`instants_ms` refuses columns of the wrong type as a whole)."""
+        """Per value: a non-null string no input date format reads, or a time outside the
+        years -9999 to 9999 (a bad record, not a bad setting: :meth:`instants_ms` refuses
+        columns of the wrong type as a whole)."""
         arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if pa.types.is_dictionary(arr.type):
+            arr = pc.cast(arr, arr.type.value_type)
         t = arr.type
-        if self.timestamp_type not in _STRING_TYPES or not (
-            pa.types.is_string(t) or pa.types.is_large_string(t)
-        ):
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            if self.timestamp_type not in _STRING_TYPES:
+                return pa.array(np.zeros(len(arr), dtype=bool))
+            parsed = self._parse_all(pc.cast(arr, pa.string()))
+            ms: pa.Array = parsed
+            bad = parsed.is_null()
+        elif self.timestamp_type in _STRING_TYPES or not _is_numeric_time(t):
             return pa.array(np.zeros(len(arr), dtype=bool))
-        parsed = self._parse_all(pc.cast(arr, pa.string()))
-        return pc.and_(arr.is_valid(), parsed.is_null())
+        else:
+            ms = pc.multiply(pc.cast(_whole(arr), pa.float64(), safe=False), self._ms_per_unit(t))
+            bad = pa.array(np.zeros(len(arr), dtype=bool))
+        outside = pc.invert(pc.and_(pc.greater_equal(ms, MIN_INSTANT_MS),
+                                    pc.less(ms, END_INSTANT_MS)))
+        return pc.and_(arr.is_valid(), pc.or_(bad, pc.fill_null(outside, False)))
+
+    def _ms_per_unit(self, t: pa.DataType) -> float:
+        nanos = _UNIT_NANOS[t.unit] if pa.types.is_timestamp(t) else self.unit.nanos
+        return nanos / TimeUnit.MILLISECONDS.nanos
 
     def partition_values(self, values: pa.Array, name: str) -> pa.Array:
-        """The partition path text of each value (before hive-style naming and URL encoding)."""
-        return self.output_format.format(self.instants_ms(values, name), self.output_zone)
+        """The partition path text of each value (before hive-style naming and URL encoding);
+        :class:`InvalidRecordsError` for a time outside the years -9999 to 9999."""
+        instants = self.instants_ms(values, name)
+        outside = self.unreadable(values)
+        if pc.any(outside).as_py():
+            row = int(pc.index(outside, True).as_py())
+            raise InvalidRecordsError(
+                f"partition column '{name}' value {values[row].as_py()!r} is a time outside "
+                f"the years -9999 to 9999 hoodline writes partition paths for (read as "
+                f"{self.unit.name.lower()}: a number in the wrong unit?)"
+            )
+        return self.output_format.format(instants, self.output_zone)
+
+
+#: The instants whose partition path hoodline writes: -9999-01-01T00:00:00Z up to
+#: 10000-01-01T00:00:00Z (excluded). Java's Joda writes years far beyond, but a time there is
+#: nearly always a number in the wrong unit (microseconds read as milliseconds).
+MIN_INSTANT_MS = -377_705_116_800_000
+END_INSTANT_MS = 253_402_300_800_000
+
+
+def _is_numeric_time(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
+            or pa.types.is_date32(t))
+
+
+def _whole(arr: pa.Array) -> pa.Array:
+    """The values as whole numbers of their unit (floats truncated, as Java reads them)."""
+    if pa.types.is_floating(arr.type):
+        return pc.trunc(arr)
+    if pa.types.is_timestamp(arr.type):
+        return pc.cast(arr, pa.int64())
+    if pa.types.is_date32(arr.type):
+        return pc.cast(arr, pa.int32())
+    return arr
 
 
 _UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
