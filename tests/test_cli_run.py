@@ -91,7 +91,7 @@ round.min-interval = 0
         if meta.is_file():
             assert SECRET.encode() not in meta.read_bytes()
 
-    # continuous run: new data is committed, then Ctrl-C stops it cleanly after the round
+    # continuous run: new data is committed, then SIGTERM stops it cleanly after the round
     stream.produce(300, 200, deletes=0.1)
     before = len(hudi_completed_commits(table))
     port = _free_port()
@@ -116,14 +116,14 @@ round.min-interval = 0
             time.sleep(0.3)
         assert read is not None and float(read.group(1)) == 300, scraped[-2000:]
         assert re.search(r'^hoodline_lag_records\{[^}]*partition="' + topic, scraped, re.M)
-        proc2.send_signal(signal.SIGINT)
+        proc2.send_signal(signal.SIGTERM)  # as docker stop / Kubernetes / systemd stop it
         out2, err2 = proc2.communicate(timeout=60)
     finally:
         if proc2.poll() is None:
             proc2.kill()
             proc2.wait()
     assert proc2.returncode == 0, err2[-3000:]
-    assert "stopping after the current round" in err2
+    assert "stopping after the current round (SIGTERM; again to abort)" in err2
     assert "stopped: " in out2 and SECRET not in out2 + err2
     assert table_rows(table) == stream.model
     assert not HudiTable.open(table).timeline.pending()  # nothing left half-done

@@ -174,8 +174,9 @@ def run(
 ) -> None:
     """Run a pipeline: Kafka or files -> Hudi table, one commit per round, exactly once.
 
-    Continuous unless --once. Ctrl-C stops cleanly after the current round (a second Ctrl-C
-    aborts; the next start rolls back the unfinished round)."""
+    Continuous unless --once. Ctrl-C or SIGTERM (docker stop, Kubernetes, systemd) stops
+    cleanly after the current round (a second one aborts; the next start rolls back the
+    unfinished round)."""
     import signal
     import threading
 
@@ -190,8 +191,9 @@ def run(
 
     def _interrupt(signum: int, frame: object) -> None:
         if stop.is_set():
-            _abort_now()
-        err_console.print("stopping after the current round (Ctrl-C again to abort)")
+            _abort_now(128 + signum)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        err_console.print(f"stopping after the current round ({name}; again to abort)")
         stop.set()
 
     err_console.print(run_banner(cfg, once), highlight=False, markup=False)
@@ -205,11 +207,13 @@ def run(
     if metrics is not None:
         metrics.start_from(table)  # a restart reports the table's last commit at once
     previous: Any = None
+    previous_term: Any = None
     try:
         with Pipeline(cfg) as pipeline:
             pipeline.engine  # noqa: B018 - start Spark first: it installs its own SIGINT handler
             # ours until Spark has stopped too: a second Ctrl-C while it shuts down aborts
             previous = signal.signal(signal.SIGINT, _interrupt)
+            previous_term = signal.signal(signal.SIGTERM, _interrupt)
             progress, finish = make_progress_callback(console, once=once)
 
             def on_round(report: RoundReport) -> None:
@@ -227,6 +231,8 @@ def run(
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
         if metrics is not None:
             metrics.close()
     console.print(summary_line(summary), highlight=False, markup=False)
@@ -244,8 +250,9 @@ def summary_line(summary: RunSummary) -> str:
     )
 
 
-def _abort_now() -> NoReturn:
-    """A second Ctrl-C: end the process at once, as a crash would, without a wall of
+def _abort_now(code: int) -> NoReturn:
+    """A second Ctrl-C (or SIGTERM): end the process at once with ``code`` (128 + the signal,
+    as a shell reports it), as a crash would, without a wall of
     tracebacks from the threads, the JVM and the Python workers it interrupts. The unfinished
     round is left as a crash leaves it; the next start rolls it back (exactly once holds)."""
     try:
@@ -258,7 +265,7 @@ def _abort_now() -> NoReturn:
         sys.stdout.flush()
         sys.stderr.flush()
     finally:  # whatever failed above (a reentrant write in a signal handler), exit now
-        os._exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
+        os._exit(code)
 
 
 def _start_metrics(cfg: PipelineConfig, port: int | None, host: str) -> PipelineMetrics | None:
