@@ -222,7 +222,8 @@ def test_help_reads_as_plain_text_and_the_version_has_a_flag() -> None:
     done = runner.invoke(app, ["run", "--help"], terminal_width=100)
     assert done.exit_code == 0
     assert "<bool>" not in done.output
-    assert "(a second Ctrl-C aborts; the next start" in " ".join(done.output.split())
+    assert "stops cleanly after the current round (a second one aborts; the next start" in " ".join(
+        done.output.split())
     top = runner.invoke(app, ["--help"], terminal_width=100)
     assert "[default: warning]" in top.output and "<debug|info|warning|error>" in top.output
     version = runner.invoke(app, ["--version"])
@@ -236,8 +237,9 @@ def test_the_run_summary_says_when_nothing_was_committed() -> None:
 
     idle = RunSummary(rounds=1, commits=0, records_read=0, records_written=0, error_records=0,
                       last_instant=None, stopped_because=StopReason.DRAINED)
-    assert summary_line(idle).endswith("0 commits, 0 records read, 0 written, 0 error records, "
-                                       "nothing new to commit")
+    assert summary_line(idle, "/t_errors").endswith(
+        "0 commits, 0 records read, 0 written, 0 error records, nothing new to commit")
     done = RunSummary(rounds=2, commits=2, records_read=5, records_written=5, error_records=1,
                       last_instant="20261128120000000", stopped_because=StopReason.DRAINED)
-    assert summary_line(done).endswith("1 error record, last instant 20261128120000000")
+    assert summary_line(done, "/t_errors").endswith(
+        "1 error record (in the error table /t_errors), last instant 20261128120000000")

@@ -235,18 +235,20 @@ def run(
             signal.signal(signal.SIGTERM, previous_term)
         if metrics is not None:
             metrics.close()
-    console.print(summary_line(summary), highlight=False, markup=False)
+    console.print(summary_line(summary, cfg.errors.table_path), highlight=False, markup=False)
 
 
-def summary_line(summary: RunSummary) -> str:
-    """The last line of ``hoodline run``."""
+def summary_line(summary: RunSummary, error_table: str) -> str:
+    """The last line of ``hoodline run``; where the error records are when there are some."""
     last = (f"last instant {summary.last_instant}" if summary.last_instant
             else "nothing new to commit")
+    errors = _count(summary.error_records, "error record")
+    if summary.error_records:
+        errors += f" (in the error table {error_table})"
     return (
         f"{summary.stopped_because}: {_count(summary.rounds, 'round')}, "
         f"{_count(summary.commits, 'commit')}, {_count(summary.records_read, 'record')} read, "
-        f"{summary.records_written} written, {_count(summary.error_records, 'error record')}, "
-        f"{last}"
+        f"{summary.records_written} written, {errors}, {last}"
     )
 
 
