@@ -435,8 +435,8 @@ def test_a_csv_row_whose_value_does_not_convert_reaches_the_error_table_alone(
     errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
     bad = [(e["value"], e["reason"], e["detail"]) for e in errors if e["file"].endswith("c.csv")]
     assert sorted(bad) == [
-        (b'"","nokey","4"', "missing_key", "row 3 (counted from 0): key field(s) id missing or "
-         "null"),
+        (b'"","nokey","4"', "missing_key", "row 3 (counted from 0): field(s) id missing or "
+         "null (every record needs its record key, partition and ordering fields)"),
         (b'"501","b","two"', "wrong_type",
          "row 1 (counted from 0): column 'ts' holds 'two', which does not convert to int64")]
     # the same numbers

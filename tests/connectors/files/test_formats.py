@@ -332,7 +332,8 @@ def test_tolerance_all_isolates_csv_rows_whose_values_do_not_convert(
     strict = FileSourceConfig(root=str(data_dir), format="csv", schema=CSV_SCHEMA,
                               block_size=block_size, csv_delimiter=d)
     with pytest.raises(FileSourceError, match=r"mixed\.csv' row 60 \(counted from 0\): "
-                       r"column 'id' holds 'x1', which does not convert to int64 \(wrong_type\)"):
+                       r"column 'id' holds 'x1', which does not convert to int64 \(wrong_type\); "
+                       r"fix the file .* or set \[errors\] tolerance = 'all'"):
         list(read_split(split_of(p), strict))
     with pytest.raises(FileSourceError, match=r"row 61 .* declared not null .*\(null_value\)"):
         list(read_split(split_of(p, skip=61), strict))
@@ -413,7 +414,8 @@ def test_a_csv_row_without_its_key_is_rejected_with_its_text(data_dir: Path) -> 
     assert got == [
         [{"id": 1, "name": "a", "score": 1.5}],
         [{"value": b'"","b","2.5"', "reason": "missing_key",
-          "detail": "row 1 (counted from 0): key field(s) id missing or null"},
+          "detail": "row 1 (counted from 0): field(s) id missing or null (every record "
+                    "needs its record key, partition and ordering fields)"},
          {"value": b'"3","c","x"', "reason": "wrong_type",
           "detail": "row 2 (counted from 0): column 'score' holds 'x', which does not convert "
                     "to double"}],

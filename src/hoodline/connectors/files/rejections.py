@@ -42,6 +42,11 @@ REJECTED_RECORDS_SCHEMA = pa.schema(
 )
 
 
+#: What a strict read (``errors.tolerance = none``) says after naming a bad line or row.
+STRICT_HINT = ("; fix the file (and write it again under a new name), or set [errors] "
+               "tolerance = 'all' to write bad lines and rows to the error table and go on")
+
+
 def rejected_records_batch(
     values: pa.Array, reasons: pa.Array, details: pa.Array
 ) -> pa.RecordBatch:

@@ -38,7 +38,11 @@ import pyarrow.csv as pcsv
 from hoodline.config.arrow_types import format_type
 from hoodline.connectors.files.formats.conform import conform, skip_rows
 from hoodline.connectors.files.location import is_url, open_binary
-from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
+from hoodline.connectors.files.rejections import (
+    STRICT_HINT,
+    is_rejected_records,
+    rejected_records_batch,
+)
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import (
@@ -48,6 +52,11 @@ from hoodline.formats.json_decoder import (
     WRONG_TYPE,
     missing_fields_text,
 )
+
+#: The detail of a row without a value for a field its record key, partition path or ordering
+#: needs (the fields named in the braces).
+REQUIRED_MISSING = ("field(s) {} missing or null (every record needs its record key, partition "
+                    "and ordering fields)")
 
 
 class _RowProblem:
@@ -181,7 +190,7 @@ def read_csv(
                     if is_rejected_records(batch):
                         reason, detail = batch.column("reason")[0], batch.column("detail")[0]
                         raise FileSourceError(
-                            f"file '{split.path}' {detail} ({reason})") from exc
+                            f"file '{split.path}' {detail} ({reason}){STRICT_HINT}") from exc
                 raise
         else:
             for batch in options.whole(split.path).to_batches():
@@ -352,7 +361,7 @@ def _converted(
         at = np.flatnonzero(missing)
         if len(at):
             texts = missing_fields_text(pa.Table.from_batches([rows]).take(pa.array(at)),
-                                        keyless, "key field(s) {} missing or null")
+                                        keyless, REQUIRED_MISSING)
             for i, text in zip(at.tolist(), texts.to_pylist(), strict=True):
                 if problems[i] is None:
                     problems[i] = (MISSING_KEY, str(text))

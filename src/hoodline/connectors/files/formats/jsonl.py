@@ -39,7 +39,11 @@ from hoodline.connectors.files.formats.byte_range import (
 )
 from hoodline.connectors.files.formats.conform import conform, skip_rows
 from hoodline.connectors.files.location import open_binary
-from hoodline.connectors.files.rejections import is_rejected_records, rejected_records_batch
+from hoodline.connectors.files.rejections import (
+    STRICT_HINT,
+    is_rejected_records,
+    rejected_records_batch,
+)
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import JsonDecoder, is_utf8, parse_schema
@@ -87,7 +91,7 @@ def read_jsonl(
             for batch in batches:
                 if is_rejected_records(batch) and not isolate_records:
                     reason, detail = batch.column("reason")[0], batch.column("detail")[0]
-                    raise FileSourceError(f"file '{split.path}' {detail} ({reason})")
+                    raise FileSourceError(f"file '{split.path}' {detail} ({reason}){STRICT_HINT}")
                 rest, to_skip = skip_rows(batch, to_skip)
                 if rest is not None and rest.num_rows:
                     yield rest  # rows already in the declared schema (or inferred)
