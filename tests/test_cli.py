@@ -110,7 +110,7 @@ def test_rollback_removes_pending_instant_and_its_files(table: HudiTable) -> Non
 
     result = runner.invoke(app, ["table", "rollback", str(table.base_path)])
     assert result.exit_code == 0, result.output
-    assert "completed rollback" in result.output
+    assert f"rolled back commit {ts} (rollback " in result.output  # names what it undid
     assert not stray.exists()
     table.timeline.reload()
     assert table.timeline.find(inflight.timestamp) is None
@@ -119,6 +119,41 @@ def test_rollback_removes_pending_instant_and_its_files(table: HudiTable) -> Non
     again = runner.invoke(app, ["table", "rollback", str(table.base_path)])
     assert again.exit_code == 0
     assert "nothing to roll back" in again.output
+
+
+def test_a_pending_compaction_is_finished_not_rolled_back(tmp_path: Path) -> None:
+    """A write after the plan logs against it: rolling the plan back lost that committed
+    write (its logs no longer belong to any slice). The CLI refuses and says what finishes it."""
+    from hoodline.table.compaction import schedule_compaction
+    from hoodline.table.read import read_snapshot
+    from tests.table.write.helpers import mor_table, rows
+
+    table = mor_table(tmp_path, "BUCKET")
+    with WriteClient(table, {"hoodline.compaction.async": True,
+                             "hoodie.compact.inline": False}) as client:
+        client.upsert(rows([1, 2], region="eu", ts=1))
+        client.upsert(rows([1], region="eu", ts=2, v="second"))
+        planned = schedule_compaction(table)
+        assert planned is not None
+        client.upsert(rows([1], region="eu", ts=3, v="after the plan"))
+    path = str(table.base_path)
+    show = runner.invoke(app, ["table", "show", path])
+    assert f"compaction {planned.timestamp} (requested)" in show.output, show.output
+    plain = runner.invoke(app, ["table", "rollback", path])
+    assert plain.exit_code == 0
+    assert (f"nothing to roll back; compaction {planned.timestamp} (requested) is a pending "
+            f"compaction: `hoodline table compact {path}` finishes it") in " ".join(
+        plain.output.split())
+    refused = runner.invoke(app, ["table", "rollback", path, "--instant", planned.timestamp])
+    assert refused.exit_code == 1
+    assert "is a pending compaction, which is finished, not rolled back" in " ".join(
+        refused.output.split())
+    table.timeline.reload()
+    assert table.timeline.find(planned.timestamp) is not None
+    compacted = runner.invoke(app, ["table", "compact", path])
+    assert compacted.exit_code == 0, compacted.output
+    values = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(path)).to_pylist()}
+    assert values[1] == "after the plan1"  # rows() suffixes each value with its id
 
 
 def test_not_a_table_gives_one_clear_line(tmp_path: Path) -> None:

@@ -420,7 +420,7 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "index", f"{cfg.index_type}" + (
         f" ({cfg.bucket_count} buckets)" if cfg.index_type is IndexType.BUCKET else ""))
     _add_row(grid, "completed commits", str(len(table.timeline.completed_commits())))
-    pending = ", ".join(str(i) for i in table.timeline.pending())
+    pending = ", ".join(i.describe() for i in table.timeline.pending())
     _add_row(grid, "pending instants", pending or "none")
     _add_row(grid, "last commit", _fmt_ts(last.timestamp) if last else "(none)")
     archived = table.meta_path / ARCHIVE_FOLDER
@@ -516,6 +516,7 @@ def table_files(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List the latest committed file slices (what a snapshot query reads)."""
+    from hoodline.table import read
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
@@ -526,7 +527,7 @@ def table_files(
             f"--as-of {as_of!r} is not an instant time: give its 17 digits yyyyMMddHHmmssSSS, "
             f"e.g. {example}; `hoodline table commits {path}` lists the table's instants"
         )
-    slices = table.fs_view(as_of=as_of).latest_file_slices()
+    slices = read.file_slices(table, as_of)
     if as_of is not None and not any(c.timestamp <= as_of for c in commits):
         first = f"its first commit is {commits[0].timestamp}" if commits else "it has no commit"
         err_console.print(
@@ -581,9 +582,10 @@ def table_rollback(
 
     Takes the table's writer lock, so it refuses to run while a live writer is writing."""
     from hoodline.errors import TimelineError
+    from hoodline.table.instant import COMPACTION
     from hoodline.table.lock import WriterLock
     from hoodline.table.metadata_table import remove_metadata_table
-    from hoodline.table.rollback import rollback_instant, rollback_pending
+    from hoodline.table.rollback import describe_repair, rollback_instant, rollback_pending
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
@@ -600,9 +602,16 @@ def table_rollback(
                 )
             done = [rollback_instant(table, target)]
     if not done:
-        console.print("nothing to roll back: no pending instants")
+        compactions = table.timeline.pending([COMPACTION])
+        if compactions:
+            console.print(
+                f"nothing to roll back; {', '.join(i.describe() for i in compactions)} is a "
+                f"pending compaction: `hoodline table compact {table.base_path}` finishes it "
+                "(so does the next writer)", markup=False, highlight=False)
+        else:
+            console.print("nothing to roll back: no pending instants")
     for inst in done:
-        console.print(f"completed {inst.action} {inst.timestamp}", markup=False)
+        console.print(describe_repair(table, inst), markup=False, highlight=False)
 
 
 @contextmanager

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hoodline.errors import TableError
@@ -40,3 +42,31 @@ def test_foreign_parquet_file_named(table: HudiTable, writer: HandWriter) -> Non
     (table.base_path / "region=us" / "part-00000-abc.snappy.parquet").write_bytes(b"x")
     with pytest.raises(TableError, match="part-00000-abc"):
         read.read_snapshot(table)
+
+
+def test_every_time_travel_to_a_cleaned_instant_is_refused(tmp_path: Path) -> None:
+    """read_snapshot refused an instant whose file versions cleaning deleted, while
+    file_slices / latest_base_files and `hoodline table files --as-of` (what DuckDB and Spark
+    users are told to read) listed nothing, or part of the table, and said nothing."""
+    from typer.testing import CliRunner
+
+    from hoodline.cli import app
+    from hoodline.table.write.client import WriteClient
+    from tests.table.write.helpers import make_config
+    from tests.table.write.helpers import rows as write_rows
+
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
+    with WriteClient(table, {"hoodie.cleaner.commits.retained": 1,
+                             "hoodie.clean.automatic": True}) as client:
+        first = client.upsert(write_rows([1, 2]))
+        for ts in range(2, 6):
+            client.upsert(write_rows([1, 2], ts=ts))
+    assert table.timeline.find(first) is not None  # still listed by `table commits`
+    for call in (read.read_snapshot, read.file_slices, read.latest_base_files):
+        with pytest.raises(TableError, match=f"time-travel instant {first} is older than the "
+                           "oldest instant kept by cleaning"):
+            call(table, as_of=first)
+    result = CliRunner().invoke(app, ["table", "files", str(table.base_path), "--as-of", first])
+    assert result.exit_code == 1
+    assert "is older than the oldest instant kept by cleaning" in " ".join(result.output.split())
+    assert read.latest_base_files(table)  # the latest state is there

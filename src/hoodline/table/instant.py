@@ -148,6 +148,10 @@ class Instant:
     def __str__(self) -> str:
         return f"[{self.timestamp}__{self.action}__{self.state.name}]"
 
+    def describe(self) -> str:
+        """For people: ``commit 20261128120000000 (inflight)``."""
+        return f"{self.action} {self.timestamp} ({self.state.name.lower()})"
+
 
 @functools.lru_cache(maxsize=1 << 16)
 def _parse_cached(file_name: str) -> Instant | None:

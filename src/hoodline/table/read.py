@@ -317,7 +317,11 @@ def iter_snapshot_batches(
 
 
 def file_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
-    """Latest committed file slice of every file group at ``as_of`` (None = latest)."""
+    """Latest committed file slice of every file group at ``as_of`` (None = latest);
+    :class:`TableError` for an instant whose file versions cleaning deleted (the list would be
+    empty or partial)."""
+    if as_of is not None:
+        _check_not_cleaned(table, as_of, "time-travel instant")
     return table.fs_view(as_of=as_of).latest_file_slices()
 
 

@@ -42,7 +42,14 @@ from hoodline.storage.ops import remove_tree
 from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.clean import finish_pending_cleans
 from hoodline.table.fs_view import parse_base_file_name
-from hoodline.table.instant import DATA_ACTIONS, REPLACE_COMMIT, ROLLBACK, Instant, State
+from hoodline.table.instant import (
+    COMPACTION,
+    DATA_ACTIONS,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    Instant,
+    State,
+)
 from hoodline.table.log.blocks import first_block_instant
 from hoodline.table.log.names import LogFileName
 from hoodline.table.markers import Markers, instants_with_markers
@@ -209,7 +216,15 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
         raise TimelineError(f"instant {instant} is not on the timeline of '{table.base_path}'")
     if current.is_completed:
         raise TimelineError(
-            f"instant {current} is completed; rolling back completed commits is not supported"
+            f"{current.describe()} is completed; rolling back completed instants is not "
+            "supported"
+        )
+    if current.action == COMPACTION:
+        raise TimelineError(
+            f"{current.describe()} is a pending compaction, which is finished, not rolled back: "
+            "writes after it may have logged against its plan, and would be lost with it. "
+            f"`hoodline table compact {table.base_path}` finishes it from its plan (so does "
+            "the next writer of the table)"
         )
     started = time.monotonic()
     files = _files_to_delete(table, current)
