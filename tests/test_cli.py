@@ -251,6 +251,31 @@ def test_clean_deletes_versions_older_than_the_retained_commits(tmp_path: Path) 
     assert refused.exit_code != 0 and "'--retain'" in refused.output
 
 
+def test_clean_without_retain_keeps_at_least_what_the_writers_kept(tmp_path: Path) -> None:
+    """Writers retaining 12 commits had cleaned; `table clean` without --retain used 10 and
+    deleted history the pipeline promised (the writers' setting lives in the pipeline file)."""
+    t = HudiTable.create(
+        tmp_path / "cow",
+        TableConfig(name="orders", record_key_fields=("id",), partition_fields=(),
+                    precombine_field="ts", bucket_count=1),
+    )
+    with WriteClient(t, {"hoodie.cleaner.commits.retained": 12,
+                         "hoodie.keep.min.commits": 20, "hoodie.keep.max.commits": 30}) as client:
+        for ts in range(1, 16):
+            client.upsert(pa.table({"id": ["a"], "ts": [ts], "v": [ts]}))
+    files = len(list(t.base_path.glob("*.parquet")))
+    assert files == 13  # 12 retained commits' versions and the newest before them
+    done = runner.invoke(app, ["table", "clean", str(t.base_path)])
+    assert done.exit_code == 0, done.output
+    assert "keeping the file versions the last 12 commits need" in " ".join(done.output.split())
+    assert len(list(t.base_path.glob("*.parquet"))) == files
+    fresh = HudiTable.create(
+        tmp_path / "never", TableConfig(name="o", record_key_fields=("id",),
+                                        partition_fields=(), bucket_count=1))
+    out = runner.invoke(app, ["table", "clean", str(fresh.base_path)])
+    assert out.exit_code == 0 and "the last 10 commits" in out.output, out.output
+
+
 def test_help_reads_as_plain_text_and_the_version_has_a_flag() -> None:
     """Flags show no value placeholder, paragraphs are rewrapped (not broken where the source
     line ended), the log level's default is written as the choices are; --version works."""

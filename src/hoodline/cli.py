@@ -674,8 +674,9 @@ def table_clean(
         int | None,
         typer.Option(
             min=1,
-            help="Keep the file versions the last RETAIN completed commits need "
-            "(default: hoodie.cleaner.commits.retained, 10).",
+            help="Keep the file versions the last RETAIN completed commits need (default: "
+            "10, or more where the table's last clean kept more: a pipeline's "
+            "[table.options] hoodie.cleaner.commits.retained is not stored in the table).",
         ),
     ] = None,
 ) -> None:
@@ -683,9 +684,15 @@ def table_clean(
 
     Takes the table's writer lock (refused while a live writer writes; writers clean after
     every commit unless 'hoodie.clean.automatic' is off)."""
+    from hoodline.table.clean import CLEANER_COMMITS_RETAINED, retention_of_last_clean
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
+    if retain is None:  # never delete more than the table's writers did
+        retain = max(CLEANER_COMMITS_RETAINED.default, retention_of_last_clean(table) or 0)
+        console.print(f"keeping the file versions the last {retain} commits need (the "
+                      "default, or what the table's last clean kept; --retain N to choose)",
+                      markup=False, highlight=False)
     with _service_client(table, "hoodline table clean") as client:
         done = client.clean(retain)
     if done is None:

@@ -199,6 +199,16 @@ def earliest_retained_commit(table: HudiTable) -> str | None:
     return str(value) if value else None
 
 
+def retention_of_last_clean(table: HudiTable) -> int | None:
+    """How many completed commits the newest clean's ``earliestCommitToRetain`` keeps today
+    (None if never cleaned): what the table's writers retained, as far as the table shows."""
+    earliest = earliest_retained_commit(table)
+    if earliest is None:
+        return None
+    kept = [i for i in table.timeline.completed_commits() if i.timestamp >= earliest]
+    return max(1, len(kept))
+
+
 def finish_pending_cleans(table: HudiTable) -> list[Instant]:
     """Complete clean instants interrupted by a crash (their plan is re-executed)."""
     done = []
