@@ -459,7 +459,11 @@ def table_commits(
     ] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
-    """List the timeline: every instant with its state, and write statistics of commits."""
+    """List the timeline: every instant with its state, and write statistics of commits.
+
+    'rows written' (JSON: records) counts every row of the files a commit wrote, as Hudi's
+    numWrites: a copy-on-write commit rewrites whole file groups, so it includes their
+    untouched rows; inserts, updates and deletes count the commit's own records."""
     from hoodline.table.instant import State
     from hoodline.table.table import HudiTable
 
@@ -491,10 +495,10 @@ def table_commits(
             typer.echo(json.dumps(row))
         return
     out = RichTable(title=Text(f"timeline of {table.config.name}"))
-    for col in ("instant", "action", "state", "operation", "files", "records",
+    for col in ("instant", "action", "state", "operation", "files", "rows written",
                 "inserts", "updates", "deletes", "written"):
         out.add_column(col, justify="right" if col in (
-            "files", "records", "inserts", "updates", "deletes", "written") else "left")
+            "files", "rows written", "inserts", "updates", "deletes", "written") else "left")
     for row in rows:
         _add_row(
             out,

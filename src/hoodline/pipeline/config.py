@@ -209,7 +209,10 @@ RECORD_KEY = option(
     "table.record-key",
     tuple,
     (),
-    "Record key field(s); records with equal keys are the same row (upserts, deletes). "
+    "Record key field(s); records with equal keys in the same partition are the same row "
+    "(upserts, deletes): the index is not global, so a record whose partition value changes "
+    "leaves its old row in the old partition (partition by a value that does not change, or "
+    "delete the old row). "
     "Required; must be declared in [schema] and must not be null (with several fields, one of "
     "them may be: Java's `f:__null__` / `f:__empty__` parts).",
     validator=lambda v: None if v else "give at least one key field",
