@@ -20,12 +20,15 @@ from hoodline.table.write.records import FILE_ID, PARTITION_PATH, RECORD_KEY, st
 class FakeProfile:
     """Duck-typed WriteProfile: fixed small files, 10 records per new file."""
 
-    def __init__(self, smalls: dict[str, list[SmallFile]], room: dict[str, int]) -> None:
+    def __init__(self, smalls: dict[str, list[SmallFile]], room: dict[str, int],
+                 ranked: bool = False) -> None:
         self._smalls = smalls
         self._room = room
+        self.ranked = ranked
 
-    def small_files(self, partition: str) -> list[SmallFile]:
-        return self._smalls.get(partition, [])
+    def small_files(self, partition: str, tasks: int = 1) -> list[SmallFile]:
+        found = self._smalls.get(partition, [])
+        return found[:tasks] if self.ranked else found
 
     def room_in(self, small: SmallFile) -> int:
         return self._room[small.file_id]
@@ -96,6 +99,25 @@ def test_tasks_never_share_a_small_file_or_a_new_file_id() -> None:
                 assert owns_small_file(fid, task, 3)
         used.append(ids)
     assert not (used[0] & used[1]) and not (used[0] & used[2]) and not (used[1] & used[2])
+
+
+def test_merge_on_read_gives_each_task_its_own_small_file() -> None:
+    """Ranked candidates (merge-on-read): task i fills the i-th smallest, so a second task
+    does not open a new file group for a handful of inserts every round; one task fills only
+    the smallest, as Java's single candidate."""
+    smalls = {"p": [SmallFile("p", f"s{i}-0", 10 + i) for i in range(3)]}
+    room = {f"s{i}-0": 100 for i in range(3)}
+    got = []
+    for task in range(2):
+        out = BucketAssigner(  # type: ignore[arg-type]
+            FakeProfile(smalls, room, ranked=True), "20240101000000000", task_id=task,
+            num_tasks=2,
+        ).assign(_records(5))
+        got.append(set(out[FILE_ID].to_pylist()))
+    assert got == [{"s0-0"}, {"s1-0"}]
+    one = BucketAssigner(FakeProfile(smalls, room, ranked=True),  # type: ignore[arg-type]
+                         "20240101000000000").assign(_records(5))
+    assert set(one[FILE_ID].to_pylist()) == {"s0-0"}
 
 
 def test_new_file_ids_are_deterministic_and_hudi_shaped() -> None:

@@ -8,7 +8,8 @@ Distributed use: the assigner runs once per task on that task's share of the rec
 one key must all be in one task). Two tasks never pick the same file group:
 
 * a small file is only filled by the task ``crc32(file id) % num_tasks`` (Flink Hudi assigns
-  small files to tasks the same way), and
+  small files to tasks the same way), or on merge-on-read (:attr:`WriteProfile.ranked`) the
+  i-th smallest candidate by task i, so every task has one to fill, and
 * new file ids are UUIDs derived from (instant, partition, task id, sequence number), unique per
   task and identical when a task is retried with the same input.
 """
@@ -135,14 +136,13 @@ class BucketAssigner:
         plan: list[tuple[str, int]] = []
         left = count
         if self.use_small_files:
-            smalls = sorted(
-                (
-                    s
-                    for s in self.profile.small_files(partition)
-                    if owns_small_file(s.file_id, self.task_id, self.num_tasks)
-                ),
-                key=lambda s: (s.size_bytes, s.file_id),
-            )
+            candidates = self.profile.small_files(partition, self.num_tasks)
+            if self.profile.ranked:
+                mine = candidates[self.task_id:self.task_id + 1]
+            else:
+                mine = [s for s in candidates
+                        if owns_small_file(s.file_id, self.task_id, self.num_tasks)]
+            smalls = sorted(mine, key=lambda s: (s.size_bytes, s.file_id))
             for small in smalls:
                 if left == 0:
                     break

@@ -166,7 +166,7 @@ def tag_and_assign(
         tagged = index.tag(records, view, dictionary_file_ids)
         # merge-on-read: inserts go to base files, never into a group's logs, where the BLOOM
         # index (which reads base file footers) could not find them again: new file groups, or
-        # the partition's small-file target rewritten into a new base file (merge_target)
+        # the partition's small-file target rewritten into a new base file (merge_targets)
         use_small = True
     if config.index_type == IndexType.BLOOM:
         if ctx.operation is WriteOperation.DELETE:

@@ -667,7 +667,7 @@ def write_file_group(
 def _takes_inserts_into_base(ctx: WriteContext, base: FileSlice | None, records: pa.Table) -> bool:
     """Merge-on-read with the BLOOM index: whether this write brings new keys to a small base
     file without log files (the partition's small-file target the assigner gave inserts to,
-    :func:`~.profile.merge_target`). Such a group is rewritten into a new base file, as Java's
+    :func:`~.profile.merge_targets`). Such a group is rewritten into a new base file, as Java's
     ``handleUpdate`` does for small file ids, since the index finds keys in base files only."""
     config, options = ctx.config, ctx.options
     if not config.merge_on_read or config.index_type is not IndexType.BLOOM:
