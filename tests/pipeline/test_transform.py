@@ -77,6 +77,28 @@ def test_plain_tombstone_key_for_a_single_unpartitioned_key() -> None:
     assert [e["reason"] for e in out.errors.to_pylist()] == ["bad_tombstone_key"]
 
 
+def test_each_tombstone_key_is_read_on_its_own_plain_json_string_or_object() -> None:
+    """A plain key was refused when another tombstone of the batch had a JSON-object key, and
+    a JSON string key ("2", as JSON key serializers write) was taken with its quotes: a delete
+    of a key that does not exist, silently."""
+    keys = [b"1", b'"2"', b'{"id": 3}', b"4", b'"x"', b'"1\\u0030"']
+    out = prepare_kafka(_spec(partitioned=False), _kafka([None] * len(keys), keys))
+    assert sorted(out.records.column("id").to_pylist()) == [1, 2, 3, 4, 10]
+    assert set(out.records.column(IS_DELETE).to_pylist()) == {True}
+    assert [(e["offset"], e["reason"]) for e in out.errors.to_pylist()] == [
+        (104, "bad_tombstone_key")]
+    # without an object key in the batch, the same
+    plain = prepare_kafka(_spec(partitioned=False), _kafka([None, None], [b"1", b'"2"']))
+    assert sorted(plain.records.column("id").to_pylist()) == [1, 2]
+    # string keys: the JSON string's text, escapes decoded
+    config = TableConfig("t", ("name",), (), "ts")
+    spec = RecordSpec(WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000",
+                                   "UPSERT", DECLARED), DECLARED, "deleted", 7)
+    named = prepare_kafka(spec, _kafka([None] * 4, [b"a1", b'"a2"', b'{"name": "a3"}',
+                                                   b'"a\\"4"']))
+    assert sorted(named.records.column(RECORD_KEY).to_pylist()) == ["a\"4", "a1", "a2", "a3"]
+
+
 def _keyed(rows: list[tuple[int, int | None, bool, int]]) -> pa.Table:
     """(id, ts, is_delete, seq) rows in keyed schema."""
     schema = keyed_schema(DECLARED)

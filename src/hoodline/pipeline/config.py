@@ -272,7 +272,10 @@ DELETE_FIELD = option(
     "",
     "Boolean field flagging a record as a delete of its key (e.g. `_deleted`); empty: none. "
     "Kafka tombstones (null value, non-null key) are deletes too when the key maps to the "
-    "record key.",
+    "record key: a JSON object with the key (and partition) fields, Confluent Avro, or for a "
+    "single key field of an unpartitioned table also the plain value or a JSON string "
+    "holding it; each message's key is read on its own, and one that gives no key goes to "
+    "the error table (bad_tombstone_key).",
 )
 
 RUNTIME_MASTER = option(

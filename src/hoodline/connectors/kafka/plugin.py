@@ -233,35 +233,85 @@ def _tombstone_keys(
                                primitive_field=names[0] if len(names) == 1 else None)
         return _tombstone_result(decoder.decode(keys), "tombstone key must be a Confluent Avro "
                                  "record with the key/partition fields: ")
-    starts_obj = pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary()))
-    plain = len(names) == 1 and not pc.any(starts_obj).as_py()
-    if plain:
+    objects = _OBJECT_KEY_PREFIX
+    if len(names) != 1:
+        return _tombstone_result(JsonDecoder(schema, names).decode(keys), objects)
+    # one key field, no partition: each key on its own is a JSON object, a JSON string (as
+    # JSON key serializers write string keys) or the plain value
+    starts_obj = pc.fill_null(
+        pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary())), False)
+    if not pc.any(starts_obj).as_py():
+        return _plain_tombstone_keys(schema, keys)
+    if pc.all(starts_obj).as_py():
+        return _tombstone_result(JsonDecoder(schema, names).decode(keys), objects)
+    parts = []
+    for mask in (starts_obj, pc.invert(starts_obj)):
+        these = pc.filter(rows, mask)
+        taken = pc.take(keys, these)
+        cols, ok, bad = (
+            _tombstone_result(JsonDecoder(schema, names).decode(taken), objects)
+            if mask is starts_obj else _plain_tombstone_keys(schema, taken))
+        parts.append((cols, pc.take(these, ok), remap_bad(bad, these)))
+    return (pa.concat_tables([p[0] for p in parts]),
+            pa.concat_arrays([p[1] for p in parts]),
+            concat_bad([p[2] for p in parts]))
+
+
+_OBJECT_KEY_PREFIX = "tombstone key must be a JSON object with the key/partition fields: "
+
+
+def _plain_tombstone_keys(schema: pa.Schema, keys: pa.Array) -> tuple[pa.Table, pa.Array,
+                                                                       BadRecords]:
+    """Keys of one field: the UTF-8 value, or a JSON string holding it (quotes removed)."""
+    n = len(keys)
+    field = schema.field(0)
+    texts = _unquoted(keys)
+    try:
+        values = pc.cast(pc.cast(texts, pa.string()), field.type)
+        return (pa.table([values], schema=schema), pa.array(np.arange(n, dtype=np.int64)),
+                concat_bad([]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass  # some keys do not convert: fall through to per-key isolation
+    good_vals: list[object] = []
+    good_rows: list[int] = []
+    bad_rows: list[int] = []
+    for i, k in enumerate(texts.to_pylist()):  # rare path: only tombstones whose key is bad
         try:
-            text = pc.cast(keys, pa.string())
-            values = pc.cast(text, schema.field(0).type)
-            return pa.table([values], schema=schema), rows, concat_bad([])
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass  # some keys do not convert: fall through to per-key isolation
-        good_vals: list[object] = []
-        good_rows: list[int] = []
-        bad_rows: list[int] = []
-        for i, k in enumerate(keys.to_pylist()):  # rare path: only tombstones whose key is bad
-            try:
-                v = pc.cast(pa.array([k.decode("utf-8")]), schema.field(0).type)[0].as_py()
-                good_vals.append(v)
-                good_rows.append(i)
-            except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                bad_rows.append(i)
-        bad = BadRecords(
-            pa.array(bad_rows, pa.int64()),
-            pa.array([BAD_TOMBSTONE_KEY] * len(bad_rows), pa.string()),
-            pa.array([f"tombstone key is not a {schema.field(0).type} value"] * len(bad_rows),
-                     pa.string()),
-        )
-        return (pa.table([pa.array(good_vals, schema.field(0).type)], schema=schema),
-                pa.array(good_rows, pa.int64()), bad)
-    return _tombstone_result(JsonDecoder(schema, names).decode(keys), "tombstone key must be a "
-                             "JSON object with the key/partition fields: ")
+            v = pc.cast(pa.array([k.decode("utf-8")]), field.type)[0].as_py()
+            good_vals.append(v)
+            good_rows.append(i)
+        except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            bad_rows.append(i)
+    bad = BadRecords(
+        pa.array(bad_rows, pa.int64()),
+        pa.array([BAD_TOMBSTONE_KEY] * len(bad_rows), pa.string()),
+        pa.array([f"tombstone key is not a {field.type} value"] * len(bad_rows), pa.string()),
+    )
+    return (pa.table([pa.array(good_vals, field.type)], schema=schema),
+            pa.array(good_rows, pa.int64()), bad)
+
+
+def _unquoted(keys: pa.Array) -> pa.Array:
+    """Binary keys with JSON strings (``"a2"``) replaced by the text they hold."""
+    quoted = pc.fill_null(pc.and_(
+        pc.match_substring_regex(keys, '^".*"$'), pc.greater_equal(pc.binary_length(keys), 2)),
+        False)
+    if not pc.any(quoted).as_py():
+        return keys
+    out = pc.if_else(quoted, pc.binary_slice(keys, 1, -1), keys)
+    escaped = pc.and_(quoted, pc.fill_null(pc.match_substring(keys, "\\"), False))
+    if not pc.any(escaped).as_py():
+        return out
+    values = out.to_pylist()  # rare: a JSON string with escapes, decoded as JSON
+    raw = keys.to_pylist()
+    for i in np.flatnonzero(np.asarray(escaped)).tolist():
+        try:
+            text = json.loads(raw[i])
+        except ValueError:
+            continue  # not JSON after all: the plain bytes, refused or taken as they are
+        if isinstance(text, str):
+            values[i] = text.encode()
+    return pa.array(values, pa.binary())
 
 
 def _tombstone_result(result: DecodeResult, prefix: str) -> tuple[pa.Table, pa.Array, BadRecords]:
