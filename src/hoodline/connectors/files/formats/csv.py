@@ -4,8 +4,8 @@ With a declared schema the file is streamed (``open_csv``) with the declared col
 one it is parsed at once (``read_csv``) so type inference sees every row. Already emitted rows
 are dropped from the start of the read: pyarrow's own ``skip_rows_after_names`` counts empty
 lines, which are not rows, so a file with empty lines, resumed in its middle, was read again
-from a few rows too early (measured: dropping 1.5M of 2M rows costs about what skipping them
-does, the rows are tokenized either way).
+from a few rows too early (measured on 2M rows of 4 columns: resuming after 1.5M takes
+0.15-0.16 s by dropping them against 0.09-0.10 s by skipping them, the whole file 0.15 s).
 
 With ``errors.tolerance = all`` a value that does not convert to its declared type (or a null in
 a not-null column) costs only its row: the rest of the file, from the first row not yet
