@@ -56,7 +56,8 @@ def reference(raw: bytes | None) -> dict[str, object] | None:
     if raw is None:
         return None
     try:
-        doc = json.loads(raw, object_pairs_hook=_dups_hook, parse_constant=_no_constants)
+        doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_dups_hook,
+                         parse_constant=_no_constants)
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(doc, dict):
@@ -192,7 +193,10 @@ def test_bulk_parse_keeps_order_and_types() -> None:
         (b'{"id": 1} null {"id": 2}', UNPARSEABLE, "Extra data"),  # reader: 3 rows, 1 all-null
         (b"   ", UNPARSEABLE, "invalid JSON"),  # the reader would skip the line silently
         (b"", UNPARSEABLE, "invalid JSON"),
-        (b'{"id": 1, "junk": "\xff"}', UNPARSEABLE, "UTF-8"),
+        (b'{"id": 1, "junk": "\xff"}', UNPARSEABLE, "invalid UTF-8: byte 0xff at offset 19"),
+        # not read as UTF-16 because the first bytes look like its byte order mark
+        (b'\xff\xfe{"id": 9}', UNPARSEABLE, "invalid UTF-8: byte 0xff at offset 0"),
+        (b'\xfe\xff\x00{\x00}', UNPARSEABLE, "invalid UTF-8: byte 0xfe at offset 0"),
         (b'{"id": 1, "id": 2}', UNPARSEABLE, "twice"),
     ],
 )

@@ -216,12 +216,13 @@ class JsonDecoder:
 
         # 3. invalid UTF-8 anywhere (also in undeclared fields) makes a record bad.
         if len(cand_values) and not is_utf8(cand_values):
-            valid_utf8 = pa.array(_utf8_flags(cand_values), pa.bool_())
+            problems = _utf8_problems(cand_values)
+            valid_utf8 = pa.array([p is None for p in problems], pa.bool_())
             invalid = pc.invert(valid_utf8)
             idx = pc.filter(candidates, invalid)
             bad_idx.append(idx)
             bad_reason.append(pa.array([UNPARSEABLE] * len(idx), pa.string()))
-            bad_detail.append(pa.array(["invalid UTF-8"] * len(idx), pa.string()))
+            bad_detail.append(pa.array([p for p in problems if p is not None], pa.string()))
             candidates = pc.filter(candidates, valid_utf8)
             cand_values = pc.filter(cand_values, valid_utf8)
 
@@ -403,8 +404,14 @@ class JsonDecoder:
     def _classify_json(self, raw: bytes) -> tuple[str | None, str]:
         """(None, "") when ``raw`` is one JSON object per :func:`json.loads`, else reason/detail."""
         try:
-            doc = json.loads(raw, parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
+            # decoded here, not by json.loads: it would sniff UTF-16/32 from the first bytes
+            # (b"\xff\xfe{..." read as UTF-16 with a byte order mark)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return UNPARSEABLE, _not_utf8(raw, exc)
+        try:
+            doc = json.loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
             return UNPARSEABLE, _short(f"invalid JSON: {exc}")
         except RecursionError:
             return UNPARSEABLE, "invalid JSON: nested too deeply to read"
@@ -584,16 +591,23 @@ def is_utf8(values: pa.Array) -> bool:
     return True
 
 
-def _utf8_flags(values: pa.Array) -> list[bool]:
-    """Per-value UTF-8 validity (slow path: only after the vectorised check failed)."""
-    flags = []
+def _utf8_problems(values: pa.Array) -> list[str | None]:
+    """Per value: None when it is UTF-8, else what is wrong (slow path: only after the
+    vectorised check failed)."""
+    problems: list[str | None] = []
     for v in values.to_pylist():
         try:
             v.decode("utf-8")
-            flags.append(True)
-        except UnicodeDecodeError:
-            flags.append(False)
-    return flags
+            problems.append(None)
+        except UnicodeDecodeError as exc:
+            problems.append(_not_utf8(v, exc))
+    return problems
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+    """The detail of a value that is not UTF-8: the first bad byte and where it is."""
+    return (f"invalid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} is not UTF-8 "
+            "text; send JSON encoded as UTF-8")
 
 
 def _as_int64(arr: pa.Array | pa.ChunkedArray) -> pa.Int64Array:
