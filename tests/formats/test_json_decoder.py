@@ -162,6 +162,8 @@ def test_any_mix_nothing_lost_good_equal_json_loads(
     assert [b[0] for b in bad] == sorted(set(range(len(raws))) - good)
     for index, reason, detail in bad:
         assert detail
+        if reason == WRONG_TYPE:
+            assert "field '" in detail, detail
         want_reason = items[index][1]
         if want_reason is not None:
             assert reason == want_reason, (raws[index], reason, detail)
@@ -197,7 +199,7 @@ def test_bulk_parse_keeps_order_and_types() -> None:
         # not read as UTF-16 because the first bytes look like its byte order mark
         (b'\xff\xfe{"id": 9}', UNPARSEABLE, "invalid UTF-8: byte 0xff at offset 0"),
         (b'\xfe\xff\x00{\x00}', UNPARSEABLE, "invalid UTF-8: byte 0xfe at offset 0"),
-        (b'{"id": 1, "id": 2}', UNPARSEABLE, "twice"),
+        (b'{"id": 1, "id": 2}', UNPARSEABLE, "key 'id' appears twice in the object"),
     ],
 )
 def test_bad_record_reasons(raw: bytes, reason: str, needle: str) -> None:
@@ -209,6 +211,54 @@ def test_bad_record_reasons(raw: bytes, reason: str, needle: str) -> None:
     assert needle in detail and "in row" not in detail
     if reason == WRONG_TYPE:  # a [schema] or a registry's JSON Schema: the table's either way
         assert detail.startswith("does not match the table's schema: ")
+
+
+WIDE = pa.schema([pa.field("id", pa.int64(), nullable=False), ("qty", pa.int64()),
+                  ("n", pa.int32()), ("ts", pa.timestamp("ms")), ("day", pa.date32()),
+                  ("price", pa.decimal128(10, 2)), ("parts", pa.list_(pa.int64())),
+                  ("inner", pa.struct([("a", pa.int64()), ("b", pa.int64())]))])
+INT64_RANGE = "an integer from -9223372036854775808 to 9223372036854775807"
+
+
+@pytest.mark.parametrize(
+    ("raw", "detail"),
+    [
+        # pyarrow's own text: "Failed to convert JSON to int64, couldn't parse:1e30", no field
+        (b'{"id": 1e30}', f"field 'id' holds 1e30, which is not an int64 ({INT64_RANGE})"),
+        (b'{"id": 1.5}', f"field 'id' holds 1.5, which is not an int64 ({INT64_RANGE})"),
+        (b'{"id": 9223372036854775808}',
+         f"field 'id' holds 9223372036854775808, which is not an int64 ({INT64_RANGE})"),
+        # more than one field of the type: the one that does not convert
+        (b'{"id": 1, "qty": 2.5, "parts": [1]}',
+         f"field 'qty' holds 2.5, which is not an int64 ({INT64_RANGE})"),
+        (b'{"id": 1, "qty": 1, "parts": [1, 2.5]}',
+         f"field 'parts' holds 2.5, which is not an int64 ({INT64_RANGE})"),
+        (b'{"id": 1, "qty": 1, "inner": {"a": 1, "b": 1e3}}',
+         f"field 'inner' holds 1e3, which is not an int64 ({INT64_RANGE})"),
+        (b'{"id": 1, "n": 3000000000}',
+         "field 'n' holds 3000000000, which is not an int32 (an integer from -2147483648 to "
+         "2147483647)"),
+        (b'{"id": 1, "ts": "soon"}',
+         'field \'ts\' holds "soon", which is not a timestamp[ms] (an ISO-8601 date or time '
+         'such as "2024-03-01T10:00:00Z")'),
+        (b'{"id": 1, "day": "2024-02-30"}',
+         'field \'day\' holds "2024-02-30", which is not a date32[day] (an ISO-8601 date such '
+         'as "2024-03-01")'),
+        (b'{"id": 1, "price": 1.234}',
+         "field 'price' holds 1.234, which requires scale 3 but the schema's type is "
+         "decimal128(10, 2)"),
+        (b'{"id": 1, "price": "cheap"}',
+         'field \'price\' holds "cheap", which is not a decimal128 number'),
+        (b'{"id": "7"}', 'field \'id\' holds a string where the schema wants a number: "7"'),
+        (b'{"id": 1, "parts": {"a": 1}}',
+         'field \'parts\' holds an object where the schema wants an array: {"a": 1}'),
+    ],
+)
+def test_wrong_type_details_name_the_field_and_show_the_value(raw: bytes, detail: str) -> None:
+    result = JsonDecoder(WIDE, ["id"]).decode(pa.array([b'{"id": 0}', raw], pa.binary()))
+    ((index, reason, got),) = iter_bad(result.errors)
+    assert (index, reason) == (1, WRONG_TYPE)
+    assert got == f"does not match the table's schema: {detail}"
 
 
 def test_pretty_printed_values_are_good_but_raw_newline_in_string_is_not() -> None:

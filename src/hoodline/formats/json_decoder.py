@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,16 +114,58 @@ def _short(text: str) -> str:
 
 
 _CHANGED = re.compile(r"Column\(/([^)]*)\) changed from (\w+) to (\w+)")
+_TWICE = re.compile(r"Column\(/([^)]*)\) was specified twice")
 _IN_ROW = re.compile(r" in row \d+")
+#: pyarrow's conversion errors, which do not name the field: "Failed to convert JSON to int64,
+#: couldn't parse:1e30", "... to decimal128(5, 2): 1.234 requires scale 3", and for decimal
+#: strings "The string 'x' is not a valid decimal128 number"
+_CONVERT = re.compile(
+    r"Failed to convert JSON to (.+?)(?:, couldn't parse:(.*)|: (\S+) (requires .*))$", re.S)
+_NOT_VALID = re.compile(r"The string '(.*)' is not a valid (\w+) number$", re.S)
+#: the longest value quoted in a detail
+_VALUE_MAX = 80
+_INTEGER_ALIAS = re.compile(r"u?int(8|16|32|64)")
 
 
 def _one_record_error(arrow_error: str) -> str:
     """pyarrow's error for one record parsed alone, without its "in row 0" (the row of that
-    one-record parse, not of the file or batch) and with its column change in words."""
+    one-record parse, not of the file or batch) and with its column change or repeated key in
+    words."""
     text = _IN_ROW.sub("", arrow_error.removeprefix("JSON parse error: "))
+    text = _TWICE.sub(_twice, text)
     return _CHANGED.sub(
-        lambda m: f"field '{m.group(1)}' holds a {m.group(3)} where the schema wants a "
-                  f"{m.group(2)}", text)
+        lambda m: f"field '{m.group(1)}' holds {_article(m.group(3))} {m.group(3)} where the "
+                  f"schema wants {_article(m.group(2))} {m.group(2)}", text)
+
+
+def _twice(m: re.Match[str]) -> str:
+    *outer, key = m.group(1).split("/")
+    where = f" of field '{'/'.join(outer)}'" if outer else ""
+    return f"key '{key}' appears twice in the object{where}; send each key once"
+
+
+def _shown(value: object) -> str:
+    """A decoded JSON value as JSON text for a detail, cut to ``_VALUE_MAX`` characters."""
+    return _clipped(json.dumps(value, ensure_ascii=False))
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _VALUE_MAX else text[: _VALUE_MAX - 3] + "..."
+
+
+def _article(type_text: str) -> str:
+    return "an" if type_text[:1] in ("a", "e", "i", "o") else "a"
+
+
+def _leaf_types(t: pa.DataType) -> Iterator[pa.DataType]:
+    """The types of a field's values that are no list or struct (the type itself if none)."""
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _leaf_types(t.field(i).type)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from _leaf_types(t.value_type)
+    else:
+        yield t
 
 
 def _reject_constant(name: str) -> float:
@@ -357,10 +399,7 @@ class JsonDecoder:
         return np.array(keep, dtype=np.int64)
 
     def _read(self, buf: pa.Buffer) -> pa.Table:
-        read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
-        return pj.read_json(
-            pa.BufferReader(buf), read_options=read_options, parse_options=self._parse_options
-        )
+        return _read_json(buf, self._parse_options)
 
     # -- slow paths (bad or unusual rows only) ---------------------------------------------------
     def _flatten_newlines(
@@ -403,30 +442,98 @@ class JsonDecoder:
 
     def _classify_json(self, raw: bytes) -> tuple[str | None, str]:
         """(None, "") when ``raw`` is one JSON object per :func:`json.loads`, else reason/detail."""
+        reason, detail, _ = self._load(raw)
+        return reason, detail
+
+    def _load(self, raw: bytes) -> tuple[str | None, str, dict[str, object]]:
+        """:meth:`_classify_json`, plus the object when it is one."""
         try:
             # decoded here, not by json.loads: it would sniff UTF-16/32 from the first bytes
             # (b"\xff\xfe{..." read as UTF-16 with a byte order mark)
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return UNPARSEABLE, _not_utf8(raw, exc)
+            return UNPARSEABLE, _not_utf8(raw, exc), {}
         try:
             doc = json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:
-            return UNPARSEABLE, _short(f"invalid JSON: {exc}")
+            return UNPARSEABLE, _short(f"invalid JSON: {exc}"), {}
         except RecursionError:
-            return UNPARSEABLE, "invalid JSON: nested too deeply to read"
+            return UNPARSEABLE, "invalid JSON: nested too deeply to read", {}
         if not isinstance(doc, dict):
-            return NOT_OBJECT, f"JSON value is {_json_kind(doc)}, not an object"
-        return None, ""
+            return NOT_OBJECT, f"JSON value is {_json_kind(doc)}, not an object", {}
+        return None, "", doc
 
     def _classify_single(self, raw: bytes, arrow_error: str) -> tuple[str, str]:
-        reason, detail = self._classify_json(raw)
+        reason, detail, doc = self._load(raw)
         if reason is not None:
             return reason, detail
         if any(m in arrow_error for m in ("changed from", "Failed to convert", "is not a valid")):
             return WRONG_TYPE, _short(f"does not match the table's schema: "
-                                      f"{_one_record_error(arrow_error)}")
+                                      f"{self._wrong_type(raw, doc, arrow_error)}")
         return UNPARSEABLE, _short(_one_record_error(arrow_error))
+
+    def _wrong_type(self, raw: bytes, doc: dict[str, object], arrow_error: str) -> str:
+        """What is wrong with a record pyarrow refused for a value of the wrong type, naming
+        the field (pyarrow's conversion errors do not) and showing the value."""
+        text = _one_record_error(arrow_error)
+        changed = _CHANGED.search(arrow_error)
+        if changed:
+            name = changed.group(1)
+            return f"{text}: {_shown(doc[name])}" if name in doc else text
+        convert = _CONVERT.search(arrow_error)
+        if convert:
+            type_text, value, number, requires = convert.groups()
+            name = self._failing_field(raw, doc, lambda t: str(t) == type_text)
+            if name is None:
+                return text
+            if requires is not None:
+                return (f"field '{name}' holds {_clipped(number)}, which {requires} but the "
+                        f"schema's type is {type_text}")
+            return self._not_convertible(name, type_text, value)
+        not_valid = _NOT_VALID.search(arrow_error)
+        if not_valid:
+            value, kind = not_valid.groups()
+            name = self._failing_field(raw, doc, lambda t: str(t).startswith(f"{kind}("))
+            if name is None:
+                return text
+            return (f"field '{name}' holds {_shown(value)}, which is not {_article(kind)} {kind} "
+                    "number")
+        return text
+
+    def _not_convertible(self, name: str, type_text: str, value: str) -> str:
+        declared = self.schema.field(name).type
+        if pa.types.is_date(declared):  # read as a timestamp (see parse_schema)
+            return (f"field '{name}' holds {_shown(value)}, which is not {_article(str(declared))} "
+                    f"{declared} (an ISO-8601 date such as \"2024-03-01\")")
+        leaf = pa.type_for_alias(type_text) if _INTEGER_ALIAS.fullmatch(type_text) else None
+        if leaf is not None:
+            info = np.iinfo(leaf.to_pandas_dtype())
+            return (f"field '{name}' holds {_clipped(value)}, which is not {_article(type_text)} "
+                    f"{type_text} (an integer from {info.min} to {info.max})")
+        if type_text.startswith("timestamp"):
+            return (f"field '{name}' holds {_shown(value)}, which is not {_article(type_text)} "
+                    f"{type_text} (an ISO-8601 date or time such as \"2024-03-01T10:00:00Z\")")
+        return (f"field '{name}' holds {_clipped(value)}, which is not {_article(type_text)} "
+                f"{type_text}")
+
+    def _failing_field(
+        self, raw: bytes, doc: dict[str, object], holds: Callable[[pa.DataType], bool]
+    ) -> str | None:
+        """The field of ``raw`` (``doc`` as decoded) that pyarrow cannot convert: among those
+        present whose types (or types inside lists and structs) ``holds`` takes, the one
+        alone; else the first that fails parsed on its own (each try: one reader call)."""
+        present: list[pa.Field] = [f for f in self._parse_schema if doc.get(f.name) is not None]
+        typed = [f for f in present if any(holds(t) for t in _leaf_types(f.type))]
+        if len(typed) == 1:
+            return str(typed[0].name)
+        for field in [*typed, *(f for f in present if f not in typed)]:
+            options = pj.ParseOptions(explicit_schema=pa.schema([field]),
+                                      unexpected_field_behavior="ignore")
+            try:
+                _read_json(pa.py_buffer(raw), options)
+            except pa.ArrowInvalid:
+                return str(field.name)
+        return None
 
     def _missing_details(self, bad_rows: pa.Table) -> pa.Array:
         return missing_fields_text(bad_rows, self.required, "key field(s) {} missing or null")
@@ -553,6 +660,13 @@ def _rows_with_newline(
         np.searchsorted(offsets, hits + offsets[0], side="right") - 1
     )
     return rows
+
+
+def _read_json(buf: pa.Buffer, parse_options: pj.ParseOptions) -> pa.Table:
+    """One call of pyarrow's reader on ``buf`` (one block, however long, one thread)."""
+    read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
+    return pj.read_json(pa.BufferReader(buf), read_options=read_options,
+                        parse_options=parse_options)
 
 
 _ROW_HINT = re.compile(r"in row (\d+)$")
