@@ -22,8 +22,13 @@ Value formats per declared type: numbers for integer/floating types; ``true``/``
 ISO-8601 strings for timestamps and dates (``"2024-03-01"``, ``"2024-03-01T10:00:00Z"``);
 numbers or numeric strings for decimals (more fractional digits than the scale are refused).
 
-Differences from :func:`json.loads` (documented, reported as bad records): duplicate keys,
-``NaN``/``Infinity`` and lone UTF-16 surrogates are refused.
+Differences from :func:`json.loads` (documented, reported as bad records): lone UTF-16
+surrogates are refused; so are a key twice in one object and ``NaN``/``Infinity``/``-Infinity``
+when they are in a declared field (pyarrow's reader takes ``NaN`` as a float: the float columns
+are checked after the parse, and those rows refused as json.loads refuses them). In fields the
+schema does not declare, which are not read, both are let through, by every path a record may
+take; a number too big for a ``float32`` field (which pyarrow would read as infinity) is a
+wrong type, one too big for a double is refused by the reader.
 """
 
 from __future__ import annotations
@@ -169,7 +174,8 @@ def _leaf_types(t: pa.DataType) -> Iterator[pa.DataType]:
 
 
 def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
+    raise ValueError(f"{name} is not valid JSON (JSON has no NaN or Infinity: send null, or a "
+                     "finite number)")
 
 
 class JsonDecoder:
@@ -192,6 +198,9 @@ class JsonDecoder:
         self._parse_options = pj.ParseOptions(
             explicit_schema=self._parse_schema, unexpected_field_behavior="ignore"
         )
+        #: fields holding floats (also in lists and structs): checked for NaN and infinity
+        self._float_fields = [str(f.name) for f in self._parse_schema
+                              if any(pa.types.is_floating(t) for t in _leaf_types(f.type))]
 
     # -- public ----------------------------------------------------------------------------------
     def decode(self, values: pa.Array | pa.ChunkedArray) -> DecodeResult:
@@ -287,6 +296,18 @@ class JsonDecoder:
             pa.concat_arrays(good_idx) if good_idx else pa.array([], pa.int64())
         )
         row_index = pc.take(candidates, local_idx)
+
+        # 4b. no NaN or infinity in a float column (see _nonfinite_floats).
+        if self._float_fields and records.num_rows:
+            odd = self._nonfinite_floats(records, cand_values, local_idx)
+            if odd is not None:
+                odd_mask, odd_reasons, odd_details = odd
+                bad_idx.append(pc.filter(row_index, pa.array(odd_mask)))
+                bad_reason.append(pa.array(odd_reasons, pa.string()))
+                bad_detail.append(pa.array(odd_details, pa.string()))
+                keep = pa.array(~odd_mask)
+                records = records.filter(keep)
+                row_index = pc.filter(row_index, keep)
 
         # 5. required (key) fields present and non-null.
         if self.required and records.num_rows:
@@ -391,7 +412,7 @@ class JsonDecoder:
         to ``failures``."""
         keep: list[int] = []
         for pos, raw in enumerate(values.slice(lo, hi - lo).to_pylist(), start=lo):
-            reason, detail = self._classify_json(raw)
+            reason, detail = self._classify_json(raw, constants=True)
             if reason is None:
                 keep.append(pos)
             else:
@@ -405,34 +426,71 @@ class JsonDecoder:
     def _flatten_newlines(
         self, values: pa.Array, idx: pa.Array, has_newline: npt.NDArray[np.bool_]
     ) -> tuple[pa.Array, pa.Array, BadRecords | None]:
-        ok_mask: list[bool] = []
+        kept, kept_idx, bad = self._checked_alone(values, idx, np.flatnonzero(has_newline))
+        # Every raw CR/LF in a value json.loads accepted is whitespace: replace with spaces.
+        kept = pc.replace_substring_regex(kept, r"[\r\n]", " ")
+        return kept, kept_idx, bad
+
+    def _checked_alone(
+        self, values: pa.Array, idx: pa.Array, positions: npt.NDArray[np.intp]
+    ) -> tuple[pa.Array, pa.Array, BadRecords | None]:
+        """``values`` (input rows ``idx``) without those of ``positions`` that are not one JSON
+        object per :meth:`_classify_json`, and those as bad records."""
         bad_pos: list[int] = []
         reasons: list[str] = []
         details: list[str] = []
-        for pos, flag in enumerate(has_newline.tolist()):
-            if not flag:
-                ok_mask.append(True)
-                continue
-            reason, detail = self._classify_json(values[pos].as_py())
-            if reason is None:
-                ok_mask.append(True)
-            else:
-                ok_mask.append(False)
+        for pos in positions.tolist():
+            reason, detail = self._classify_json(values[pos].as_py(), constants=True)
+            if reason is not None:
                 bad_pos.append(pos)
                 reasons.append(reason)
                 details.append(detail)
-        bad = None
-        if bad_pos:
-            bad = BadRecords(
-                _as_int64(pc.take(idx, pa.array(bad_pos, pa.int64()))),
-                pa.array(reasons, pa.string()),
-                pa.array(details, pa.string()),
-            )
-        mask = pa.array(ok_mask, pa.bool_())
-        kept = pc.filter(values, mask)
-        # Every raw CR/LF in a value json.loads accepted is whitespace: replace with spaces.
-        kept = pc.replace_substring_regex(kept, r"[\r\n]", " ")
-        return kept, pc.filter(idx, mask), bad
+        if not bad_pos:
+            return values, idx, None
+        bad = BadRecords(
+            _as_int64(pc.take(idx, pa.array(bad_pos, pa.int64()))),
+            pa.array(reasons, pa.string()),
+            pa.array(details, pa.string()),
+        )
+        keep = np.ones(len(values), dtype=bool)
+        keep[bad_pos] = False
+        mask = pa.array(keep, pa.bool_())
+        return pc.filter(values, mask), pc.filter(idx, mask), bad
+
+    def _nonfinite_floats(
+        self, records: pa.Table, values: pa.Array, local_idx: pa.Array
+    ) -> tuple[npt.NDArray[np.bool_], list[str], list[str]] | None:
+        """Rows of ``records`` with a float that is NaN or infinite (None when there are
+        none), with reasons and details. pyarrow's reader takes ``NaN``, ``Infinity``,
+        ``-Infinity`` (and ``Inf``, ``-NaN``) as numbers; such a row is refused as
+        :meth:`_classify_json` refuses it. A number too big for a float32 column (pyarrow reads
+        1e39 as inf there) is a wrong type. Costs one vectorised look at each float column;
+        ``values[local_idx]`` are the rows' bytes, read again for the rows found only."""
+        masks = {name: _nonfinite_mask(records.column(name)) for name in self._float_fields}
+        odd = np.zeros(records.num_rows, dtype=bool)
+        for mask in masks.values():
+            odd |= mask
+        if not odd.any():
+            return None
+        reasons: list[str] = []
+        details: list[str] = []
+        positions = np.asarray(local_idx)
+        for row in np.flatnonzero(odd).tolist():
+            reason, detail, doc = self._load(values[int(positions[row])].as_py())
+            if reason is None:
+                name = next(n for n, m in masks.items() if m[row])
+                field_type = self._parse_schema.field(name).type
+                kind = next(t for t in _leaf_types(field_type) if pa.types.is_floating(t))
+                limit = f"{kind} (up to about {float(np.finfo(kind.to_pandas_dtype()).max):.1e})"
+                if pa.types.is_floating(field_type):
+                    held = f"holds {_shown(doc.get(name))}, which is too big for {limit}"
+                else:
+                    held = f"holds a number too big for {limit}: {_shown(doc.get(name))}"
+                reason, detail = WRONG_TYPE, (
+                    f"does not match the table's schema: field '{name}' {held}")
+            reasons.append(reason)
+            details.append(_short(detail))
+        return odd, reasons, details
 
     def _classify_shape(self, raw: bytes) -> tuple[str, str]:
         reason, detail = self._classify_json(raw)
@@ -440,12 +498,19 @@ class JsonDecoder:
             return reason, detail
         return UNPARSEABLE, "value is not a single JSON object"
 
-    def _classify_json(self, raw: bytes) -> tuple[str | None, str]:
-        """(None, "") when ``raw`` is one JSON object per :func:`json.loads`, else reason/detail."""
-        reason, detail, _ = self._load(raw)
+    def _classify_json(self, raw: bytes, constants: bool = False) -> tuple[str | None, str]:
+        """(None, "") when ``raw`` is one JSON object per :func:`json.loads`, else reason/detail.
+
+        ``constants``: ``NaN``/``Infinity`` let through, for the checks whose rows go on to the
+        bulk parse: there, as in every other row, they are refused in declared fields only
+        (:meth:`_nonfinite_floats`; pyarrow refuses them in other types), so a record's fate
+        does not depend on the path it took."""
+        reason, detail, _ = self._load(raw, constants)
         return reason, detail
 
-    def _load(self, raw: bytes) -> tuple[str | None, str, dict[str, object]]:
+    def _load(
+        self, raw: bytes, constants: bool = False
+    ) -> tuple[str | None, str, dict[str, object]]:
         """:meth:`_classify_json`, plus the object when it is one."""
         try:
             # decoded here, not by json.loads: it would sniff UTF-16/32 from the first bytes
@@ -454,7 +519,7 @@ class JsonDecoder:
         except UnicodeDecodeError as exc:
             return UNPARSEABLE, _not_utf8(raw, exc), {}
         try:
-            doc = json.loads(text, parse_constant=_reject_constant)
+            doc = json.loads(text, parse_constant=float if constants else _reject_constant)
         except ValueError as exc:
             return UNPARSEABLE, _short(f"invalid JSON: {exc}"), {}
         except RecursionError:
@@ -667,6 +732,28 @@ def _read_json(buf: pa.Buffer, parse_options: pj.ParseOptions) -> pa.Table:
     read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
     return pj.read_json(pa.BufferReader(buf), read_options=read_options,
                         parse_options=parse_options)
+
+
+def _nonfinite_mask(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]:
+    """Per row of ``column``: whether it holds a float (also in a list or struct) that is NaN
+    or infinite."""
+    if isinstance(column, pa.ChunkedArray):
+        parts = [_nonfinite_mask(c) for c in column.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+    t = column.type
+    if pa.types.is_floating(t):
+        finite = pc.is_finite(column).fill_null(True)
+        out: npt.NDArray[np.bool_] = ~finite.to_numpy(zero_copy_only=False)
+        return out
+    mask = np.zeros(len(column), dtype=bool)
+    if pa.types.is_struct(t):
+        for child in column.flatten():
+            mask |= _nonfinite_mask(child)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        inner = _nonfinite_mask(pc.list_flatten(column))
+        if inner.any():
+            mask[np.asarray(pc.list_parent_indices(column))[inner]] = True
+    return mask
 
 
 _ROW_HINT = re.compile(r"in row (\d+)$")
