@@ -12,7 +12,8 @@ Task side (:class:`KafkaRecords`):
   :data:`BLOCK_RECORDS` messages: fewer, faster vectorised calls); key, partition and ordering
   fields must be present and non-null. A *tombstone* (null value, non-null key) deletes its key:
   the message key is either a JSON object holding the key (and partition) fields, or -- for a
-  single-field key of an unpartitioned table -- the key value itself as UTF-8 text.
+  single-field key of an unpartitioned table -- the key value itself as UTF-8 text. A message
+  with neither value nor key is a bad record (``null_value``): it can delete nothing.
 * ``format = raw``: the message as columns (:data:`RAW_KAFKA_SCHEMA`); key fields name some of
   these.
 * ``format = avro`` (and ``json-schema``, ``protobuf``): Confluent-framed values decoded in
@@ -48,7 +49,7 @@ from hoodline.formats.debezium import (
     change_rows,
     envelope_schema,
 )
-from hoodline.formats.json_decoder import BadRecords, DecodeResult, JsonDecoder
+from hoodline.formats.json_decoder import NULL_VALUE, BadRecords, DecodeResult, JsonDecoder
 from hoodline.formats.registry import (
     RegistrySettings,
     SchemaKind,
@@ -91,6 +92,8 @@ __all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugi
 #: worker to ~470 MiB; 16,384 to 48-63 MiB and ~330-380 MiB at the same speed (BENCHMARKS.md).
 BLOCK_RECORDS = 16_384
 BAD_TOMBSTONE_KEY = "bad_tombstone_key"
+_KEYLESS = ("tombstone without a key (null value and null key): it cannot delete anything; "
+            "produce deletes with the record's key as the message key")
 
 #: The columns of a Kafka message in ``format = raw`` pipelines.
 RAW_KAFKA_SCHEMA = pa.schema(
@@ -155,11 +158,19 @@ class KafkaRecords(RecordPreparer):
         keys = batch.column("key")
         tomb = pc.and_(values.is_null(), keys.is_valid())
         has_tomb = pc.any(tomb).as_py()
-        value_rows = pc.filter(all_rows, pc.invert(tomb)) if has_tomb else all_rows
+        keyless = pc.and_(values.is_null(), keys.is_null()) if values.null_count else None
+        has_keyless = keyless is not None and pc.any(keyless).as_py()
+        no_value = pc.or_(tomb, keyless) if has_keyless else tomb
+        cut = has_tomb or has_keyless
+        value_rows = pc.filter(all_rows, pc.invert(no_value)) if cut else all_rows
         decoder = (JsonDecoder(spec.declared, spec.required) if self.avro is None
                    else self.avro.decoder(spec.declared, spec.required))
-        decoded = decoder.decode(pc.take(values, value_rows) if has_tomb else values)
+        decoded = decoder.decode(pc.take(values, value_rows) if cut else values)
         bad_parts = [remap_bad(decoded.errors, value_rows)]
+        if has_keyless:
+            at = pc.filter(all_rows, keyless)
+            bad_parts.append(BadRecords(at, pa.array([NULL_VALUE] * len(at), pa.string()),
+                                        pa.array([_KEYLESS] * len(at), pa.string())))
         good_rows = pc.take(value_rows, decoded.row_index)
         data, seq = decoded.records, pc.take(offsets, good_rows)
         unkeyable = unkeyable_values(spec, data)  # the decoder refused null fields
