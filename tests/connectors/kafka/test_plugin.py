@@ -3,16 +3,22 @@ error table says about messages that cannot become records or deletes."""
 
 from __future__ import annotations
 
+import struct
+
 import pyarrow as pa
+import pytest
 
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
 from hoodline.connectors.kafka.plugin import KafkaRecords
+from hoodline.formats.registry import RegistrySettings
 from hoodline.formats.registry_decoder import RegistryFormat
 from hoodline.pipeline.transform import Prepared, RecordSpec
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.options import WriteOptions
-from hoodline.table.write.records import RECORD_KEY
+from hoodline.table.write.records import IS_DELETE, RECORD_KEY
+from tests.helpers.pipeline_stream import unique
+from tests.helpers.schema_registry import SchemaRegistry
 
 #: a table keyed by one string field, unpartitioned: tombstone keys may be plain text
 DECLARED = pa.schema([("id", pa.string()), ("amount", pa.float64()), ("ts", pa.int64())])
@@ -39,8 +45,22 @@ def _prepare(values: list[bytes | None], keys: list[bytes | None],
     return KafkaRecords(False, avro).prepare_batch(_spec(), _batch(values, keys))
 
 
+def _deleted(out: Prepared) -> list[str]:
+    recs = out.records
+    assert set(recs.column(IS_DELETE).to_pylist()) <= {True}
+    return sorted(recs.column(RECORD_KEY).to_pylist())
+
+
 def _errors(out: Prepared) -> list[tuple[int, str, str]]:
     return [(e["offset"], e["reason"], e["detail"]) for e in out.errors.to_pylist()]
+
+
+def test_tombstone_keys_of_one_batch_are_read_each_on_its_own() -> None:
+    """The review's case: a plain key, a JSON string key (quotes included, as JSON key
+    serializers write it) and a JSON-object key in one batch each delete their record."""
+    out = _prepare([None, None, None], [b"a1", b'"a2"', b'{"id": "a3"}'])
+    assert _deleted(out) == ["a1", "a2", "a3"]
+    assert _errors(out) == []
 
 
 def test_a_tombstone_without_a_key_says_it_cannot_delete_anything() -> None:
@@ -50,3 +70,27 @@ def test_a_tombstone_without_a_key_says_it_cannot_delete_anything() -> None:
     assert (offset, reason) == (101, "null_value")
     assert detail == ("tombstone without a key (null value and null key): it cannot delete "
                       "anything; produce deletes with the record's key as the message key")
+
+
+def _avro_string_key(schema_id: int, text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">bI", 0, schema_id) + bytes([2 * len(data)]) + data
+
+
+@pytest.mark.kafka  # the registry fixture lives with the broker's
+def test_avro_and_plain_tombstone_keys_in_one_batch_each_delete(
+    schema_registry: SchemaRegistry,
+) -> None:
+    """With format = avro, an Avro-framed key was read as Avro only when every tombstone of
+    the batch had one: beside a plain key it was taken as text (a delete of a key that does
+    not exist, reported nowhere)."""
+    subject = unique("tomb")
+    schema_id = schema_registry.register(f"{subject}-key", '"string"')  # Avro's JSON text
+    avro = RegistryFormat(RegistrySettings((("url", schema_registry.url),), f"{subject}-value"))
+    framed = _avro_string_key(schema_id, "a1")
+    out = _prepare([None, None, None], [framed, b"a2", b'{"id": "a3"}'], avro)
+    assert _errors(out) == []
+    assert _deleted(out) == ["a1", "a2", "a3"]
+    # all framed: the Avro path alone, as before
+    only = _prepare([None, None], [framed, _avro_string_key(schema_id, "a4")], avro)
+    assert _deleted(only) == ["a1", "a4"]

@@ -21,7 +21,8 @@ Task side (:class:`KafkaRecords`):
   (:mod:`hoodline.formats.registry_decoder`) into the table's record schema: the subject's
   version fetched by the driver (:meth:`KafkaPlugin.table_schema`; refetched after a
   round failed on a newer schema), or the declared [schema]. Tombstone keys may be
-  Confluent-framed Avro too (a record with the key fields, or a primitive for a single key).
+  Confluent-framed Avro too (a record with the key fields, or a primitive for a single key);
+  each key is read on its own, so framed and JSON/text keys may share a batch.
 
 Bad records become error rows positioned by topic, partition and offset (error id
 ``kafka/<topic>/<partition>/<offset>``, day from the message timestamp).
@@ -30,7 +31,7 @@ Bad records become error rows positioned by topic, partition and offset (error i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,41 +232,66 @@ class KafkaRecords(RecordPreparer):
 def _tombstone_keys(
     spec: RecordSpec, keys: pa.Array, avro: RegistryFormat | None = None
 ) -> tuple[pa.Table, pa.Array, BadRecords]:
-    """Key/partition field columns decoded from message keys (+ their rows, + bad ones)."""
+    """Key/partition field columns decoded from message keys (+ their rows, + bad ones).
+
+    Each key is read on its own (split vectorised, never decided for the whole batch): with a
+    Schema Registry format a Confluent-framed key (magic byte 0) as Avro, every other key as
+    JSON or text (:func:`_text_tombstone_keys`)."""
     cfg = spec.ctx.config
     names = list(dict.fromkeys((*cfg.record_key_fields, *cfg.partition_fields)))
     schema = pa.schema([spec.declared.field(n) for n in names])
-    n = len(keys)
-    rows = pa.array(np.arange(n, dtype=np.int64))
-    if avro is not None and n and pc.all(
-        pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"\x00", pa.binary()))
-    ).as_py():
-        decoder = avro.decoder(schema, names,
-                               primitive_field=names[0] if len(names) == 1 else None)
-        return _tombstone_result(decoder.decode(keys), "tombstone key must be a Confluent Avro "
-                                 "record with the key/partition fields: ")
-    objects = _OBJECT_KEY_PREFIX
-    if len(names) != 1:
-        return _tombstone_result(JsonDecoder(schema, names).decode(keys), objects)
-    # one key field, no partition: each key on its own is a JSON object, a JSON string (as
-    # JSON key serializers write string keys) or the plain value
-    starts_obj = pc.fill_null(
-        pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary())), False)
-    if not pc.any(starts_obj).as_py():
-        return _plain_tombstone_keys(schema, keys)
-    if pc.all(starts_obj).as_py():
-        return _tombstone_result(JsonDecoder(schema, names).decode(keys), objects)
+    if avro is None or not len(keys):
+        return _text_tombstone_keys(schema, keys)
+    framed = pc.fill_null(
+        pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"\x00", pa.binary())), False)
+    decoder = avro.decoder(schema, names, primitive_field=names[0] if len(names) == 1 else None)
+
+    def read_avro(taken: pa.Array) -> tuple[pa.Table, pa.Array, BadRecords]:
+        return _tombstone_result(decoder.decode(taken), "tombstone key must be a Confluent "
+                                 "Avro record with the key/partition fields: ")
+
+    return _split_keys(keys, framed, read_avro, lambda taken: _text_tombstone_keys(schema, taken))
+
+
+_KeyReader = Callable[[pa.Array], tuple[pa.Table, pa.Array, BadRecords]]
+
+
+def _split_keys(keys: pa.Array, mask: pa.BooleanArray, where_true: _KeyReader,
+                where_false: _KeyReader) -> tuple[pa.Table, pa.Array, BadRecords]:
+    """``keys`` read by ``where_true`` where ``mask`` is, by ``where_false`` elsewhere (one
+    call each; a side without keys is not called)."""
+    if pc.all(mask).as_py():
+        return where_true(keys)
+    if not pc.any(mask).as_py():
+        return where_false(keys)
+    rows = pa.array(np.arange(len(keys), dtype=np.int64))
     parts = []
-    for mask in (starts_obj, pc.invert(starts_obj)):
-        these = pc.filter(rows, mask)
-        taken = pc.take(keys, these)
-        cols, ok, bad = (
-            _tombstone_result(JsonDecoder(schema, names).decode(taken), objects)
-            if mask is starts_obj else _plain_tombstone_keys(schema, taken))
+    for side, read in ((mask, where_true), (pc.invert(mask), where_false)):
+        these = pc.filter(rows, side)
+        cols, ok, bad = read(pc.take(keys, these))
         parts.append((cols, pc.take(these, ok), remap_bad(bad, these)))
-    return (pa.concat_tables([p[0] for p in parts]),
+    schema = parts[0][0].schema
+    return (pa.concat_tables([parts[0][0], parts[1][0].cast(schema)]),
             pa.concat_arrays([p[1] for p in parts]),
             concat_bad([p[2] for p in parts]))
+
+
+def _text_tombstone_keys(schema: pa.Schema, keys: pa.Array) -> tuple[pa.Table, pa.Array,
+                                                                      BadRecords]:
+    """Keys that are JSON objects with the key (and partition) fields, or -- for one key field
+    of an unpartitioned table -- the key's value as text or as a JSON string (as JSON key
+    serializers write string keys), each key on its own."""
+    names = schema.names
+
+    def read_objects(taken: pa.Array) -> tuple[pa.Table, pa.Array, BadRecords]:
+        return _tombstone_result(JsonDecoder(schema, names).decode(taken), _OBJECT_KEY_PREFIX)
+
+    if len(names) != 1:
+        return read_objects(keys)
+    starts_obj = pc.fill_null(
+        pc.equal(pc.binary_slice(keys, 0, 1), pa.scalar(b"{", pa.binary())), False)
+    return _split_keys(keys, starts_obj, read_objects,
+                       lambda taken: _plain_tombstone_keys(schema, taken))
 
 
 _OBJECT_KEY_PREFIX = "tombstone key must be a JSON object with the key/partition fields: "
