@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
-from hoodline.connectors.kafka.plugin import KafkaRecords
+from hoodline.connectors.kafka.plugin import BAD_TOMBSTONE_KEY, KafkaRecords
 from hoodline.formats.registry import RegistrySettings
 from hoodline.formats.registry_decoder import RegistryFormat
 from hoodline.pipeline.transform import Prepared, RecordSpec
@@ -70,6 +70,37 @@ def test_a_tombstone_without_a_key_says_it_cannot_delete_anything() -> None:
     assert (offset, reason) == (101, "null_value")
     assert detail == ("tombstone without a key (null value and null key): it cannot delete "
                       "anything; produce deletes with the record's key as the message key")
+
+
+@pytest.mark.parametrize(
+    ("key", "detail"),
+    [
+        # a JSON string that is not valid JSON: neither its text nor the bytes as they are
+        (b'"a\\q"', 'tombstone key "a\\q" is a JSON string that does not decode (invalid '
+                    "JSON: Invalid \\escape: line 1 column 3 (char 2)); give the record key as "
+                    'plain text, a JSON string or a JSON object such as {"id": ...}'),
+        (b"\xffa", "tombstone key b'\\xffa' is not UTF-8 text; give the record key as plain "
+                   'text, a JSON string or a JSON object such as {"id": ...}'),
+    ],
+)
+def test_a_tombstone_key_that_gives_no_record_key_is_reported_with_the_key(
+    key: bytes, detail: str
+) -> None:
+    out = _prepare([None, None], [b"a1", key])
+    assert _deleted(out) == ["a1"]
+    assert _errors(out) == [(101, BAD_TOMBSTONE_KEY, detail)]
+
+
+def test_a_tombstone_key_of_the_wrong_type_is_shown_with_the_type() -> None:
+    declared = pa.schema([("n", pa.int64()), ("ts", pa.int64())])
+    ctx = WriteContext("/nonexistent", TableConfig("t", ("n",), (), "ts"), WriteOptions(),
+                       "20240101000000000", "UPSERT", declared)
+    spec = RecordSpec(ctx, declared, None, 7)
+    out = KafkaRecords(False).prepare_batch(spec, _batch([None, None, None], [b"7", b'"8"', b"x"]))
+    assert sorted(out.records.column("n").to_pylist()) == [7, 8]
+    assert _errors(out) == [(102, BAD_TOMBSTONE_KEY, (
+        'tombstone key x is not an int64 value; give the record key as plain text, a JSON '
+        'string or a JSON object such as {"n": ...}'))]
 
 
 def _avro_string_key(schema_id: int, text: str) -> bytes:

@@ -300,55 +300,80 @@ _OBJECT_KEY_PREFIX = "tombstone key must be a JSON object with the key/partition
 def _plain_tombstone_keys(schema: pa.Schema, keys: pa.Array) -> tuple[pa.Table, pa.Array,
                                                                        BadRecords]:
     """Keys of one field: the UTF-8 value, or a JSON string holding it (quotes removed)."""
-    n = len(keys)
     field = schema.field(0)
-    texts = _unquoted(keys)
+    texts, refused = _unquoted(keys)
+    rows = np.arange(len(keys), dtype=np.int64)
+    if refused:
+        keep = np.ones(len(keys), dtype=bool)
+        keep[list(refused)] = False
+        rows = rows[keep]
+        texts = texts.filter(pa.array(keep))
     try:
         values = pc.cast(pc.cast(texts, pa.string()), field.type)
-        return (pa.table([values], schema=schema), pa.array(np.arange(n, dtype=np.int64)),
-                concat_bad([]))
+        good = pa.array(rows)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass  # some keys do not convert: fall through to per-key isolation
-    good_vals: list[object] = []
-    good_rows: list[int] = []
-    bad_rows: list[int] = []
-    for i, k in enumerate(texts.to_pylist()):  # rare path: only tombstones whose key is bad
-        try:
-            v = pc.cast(pa.array([k.decode("utf-8")]), field.type)[0].as_py()
-            good_vals.append(v)
-            good_rows.append(i)
-        except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            bad_rows.append(i)
+        # rare path, only when some tombstone's key is bad: each key on its own
+        good_vals: list[object] = []
+        good_rows: list[int] = []
+        for row, text in zip(rows.tolist(), texts.to_pylist(), strict=True):
+            try:
+                good_vals.append(pc.cast(pa.array([text.decode("utf-8")]),
+                                         field.type)[0].as_py())
+                good_rows.append(row)
+            except UnicodeDecodeError:
+                refused[row] = f"tombstone key {_shown_key(keys[row].as_py())} is not UTF-8 text"
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                refused[row] = (f"tombstone key {_shown_key(keys[row].as_py())} is not "
+                                f"{_article(field.type)} {field.type} value")
+        values, good = pa.array(good_vals, field.type), pa.array(good_rows, pa.int64())
+    hint = (f"; give the record key as plain text, a JSON string or a JSON object such as "
+            f'{{"{field.name}": ...}}')
+    order = sorted(refused)
     bad = BadRecords(
-        pa.array(bad_rows, pa.int64()),
-        pa.array([BAD_TOMBSTONE_KEY] * len(bad_rows), pa.string()),
-        pa.array([f"tombstone key is not a {field.type} value"] * len(bad_rows), pa.string()),
+        pa.array(order, pa.int64()),
+        pa.array([BAD_TOMBSTONE_KEY] * len(order), pa.string()),
+        pa.array([refused[i] + hint for i in order], pa.string()),
     )
-    return (pa.table([pa.array(good_vals, field.type)], schema=schema),
-            pa.array(good_rows, pa.int64()), bad)
+    return pa.table([values], schema=schema), good, bad
 
 
-def _unquoted(keys: pa.Array) -> pa.Array:
-    """Binary keys with JSON strings (``"a2"``) replaced by the text they hold."""
+def _unquoted(keys: pa.Array) -> tuple[pa.Array, dict[int, str]]:
+    """Binary keys with JSON strings (``"a2"``) replaced by the text they hold, and the keys
+    (by row) that look like a JSON string but do not decode as one, with why."""
     quoted = pc.fill_null(pc.and_(
         pc.match_substring_regex(keys, '^".*"$'), pc.greater_equal(pc.binary_length(keys), 2)),
         False)
     if not pc.any(quoted).as_py():
-        return keys
-    out = pc.if_else(quoted, pc.binary_slice(keys, 1, -1), keys)
-    escaped = pc.and_(quoted, pc.fill_null(pc.match_substring(keys, "\\"), False))
-    if not pc.any(escaped).as_py():
-        return out
-    values = out.to_pylist()  # rare: a JSON string with escapes, decoded as JSON
-    raw = keys.to_pylist()
-    for i in np.flatnonzero(np.asarray(escaped)).tolist():
+        return keys, {}
+    inner = pc.binary_slice(keys, 1, -1)
+    out = pc.if_else(quoted, inner, keys)
+    # an escape or an inner quote: decoded as JSON (rare), which also refuses '"a"b"'
+    odd = pc.and_(quoted, pc.fill_null(pc.match_substring_regex(inner, r'[\\"]'), False))
+    if not pc.any(odd).as_py():
+        return out, {}
+    values = out.to_pylist()
+    refused: dict[int, str] = {}
+    for i in np.flatnonzero(np.asarray(odd)).tolist():
+        raw = keys[i].as_py()
         try:
-            text = json.loads(raw[i])
-        except ValueError:
-            continue  # not JSON after all: the plain bytes, refused or taken as they are
-        if isinstance(text, str):
-            values[i] = text.encode()
-    return pa.array(values, pa.binary())
+            values[i] = json.loads(raw).encode()
+        except (ValueError, UnicodeDecodeError) as exc:
+            refused[i] = (f"tombstone key {_shown_key(raw)} is a JSON string that does not "
+                          f"decode (invalid JSON: {exc})")
+    return pa.array(values, pa.binary()), refused
+
+
+def _shown_key(raw: bytes) -> str:
+    """A message key for a detail: its text when it is UTF-8, else its bytes (80 at most)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = repr(raw)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _article(t: pa.DataType) -> str:
+    return "an" if str(t)[:1] in ("a", "e", "i", "o") else "a"
 
 
 def _tombstone_result(result: DecodeResult, prefix: str) -> tuple[pa.Table, pa.Array, BadRecords]:
