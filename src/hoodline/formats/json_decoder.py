@@ -466,7 +466,7 @@ class JsonDecoder:
         :meth:`_classify_json` refuses it. A number too big for a float32 column (pyarrow reads
         1e39 as inf there) is a wrong type. Costs one vectorised look at each float column;
         ``values[local_idx]`` are the rows' bytes, read again for the rows found only."""
-        masks = {name: _nonfinite_mask(records.column(name)) for name in self._float_fields}
+        masks = {name: nonfinite_rows(records.column(name)) for name in self._float_fields}
         odd = np.zeros(records.num_rows, dtype=bool)
         for mask in masks.values():
             odd |= mask
@@ -734,11 +734,11 @@ def _read_json(buf: pa.Buffer, parse_options: pj.ParseOptions) -> pa.Table:
                         parse_options=parse_options)
 
 
-def _nonfinite_mask(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]:
+def nonfinite_rows(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]:
     """Per row of ``column``: whether it holds a float (also in a list or struct) that is NaN
     or infinite."""
     if isinstance(column, pa.ChunkedArray):
-        parts = [_nonfinite_mask(c) for c in column.chunks]
+        parts = [nonfinite_rows(c) for c in column.chunks]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     t = column.type
     if pa.types.is_floating(t):
@@ -748,9 +748,9 @@ def _nonfinite_mask(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]
     mask = np.zeros(len(column), dtype=bool)
     if pa.types.is_struct(t):
         for child in column.flatten():
-            mask |= _nonfinite_mask(child)
+            mask |= nonfinite_rows(child)
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        inner = _nonfinite_mask(pc.list_flatten(column))
+        inner = nonfinite_rows(pc.list_flatten(column))
         if inner.any():
             mask[np.asarray(pc.list_parent_indices(column))[inner]] = True
     return mask

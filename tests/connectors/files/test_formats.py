@@ -432,3 +432,22 @@ def test_a_csv_row_without_its_key_is_rejected_with_its_text(data_dir: Path) -> 
     clean = data_dir / "clean.csv"
     clean.write_text("id,name,score\n1,a,1.5\n2,b,2.5\n")
     assert ids(split_of(clean), config) == [1, 2]
+
+
+def test_nan_and_infinity_in_json_lines_are_rejected_not_written(data_dir: Path) -> None:
+    """JSON has no NaN or Infinity; the bulk read of a JSON-lines chunk wrote them as nan."""
+    p = data_dir / "nan.jsonl"
+    p.write_text('{"id": 1, "score": 1.5}\n{"id": 2, "score": NaN}\n{"id": 3, "score": -Infinity}\n'
+                 '{"id": 4, "score": 2.5}\n')
+    declared = pa.schema([("id", pa.int64()), ("score", pa.float64())])
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=declared,
+                              tolerate_errors=True)
+    got: list[tuple[str, object]] = []
+    for batch in read_split(split_of(p), config):
+        if is_rejected_records(batch):
+            got += [("bad", (r["reason"], r["value"])) for r in batch.to_pylist()]
+        else:
+            got += [("row", (r["id"], r["score"])) for r in batch.to_pylist()]
+    assert got == [("row", (1, 1.5)), ("bad", ("unparseable", b'{"id": 2, "score": NaN}')),
+                   ("bad", ("unparseable", b'{"id": 3, "score": -Infinity}')),
+                   ("row", (4, 2.5))]

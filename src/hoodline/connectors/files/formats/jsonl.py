@@ -46,7 +46,7 @@ from hoodline.connectors.files.rejections import (
 )
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
-from hoodline.formats.json_decoder import JsonDecoder, is_utf8, parse_schema
+from hoodline.formats.json_decoder import JsonDecoder, is_utf8, nonfinite_rows, parse_schema
 
 #: Chunks of the record-isolating reader hold this many blocks (``read.block-size``) of lines.
 _BLOCKS_PER_CHUNK = 4
@@ -245,6 +245,8 @@ def _parse_whole(
         return None
     if any(table.column(name).null_count for name in required if name in table.column_names):
         return None
+    if any(nonfinite_rows(table.column(name)).any() for name in table.column_names):
+        return None  # NaN / Infinity, which JSON has not: the decoder refuses such lines
     try:
         return [conform(b, schema, where) for b in table.to_batches() if b.num_rows]
     except FileSourceError:
