@@ -9,10 +9,13 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hoodline import faults
@@ -470,6 +473,7 @@ def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(
     good = "".join(f"{i},v{i},{i}\n" for i in range(500, 700))
     (src / "c.csv").write_bytes(("id,v,ts\n" + good + "701,short\n").encode()
                                 + b"702,\xff\xfe,3\n")
+    os.utime(src / "c.csv", ns=(_CHANGED_AT_NS, _CHANGED_AT_NS))  # the errors' day
     table = tmp_path / "t"
     cfg = _csv_config(src, table, {"read.block-size": 1024, "read.use-threads": False})
     _driver(cfg, InProcessEngine())[0].run(once=True)
@@ -477,7 +481,7 @@ def test_a_csv_file_rejected_after_some_rows_says_how_many_it_kept(
     assert 0 < len(kept) < 200
     errors = [e for e in read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
               if e["file"].endswith("c.csv")]
-    assert [e["reason"] for e in errors] == ["unreadable_file"], errors
+    assert [(e["reason"], e["day"]) for e in errors] == [("unreadable_file", "2024-03-01")]
     assert errors[0]["detail"].endswith(f"; {len(kept)} row(s) of it read before the error are "
                                         "kept")
 
@@ -518,3 +522,85 @@ def test_a_round_followed_by_an_inline_compaction_says_so(src: Path, tmp_path: P
     assert [line.rsplit(": commit ", 1)[1] for line in lines] == compacted
     assert all("; compacted the table: commit " in line for line in lines)
     assert not any("compacted" in format_round_line(r) for r in reports if not r.compaction)
+
+
+def _files_config(src: Path, table: Path, tolerance: str, fmt: str = "jsonl",
+                  options: dict[str, object] | None = None) -> PipelineConfig:
+    return config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": fmt, **(options or {})}},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": tolerance},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+
+
+#: 2024-03-01T12:00:00Z, the modification time given to a changed file
+_CHANGED_AT_NS = 1_709_294_400 * 10**9
+
+
+def _change(path: Path) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps({"id": 999, "v": "late", "ts": 9}) + "\n")
+    os.utime(path, ns=(_CHANGED_AT_NS, _CHANGED_AT_NS))
+
+
+def test_a_file_changed_after_it_was_read_reaches_the_error_table_once(
+    src: Path, tmp_path: Path
+) -> None:
+    """errors.tolerance = all: lines appended to a file already read are not read (a file is
+    read once); the change is an error record, committed in a round of its own when nothing
+    else is read, dated by the file's new modification time, and recorded once."""
+    table = tmp_path / "t"
+    cfg = _files_config(src, table, "all")
+    assert _driver(cfg, InProcessEngine())[0].run(once=True).records_written == 200
+    _change(src / "a.jsonl")
+    summary = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (summary.commits, summary.records_read, summary.error_records) == (1, 0, 1)
+    assert 999 not in _table_rows(table)
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
+    path = str(src / "a.jsonl")
+    assert [(e["error_id"], e["file"], e["row"], e["value"], e["reason"], e["day"])
+            for e in errors] == [
+        (f"file/{path}@{_CHANGED_AT_NS}", path, None, None, "file_changed", "2024-03-01")]
+    assert errors[0]["detail"].startswith("file changed after it was read (size ")
+    again = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (again.commits, again.error_records) == (0, 0)
+    assert len(read_snapshot(HudiTable.open(cfg.errors.table_path))) == 1
+
+
+def test_a_file_changed_after_it_was_read_stops_a_strict_pipeline(
+    src: Path, tmp_path: Path
+) -> None:
+    table = tmp_path / "t"
+    cfg = _files_config(src, table, "none")
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    commits = _actions(table)
+    _change(src / "a.jsonl")
+    with pytest.raises(FileSourceError, match=r"a\.jsonl': file changed after it was read"):
+        _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert _actions(table) == commits
+
+
+def test_a_file_whose_splits_cannot_be_planned_reaches_the_error_table(
+    tmp_path: Path,
+) -> None:
+    """A Parquet file larger than split.target-size is cut by its footer when discovered; an
+    unreadable footer rejects it there, before any reader: still an error record."""
+    src = tmp_path / "in"
+    src.mkdir()
+    rows = pa.table({"id": list(range(2000)), "v": ["x" * 20] * 2000, "ts": [1] * 2000})
+    pq.write_table(rows, src / "good.parquet")
+    pq.write_table(rows, src / "cut.parquet", row_group_size=200)
+    data = (src / "cut.parquet").read_bytes()
+    (src / "cut.parquet").write_bytes(data[:-20])
+    os.utime(src / "cut.parquet", ns=(_CHANGED_AT_NS, _CHANGED_AT_NS))
+    cfg = _files_config(src, tmp_path / "t", "all", "parquet", {"split.target-size": 1024})
+    summary = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (summary.records_written, summary.error_records) == (2000, 1)
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).to_pylist()
+    path = str(src / "cut.parquet")
+    assert [(e["error_id"], e["file"], e["row"], e["reason"], e["day"]) for e in errors] == [
+        (f"file/{path}/0", path, 0, "unreadable_file", "2024-03-01")]
+    assert "footer" in errors[0]["detail"]

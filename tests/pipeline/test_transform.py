@@ -21,6 +21,10 @@ DECLARED = pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.s
                       ("ts", pa.int64()), ("deleted", pa.bool_())])
 
 
+#: a file version's modification time: 2024-03-01T12:00:00Z
+MTIME_NS = 1_709_294_400 * 1_000_000_000
+
+
 def _spec(partitioned: bool = True, precombine: str | None = "ts",
           operation: str = "UPSERT") -> RecordSpec:
     config = TableConfig("t", ("id",), ("region",) if partitioned else (), precombine)
@@ -148,11 +152,12 @@ def test_files_rows_without_key_become_error_rows_with_file_and_row() -> None:
          {"id": None, "name": "b", "region": "r1", "ts": 2, "deleted": False}],
         schema=DECLARED,
     )
-    out = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 40)
+    out = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 40, MTIME_NS)
     assert out.records.column(SEQ).to_pylist() == [40]
     err = out.errors.to_pylist()
-    assert [(e["file"], e["row"], e["reason"], e["error_id"]) for e in err] == [
-        ("/in/f.jsonl", 41, "missing_key", "file//in/f.jsonl/41")
+    # the day is the file version's, not the day it was read: a replay rewrites the same row
+    assert [(e["file"], e["row"], e["reason"], e["error_id"], e["day"]) for e in err] == [
+        ("/in/f.jsonl", 41, "missing_key", "file//in/f.jsonl/41", "2024-03-01")
     ]
     assert json.loads(err[0]["value"])["name"] == "b"
 
@@ -166,7 +171,7 @@ def test_missing_key_names_only_the_fields_that_are_null() -> None:
          {"id": None, "name": "d", "region": "r2", "ts": 4, "deleted": False}],
         schema=DECLARED,
     )
-    err = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 0).errors.to_pylist()
+    err = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 0, MTIME_NS).errors.to_pylist()
     assert [(e["row"], e["detail"]) for e in err] == [
         (0, "null or missing in field(s) id"),
         (1, "null or missing in field(s) region, ts"),
@@ -178,7 +183,7 @@ def test_rejected_lines_become_error_rows_with_their_bytes_and_row() -> None:
     batch = rejected_records_batch(pa.array([b"{bad", b"[1]"]),
                                    pa.array(["unparseable", "not_object"]),
                                    pa.array(["line 12: invalid JSON", "line 14: an array"]))
-    out = FileRecords.prepare_batch(_spec(), batch, "/in/f.jsonl", 10)
+    out = FileRecords.prepare_batch(_spec(), batch, "/in/f.jsonl", 10, MTIME_NS)
     assert out.records.num_rows == 0
     assert out.records.schema.equals(_spec().record_schema)
     err = out.errors.to_pylist()
@@ -249,7 +254,7 @@ def test_date_strings_no_format_reads_become_error_rows_not_a_failed_round() -> 
          {"id": 3, "name": "c", "region": "05/01/2024", "ts": 3, "deleted": False}],
         schema=DECLARED,
     )
-    files = FileRecords.prepare_batch(_dated_spec(), rows, "/in/f.jsonl", 0)
+    files = FileRecords.prepare_batch(_dated_spec(), rows, "/in/f.jsonl", 0, MTIME_NS)
     assert files.records.column(SEQ).to_pylist() == [0]
     assert [(e["row"], e["reason"]) for e in files.errors.to_pylist()] == [
         (1, "missing_key"), (2, "unreadable_partition")

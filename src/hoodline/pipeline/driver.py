@@ -329,7 +329,7 @@ class RoundDriver:
             last_start = self._clock()
             try:
                 planned = self._plan(run)
-                if planned.plan.empty:
+                if planned.plan.empty and not run.plugin.source_errors_pending(run.rounds):
                     report = self._empty_report(planned, last_start, failures)
                 else:
                     report = self._round(run, planned, last_start, failures)
@@ -391,7 +391,7 @@ class RoundDriver:
                 ts, PreparedBatch(run.operation, run.data_schema.empty_table(), run.data_schema)
             )
             output, job_s = self._execute(run, planned, ctx)
-            checkpoint, commit_s = self._commit(run, planned, output, ctx)
+            checkpoint, commit_s, errors = self._commit(run, planned, output, ctx)
         except BaseException as error:
             if isinstance(error, Exception):  # not on Ctrl-C: the user wants out now
                 try:  # tasks of the failed job may still run: let them end first
@@ -402,7 +402,8 @@ class RoundDriver:
             raise
         run.round_id = planned.round_id
         compaction = self._after_commit(run, checkpoint)
-        return self._report(planned, ts, output, job_s, commit_s, started, retries, compaction)
+        return self._report(planned, ts, output, errors, job_s, commit_s, started, retries,
+                            compaction)
 
     def _execute(
         self, run: _Run, planned: _Planned, ctx: WriteContext
@@ -421,7 +422,8 @@ class RoundDriver:
 
     def _commit(
         self, run: _Run, planned: _Planned, output: RoundOutput, ctx: WriteContext
-    ) -> tuple[SourceCheckpoint, float]:
+    ) -> tuple[SourceCheckpoint, float, int]:
+        """Commit the round; returns its checkpoint, the time taken and its error records."""
         cfg = self.config
         bad = output.bad_records
         if bad.num_rows and cfg.errors.tolerance is not ErrorTolerance.ALL:
@@ -433,10 +435,14 @@ class RoundDriver:
             run.rounds.reads_done(o.subtask, run.plugin.continuing(held, o))
         run.plugin.forward_events(run.rounds, outcomes)
         run.plugin.observe(sum(o.records for o in outcomes), sum(o.nbytes for o in outcomes))
+        checkpoint = run.rounds.checkpoint()
+        # input the source's driver side skipped, recorded by this checkpoint for the first time
+        skipped = run.plugin.source_errors(run.rounds, planned.round_id)
+        if skipped:
+            bad = pa.concat_tables([bad, pa.Table.from_batches(skipped, bad.schema)])
         if bad.num_rows and run.errors_client is not None:
             run.errors_client.upsert(bad)
         faults.reach(FaultPoint.BEFORE_COMMIT)
-        checkpoint = run.rounds.checkpoint()
         stored = PipelineCheckpoint(planned.round_id, run.plugin.name, run.plugin.identity,
                                     checkpoint)
         self._guard(run.table, planned.round_id)
@@ -447,7 +453,7 @@ class RoundDriver:
                 raise
             log.warning("round %d: the commit's outcome was unclear (%s); the timeline shows "
                         "instant %s completed", planned.round_id, exc, ctx.instant_ts)
-        return checkpoint, self._clock() - started
+        return checkpoint, self._clock() - started, bad.num_rows
 
     def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> str | None:
         """The commit landed: the checkpoint is the new restore point. Failures from here on
@@ -479,6 +485,7 @@ class RoundDriver:
         planned: _Planned,
         ts: str,
         output: RoundOutput,
+        error_records: int,
         job_s: float,
         commit_s: float,
         started: float,
@@ -498,7 +505,7 @@ class RoundDriver:
             records_read=records_read,
             records_written=sum(s.num_inserts + s.num_update_writes for s in stats),
             records_deleted=sum(s.num_deletes for s in stats),
-            error_records=output.bad_records.num_rows,
+            error_records=error_records,
             files_written=len(stats),
             read_seconds=read_s,
             write_seconds=max(0.0, job_s - read_s),

@@ -14,8 +14,8 @@ its position. Either way nothing is dropped silently.
   e.g. ``kafka/events/3/1234`` or ``file/<path>/17``) and it is upserted, a replay rewrites the
   same rows and never duplicates them. The error table never stores a checkpoint of its own.
 * Partitioned by ``day`` so it can be cleaned by age: the UTC date of the record's own timestamp
-  (Kafka message timestamp) when it has one, else the date of detection. (A file record
-  replayed on a later day can therefore appear in two day partitions.)
+  (a Kafka message's timestamp, a file's modification time) when it has one, else the date of
+  detection, so a round replayed on a later day rewrites the same rows.
 * Columns: where the record came from (``source``, Kafka ``topic``/``partition``/``offset`` and
   ``key``, or ``file``/``row``), the raw ``value`` bytes exactly as read, the ``reason`` code
   (see :mod:`hoodline.formats.json_decoder`) and a human ``detail``, plus the ``round_id`` and
@@ -65,13 +65,15 @@ ERROR_SCHEMA = pa.schema(
 POSITION_COLUMNS = ("topic", "partition", "offset", "file", "row")
 
 
+def _taken(positions: pa.Table, name: str, take: pa.Array) -> pa.Array:
+    col = pc.take(positions.column(name), take)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
 def _column(positions: pa.Table, name: str, take: pa.Array, n: int) -> pa.Array:
     target = ERROR_SCHEMA.field(name).type
     if name in positions.column_names:
-        col = pc.take(positions.column(name), take)
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
-        return col.cast(target)
+        return _taken(positions, name, take).cast(target)
     return pa.nulls(n, target)
 
 
@@ -89,10 +91,10 @@ def build_error_batch(
     """Error records for ``errors`` (indexes into ``values``/``positions`` rows).
 
     ``positions`` holds the source position of every input row in some of
-    :data:`POSITION_COLUMNS` (optionally also ``key`` and ``timestamp``); ``source`` is the
-    source type stored with each error; the ``error_id`` is ``id_prefix`` and the
-    ``id_columns`` joined with ``/`` (e.g. ``kafka/events/3/1234``), so a replayed record gets
-    the same id.
+    :data:`POSITION_COLUMNS` (optionally also ``key``, ``timestamp`` and columns that only
+    name the record); ``source`` is the source type stored with each error; the ``error_id`` is
+    ``id_prefix`` and the ``id_columns`` joined with ``/`` (e.g. ``kafka/events/3/1234``), so a
+    replayed record gets the same id.
     """
     if isinstance(positions, pa.RecordBatch):
         positions = pa.Table.from_batches([positions])
@@ -113,11 +115,13 @@ def build_error_batch(
     if isinstance(raw, pa.ChunkedArray):
         raw = raw.combine_chunks()
     cols["value"] = raw.cast(pa.binary())
-    parts = [pa.scalar(id_prefix), *(cols[c].cast(pa.string()) for c in id_columns)]
+    parts = [pa.scalar(id_prefix),
+             *((cols[c] if c in cols else _taken(positions, c, take)).cast(pa.string())
+               for c in id_columns)]
     error_id = pc.binary_join_element_wise(*parts, "/")
     day: pa.Array = pa.array([when.strftime("%Y-%m-%d")] * n, pa.string())
     if "timestamp" in positions.column_names and n:
-        # the record's own (Kafka) timestamp decides the day where there is one, so a replay
+        # the record's own time (a Kafka message's, a file's) decides the day, so a replay
         # of the same record on another day upserts the same row instead of adding one
         stamps = pc.take(positions.column("timestamp"), take)
         if isinstance(stamps, pa.ChunkedArray):

@@ -166,8 +166,11 @@ class RecordPreparer(ABC):
     ) -> Iterator[Prepared]:
         """Keyed records and error rows of ``batches`` (in source order)."""
 
-    def rejected(self, spec: RecordSpec, outcome: ReadOutcome) -> list[pa.RecordBatch]:
-        """Error rows for input the source itself skipped (e.g. unreadable files)."""
+    def rejected(
+        self, spec: RecordSpec, task: ReadTask, outcome: ReadOutcome
+    ) -> list[pa.RecordBatch]:
+        """Error rows for input the source's reader of ``task`` skipped (e.g. unreadable
+        files)."""
         return []
 
 
@@ -218,6 +221,16 @@ class SourcePlugin(ABC):
     def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
         """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
         return None
+
+    def source_errors_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
+        """The source's driver side skipped input that no committed checkpoint records yet
+        (a round must commit, even with nothing to read). Default: never."""
+        return False
+
+    def source_errors(self, rounds: SourceRounds[Any, Any], round_id: int) -> list[pa.RecordBatch]:
+        """Error rows for that input, written with round ``round_id``, whose checkpoint (taken
+        before this call) records it. Default: none."""
+        return []
 
     def drained(self) -> bool:
         """``--once``: everything that was available at the first round has been read."""

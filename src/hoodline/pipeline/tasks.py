@@ -202,7 +202,7 @@ class RoundJob:
         outcome = reading.outcome
         if outcome is None:
             raise PipelineError(f"reader subtask {subtask}: the preparer stopped before the end")
-        for rows in self.preparer.rejected(spec, outcome):
+        for rows in self.preparer.rejected(spec, task, outcome):
             yield ErrorRows(rows)
         outcome.seconds = time.monotonic() - started
         yield outcome

@@ -148,18 +148,80 @@ def test_unreadable_parquet_footer_fails_or_is_recorded(data_dir: Path) -> None:
     assert restore(enum, 1).rejected == enum.rejected_files
 
 
-def test_modified_processed_file_is_reported_not_reread(data_dir: Path) -> None:
+def _append_line(path: Path) -> None:
+    with open(path, "a") as f:
+        f.write('{"id": 9, "name": "x"}\n')
+    set_mtime(path, 2000)
+
+
+def test_a_file_changed_after_it_was_read_stops_the_source_with_tolerance_none(
+    data_dir: Path,
+) -> None:
+    """Its new content would be lost: the strict source says so, naming the file, the sizes
+    and the ways on."""
     p = write_jsonl(data_dir / "a.jsonl", 0, 3)
+    set_mtime(p, 1000)
     ctx, enum = make(data_dir, **{"continuous": True, "stable_scans": 1})
     ctx.run_periodic()
+    size = p.stat().st_size
+    _append_line(p)
+    with pytest.raises(FileSourceError) as info:
+        ctx.run_periodic()
+    message = str(info.value)
+    assert f"'{p}': file changed after it was read (size {size} -> {p.stat().st_size} bytes, " \
+        "modified 1970-01-01T00:16:40Z -> 1970-01-01T00:33:20Z)" in message
+    assert f"move the file out of '{data_dir}' or set errors.tolerance = all" in message
+    assert enum.rejected_files == [] and enum.unsettled_rejections() == []
+
+
+def test_a_file_changed_after_it_was_read_is_rejected_once_until_a_checkpoint_holds_it(
+    data_dir: Path,
+) -> None:
+    """tolerance all: the change is recorded (not read), listed as unsettled for the error
+    table until a completed checkpoint holds it, and not reported again after a restore."""
+    p = write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir, **{"continuous": True, "stable_scans": 1,
+                                  "tolerate_errors": True})
+    ctx.run_periodic()
     assert len(enum.pending_splits) == 1
-    with open(p, "a") as f:
-        f.write('{"id": 9, "name": "x"}\n')
+    _append_line(p)
     ctx.run_periodic()
     ctx.run_periodic()
-    assert len(enum.pending_splits) == 1
-    assert len(enum.rejected_files) == 1 and "modified after it was discovered" in (
-        enum.rejected_files[0].reason)
+    assert len(enum.pending_splits) == 1  # not planned again
+    (unsettled,) = enum.unsettled_rejections()
+    assert unsettled.changed and unsettled.mtime_ns == 2000 * 10**9
+    assert unsettled.rejected.split_id == f"{p}@{2000 * 10**9}"
+    assert enum.rejected_files == [unsettled.rejected]
+    state = restore(enum, 1)
+    assert state.rejected == [unsettled.rejected]
+    enum.notify_checkpoint_complete(0)  # an older checkpoint does not hold it
+    assert enum.unsettled_rejections() == [unsettled]
+    enum.notify_checkpoint_complete(1)
+    assert enum.unsettled_rejections() == []
+    # restored from that checkpoint, the strict source does not stop for what it recorded
+    ctx, again = make(data_dir, state=state, **{"continuous": True, "stable_scans": 1})
+    ctx.run_periodic()
+    ctx.run_periodic()
+    assert again.unsettled_rejections() == [] and again.rejected_files == state.rejected
+
+
+def test_a_change_seen_again_before_its_checkpoint_completes_stays_one_rejection(
+    data_dir: Path,
+) -> None:
+    """A round that failed after its snapshot held the rejection: the next snapshot holds it
+    again, and it is still unsettled until that one completes."""
+    p = write_jsonl(data_dir / "a.jsonl", 0, 3)
+    ctx, enum = make(data_dir, **{"continuous": True, "stable_scans": 1,
+                                  "tolerate_errors": True})
+    ctx.run_periodic()
+    _append_line(p)
+    ctx.run_periodic()
+    enum.snapshot_state(1)  # its round failed: checkpoint 1 never completes
+    ctx.run_periodic()
+    assert len(enum.unsettled_rejections()) == 1
+    assert len(enum.snapshot_state(2).rejected) == 1
+    enum.notify_checkpoint_complete(2)
+    assert enum.unsettled_rejections() == []
 
 
 def test_splits_added_back_are_assigned_again(data_dir: Path) -> None:

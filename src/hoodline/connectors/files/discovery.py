@@ -45,10 +45,6 @@ class FileEntry:
     size: int
     mtime_ns: int
 
-    @property
-    def key(self) -> tuple[str, int, int]:
-        return (self.path, self.size, self.mtime_ns)
-
 
 @lru_cache(maxsize=64)
 def glob_to_regex(pattern: str) -> re.Pattern[str]:

@@ -27,8 +27,16 @@ re-report them from its older checkpoint).
 
 Processed-file bookkeeping: a file version enters ``processed`` in the same step its splits enter
 ``pending``; a later scan never turns it into splits again. A processed file whose size or
-modification time changes later is reported once as rejected (its new content is not read).
-The processed map grows with the number of files read (it is zlib-compressed in checkpoints).
+modification time changes later is a bad input: with ``errors.tolerance = none`` it stops the
+source (:class:`FileSourceError`), with ``all`` it is rejected once (its new content is not
+read). The processed map grows with the number of files read (it is zlib-compressed in
+checkpoints).
+
+Rejections the enumerator makes itself (changed files, files whose splits cannot be planned) are
+*unsettled* until a completed checkpoint holds them:
+:meth:`FileSplitEnumerator.unsettled_rejections` lists them for the pipeline, which writes them to
+the error table with the round whose checkpoint records them (readers report their own
+rejections with their splits).
 
 Bounded mode lists the directory once per start, also when restored from a checkpoint: a source
 run again picks up the files that arrived since (files it read before are processed).
@@ -41,13 +49,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.discovery import DirectoryLister, FileEntry, StabilityTracker
 from hoodline.connectors.files.events import SplitsFinishedEvent
 from hoodline.connectors.files.location import exists
 from hoodline.connectors.files.planning import plan_file
-from hoodline.connectors.files.rejections import RejectedFile
+from hoodline.connectors.files.rejections import RejectedFile, SourceRejection
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.connectors.files.state import FileEnumeratorState
 from hoodline.errors import FileSourceError
@@ -62,6 +71,11 @@ log = logging.getLogger(__name__)
 
 #: Owner value of an assignment entry restored from a checkpoint: any reporter may claim it.
 UNCLAIMED = -1
+
+
+def _iso(mtime_ns: int) -> str:
+    """A modification time for messages: UTC, to the microsecond."""
+    return datetime.fromtimestamp(mtime_ns / 1e9, UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -145,7 +159,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         self._finished: dict[str, int | None] = {}
         self._finished_owner: dict[str, int] = {}
         self._unclaimed_cleanup_after: int | None = None
-        self._reported_changes: set[tuple[str, int, int]] = set()
+        # the enumerator's own rejections -> id of the first checkpoint holding them (None: none
+        # yet); dropped once a checkpoint holding them completes
+        self._unsettled: dict[str, tuple[SourceRejection, int | None]] = {}
         self._scanner = _Scanner(
             config, self._is_known, config.stable_scans if config.continuous else 1
         )
@@ -156,6 +172,12 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
     def rejected_files(self) -> list[RejectedFile]:
         """Files skipped under ``errors.tolerance=all`` (also kept in the checkpointed state)."""
         return list(self._rejected)
+
+    def unsettled_rejections(self) -> list[SourceRejection]:
+        """Rejections this enumerator made itself (changed files, files that could not be
+        planned) that no completed checkpoint holds yet, oldest first. Each is in every state
+        :meth:`snapshot_state` returns from the moment it is made."""
+        return [r for r, _ in self._unsettled.values()]
 
     @property
     def pending_splits(self) -> list[FileSourceSplit]:
@@ -218,7 +240,8 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
                 return  # already taken (an older version is reported by _report_modified_files)
             self._processed[e.path] = (e.size, e.mtime_ns)
         if p.error is not None:
-            self._reject_or_raise(RejectedFile(e.path, e.path, p.error, 0))
+            self._reject_or_raise(SourceRejection(RejectedFile(e.path, e.path, p.error, 0),
+                                                  e.mtime_ns, changed=False))
             return
         for split in p.splits:
             self._pending[split.split_id] = split
@@ -231,30 +254,38 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
                 if e.path in self._processed and self._processed[e.path] != (e.size, e.mtime_ns)
             ]
         for e in changed:
-            if e.key in self._reported_changes:
-                continue
-            self._reported_changes.add(e.key)
             size, mtime = self._processed[e.path]
             reason = (
-                f"file was modified after it was discovered (size {size} -> {e.size}, mtime_ns "
-                f"{mtime} -> {e.mtime_ns}); the new content is NOT read. Write new data to new "
-                "files instead of changing existing ones."
+                f"file changed after it was read (size {size} -> {e.size} bytes, modified "
+                f"{_iso(mtime)} -> {_iso(e.mtime_ns)}): a file is read once, so its new "
+                "content is not read. Write new data to new files; a file that must change "
+                "can be written again under a new name"
             )
-            log.warning("file source: '%s': %s", e.path, reason)
-            self._record_rejection(RejectedFile(e.path, f"{e.path}@{e.mtime_ns}", reason, 0))
+            rejected = RejectedFile(e.path, f"{e.path}@{e.mtime_ns}", reason, 0)
+            self._reject_or_raise(SourceRejection(rejected, e.mtime_ns, changed=True))
 
-    def _reject_or_raise(self, rejection: RejectedFile) -> None:
+    def _reject_or_raise(self, rejection: SourceRejection) -> None:
+        rejected = rejection.rejected
+        if rejected.split_id in self._rejected_ids:
+            return  # recorded before this start (a restored state holds it)
         if not self._config.tolerate_errors:
+            move = (f"move the file out of '{self._config.root}' or " if rejection.changed
+                    else "")
             raise FileSourceError(
-                f"{rejection.reason} (set errors.tolerance=all to skip and record such files)"
+                f"'{rejected.path}': {rejected.reason} (to go on without it, {move}set "
+                "errors.tolerance = all, which records such files in the error table)"
             )
-        log.error("file source: skipping '%s': %s", rejection.split_id, rejection.reason)
-        self._record_rejection(rejection)
+        log.warning("file source: skipping '%s': %s", rejected.path, rejected.reason)
+        self._record_rejection(rejected)
+        self._unsettled[rejected.split_id] = (rejection, None)
 
-    def _record_rejection(self, rejection: RejectedFile) -> None:
-        if rejection.split_id not in self._rejected_ids:
-            self._rejected_ids.add(rejection.split_id)
-            self._rejected.append(rejection)
+    def _record_rejection(self, rejection: RejectedFile) -> bool:
+        """Record ``rejection`` in the state; False if it was recorded before."""
+        if rejection.split_id in self._rejected_ids:
+            return False
+        self._rejected_ids.add(rejection.split_id)
+        self._rejected.append(rejection)
+        return True
 
     # -- assignment ------------------------------------------------------------------------------
 
@@ -340,6 +371,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         for sid, cp in self._finished.items():
             if cp is None:
                 self._finished[sid] = checkpoint_id
+        for sid, (rejection, cp) in self._unsettled.items():
+            if cp is None:
+                self._unsettled[sid] = (rejection, checkpoint_id)
         if self._unclaimed_cleanup_after is None and UNCLAIMED in self._assignment.values():
             self._unclaimed_cleanup_after = checkpoint_id
         with self._lock:
@@ -357,6 +391,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         for sid in done:
             del self._finished[sid]
             self._finished_owner.pop(sid, None)
+        for sid in [s for s, (_, cp) in self._unsettled.items()
+                    if cp is not None and cp <= checkpoint_id]:
+            del self._unsettled[sid]
         cleanup = self._unclaimed_cleanup_after
         if cleanup is not None and cleanup <= checkpoint_id:
             # Every reader registered before that checkpoint; an entry nobody claimed belongs to

@@ -193,7 +193,9 @@ ERRORS_TOLERANCE = option(
     "Python API (a FileSource built in code): a pipeline sets it from [errors] tolerance and "
     "refuses it here. "
     "'none': a file that cannot be read or parsed fails the source with a FileSourceError naming "
-    "the file (and line / row group when known). 'all': with a declared 'schema', a JSON line "
+    "the file (and line / row group when known); so does a file that changed after it was read "
+    "(its size or modification time; a file is read once, so the change would be lost). "
+    "'all': with a declared 'schema', a JSON line "
     "that is not one object of the schema (invalid JSON, another JSON type, a value of the wrong "
     "type) is emitted in place as a rejected-records batch (the line's bytes, a reason code and "
     "the line number; see hoodline.connectors.files.rejections) and the file's other lines are "
@@ -203,12 +205,14 @@ ERRORS_TOLERANCE = option(
     "counted), and a CSV row with the wrong number of fields (its text as read, reason "
     "'unparseable'); a pipeline writes such lines and rows to its error table. A file that "
     "cannot be read at all (CSV bytes that are not UTF-8, Parquet errors, JSON lines without a "
-    "declared schema, a file changed or deleted after discovery) is logged, recorded as rejected "
+    "declared schema, a file deleted after discovery) is logged, recorded as rejected "
     "(FileSource/enumerator/reader 'rejected_files', kept in the checkpointed enumerator state) "
     "and skipped; rows of it emitted before the error are not taken back and the rejection says "
     "how many there were (JSON lines and CSV are parsed in blocks of 'read.block-size': of a "
-    "small file, usually none). A rejected file is not read again under its name: write the "
-    "fixed file under a new name.",
+    "small file, usually none). So is each new version of a file that changed after it was "
+    "read, unread. A pipeline writes every rejected file to its error table, once (reason "
+    "'unreadable_file', or 'file_changed'). A rejected file is not read again under its name: "
+    "write the fixed file under a new name.",
 )
 
 SPLITS_PER_REQUEST = option(

@@ -15,7 +15,9 @@ Lines of a JSON-lines file the source could not read as a record, and CSV rows w
 not convert, come as rejected-records batches (with ``errors.tolerance = all``) and become one
 error row each, with the line's bytes (a CSV row's text) as the raw value. Files the source
 skipped whole under its own ``errors.tolerance = all`` (unreadable Parquet and CSV files)
-become one error row each.
+become one error row each; so do files the enumerator rejected (changed after they were read,
+unreadable when planned), written by the driver with the round whose checkpoint records them.
+An error row's ``day`` is the file version's modification date, the same in a replayed round.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.connectors.files.discovery import require_directory
+from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.events import SplitsFinishedEvent
-from hoodline.connectors.files.rejections import is_rejected_records
+from hoodline.connectors.files.rejections import RejectedFile, SourceRejection, is_rejected_records
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError
 from hoodline.formats.json_decoder import BadRecords
@@ -59,18 +62,30 @@ from hoodline.pipeline.transform import (
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import SourceSplit
 
-__all__ = ["UNREADABLE_FILE", "FileRecords", "FilesPlugin"]
+__all__ = ["FILE_CHANGED", "UNREADABLE_FILE", "FileRecords", "FilesPlugin"]
 
 #: Reason code of a file the source skipped (tolerance all).
 UNREADABLE_FILE = "unreadable_file"
+#: Reason code of a file that changed after it was read (tolerance all): the change is not read.
+FILE_CHANGED = "file_changed"
 
 
 def _file_errors(
-    spec: RecordSpec, bad: BadRecords, raw: pa.Array, file: str, rows: pa.Array
+    round_id: int, bad: BadRecords, raw: pa.Array, file: str, rows: pa.Array, mtime_ns: int,
+    *, version: str | None = None,
 ) -> pa.RecordBatch:
-    positions = pa.table({"file": pa.array([file] * len(raw), pa.string()), "row": rows})
+    """Error rows of one file version; its modification time is their ``day`` (so a round
+    replayed on a later day rewrites the same rows). ``version`` (a changed file's split id)
+    names the error instead of file and row."""
+    n = len(raw)
+    stamp = pa.array([mtime_ns // 1_000_000] * n, pa.int64()).cast(pa.timestamp("ms"))
+    positions = pa.table({"file": pa.array([file] * n, pa.string()), "row": rows,
+                          "timestamp": stamp})
+    if version is not None:
+        positions = positions.append_column("version", pa.array([version] * n, pa.string()))
     return build_error_batch(bad, raw, positions, source=FilesPlugin.name, id_prefix="file",
-                             id_columns=("file", "row"), round_id=spec.round_id)
+                             id_columns=("version",) if version is not None else ("file", "row"),
+                             round_id=round_id)
 
 
 @dataclass(frozen=True)
@@ -81,25 +96,27 @@ class FileRecords(RecordPreparer):
         self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
     ) -> Iterator[Prepared]:
         first_row = {s.split_id: s.records_to_skip for s in task.splits}
+        mtimes = {s.split_id: s.mtime_ns for s in task.splits}
         for batch, split_id in batches:
             sid = split_id or ""
             start = first_row.get(sid, 0)
             first_row[sid] = start + batch.num_rows
-            yield self.prepare_batch(spec, batch, sid, start)
+            yield self.prepare_batch(spec, batch, sid, start, mtimes.get(sid, 0))
 
     @staticmethod
     def prepare_batch(
-        spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int
+        spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int, mtime_ns: int
     ) -> Prepared:
         """Keyed records and error rows of one batch a file split emitted (rows numbered from
-        ``first_row`` within the split)."""
+        ``first_row`` within the split; ``mtime_ns``: the file version's modification time)."""
         n = batch.num_rows
         seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
         if is_rejected_records(batch):
             rejected = BadRecords(pa.array(np.arange(n, dtype=np.int64)),
                                   batch.column("reason"), batch.column("detail"))
             return Prepared(spec.record_schema.empty_table(),
-                            _file_errors(spec, rejected, batch.column("value"), file, seq))
+                            _file_errors(spec.round_id, rejected, batch.column("value"), file,
+                                         seq, mtime_ns))
         data = pa.Table.from_batches([batch])
         bad = unkeyable_records(spec, data)
         errors = empty_errors()
@@ -109,26 +126,45 @@ class FileRecords(RecordPreparer):
                 pa.binary(),
             )
             errors = _file_errors(
-                spec,
+                spec.round_id,
                 BadRecords(pa.array(np.arange(len(bad), dtype=np.int64)), bad.reason, bad.detail),
-                raw, file, pc.take(seq, bad.index),
+                raw, file, pc.take(seq, bad.index), mtime_ns,
             )
         data, seq = without_rows(data, seq, bad)
         return Prepared(key_records(spec, data, delete_flags(spec, data), seq), errors)
 
-    def rejected(self, spec: RecordSpec, outcome: ReadOutcome) -> list[pa.RecordBatch]:
+    def rejected(
+        self, spec: RecordSpec, task: ReadTask, outcome: ReadOutcome
+    ) -> list[pa.RecordBatch]:
+        mtimes = {s.split_id: s.mtime_ns for s in task.splits}
         out = []
         for event in outcome.events:
             if isinstance(event, SplitsFinishedEvent):
                 for rej in event.rejected:
                     kept = (f"; {rej.rows_emitted} row(s) of it read before the error are "
                             "kept" if rej.rows_emitted else "")
-                    bad = BadRecords(pa.array([0], pa.int64()),
-                                     pa.array([UNREADABLE_FILE], pa.string()),
-                                     pa.array([rej.reason[:300] + kept], pa.string()))
-                    out.append(_file_errors(spec, bad, pa.nulls(1, pa.binary()), rej.split_id,
-                                            pa.array([rej.rows_emitted], pa.int64())))
+                    out.append(_rejected_file(spec.round_id, rej, kept,
+                                              mtimes.get(rej.split_id, 0)))
         return out
+
+
+def _rejected_file(round_id: int, rej: RejectedFile, kept: str, mtime_ns: int) -> pa.RecordBatch:
+    bad = BadRecords(pa.array([0], pa.int64()), pa.array([UNREADABLE_FILE], pa.string()),
+                     pa.array([rej.reason[:300] + kept], pa.string()))
+    return _file_errors(round_id, bad, pa.nulls(1, pa.binary()), rej.split_id,
+                        pa.array([rej.rows_emitted], pa.int64()), mtime_ns)
+
+
+def _source_rejection(round_id: int, rejection: SourceRejection) -> pa.RecordBatch:
+    """The error row of a file the enumerator rejected: changed after it was read (reason
+    ``file_changed``, no row, named by the new version), or unreadable when planned."""
+    rej = rejection.rejected
+    if not rejection.changed:
+        return _rejected_file(round_id, rej, "", rejection.mtime_ns)
+    bad = BadRecords(pa.array([0], pa.int64()), pa.array([FILE_CHANGED], pa.string()),
+                     pa.array([rej.reason], pa.string()))
+    return _file_errors(round_id, bad, pa.nulls(1, pa.binary()), rej.path,
+                        pa.nulls(1, pa.int64()), rejection.mtime_ns, version=rej.split_id)
 
 
 class FilesPlugin(SourcePlugin):
@@ -213,9 +249,24 @@ class FilesPlugin(SourcePlugin):
                 finished.update(event.split_ids)
         return [s for s in outcome.splits if s.split_id not in finished]
 
+    def source_errors_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
+        return bool(_enumerator(rounds).unsettled_rejections())
+
+    def source_errors(self, rounds: SourceRounds[Any, Any], round_id: int) -> list[pa.RecordBatch]:
+        """Files the enumerator rejected (changed after they were read; unreadable when
+        planned) that the round's checkpoint records for the first time."""
+        return [_source_rejection(round_id, r) for r in _enumerator(rounds).unsettled_rejections()]
+
     def drained(self) -> bool:
         """Nothing held for two plans, and long enough running that every file present at the
         start passed its stability scans (continuous mode scans every monitor interval)."""
         cfg = self.source.config
         settle = cfg.monitor_interval * (cfg.stable_scans + 1) if cfg.continuous else 0.0
         return self._idle_rounds >= 2 and time.monotonic() - self._started >= settle
+
+
+def _enumerator(rounds: SourceRounds[Any, Any]) -> FileSplitEnumerator:
+    enumerator = rounds.coordinator.enumerator
+    if not isinstance(enumerator, FileSplitEnumerator):
+        raise TypeError(f"the file source's rounds hold a {type(enumerator).__name__}")
+    return enumerator

@@ -26,6 +26,18 @@ class RejectedFile:
         return f"{self.split_id}: {self.reason} ({self.rows_emitted} rows emitted before)"
 
 
+@dataclass(frozen=True)
+class SourceRejection:
+    """A rejection the enumerator made itself, before any reader saw the file: a processed
+    file that changed later (``changed``; its ``split_id`` is ``path@mtime_ns`` of the new
+    version), or a file whose splits could not be planned. ``mtime_ns`` is the modification
+    time of the version rejected."""
+
+    rejected: RejectedFile
+    mtime_ns: int
+    changed: bool
+
+
 #: Schema of a *rejected-records batch*: lines of a JSON-lines file (or rows of a CSV file) that
 #: could not be read as a record of the declared schema (``errors.tolerance=all``). The reader
 #: emits such batches in file order between the batches of good rows, so every line keeps its
