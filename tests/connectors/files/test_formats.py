@@ -15,7 +15,7 @@ from hoodline.connectors.files.formats import plan_row_group_ranges, read_split
 from hoodline.connectors.files.formats.byte_range import align_range
 from hoodline.connectors.files.rejections import is_rejected_records
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
-from hoodline.errors import FileSourceError
+from hoodline.errors import ConfigError, FileSourceError
 from tests.connectors.files.data import WRITERS, write_jsonl, write_parquet
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -243,6 +243,43 @@ def test_empty_lines_are_not_records_a_resumed_split_skips_exactly(
     assert ids(split_of(p), config) == list(range(12))
     for skip in range(13):
         assert ids(split_of(p, skip=skip), config) == list(range(skip, 12)), skip
+
+
+@pytest.mark.parametrize("declared", [False, True])
+@pytest.mark.parametrize("tolerance", [False, True])
+def test_a_csv_file_in_another_encoding_is_read_with_csv_encoding(
+    data_dir: Path, declared: bool, tolerance: bool
+) -> None:
+    """Latin-1 bytes are not UTF-8: without csv.encoding a declared string column refuses the
+    file with what to set (under either tolerance: no row of it can be isolated; undeclared,
+    pyarrow infers binary); with it, the text reads right, and a header-less file keeps its
+    declared names."""
+    p = data_dir / "latin.csv"
+    p.write_bytes("id,name\n1,café\n2,Zürich\n".encode("latin-1"))
+    schema = SCHEMA if declared else None
+    plain = FileSourceConfig(root=str(data_dir), format="csv", schema=SCHEMA,
+                             tolerate_errors=tolerance)
+    with pytest.raises(FileSourceError, match=r"latin\.csv.*\(the file is not utf-8 text: set "
+                       r"csv\.encoding to the encoding it was written in"):
+        list(read_split(split_of(p), plain))
+    config = FileSourceConfig.from_options({"path": str(data_dir), "format": "csv",
+                                            "csv.encoding": "latin-1"}, schema=schema)
+    rows = [r for b in read_split(split_of(p), config) for r in b.to_pylist()]
+    assert rows == [{"id": 1, "name": "café"}, {"id": 2, "name": "Zürich"}]
+    if declared:
+        headless = data_dir / "headless.csv"
+        headless.write_bytes("3,Genève\n".encode("cp1252"))
+        config = FileSourceConfig(root=str(data_dir), format="csv", schema=SCHEMA,
+                                  csv_header=False, csv_encoding="cp1252")
+        assert [r for b in read_split(split_of(headless), config) for r in b.to_pylist()] == [
+            {"id": 3, "name": "Genève"}]
+
+
+def test_an_unknown_csv_encoding_is_refused_by_name(data_dir: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'csv\.encoding' has invalid value 'latin-9x': is "
+                       r"not a character encoding"):
+        FileSourceConfig.from_options({"path": str(data_dir), "format": "csv",
+                                       "csv.encoding": "latin-9x"})
 
 
 def test_csv_type_error_names_file_and_column(data_dir: Path) -> None:

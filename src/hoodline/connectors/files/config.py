@@ -36,6 +36,7 @@ class FileSourceConfig:
     use_threads: bool = True
     csv_delimiter: str = ","
     csv_header: bool = True
+    csv_encoding: str = "utf-8"
     tolerate_errors: bool = False
     splits_per_request: int = 1
     #: JSON lines and CSV with a declared schema and ``errors.tolerance`` all: fields a line
@@ -91,6 +92,7 @@ class FileSourceConfig:
             use_threads=opts.get(o.USE_THREADS),
             csv_delimiter=opts.get(o.CSV_DELIMITER),
             csv_header=opts.get(o.CSV_HEADER),
+            csv_encoding=opts.get(o.CSV_ENCODING),
             tolerate_errors=opts.get(o.ERRORS_TOLERANCE) is ErrorTolerance.ALL,
             splits_per_request=opts.get(o.SPLITS_PER_REQUEST),
             required_fields=required_fields,

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 from hoodline.config import ConfigEnum, ConfigOption, ErrorTolerance, option
@@ -186,6 +187,24 @@ CSV_HEADER = option(
     "gives the column names in file order.",
 )
 
+def _codec_problem(name: str) -> str | None:
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        return "is not a character encoding Python knows (e.g. 'utf-8', 'latin-1', 'cp1252')"
+    return None
+
+
+CSV_ENCODING = option(
+    "csv.encoding",
+    str,
+    "utf-8",
+    "Character encoding of the CSV files, a Python codec name ('utf-8', 'latin-1', 'cp1252', "
+    "'utf-16', ...). Values are read as text in that encoding and written as UTF-8; bytes the "
+    "encoding cannot decode make the file unreadable.",
+    validator=_codec_problem,
+)
+
 ERRORS_TOLERANCE = option(
     "errors.tolerance",
     ErrorTolerance,
@@ -204,7 +223,8 @@ ERRORS_TOLERANCE = option(
     "reason code and the row number, counted from 0 after the header, empty lines not "
     "counted), and a CSV row with the wrong number of fields (its text as read, reason "
     "'unparseable'); a pipeline writes such lines and rows to its error table. A file that "
-    "cannot be read at all (CSV bytes that are not UTF-8, Parquet errors, JSON lines without a "
+    "cannot be read at all (CSV bytes that are not text of 'csv.encoding', Parquet errors, JSON "
+    "lines without a "
     "declared schema, a file deleted after discovery) is logged, recorded as rejected "
     "(FileSource/enumerator/reader 'rejected_files', kept in the checkpointed enumerator state) "
     "and skipped; rows of it emitted before the error are not taken back and the rejection says "
@@ -239,6 +259,7 @@ ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (
     USE_THREADS,
     CSV_DELIMITER,
     CSV_HEADER,
+    CSV_ENCODING,
     ERRORS_TOLERANCE,
     SPLITS_PER_REQUEST,
 )

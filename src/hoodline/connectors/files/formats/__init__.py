@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from hoodline.connectors.files.config import FileSourceConfig
-from hoodline.connectors.files.formats.csv import read_csv
+from hoodline.connectors.files.formats.csv import CsvDialect, read_csv
 from hoodline.connectors.files.formats.jsonl import read_jsonl
 from hoodline.connectors.files.formats.parquet import plan_row_group_ranges, read_parquet
 from hoodline.connectors.files.location import stat
@@ -54,8 +54,7 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
         split,
         config.schema,
         config.block_size,
-        config.csv_delimiter,
-        config.csv_header,
+        CsvDialect(config.csv_delimiter, config.csv_header, config.csv_encoding),
         config.use_threads,
         isolate_records=config.tolerate_errors,
         required=config.required_fields,

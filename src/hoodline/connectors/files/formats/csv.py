@@ -20,7 +20,8 @@ their text as pyarrow read it: pyarrow numbers every row it parses, empty lines 
 the single-threaded pass puts each in its place). Without ``errors.tolerance = all`` the same
 pass names the first such row in the error. That path reads the rest of the file about 5x
 slower (1M rows of 4 columns, one bad value: 0.97 s against 0.21 s). A file whose bytes do not
-parse at all (e.g. text that is not UTF-8) is still rejected whole.
+parse at all (e.g. text that is not of its ``csv.encoding``, UTF-8 by default) is still
+rejected whole, with a hint to set the encoding.
 """
 
 from __future__ import annotations
@@ -116,11 +117,20 @@ class _Read:
                              convert_options=self.convert)
 
 
+@dataclass(frozen=True)
+class CsvDialect:
+    """How the source's CSV files are written (``csv.*`` options)."""
+
+    delimiter: str = ","
+    header: bool = True
+    #: a Python codec name; files in another encoding than UTF-8 are decoded while read
+    encoding: str = "utf-8"
+
+
 def _options(
     schema: pa.Schema | None,
     block_size: int,
-    delimiter: str,
-    header: bool,
+    dialect: CsvDialect,
     use_threads: bool,
     problem: Callable[[pcsv.InvalidRow], str],
 ) -> _Read:
@@ -128,9 +138,10 @@ def _options(
     read_options = pcsv.ReadOptions(
         use_threads=use_threads,
         block_size=block_size,
-        column_names=None if header else (schema.names if schema is not None else None),
+        column_names=None if dialect.header else (schema.names if schema is not None else None),
+        encoding=dialect.encoding,
     )
-    parse_options = pcsv.ParseOptions(delimiter=delimiter, invalid_row_handler=problem)
+    parse_options = pcsv.ParseOptions(delimiter=dialect.delimiter, invalid_row_handler=problem)
     convert_options = pcsv.ConvertOptions(
         column_types={f.name: f.type for f in schema} if schema is not None else None,
         include_columns=schema.names if schema is not None else None,
@@ -147,8 +158,7 @@ def read_csv(
     split: FileSourceSplit,
     schema: pa.Schema | None,
     block_size: int,
-    delimiter: str,
-    header: bool,
+    dialect: CsvDialect,
     use_threads: bool = True,
     isolate_records: bool = False,
     required: Sequence[str] = (),
@@ -158,8 +168,8 @@ def read_csv(
     field of ``required`` is null, come as rejected-records batches (see the module docs)."""
     if split.size == 0:
         return
-    problem = _RowProblem(header)
-    options = _options(schema, block_size, delimiter, header, use_threads, problem)
+    problem = _RowProblem(dialect.header)
+    options = _options(schema, block_size, dialect, use_threads, problem)
     where = split.describe()
     to_skip = split.records_to_skip
     try:
@@ -175,11 +185,11 @@ def read_csv(
                         read += fresh.num_rows
                         yield rows
             except pa.ArrowKeyError as exc:  # a declared column the header lacks
-                raise FileSourceError(_missing_column(split, schema, delimiter, header)) from exc
+                raise FileSourceError(_missing_column(split, schema, dialect)) from exc
             except (pa.ArrowInvalid, FileSourceError, _Isolate) as exc:
                 if problem.seen and not isolate_records:
                     raise  # a row that is not CSV: named below
-                rest = _isolated_rows(split, schema, block_size, delimiter, header,
+                rest = _isolated_rows(split, schema, block_size, dialect,
                                       split.records_to_skip + read,
                                       required if isolate_records else ())
                 if isolate_records:
@@ -204,24 +214,34 @@ def read_csv(
     except (pa.ArrowException, OSError, ValueError) as exc:
         row = problem.row
         if row is None and use_threads:
-            row = _locate_bad_row(split, schema, block_size, delimiter, header)
+            row = _locate_bad_row(split, schema, block_size, dialect)
         if row is not None:
             raise FileSourceError(
                 f"file '{split.path}' row {row} (counted from 0) is not a valid CSV row: {exc}"
+                f"{_encoding_hint(exc, dialect)}"
             ) from exc
-        raise FileSourceError(f"{where} cannot be parsed as CSV: {exc}") from exc
+        raise FileSourceError(
+            f"{where} cannot be parsed as CSV: {exc}{_encoding_hint(exc, dialect)}"
+        ) from exc
+
+
+def _encoding_hint(exc: BaseException, dialect: CsvDialect) -> str:
+    """What to do when the bytes are not text of the configured encoding."""
+    if "invalid UTF8" in str(exc) or isinstance(exc, UnicodeError):
+        return (f" (the file is not {dialect.encoding} text: set csv.encoding to the encoding "
+                "it was written in, e.g. 'latin-1' or 'cp1252')")
+    return ""
 
 
 def _locate_bad_row(
     split: FileSourceSplit,
     schema: pa.Schema | None,
     block_size: int,
-    delimiter: str,
-    header: bool,
+    dialect: CsvDialect,
 ) -> int | None:
     """Error path only: parse again single-threaded, where pyarrow reports row numbers."""
-    problem = _RowProblem(header)
-    options = _options(schema, block_size, delimiter, header, False, problem)
+    problem = _RowProblem(dialect.header)
+    options = _options(schema, block_size, dialect, False, problem)
     try:
         for _ in options.stream(split.path):
             pass
@@ -241,15 +261,16 @@ def _lacks_required(rows: pa.RecordBatch, required: Sequence[str]) -> bool:
 
 
 def _missing_column(
-    split: FileSourceSplit, schema: pa.Schema, delimiter: str, header: bool
+    split: FileSourceSplit, schema: pa.Schema, dialect: CsvDialect
 ) -> str:
     """The message for a declared column the file's header does not name."""
     try:
         names = pcsv.open_csv(
             _source(split.path),
             read_options=pcsv.ReadOptions(
-                column_names=None if header else schema.names, use_threads=False),
-            parse_options=pcsv.ParseOptions(delimiter=delimiter),
+                column_names=None if dialect.header else schema.names, use_threads=False,
+                encoding=dialect.encoding),
+            parse_options=pcsv.ParseOptions(delimiter=dialect.delimiter),
         ).schema.names
     except (pa.ArrowException, OSError, ValueError) as exc:
         return f"{split.describe()} cannot be parsed as CSV: {exc}"
@@ -262,8 +283,7 @@ def _isolated_rows(
     split: FileSourceSplit,
     schema: pa.Schema,
     block_size: int,
-    delimiter: str,
-    header: bool,
+    dialect: CsvDialect,
     skip: int,
     required: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
@@ -271,8 +291,8 @@ def _isolated_rows(
     converted column by column; rows that do not convert, lack a ``required`` field or have the
     wrong number of fields come as rejected-records batches, in place."""
     text = pa.schema([pa.field(f.name, pa.string()) for f in schema])
-    malformed = _Malformed(header)
-    options = _options(text, block_size, delimiter, header, False, malformed)
+    malformed = _Malformed(dialect.header)
+    options = _options(text, block_size, dialect, False, malformed)
     row = 0  # records of the file before the next one
 
     def fresh(rows: pa.RecordBatch) -> pa.RecordBatch | None:
@@ -299,7 +319,8 @@ def _isolated_rows(
                 upto = min(upto, malformed.rows[0][0] - row)
             rows = fresh(batch.slice(taken, upto))  # one record per row: drop before converting
             if rows is not None:
-                yield from _converted(rows, schema, row + upto - rows.num_rows, delimiter,
+                yield from _converted(rows, schema, row + upto - rows.num_rows,
+                                      dialect.delimiter,
                                       required)
             taken += upto
             row += upto
