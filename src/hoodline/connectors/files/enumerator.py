@@ -271,8 +271,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         if not self._config.tolerate_errors:
             move = (f"move the file out of '{self._config.root}' or " if rejection.changed
                     else "")
+            named = "" if rejected.path in rejected.reason else f"'{rejected.path}': "
             raise FileSourceError(
-                f"'{rejected.path}': {rejected.reason} (to go on without it, {move}set "
+                f"{named}{rejected.reason} (to go on without it, {move}set "
                 "errors.tolerance = all, which records such files in the error table)"
             )
         log.warning("file source: skipping '%s': %s", rejected.path, rejected.reason)
