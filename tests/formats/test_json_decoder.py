@@ -310,6 +310,12 @@ FLOATS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.fl
         (b'{"id": 1, "inner": {"x": -1e39}}', WRONG_TYPE,
          "does not match the table's schema: field 'inner' holds a number too big for float "
          '(up to about 3.4e+38): {"x": -1e+39}'),
+        # beyond a double: pyarrow's reader refuses the record; the detail names the field
+        (b'{"id": 1, "amount": 1e400}', UNPARSEABLE,
+         "field 'amount' holds a number beyond the range of a double (about ±1.8e308); such "
+         "numbers cannot be read, in any field"),
+        (b'{"id": 1, "inner": {"x": -1e999}}', UNPARSEABLE, "field 'inner/x' holds a number "),
+        (b'{"id": 1, "extra": [1, 1e400]}', UNPARSEABLE, "field 'extra/1' holds a number "),
     ],
 )
 def test_nan_and_infinity_in_declared_fields_are_refused_on_every_path(

@@ -34,6 +34,7 @@ wrong type, one too big for a double is refused by the reader.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -171,6 +172,21 @@ def _leaf_types(t: pa.DataType) -> Iterator[pa.DataType]:
         yield from _leaf_types(t.value_type)
     else:
         yield t
+
+
+def _infinite_at(value: object, path: str = "") -> str | None:
+    """The path ('a/b/0') of the first number of a decoded JSON value that overflowed to
+    infinity, or None."""
+    if isinstance(value, float) and math.isinf(value):
+        return path or None
+    items: Iterable[tuple[object, object]] = (
+        value.items() if isinstance(value, dict) else
+        enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        found = _infinite_at(item, f"{path}/{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _reject_constant(name: str) -> float:
@@ -535,6 +551,12 @@ class JsonDecoder:
         if any(m in arrow_error for m in ("changed from", "Failed to convert", "is not a valid")):
             return WRONG_TYPE, _short(f"does not match the table's schema: "
                                       f"{self._wrong_type(raw, doc, arrow_error)}")
+        if "too big to be stored in double" in arrow_error:
+            path = _infinite_at(doc)
+            if path is not None:  # json.loads read it as infinity; pyarrow's reader refuses it
+                return UNPARSEABLE, _short(
+                    f"field '{path}' holds a number beyond the range of a double (about "
+                    "±1.8e308); such numbers cannot be read, in any field")
         return UNPARSEABLE, _short(_one_record_error(arrow_error))
 
     def _wrong_type(self, raw: bytes, doc: dict[str, object], arrow_error: str) -> str:
