@@ -538,3 +538,29 @@ def test_a_timestamp_without_a_zone_is_stored_as_utc_and_written_again(
     for f in latest_base_files(table):  # the files hold instants too, as the commit says
         assert pq.read_schema(f).field("at").type == pa.timestamp("ms", tz="UTC")
     assert_hudi_matches_hoodline(table)
+
+
+def test_pandas_frames_and_arrow_streams_are_written_like_tables(
+    new_table: Callable[..., HudiTable],
+) -> None:
+    """A notebook's pandas DataFrame (its index, even a filtered one, is not a column) and any
+    object exporting an Arrow stream (here a DuckDB relation) are records like a pyarrow
+    Table; anything else is refused naming what it got."""
+    import pandas as pd
+
+    from hoodline.errors import InvalidRecordsError
+
+    table = new_table("BUCKET")
+    frame = rows([1, 2, 3, 4]).to_pandas()
+    relation = duckdb.sql("select 9::BIGINT as id, 'us' as region, 1::BIGINT as ts, 'v9' as v")
+    with WriteClient(table) as client:
+        client.upsert(frame[frame["id"] % 2 == 0])  # index 1, 3: not written
+        client.upsert(relation)
+        with pytest.raises(InvalidRecordsError, match=r"got list"):
+            client.upsert([{"id": 5}])
+        with pytest.raises(InvalidRecordsError, match=r"pandas DataFrame does not convert"):
+            client.upsert(pd.DataFrame({"id": [5, 6], "region": ["eu", "eu"], "ts": [1, 1],
+                                        "v": ["x", 1.5]}))  # an object column of mixed types
+    assert snapshot_dict(table) == {("eu", 2): (1, "v2"), ("eu", 4): (1, "v4"),
+                                    ("us", 9): (1, "v9")}
+    assert "__index_level_0__" not in read_snapshot(table).schema.names

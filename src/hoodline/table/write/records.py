@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +27,10 @@ FILE_ID = "_hoodline_file_id"
 IS_DELETE = "_hoodline_is_delete"
 INTERNAL_COLUMNS: tuple[str, ...] = (FILE_ID, IS_DELETE)
 
-Batch: TypeAlias = "pa.Table | pa.RecordBatch"
+#: Records to write: a pyarrow Table or RecordBatch, a pandas DataFrame (its index is not
+#: written), or any object exporting an Arrow stream (``__arrow_c_stream__``: polars, DuckDB
+#: relations, ...).
+Batch: TypeAlias = "pa.Table | pa.RecordBatch | Any"
 
 
 def as_table(batch: Batch) -> pa.Table:
@@ -35,8 +38,21 @@ def as_table(batch: Batch) -> pa.Table:
         return pa.Table.from_batches([batch])
     if isinstance(batch, pa.Table):
         return batch
+    if type(batch).__module__.split(".")[0] == "pandas" and hasattr(batch, "columns"):
+        # the index is pandas' row labels, not a column of the records (pandas' own Arrow
+        # export would add a non-default index as '__index_level_0__')
+        try:
+            return pa.Table.from_pandas(batch, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise InvalidRecordsError(
+                f"the pandas DataFrame does not convert to Arrow: {exc}; give its columns "
+                "one type each (an object column mixing types cannot be written)"
+            ) from exc
+    if hasattr(batch, "__arrow_c_stream__"):
+        return pa.table(batch)
     raise InvalidRecordsError(
-        f"records must be a pyarrow Table or RecordBatch, got {type(batch).__name__}"
+        f"records must be a pyarrow Table or RecordBatch, a pandas DataFrame or an object "
+        f"exporting an Arrow stream (__arrow_c_stream__), got {type(batch).__name__}"
     )
 
 
