@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from hoodline.demo.stream_demo import DemoResult, _print_summary, demo_stream
 from hoodline.errors import BadRecordError
 from hoodline.pipeline.config import parse_config
 from hoodline.pipeline.progress import RoundProgress
+from hoodline.table.instant import parse_timestamp
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
@@ -206,14 +208,32 @@ def test_misspelt_spark_master_fails_before_spark_starts(tmp_path: Path) -> None
     assert "spark://HOST:PORT" in result.output
 
 
-@pytest.mark.parametrize("as_of", ["abc", "2026", "2026-11-22"])
+@pytest.mark.parametrize("as_of", ["abc", "2026", "2026-11-22T10"])
 def test_bad_as_of_names_the_format_and_an_example(bracket_table: HudiTable, as_of: str) -> None:
     result = runner.invoke(app, ["table", "files", str(bracket_table.base_path), "--as-of", as_of])
     assert result.exit_code == 1
     last = bracket_table.timeline.completed_commits()[-1].timestamp
-    assert f"--as-of {as_of!r} is not an instant time" in result.output
-    assert f"yyyyMMddHHmmssSSS, e.g. {last}" in result.output
+    assert f"--as-of {as_of!r} is not a time hoodline reads: give one of " \
+        "yyyyMMddHHmmssSSS (an instant), yyyyMMddHHmmss, yyyy-MM-dd" in result.output
+    assert f"e.g. {last}" in result.output
     assert "hoodline table commits" in result.output
+
+
+def test_as_of_takes_a_date_as_java_hudi_does(bracket_table: HudiTable) -> None:
+    """``yyyy-MM-dd`` is that day's first moment in the timeline's timezone: a day after the
+    last commit lists what the latest state lists; the day of the first commit, nothing yet."""
+    path = str(bracket_table.base_path)
+    commits = bracket_table.timeline.completed_commits()
+    latest = runner.invoke(app, ["table", "files", path, "--json"])
+    last = commits[-1].timestamp
+    after = (parse_timestamp(last) + timedelta(days=1)).strftime("%Y-%m-%d")
+    result = runner.invoke(app, ["table", "files", path, "--json", "--as-of", after])
+    assert result.exit_code == 0 and result.output == latest.output
+    first = commits[0].timestamp
+    day = f"{first[:4]}-{first[4:6]}-{first[6:8]}"
+    result = runner.invoke(app, ["table", "files", path, "--as-of", day])
+    assert result.exit_code == 0
+    assert f"nothing was committed at or before {first[:8]}000000000" in result.output
 
 
 def test_as_of_before_the_first_commit_says_so(bracket_table: HudiTable) -> None:

@@ -515,22 +515,28 @@ def table_commits(
 def table_files(
     path: TablePath,
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Instant time (17 digits) to time-travel to.")
+        str | None, typer.Option(
+            "--as-of", help="Time to time-travel to: an instant time (17 digits), "
+            "yyyyMMddHHmmss, yyyy-MM-dd or 'yyyy-MM-dd HH:mm:ss[.SSS]' (the table's timeline "
+            "timezone).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List the latest committed file slices (what a snapshot query reads)."""
+    from hoodline.errors import TableError
     from hoodline.table import read
+    from hoodline.table.instant import query_instant
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
     commits = table.timeline.completed_commits()
-    if as_of is not None and not (len(as_of) == 17 and as_of.isdigit()):
-        example = commits[-1].timestamp if commits else "20261122151834238"
-        raise ConfigError(
-            f"--as-of {as_of!r} is not an instant time: give its 17 digits yyyyMMddHHmmssSSS, "
-            f"e.g. {example}; `hoodline table commits {path}` lists the table's instants"
-        )
+    if as_of is not None:
+        try:
+            as_of = query_instant(as_of, "--as-of")
+        except TableError as exc:
+            example = commits[-1].timestamp if commits else "20261122151834238"
+            raise ConfigError(f"{exc}, e.g. {example}; `hoodline table commits {path}` lists "
+                              "the table's instants") from None
     slices = read.file_slices(table, as_of)
     if as_of is not None and not any(c.timestamp <= as_of for c in commits):
         first = f"its first commit is {commits[0].timestamp}" if commits else "it has no commit"

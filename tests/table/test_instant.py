@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hoodline.errors import TimelineError
+from hoodline.errors import TableError, TimelineError
 from hoodline.table.instant import (
     ACTIONS,
     Instant,
@@ -15,6 +16,7 @@ from hoodline.table.instant import (
     format_timestamp,
     is_valid_timestamp,
     parse_timestamp,
+    query_instant,
 )
 
 TS = "20240102030405678"
@@ -209,3 +211,29 @@ def test_string_order_is_time_order(moments: list[datetime]) -> None:
     stamps = [format_timestamp(m) for m in moments]
     truncated = [m.replace(microsecond=m.microsecond // 1000 * 1000) for m in moments]
     assert sorted(stamps) == [format_timestamp(m) for m in sorted(truncated)]
+
+
+@pytest.mark.parametrize(("text", "bound"), [
+    ("20240301101530123", "20240301101530123"),
+    ("00000000000000000", "00000000000000000"),  # a bound of an incremental read
+    ("20240301101530", "20240301101530000"),
+    ("2024-03-01", "20240301000000000"),
+    ("2024-03-01 10:15:30", "20240301101530000"),
+    ("2024-03-01T10:15:30", "20240301101530000"),
+    ("2024-03-01 10:15:30.1", "20240301101530100"),
+    ("2024-03-01 10:15:30.123456", "20240301101530123"),
+])
+def test_query_times_are_read_as_java_hudis_as_of_instant(text: str, bound: str) -> None:
+    assert query_instant(text, "as-of time") == bound
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("yesterday", "is not a time hoodline reads: give one of yyyyMMddHHmmssSSS"),
+    ("2024-03-01T10:15:30Z", "is not a time hoodline reads"),  # no offsets: the table's zone
+    ("2024-03", "is not a time hoodline reads"),
+    ("2024-02-30", "is not a calendar time"),
+    ("20241301000000", "is not a calendar time"),
+])
+def test_query_times_hoodline_cannot_read_are_refused_by_name(text: str, why: str) -> None:
+    with pytest.raises(TableError, match=rf"as-of time '{re.escape(text)}' {why}"):
+        query_instant(text, "as-of time")

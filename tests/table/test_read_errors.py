@@ -31,10 +31,15 @@ def test_missing_committed_file_named(table: HudiTable, writer: HandWriter) -> N
 
 def test_bad_timestamps_named(table: HudiTable, writer: HandWriter) -> None:
     writer.upsert({US: rows(["a"], "us", [1])})
-    with pytest.raises(TableError, match="'2024-01-01'"):
-        read.read_snapshot(table, as_of="2024-01-01")
-    with pytest.raises(TableError, match="start '123'"):
+    with pytest.raises(TableError, match="as-of time '2024/01/01' is not a time hoodline reads"):
+        read.read_snapshot(table, as_of="2024/01/01")
+    with pytest.raises(TableError, match="incremental start '123' is not a time"):
         read.read_incremental(table, "123")
+    with pytest.raises(TableError, match="incremental end '2024-13-01' is not a calendar time"):
+        read.read_incremental(table, "2024-01-01", "2024-13-01")
+    # a date is a time (its first moment): before this table's commit, so nothing yet
+    assert read.read_snapshot(table, as_of="2024-01-01").num_rows == 0
+    assert read.read_incremental(table, "2024-01-01").num_rows == 1
 
 
 def test_foreign_parquet_file_named(table: HudiTable, writer: HandWriter) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from hoodline.errors import TimelineError
+from hoodline.errors import TableError, TimelineError
 
 COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"
@@ -173,6 +173,39 @@ def is_valid_timestamp(ts: str) -> bool:
 def is_timestamp_string(ts: str) -> bool:
     """True for any 17-digit string (bounds of queries, e.g. ``00000000000000000``)."""
     return isinstance(ts, str) and bool(_TS_RE.match(ts))
+
+
+_QUERY_TIME_RE = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)?$")
+
+#: The forms :func:`query_instant` reads, for messages.
+QUERY_TIME_FORMS = ("yyyyMMddHHmmssSSS (an instant), yyyyMMddHHmmss, yyyy-MM-dd, "
+                    "yyyy-MM-dd HH:mm:ss[.SSS] (also with 'T')")
+
+
+def query_instant(text: str, what: str) -> str:
+    """The 17-digit bound of a query given as Java Hudi's ``as.of.instant`` takes it: an
+    instant time, ``yyyyMMddHHmmss``, ``yyyy-MM-dd`` (its first moment) or ``yyyy-MM-dd
+    HH:mm:ss[.SSS]``, all read in the table's timeline timezone as its instant times are (so
+    only the digits are rearranged). ``what`` names the argument in the error."""
+    if _TS_RE.match(text):
+        return text  # any 17 digits (also bounds such as 00000000000000000)
+    if len(text) == 14 and text.isdigit():
+        digits = text + "000"
+    else:
+        m = _QUERY_TIME_RE.match(text.strip())
+        if m is None:
+            raise TableError(
+                f"{what} {text!r} is not a time hoodline reads: give one of "
+                f"{QUERY_TIME_FORMS}, in the table's timeline timezone"
+            )
+        y, mo, d, h, mi, sec, frac = m.groups()
+        digits = f"{y}{mo}{d}{h or '00'}{mi or '00'}{sec or '00'}{(frac or '').ljust(3, '0')[:3]}"
+    try:
+        parse_timestamp(digits)
+    except ValueError:
+        raise TableError(f"{what} {text!r} is not a calendar time") from None
+    return digits
 
 
 def format_timestamp(moment: datetime) -> str:

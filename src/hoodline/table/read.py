@@ -28,7 +28,7 @@ from hoodline.storage.paths import TablePath
 from hoodline.table.archive import has_archived_instants
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED, earliest_retained_commit
 from hoodline.table.fs_view import FileSlice
-from hoodline.table.instant import is_timestamp_string
+from hoodline.table.instant import query_instant
 from hoodline.table.log.merge import (
     DEFAULT_PAYLOAD,
     LogRecords,
@@ -236,6 +236,11 @@ def _apply_filter(data: pa.Table, row_filter: pc.Expression) -> pa.Table:
         raise TableError(f"row filter {row_filter} cannot be applied: {exc}") from None
 
 
+def _as_of(as_of: str | None) -> str | None:
+    """A time-travel bound as an instant time (see :func:`query_instant`)."""
+    return None if as_of is None else query_instant(as_of, "as-of time")
+
+
 def _check_not_cleaned(table: HudiTable, ts: str, what: str) -> None:
     earliest = earliest_retained_commit(table)
     if earliest is None:
@@ -259,10 +264,13 @@ def read_snapshot(
     columns: Sequence[str] | None = None,
     row_filter: pc.Expression | None = None,
 ) -> pa.Table:
-    """Rows of the table at ``as_of`` (None = latest completed commit), optionally filtered by a
+    """Rows of the table at ``as_of`` (None = latest completed commit; an instant time, or a
+    time as Java Hudi's ``as.of.instant`` takes it: ``2024-03-01``, ``2024-03-01 12:00:00``,
+    see :func:`~hoodline.table.instant.query_instant`), optionally filtered by a
     pyarrow compute expression (e.g. ``pc.field("region") == "us"``).
 
     Raises :class:`TableError` for an ``as_of`` older than what cleaning retained."""
+    as_of = _as_of(as_of)
     view = table.fs_view(as_of=as_of)
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
@@ -280,6 +288,7 @@ def read_optimized(
     """The read-optimized view: the base files of the latest slices only (on a merge-on-read
     table, the state of each file group at its last compaction, without what logs added since;
     log-only file groups are left out). The same as :func:`read_snapshot` on copy-on-write."""
+    as_of = _as_of(as_of)
     view = table.fs_view(as_of=as_of)
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
@@ -298,6 +307,7 @@ def iter_snapshot_batches(
     batch_size: int = 65_536,
 ) -> Iterator[pa.RecordBatch]:
     """The snapshot as record batches, one file at a time (bounded memory)."""
+    as_of = _as_of(as_of)
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
     full = table_schema(table)
@@ -320,6 +330,7 @@ def file_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
     """Latest committed file slice of every file group at ``as_of`` (None = latest);
     :class:`TableError` for an instant whose file versions cleaning deleted (the list would be
     empty or partial)."""
+    as_of = _as_of(as_of)
     if as_of is not None:
         _check_not_cleaned(table, as_of, "time-travel instant")
     return table.fs_view(as_of=as_of).latest_file_slices()
@@ -331,10 +342,10 @@ def read_incremental(
     end: str | None = None,
     columns: Sequence[str] | None = None,
 ) -> pa.Table:
-    """Rows written by commits in ``(start, end]`` (``end`` None = latest), newest version each."""
-    for label, ts in (("start", start), ("end", end)):
-        if ts is not None and not is_timestamp_string(ts):
-            raise TableError(f"incremental {label} '{ts}' is not a 17-digit instant time")
+    """Rows written by commits in ``(start, end]`` (``end`` None = latest), newest version each.
+    ``start`` and ``end`` are instant times or times :func:`query_instant` reads."""
+    start = query_instant(start, "incremental start")
+    end = None if end is None else query_instant(end, "incremental end")
     table.timeline.reload()
     commits = [
         i
