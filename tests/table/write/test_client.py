@@ -564,3 +564,24 @@ def test_pandas_frames_and_arrow_streams_are_written_like_tables(
     assert snapshot_dict(table) == {("eu", 2): (1, "v2"), ("eu", 4): (1, "v4"),
                                     ("us", 9): (1, "v9")}
     assert "__index_level_0__" not in read_snapshot(table).schema.names
+
+
+def test_a_column_of_nones_goes_into_an_existing_column(
+    new_table: Callable[..., HudiTable],
+) -> None:
+    """Arrow types a column holding only None as ``null`` (pandas and ``pa.table`` alike): it
+    fits the table's column of any type; only a new column needs a real type."""
+    import pandas as pd
+
+    from hoodline.errors import TableError
+
+    table = new_table("BUCKET")
+    with WriteClient(table) as client:
+        client.upsert(rows([1, 2]))
+        client.upsert(pa.table({"id": [1], "region": ["eu"], "ts": [2], "v": [None]}))
+        client.upsert(pd.DataFrame({"id": [2], "region": ["eu"], "ts": [2], "v": [None]}))
+        with pytest.raises(TableError, match=r"column 'w' has Arrow type null"):
+            client.upsert(pa.table({"id": [3], "region": ["eu"], "ts": [1], "v": ["x"],
+                                    "w": [None]}))
+    assert snapshot_dict(table) == {("eu", 1): (2, None), ("eu", 2): (2, None)}
+    assert read_snapshot(table).schema.field("v").type == pa.string()

@@ -201,8 +201,11 @@ def _family(t: pa.DataType) -> str:
 
 def _other_kind(have: pa.DataType, want: pa.DataType) -> bool:
     """A column of type ``have`` cannot go into the table's ``want`` whatever its values: another
-    kind of type (a string for a number, ...) that no promotion widens."""
-    return have != want and not widens(want, have) and _family(have) != _family(want)
+    kind of type (a string for a number, ...) that no promotion widens. A column of Arrow's
+    ``null`` type (every value null: how pandas and ``pa.table`` type a column of Nones) goes
+    into any type."""
+    return (have != want and not pa.types.is_null(have) and not widens(want, have)
+            and _family(have) != _family(want))
 
 
 def type_conflicts(incoming: pa.Schema, table_schema: pa.Schema | None) -> list[str]:
