@@ -280,13 +280,11 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         self._record_rejection(rejected)
         self._unsettled[rejected.split_id] = (rejection, None)
 
-    def _record_rejection(self, rejection: RejectedFile) -> bool:
-        """Record ``rejection`` in the state; False if it was recorded before."""
-        if rejection.split_id in self._rejected_ids:
-            return False
-        self._rejected_ids.add(rejection.split_id)
-        self._rejected.append(rejection)
-        return True
+    def _record_rejection(self, rejection: RejectedFile) -> None:
+        """Record ``rejection`` in the state (once)."""
+        if rejection.split_id not in self._rejected_ids:
+            self._rejected_ids.add(rejection.split_id)
+            self._rejected.append(rejection)
 
     # -- assignment ------------------------------------------------------------------------------
 
