@@ -153,6 +153,26 @@ def test_the_file_source_reads_parquet_and_csv_objects_by_range(
     rows = [r for s in plan_file(entry, config) for b in read_split(s, config)
             for r in b.to_pylist()]
     assert len(rows) == 50 and rows[49] == {"id": 49, "v": "c49"}
+    # compressed objects: CSV streamed, JSON lines decompressed before they are read
+    gz = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(gz, "gzip") as out:
+        out.write(csv.encode())
+    s3.put_object(Bucket=bucket, Key="csv/b.csv.gz", Body=gz.getvalue().to_pybytes())
+    lines = "".join(f'{{"id": {i}, "v": "j{i}"}}\n' for i in range(70))
+    zst = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(zst, "zstd") as out:
+        out.write(lines.encode())
+    s3.put_object(Bucket=bucket, Key="json/c.jsonl.zst", Body=zst.getvalue().to_pybytes())
+    # the csv folder holds a.csv and b.csv.gz, the same 50 rows each
+    for fmt, folder, ids in (("csv", "csv", sorted([*range(50), *range(50)])),
+                             ("jsonl", "json", list(range(70)))):
+        config = FileSourceConfig.from_options(
+            {"path": f"s3://{bucket}/{folder}", "format": fmt,
+             "schema": "id int64, v string"})
+        rows = [r for e in DirectoryLister(config.root, extensions=config.extensions).list()
+                for s in plan_file(e, config) for b in read_split(s, config)
+                for r in b.to_pylist()]
+        assert sorted(r["id"] for r in rows) == ids
 
 
 @pytest.mark.s3

@@ -14,6 +14,7 @@ from hoodline.connectors.files.discovery import (
     StabilityTracker,
     glob_to_regex,
 )
+from hoodline.connectors.files.enumerator import _Scanner
 from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit, FileSplitState, SplitKind
 from hoodline.errors import ConfigError, FileSourceError
@@ -38,6 +39,40 @@ def test_lister_ignores_hidden_and_filters_by_glob_and_extension(data_dir: Path)
         "a.jsonl", "b.json", "d/deeper/h.ndjson", "d/e.jsonl"]
     only_d = DirectoryLister(str(data_dir), "d/*", (".jsonl",))
     assert rel(data_dir, only_d.list()) == ["d/e.jsonl"]
+    # visible files the glob takes but the extensions do not are noted (for a hint)
+    assert lister.unmatched == ["c.csv"]
+    assert only_d.unmatched == []
+
+
+def test_default_extensions_take_compressed_json_lines_and_csv(data_dir: Path) -> None:
+    for name in ["a.jsonl.gz", "b.json.bz2", "c.ndjson.zst", "d.csv.gz", "e.jsonl.xz", "f.gz"]:
+        touch(data_dir, name)
+    jsonl = FileSourceConfig.from_options({"path": str(data_dir), "format": "jsonl"})
+    lister = DirectoryLister(jsonl.root, jsonl.glob, jsonl.extensions)
+    assert rel(data_dir, lister.list()) == ["a.jsonl.gz", "b.json.bz2", "c.ndjson.zst"]
+    assert lister.unmatched == ["d.csv.gz", "e.jsonl.xz", "f.gz"]
+    csv = FileSourceConfig.from_options({"path": str(data_dir), "format": "csv"})
+    assert rel(data_dir, DirectoryLister(csv.root, csv.glob, csv.extensions).list()) == [
+        "d.csv.gz"]
+
+
+def test_files_not_read_for_their_names_are_told_once(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder of files with an unexpected ending (another compression, another format) was
+    passed over without a word: 0 records, nothing to say why."""
+    for name in ["a.jsonl", "b.jsonl.xz", "c.txt", "d.log", "e.json.lz4"]:
+        touch(data_dir, name)
+    config = FileSourceConfig.from_options({"path": str(data_dir), "format": "jsonl"})
+    scanner = _Scanner(config, lambda e: False, 1)
+    with caplog.at_level("WARNING", logger="hoodline.connectors.files.enumerator"):
+        scanner()
+        scanner()
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        f"file source: 4 file(s) under '{data_dir}' are not read: their names do not end with "
+        ".jsonl, .json, .ndjson (each also .gz, .bz2, .zst) ('b.jsonl.xz', 'c.txt', 'd.log' and "
+        "1 more); set source.file.extensions to read them")
 
 
 def test_glob_semantics() -> None:
@@ -69,7 +104,8 @@ def test_config_from_options_validates() -> None:
     c = FileSourceConfig.from_options({"path": "/tmp/x", "format": "jsonl",
                                        "source.mode": "continuous", "errors.tolerance": "all",
                                        "schema": "id int64 not null, ts timestamp[ms, UTC]"})
-    assert c.continuous and c.tolerate_errors and c.extensions == (".jsonl", ".json", ".ndjson")
+    assert c.continuous and c.tolerate_errors
+    assert c.extensions[:3] == (".jsonl", ".json", ".ndjson") and ".jsonl.gz" in c.extensions
     assert c.schema is not None and not c.schema.field("id").nullable
     with pytest.raises(ConfigError, match="unknown option 'formt'"):
         FileSourceConfig.from_options({"path": "/x", "formt": "csv"})

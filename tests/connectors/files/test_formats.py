@@ -11,8 +11,10 @@ import pyarrow as pa
 import pytest
 
 from hoodline.connectors.files.config import FileSourceConfig
+from hoodline.connectors.files.discovery import FileEntry
 from hoodline.connectors.files.formats import plan_row_group_ranges, read_split
 from hoodline.connectors.files.formats.byte_range import align_range
+from hoodline.connectors.files.planning import plan_file
 from hoodline.connectors.files.rejections import is_rejected_records
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import ConfigError, FileSourceError
@@ -45,6 +47,55 @@ def test_reads_every_row_and_skips_checkpointed_ones(data_dir: Path, fmt: str,
     assert ids(split_of(path), config) == list(range(100, 600))
     assert ids(split_of(path, skip=137), config) == list(range(237, 600))
     assert ids(split_of(path, skip=500), config) == []
+
+
+def _compress(path: Path, codec: str) -> Path:
+    """``path`` compressed next to it as ``<name>.<suffix>`` (the plain file removed)."""
+    suffix = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst"}[codec]
+    packed = path.with_name(path.name + suffix)
+    with pa.CompressedOutputStream(str(packed), codec) as out:
+        out.write(path.read_bytes())
+    path.unlink()
+    return packed
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("codec", ["gzip", "bz2", "zstd"])
+@pytest.mark.parametrize("declared", [False, True])
+def test_compressed_files_read_every_row_and_skip_checkpointed_ones(
+    data_dir: Path, fmt: str, codec: str, declared: bool
+) -> None:
+    """events.jsonl.gz and friends: one whole-file split (no byte ranges in a compressed
+    stream, even past split.target-size), the same rows as the plain file."""
+    path = _compress(WRITERS[fmt](data_dir / f"a.{fmt}", 100, 500), codec)
+    config = FileSourceConfig(root=str(data_dir), format=fmt, schema=SCHEMA if declared else None,
+                              batch_size=64, block_size=2048, split_target_size=256)
+    st = path.stat()
+    (split,) = plan_file(FileEntry(str(path), st.st_size, st.st_mtime_ns), config)
+    assert split.kind is SplitKind.FILE and st.st_size > 256
+    assert ids(split, config) == list(range(100, 600))
+    assert ids(split_of(path, skip=137), config) == list(range(237, 600))
+
+
+def test_a_bad_line_of_a_compressed_file_is_named_by_its_line(data_dir: Path) -> None:
+    p = data_dir / "bad.jsonl"
+    p.write_text('{"id": 1, "name": "a"}\n{"id": 2, "name": "b"}\n{nope\n{"id": 4, "name": "d"}\n')
+    packed = _compress(p, "gzip")
+    strict = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA)
+    with pytest.raises(FileSourceError, match=r"bad\.jsonl\.gz' line 3"):
+        list(read_split(split_of(packed), strict))
+    tolerant = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA,
+                                tolerate_errors=True)
+    assert _kinds(split_of(packed), tolerant) == [
+        ("row", 1), ("row", 2), ("bad", ("unparseable", "line 3", b"{nope")), ("row", 4)]
+
+
+def test_a_corrupt_compressed_file_is_named(data_dir: Path) -> None:
+    p = data_dir / "cut.jsonl.gz"
+    p.write_bytes(b"\x1f\x8b\x08\x00 this is not a gzip stream")
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA)
+    with pytest.raises(FileSourceError, match=r"cut\.jsonl\.gz' cannot be opened"):
+        list(read_split(split_of(p), config))
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])

@@ -93,24 +93,38 @@ class DirectoryLister:
         self.root = root if is_url(root) else os.path.abspath(root)
         self._glob = glob_to_regex(glob)
         self._extensions = tuple(e.lower() for e in extensions)
+        #: files of the last listing that 'glob' takes but whose names have none of the
+        #: extensions (visible files only), sorted
+        self.unmatched: list[str] = []
 
     def accepts(self, relative_path: str) -> bool:
+        return self._has_extension(relative_path) and self._glob.match(relative_path) is not None
+
+    def _has_extension(self, relative_path: str) -> bool:
         name = relative_path.rsplit("/", 1)[-1]
-        if self._extensions and not name.lower().endswith(self._extensions):
-            return False
-        return self._glob.match(relative_path) is not None
+        return not self._extensions or name.lower().endswith(self._extensions)
+
+    def _note(self, relative_path: str) -> bool:
+        """Whether the file is accepted; one only 'glob' takes is noted in :attr:`unmatched`."""
+        if self.accepts(relative_path):
+            return True
+        if self._glob.match(relative_path) is not None:
+            self._unmatched.append(relative_path)
+        return False
 
     def list(self) -> list[FileEntry]:
         """All accepted files, sorted by path. Raises FileSourceError if the root is unusable."""
         require_directory(self.root)
-        if is_url(self.root):
-            return sorted(self._objects())
-        return sorted(self._walk(self.root, ""))
+        self._unmatched: list[str] = []
+        found = self._objects() if is_url(self.root) else self._walk(self.root, "")
+        listed = sorted(found)
+        self.unmatched = sorted(self._unmatched)
+        return listed
 
     def _objects(self) -> Iterator[FileEntry]:
         try:
             for rel, url, size, mtime_ns in list_objects(self.root):
-                if any(is_hidden(part) for part in rel.split("/")) or not self.accepts(rel):
+                if any(is_hidden(part) for part in rel.split("/")) or not self._note(rel):
                     continue
                 yield FileEntry(url, size, mtime_ns)
         except StorageError:  # the store's reason, the URL and what to set, in one line
@@ -137,7 +151,7 @@ class DirectoryLister:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     yield from self._walk(entry.path, relative + "/")
-                elif entry.is_file() and self.accepts(relative):
+                elif entry.is_file() and self._note(relative):
                     st = entry.stat()
                     yield FileEntry(entry.path, st.st_size, st.st_mtime_ns)
             except FileNotFoundError:

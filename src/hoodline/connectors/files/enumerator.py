@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from hoodline.connectors.files.compression import describe_extensions
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.discovery import DirectoryLister, FileEntry, StabilityTracker
 from hoodline.connectors.files.events import SplitsFinishedEvent
@@ -105,15 +106,32 @@ class _Scanner:
         self._is_known = is_known
         self._tracker = StabilityTracker(stable_scans)
         self._lock = threading.Lock()
+        self._told_unmatched = False
 
     def __call__(self) -> tuple[list[PlannedFile], list[FileEntry]]:
         """(new eligible files with their splits, every eligible file version seen)."""
         with self._lock:
             eligible = self._tracker.observe(self._lister.list())
+            self._tell_unmatched()
             fresh = [e for e in eligible if not self._is_known(e)]
             fresh.sort(key=lambda e: (e.mtime_ns, e.path))
             planned = [self._plan(e) for e in fresh]
             return [p for p in planned if p is not None], eligible
+
+    def _tell_unmatched(self) -> None:
+        """Once per start: files the source does not read for their names' endings (an
+        unexpected compression, another format) would otherwise be passed over without a
+        word."""
+        unmatched = self._lister.unmatched
+        if self._told_unmatched or not unmatched:
+            return
+        self._told_unmatched = True
+        shown = ", ".join(f"'{n}'" for n in unmatched[:3])
+        more = f" and {len(unmatched) - 3} more" if len(unmatched) > 3 else ""
+        log.warning(
+            "file source: %d file(s) under '%s' are not read: their names do not end with %s "
+            "(%s%s); set source.file.extensions to read them", len(unmatched),
+            self._config.root, describe_extensions(self._config.extensions), shown, more)
 
     def _plan(self, entry: FileEntry) -> PlannedFile | None:
         try:

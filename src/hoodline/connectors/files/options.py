@@ -18,6 +18,7 @@ import codecs
 from typing import Any
 
 from hoodline.config import ConfigEnum, ConfigOption, ErrorTolerance, option
+from hoodline.connectors.files.compression import with_compressed
 
 
 class FileFormat(ConfigEnum):
@@ -52,7 +53,8 @@ FORMAT = option(
     "format",
     FileFormat,
     FileFormat.PARQUET,
-    "File format: 'parquet', 'jsonl' (one JSON object per line) or 'csv'.",
+    "File format: 'parquet', 'jsonl' (one JSON object per line) or 'csv'; JSON lines and CSV "
+    "files may be compressed (gzip, bzip2, Zstandard: see 'source.file.extensions').",
 )
 
 MODE = option(
@@ -101,7 +103,11 @@ EXTENSIONS = option(
     (),
     "Comma-separated file name endings to accept (case-insensitive), e.g. '.json,.ndjson'. "
     "Empty means the format's defaults: parquet '.parquet,.parq'; jsonl '.jsonl,.json,.ndjson'; "
-    "csv '.csv'.",
+    "csv '.csv'; for jsonl and csv each also compressed, ending in '.gz' (gzip), '.bz2' or "
+    "'.zst' (Zstandard), e.g. 'events.jsonl.gz'. A compressed file is read whole by one reader "
+    "(it has no byte ranges); one of JSON lines is decompressed first, in memory up to 64 MiB, "
+    "beyond that into the temporary directory. Files under 'path' with other endings are not "
+    "read; the first listing says how many there are.",
 )
 
 SCHEMA = option(
@@ -266,6 +272,6 @@ ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (
 
 DEFAULT_EXTENSIONS: dict[FileFormat, tuple[str, ...]] = {
     FileFormat.PARQUET: (".parquet", ".parq"),
-    FileFormat.JSONL: (".jsonl", ".json", ".ndjson"),
-    FileFormat.CSV: (".csv",),
+    FileFormat.JSONL: with_compressed((".jsonl", ".json", ".ndjson")),
+    FileFormat.CSV: with_compressed((".csv",)),
 }

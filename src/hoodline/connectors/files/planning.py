@@ -4,11 +4,12 @@
   about the target compressed size (the footer is read once, here).
 * JSON lines larger than the target (with ``split.jsonl-byte-ranges``): byte ranges of the target
   size; the reader aligns each to line starts.
-* Everything else (and every CSV file): one split for the whole file.
+* Everything else (every CSV file, every compressed file): one split for the whole file.
 """
 
 from __future__ import annotations
 
+from hoodline.connectors.files.compression import codec_of
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.discovery import FileEntry
 from hoodline.connectors.files.formats import plan_row_group_ranges
@@ -29,7 +30,8 @@ def plan_file(entry: FileEntry, config: FileSourceConfig) -> list[FileSourceSpli
                     )
                     for a, b in ranges
                 ]
-        elif config.format is FileFormat.JSONL and config.jsonl_byte_ranges:
+        elif (config.format is FileFormat.JSONL and config.jsonl_byte_ranges
+              and codec_of(entry.path) is None):  # a compressed stream has no byte ranges
             return [
                 FileSourceSplit(
                     entry.path,

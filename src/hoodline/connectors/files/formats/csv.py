@@ -1,4 +1,5 @@
-"""CSV with pyarrow.csv; a CSV split is always a whole file (quoted values may span lines).
+"""CSV with pyarrow.csv; a CSV split is always a whole file (quoted values may span lines), a
+compressed one (``.gz``, ``.bz2``, ``.zst``) read as a decompressing stream.
 
 With a declared schema the file is streamed (``open_csv``) with the declared column types; without
 one it is parsed at once (``read_csv``) so type inference sees every row. Already emitted rows
@@ -37,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from hoodline.config.arrow_types import format_type
+from hoodline.connectors.files.compression import codec_of, open_stream
 from hoodline.connectors.files.formats.conform import conform, skip_rows
 from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.rejections import (
@@ -151,6 +153,9 @@ def _options(
 
 
 def _source(path: str) -> str | BinaryIO:
+    codec = codec_of(path)
+    if codec is not None:
+        return open_stream(path, codec)
     return open_binary(path) if is_url(path) else path
 
 

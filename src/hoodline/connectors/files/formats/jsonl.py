@@ -18,7 +18,8 @@
   big files. On a parse error the split is scanned once more (error path only) to name the
   first offending line.
 
-Blank lines are ignored.
+Blank lines are ignored. A compressed file (``.gz``, ``.bz2``, ``.zst``) is one split, read from
+its decompressed text (:mod:`~hoodline.connectors.files.compression`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.json as pj
 
+from hoodline.connectors.files.compression import codec_of, open_decompressed
 from hoodline.connectors.files.formats.byte_range import (
     align_range,
     count_newlines_before,
@@ -68,15 +70,19 @@ def read_jsonl(
     rejected-records batches instead of failing the split (see the module docs); so do lines
     where a field of ``required`` is null or missing (a not-null field of the schema: also
     without ``isolate_records``, then failing the split)."""
-    try:
-        f = open_binary(split.path)  # closed in finally
-    except OSError as exc:
+    codec = codec_of(split.path)
+    try:  # closed in finally
+        if codec is None:
+            f, size = open_binary(split.path), split.size
+        else:
+            f, size = open_decompressed(split.path, codec)
+    except (OSError, pa.ArrowException) as exc:
         raise FileSourceError(f"{split.describe()} cannot be opened: {exc}") from exc
     try:
         if split.kind is SplitKind.BYTES:
             start, end = align_range(f, split.start, split.end, split.size)
         else:
-            start, end = 0, split.size
+            start, end = 0, size
         if end <= start:
             return
         to_skip = split.records_to_skip
