@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import json
 import os
 from pathlib import Path
 
@@ -88,6 +89,30 @@ def test_a_bad_line_of_a_compressed_file_is_named_by_its_line(data_dir: Path) ->
                                 tolerate_errors=True)
     assert _kinds(split_of(packed), tolerant) == [
         ("row", 1), ("row", 2), ("bad", ("unparseable", "line 3", b"{nope")), ("row", 4)]
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_byte_order_mark_at_the_start_of_json_lines_is_skipped(
+    data_dir: Path, declared: bool
+) -> None:
+    """Windows tools write UTF-8 with a BOM; the first line used to be refused for it. Line
+    numbers still count from the file's first line; a resumed read skips the same rows."""
+    p = data_dir / "bom.jsonl"
+    p.write_bytes(b"\xef\xbb\xbf" + b"".join(
+        json.dumps({"id": i, "name": f"n{i}"}).encode() + b"\n" for i in range(50)))
+    config = FileSourceConfig(root=str(data_dir), format="jsonl",
+                              schema=SCHEMA if declared else None, block_size=1024)
+    assert ids(split_of(p), config) == list(range(50))
+    assert ids(split_of(p, skip=7), config) == list(range(7, 50))
+    ranges = FileSourceConfig(root=str(data_dir), format="jsonl", schema=SCHEMA,
+                              split_target_size=1024)
+    st = p.stat()
+    splits = plan_file(FileEntry(str(p), st.st_size, st.st_mtime_ns), ranges)
+    assert len(splits) > 1 and [i for s in splits for i in ids(s, ranges)] == list(range(50))
+    p.write_bytes(b"\xef\xbb\xbf" + b'{"id": 1, "name": "a"}\n{oops\n')
+    with pytest.raises(FileSourceError, match=r"bom\.jsonl' line 2"):
+        list(read_split(split_of(p), FileSourceConfig(root=str(data_dir), format="jsonl",
+                                                      schema=SCHEMA)))
 
 
 def test_a_corrupt_compressed_file_is_named(data_dir: Path) -> None:

@@ -18,8 +18,9 @@
   big files. On a parse error the split is scanned once more (error path only) to name the
   first offending line.
 
-Blank lines are ignored. A compressed file (``.gz``, ``.bz2``, ``.zst``) is one split, read from
-its decompressed text (:mod:`~hoodline.connectors.files.compression`).
+Blank lines are ignored, and so is a UTF-8 byte order mark at the start of a file. A compressed
+file (``.gz``, ``.bz2``, ``.zst``) is one split, read from its decompressed text
+(:mod:`~hoodline.connectors.files.compression`).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def read_jsonl(
             start, end = align_range(f, split.start, split.end, split.size)
         else:
             start, end = 0, size
+        if start == 0 and _starts_with_bom(f, end):
+            start = len(_UTF8_BOM)  # as Windows tools write it; JSON readers may skip it
         if end <= start:
             return
         to_skip = split.records_to_skip
@@ -107,6 +110,16 @@ def read_jsonl(
             raise FileSourceError(_describe_error(f, split, start, end, exc)) from exc
     finally:
         f.close()
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _starts_with_bom(f: BinaryIO, end: int) -> bool:
+    if end < len(_UTF8_BOM):
+        return False
+    f.seek(0)
+    return f.read(len(_UTF8_BOM)) == _UTF8_BOM
 
 
 def _inferred_batches(
