@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hoodline.connectors.kafka.rounds import after_round, plan_round
+from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.split import KafkaPartitionSplit as S
 from hoodline.connectors.kafka.split import TopicPartition as TP
 
@@ -20,6 +20,16 @@ def test_small_backlogs_read_fully_rest_shared() -> None:
         0: [S("t", 0, 10, 1010), S("t", 1, 0, 4)],
         1: [S("t", 2, 5, 8)],
     }
+
+
+def test_positions_past_the_end_are_found_and_moved() -> None:
+    """A position past its partition's end means the partition lost records it had (a topic
+    deleted and created again): found in partition order; an unknown partition is not."""
+    splits = {0: [S("t", 1, 100), S("t", 0, 100, 500)], 1: [S("t", 2, 7), S("u", 0, 3)]}
+    ends = {TP("t", 0): 30, TP("t", 1): 100, TP("t", 2): 5}
+    assert past_end(splits, ends) == [S("t", 0, 100, 500), S("t", 2, 7)]
+    assert restarted(splits, {TP("t", 0): 0, TP("t", 2): 2}) == {
+        0: [S("t", 1, 100), S("t", 0, 0, 500)], 1: [S("t", 2, 2), S("u", 0, 3)]}
 
 
 def test_after_round_restores_the_real_stop() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA, KafkaPartitionSplit, KafkaSource
 from hoodline.connectors.kafka.plugin import KafkaPlugin
+from hoodline.errors import KafkaOffsetOutOfRangeError, KafkaSourceError
 from hoodline.pipeline.plugin import PlanReading
 from hoodline.runtime.source_rounds import SourceCheckpoint, SourceRounds
 from tests.connectors.kafka.helpers import KafkaTestCluster, record_value, unique_topic
@@ -123,3 +124,69 @@ def test_rounds_with_budget_failures_rescaling_and_task_retries_read_exactly_onc
 
     values = Counter(pa.concat_tables(committed)["value"].to_pylist())
     assert values == produced
+
+
+def _delete_topic(kafka: KafkaTestCluster, topic: str) -> None:
+    for f in kafka.admin.delete_topics([topic]).values():
+        f.result(timeout=10)
+    time.sleep(0.5)
+
+
+@pytest.mark.parametrize("policy", ["fail", "earliest"])
+def test_a_topic_deleted_and_created_again_is_not_read_past_silently(
+    kafka: KafkaTestCluster, policy: str
+) -> None:
+    """Positions of the old topic (100 per partition) are past the new one's end (30): the
+    rounds waited for offset 100 and then read from there, losing offsets 0..99 of the new
+    topic, with lag 0. Now: 'fail' stops naming partitions, positions and ends; 'earliest'
+    reads the new topic from its start."""
+    topic = kafka.create_topic(unique_topic("recreated"), 2)
+    kafka.produce(topic, {0: 100, 1: 100})
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
+    committed: list[pa.Table] = []
+    job = KafkaRounds(source, 2, None)
+    job.commit(job.read_round(1000), committed)
+    assert rows(committed) == 200
+    job.rounds.close()
+    job.plugin.close()
+    _delete_topic(kafka, topic)
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 30, 1: 30})
+    job = KafkaRounds(source, 2, job.last)
+    if policy == "fail":
+        with pytest.raises(KafkaOffsetOutOfRangeError) as info:
+            job.read_round(1000)
+        assert (f"past the end of partition(s) {topic}-0 (position 100, end offset 30), "
+                f"{topic}-1 (position 100, end offset 30): the topic was deleted and "
+                "re-created") in str(info.value)
+        assert "'offsets.out-of-range' = 'earliest'" in str(info.value)
+    else:
+        job.commit(job.read_round(1000), committed)
+        assert rows(committed) == 260
+        new = sorted(v for t in committed[-2:] for v in t["value"].to_pylist())
+        assert new == sorted(record_value(topic, p, i) for p in (0, 1) for i in range(30))
+    job.rounds.close()
+    job.plugin.close()
+
+
+def test_positions_in_a_deleted_topic_are_named_not_blamed_on_the_brokers(
+    kafka: KafkaTestCluster,
+) -> None:
+    topic = kafka.create_topic(unique_topic("deleted"), 1)
+    kafka.produce(topic, {0: 10})
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+        "scan.fetch.timeout": 0.05, "scan.broker-unavailable.timeout": 2})
+    job = KafkaRounds(source, 1, None)
+    job.commit(job.read_round(1000), [])
+    job.rounds.close()
+    job.plugin.close()
+    _delete_topic(kafka, topic)
+    job = KafkaRounds(source, 1, job.last)
+    with pytest.raises(KafkaSourceError, match=rf"topic\(s\) '{topic}' no longer exist on the "
+                       r"brokers .*they were deleted. Create them again"):
+        job.read_round(1000)
+    job.rounds.close()
+    job.plugin.close()

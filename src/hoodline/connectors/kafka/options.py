@@ -144,9 +144,15 @@ OFFSETS_OUT_OF_RANGE = option(
     "offsets.out-of-range",
     OffsetsOutOfRange,
     OffsetsOutOfRange.FAIL,
-    "What a reader does when a split's next offset no longer exists (retention deleted it): "
-    "'fail' (default, error naming topic, partition and offset) or 'earliest' (skip to the "
-    "earliest available offset and log a warning: the skipped records are lost).",
+    "What happens when a split's next offset no longer exists: retention deleted it, or the "
+    "position stored in the table's checkpoint is past the partition's end (the topic was "
+    "deleted and created again, or truncated, after it was read). 'fail' (default): stop with "
+    "an error naming topic, partition, offset (and end offset). 'earliest': go on from the "
+    "earliest available offset and log a warning (records deleted by retention are lost; a "
+    "re-created topic is read from its start). This is noticed while the partition's end is "
+    "below the stored position: a topic re-created while the pipeline is stopped that already "
+    "holds more records than that is read from the stored position on. After re-creating a "
+    "topic, start a new table or restart the pipeline before refilling it.",
 )
 FETCH_MAX_RECORDS = option(
     "scan.fetch.max-records",

@@ -31,6 +31,7 @@ Bad records become error rows positioned by topic, partition and offset (error i
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,10 +41,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
-from hoodline.connectors.kafka.rounds import after_round, plan_round
+from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
+from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import ConfigError, PipelineError
+from hoodline.errors import (
+    ConfigError,
+    KafkaBrokerUnavailableError,
+    KafkaOffsetOutOfRangeError,
+    KafkaSourceError,
+    PipelineError,
+)
 from hoodline.formats.debezium import (
     EVENT_COLUMNS,
     DebeziumJsonDecoder,
@@ -109,6 +117,8 @@ RAW_KAFKA_SCHEMA = pa.schema(
 )
 
 _POSITIONS = ["topic", "partition", "offset", "key", "timestamp"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -509,7 +519,50 @@ class KafkaPlugin(SourcePlugin):
     def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         if self._client is None:
             self._client = self.source.metadata_client()
-        return self._client.latest_offsets(tps)
+        try:
+            return self._client.latest_offsets(tps)
+        except KafkaBrokerUnavailableError:
+            raise
+        except KafkaSourceError as exc:
+            # a topic the positions name may be gone: say so rather than "check the brokers"
+            try:
+                present = self._client.topic_partition_counts()
+            except KafkaSourceError:
+                raise exc from None
+            gone = sorted({tp.topic for tp in tps} - set(present))
+            if not gone:
+                raise
+            raise KafkaSourceError(
+                f"topic(s) {', '.join(repr(t) for t in gone)} no longer exist on the brokers "
+                f"({self.source.config.client_properties.get('bootstrap.servers', '?')}), but "
+                "the table's checkpoint holds positions in them: they were deleted. Create them "
+                "again to go on ('offsets.out-of-range' decides where a re-created topic is "
+                "read from), or write to a new table"
+            ) from exc
+
+    def _restart_points(
+        self, past: list[KafkaPartitionSplit], ends: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Where splits positioned past their partition's end go on (``offsets.out-of-range``
+        = earliest: the partition's earliest offset), or the error that stops the source."""
+        where = ", ".join(f"{s.topic}-{s.partition} (position {s.starting_offset}, end offset "
+                          f"{ends[s.topic_partition]})" for s in past[:5])
+        more = f" and {len(past) - 5} more" if len(past) > 5 else ""
+        if self.source.config.offsets_out_of_range is not OffsetsOutOfRange.EARLIEST:
+            raise KafkaOffsetOutOfRangeError(
+                f"the table's checkpoint holds positions past the end of partition(s) "
+                f"{where}{more}: the topic was deleted and re-created, or its records were "
+                "deleted, after they were read. Set 'offsets.out-of-range' = 'earliest' to read "
+                "such partitions from their earliest offset, or write to a new table"
+            )
+        assert self._client is not None  # _latest made it
+        earliest = self._client.earliest_offsets([s.topic_partition for s in past])
+        log.warning("positions past the end of partition(s) %s%s (the topic was deleted and "
+                    "re-created, or truncated): reading them from their earliest offsets %s "
+                    "('offsets.out-of-range' = 'earliest')", where, more,
+                    ", ".join(f"{tp.topic}-{tp.partition}={o}" for tp, o in sorted(
+                        earliest.items())))
+        return earliest
 
     def bound(
         self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int
@@ -517,6 +570,9 @@ class KafkaPlugin(SourcePlugin):
         held = {i: list(p.splits) for i, p in plans.items()}
         tps = sorted({s.topic_partition for splits in held.values() for s in splits})
         ends = self._latest(tps) if tps else {}
+        past = past_end(held, ends)
+        if past:
+            held = restarted(held, self._restart_points(past, ends))
         if self._targets is None:
             if tps:
                 self._targets = dict(ends)

@@ -1,7 +1,10 @@
 """Bounding Kafka splits to one checkpoint round (for round-based runtimes such as Spark).
 
 A Kafka split is unbounded (or bounded far away); a round reads a deterministic slice of it:
-``[position, round_end)``. :func:`plan_round` fixes every split's round end from the partitions'
+``[position, round_end)``. :func:`past_end` finds splits whose position lies beyond their
+partition's end (the topic was deleted and re-created, or truncated, after they were read), which
+the driver refuses or moves with :func:`restarted` (``offsets.out-of-range``) before
+:func:`plan_round` fixes every split's round end from the partitions'
 current end offsets and a record budget for the whole round, spread fairly over the splits
 (water-filling: small backlogs are read fully, the rest share what is left evenly, in split order
 for the remainder). The plan depends only on its inputs, so a retried Spark task reads exactly the
@@ -81,3 +84,32 @@ def after_round(original: KafkaPartitionSplit, read: KafkaPartitionSplit) -> Kaf
     return KafkaPartitionSplit(
         original.topic, original.partition, read.starting_offset, original.stopping_offset
     )
+
+
+def past_end(
+    reader_splits: Mapping[int, Sequence[KafkaPartitionSplit]],
+    end_offsets: Mapping[TopicPartition, int],
+) -> list[KafkaPartitionSplit]:
+    """Splits positioned beyond their partition's end offset, in partition order. A position is
+    never past an end the source saw (a round reads up to one), so the partition lost records
+    it had: the topic was deleted and re-created, or truncated. Unknown partitions are not."""
+    out = [s for splits in reader_splits.values() for s in splits
+           if s.topic_partition in end_offsets
+           and end_offsets[s.topic_partition] < s.starting_offset]
+    return sorted(out, key=lambda s: s.topic_partition)
+
+
+def restarted(
+    reader_splits: Mapping[int, Sequence[KafkaPartitionSplit]],
+    starts: Mapping[TopicPartition, int],
+) -> dict[int, list[KafkaPartitionSplit]]:
+    """Every reader's splits, those of ``starts`` positioned there instead."""
+    return {
+        reader: [
+            KafkaPartitionSplit(s.topic, s.partition, starts[s.topic_partition],
+                                s.stopping_offset)
+            if s.topic_partition in starts else s
+            for s in splits
+        ]
+        for reader, splits in reader_splits.items()
+    }
