@@ -52,6 +52,7 @@ properties.bootstrap.servers = "{broker.bootstrap_servers}"
 properties.sasl.password = "{SECRET}"
 [table]
 path = "{table}"
+name = "orders"
 record-key = ["id"]
 partition-fields = ["region"]
 precombine-field = "ts"
@@ -91,7 +92,9 @@ round.min-interval = 0
         if meta.is_file():
             assert SECRET.encode() not in meta.read_bytes()
 
-    # continuous run: new data is committed, then SIGTERM stops it cleanly after the round
+    # continuous run: new data is committed, then SIGTERM stops it cleanly after the round;
+    # without table.name the table keeps its own, and the metrics are labelled with it
+    cfg.write_text(cfg.read_text().replace('name = "orders"\n', ""))
     stream.produce(300, 200, deletes=0.1)
     before = len(hudi_completed_commits(table))
     port = _free_port()
@@ -116,6 +119,7 @@ round.min-interval = 0
             time.sleep(0.3)
         assert read is not None and float(read.group(1)) == 300, scraped[-2000:]
         assert re.search(r'^hoodline_lag_records\{[^}]*partition="' + topic, scraped, re.M)
+        assert 'table="orders"' in read.group(0), read.group(0)
         proc2.send_signal(signal.SIGTERM)  # as docker stop / Kubernetes / systemd stop it
         out2, err2 = proc2.communicate(timeout=60)
     finally:

@@ -203,7 +203,7 @@ def run(
     load_plugin(cfg).preflight()
     table = open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
-    metrics = _start_metrics(cfg, metrics_port, metrics_host)
+    metrics = _start_metrics(cfg, table.config.name, metrics_port, metrics_host)
     if metrics is not None:
         metrics.start_from(table)  # a restart reports the table's last commit at once
     previous: Any = None
@@ -270,13 +270,16 @@ def _abort_now(code: int) -> NoReturn:
         os._exit(code)
 
 
-def _start_metrics(cfg: PipelineConfig, port: int | None, host: str) -> PipelineMetrics | None:
-    """The metrics server of ``--metrics-port`` (None without it); says where it listens."""
+def _start_metrics(
+    cfg: PipelineConfig, table_name: str, port: int | None, host: str
+) -> PipelineMetrics | None:
+    """The metrics server of ``--metrics-port`` (None without it), its series labelled with the
+    table's stored name; says where it listens."""
     if port is None:
         return None
     from hoodline.pipeline.metrics import PipelineMetrics
 
-    metrics = PipelineMetrics(cfg.table.name, str(cfg.source.type))
+    metrics = PipelineMetrics(table_name, str(cfg.source.type))
     try:
         bound = metrics.serve(port, host)
     except OSError as exc:

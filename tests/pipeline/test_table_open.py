@@ -72,6 +72,20 @@ def test_an_ordering_field_other_than_the_tables_is_refused(tmp_path: Path) -> N
         open_target_table(_cfg(tmp_path / "t", **{"precombine-field": "id"}))
 
 
+def test_another_table_name_is_refused_and_a_left_out_one_keeps_the_tables(
+    tmp_path: Path,
+) -> None:
+    """A changed table.name was taken without a word while the table kept its own (and the
+    metrics were labelled with the new one). Java's writers refuse it too."""
+    open_target_table(_cfg(tmp_path / "t", name="orders"))
+    _settled(tmp_path / "t")
+    with pytest.raises(ConfigError, match=r"is named 'orders' \(hoodie.table.name\), but the "
+                       r"pipeline sets table.name = 'renamed'"):
+        open_target_table(_cfg(tmp_path / "t", name="renamed"))
+    assert open_target_table(_cfg(tmp_path / "t")).config.name == "orders"
+    assert open_target_table(_cfg(tmp_path / "t", name="orders")).config.name == "orders"
+
+
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_the_payload_class_is_stored_and_writers_must_match_it(
     tmp_path: Path, table_type: str

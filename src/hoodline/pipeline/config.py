@@ -203,7 +203,9 @@ TABLE_PATH = option(
     validator=lambda v: None if v.strip() else "give the table's base path",
 )
 TABLE_NAME = option(
-    "table.name", str, "", "Table name stored in hoodie.properties; default: last path element."
+    "table.name", str, "", "Table name stored in hoodie.properties (hoodie.table.name) when the "
+    "table is created; default: last path element. An existing table keeps its name: a "
+    "different one set here is refused."
 )
 RECORD_KEY = option(
     "table.record-key",
@@ -430,6 +432,9 @@ class TableSection:
     partition_kinds: tuple[PartitionKind, ...] = ()
     #: ``[table.storage]``: object store settings; secret values are masked in repr
     storage: Mapping[str, object] = field(default_factory=MaskedDict)
+    #: ``table.name`` was set (else :attr:`name` is the path's last element, and an existing
+    #: table's own name is kept)
+    name_set: bool = False
 
     @property
     def storage_options(self) -> dict[str, str]:
@@ -633,6 +638,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         delete_field=tbl.get(DELETE_FIELD) or None,
         options=passthrough.get(("table", "options"), MaskedDict()),
         storage=passthrough.get(("table", "storage"), MaskedDict()),
+        name_set=bool(tbl.get(TABLE_NAME)),
     )
     runtime = RuntimeSection(
         master=run.get(RUNTIME_MASTER),

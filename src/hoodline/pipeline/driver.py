@@ -238,7 +238,7 @@ class RoundDriver:
             data_schema = client.plan_schema(record_schema, operation)
             if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(
-                    open_error_table(cfg.errors.table_path, f"{cfg.table.name}_errors",
+                    open_error_table(cfg.errors.table_path, f"{client.table.config.name}_errors",
                                      cfg.table.storage_options)
                 ).open()
             rounds: SourceRounds[Any, Any] = SourceRounds(

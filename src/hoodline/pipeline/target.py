@@ -162,6 +162,13 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
         adopt_index(table, t.index, t.bucket_count)
     adopt_key_generator(table, t.key_generator, t.partition_kinds, t.options)
     c = table.config
+    if t.name_set and c.name != t.name:
+        # as Java's writers refuse a hoodie.table.name that differs from the table's
+        raise ConfigError(
+            f"table '{t.path}' is named {c.name!r} (hoodie.table.name), but the pipeline sets "
+            f"table.name = {t.name!r}; an existing table keeps its name: set the table's, or "
+            "leave table.name out"
+        )
     if c.table_type is not t.table_type:
         raise ConfigError(
             f"table '{t.path}' is {c.table_type}, but the pipeline sets table.type = "
