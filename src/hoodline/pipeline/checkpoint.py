@@ -75,7 +75,7 @@ class PipelineCheckpoint:
         if source_identity != self.source_identity:
             raise CheckpointMismatchError(
                 f"table '{table}' was written from source {self.source_identity!r} (round "
-                f"{self.round_id}) but the pipeline now reads {source_identity!r}; positions "
-                f"would not mean the same records. Write to a new table path, or restore the "
-                f"original source settings"
+                f"{self.round_id}) but the pipeline now reads {source_identity!r}; a table "
+                f"keeps the source its checkpoint's positions are of. Write to a new table "
+                f"path, or restore the original source settings"
             )

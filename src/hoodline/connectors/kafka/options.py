@@ -44,20 +44,25 @@ TOPIC = option(
     tuple,
     (),
     "Topics to read (list or comma-separated). Exactly one of 'topic', 'topic-pattern' and "
-    "'partitions' must be set.",
+    "'partitions' must be set. A table keeps the subscription its first commit was read with "
+    "(the positions in its checkpoint are of those topics): a pipeline that subscribes "
+    "otherwise (another topic list, a pattern instead) is refused; write it to a new table. "
+    "To take in topics created later, subscribe with 'topic-pattern'.",
 )
 TOPIC_PATTERN = option(
     "topic-pattern",
     str,
     "",
     "Regular expression (full match) of the topics to read; topics created later that match are "
-    "picked up by partition discovery and read from their earliest offset.",
+    "picked up by partition discovery and read from their earliest offset. The pattern itself "
+    "is kept by the table, as 'topic' is.",
 )
 PARTITIONS = option(
     "partitions",
     tuple,
     (),
-    "Explicit partitions to read, as 'topic:partition' items (list or comma-separated).",
+    "Explicit partitions to read, as 'topic:partition' items (list or comma-separated). Kept by "
+    "the table, as 'topic' is.",
 )
 STARTUP_MODE = option(
     "scan.startup.mode",
