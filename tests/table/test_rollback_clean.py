@@ -110,8 +110,11 @@ def test_rollback_of_requested_only_instant(table: HudiTable, writer: HandWriter
     req = table.timeline.create_requested("commit", ts)
     rb = rollback_instant(table, req)
     assert rb.action == "rollback" and table.timeline.pending() == []
-    with pytest.raises(TimelineError, match="completed"):
-        rollback_instant(table, table.timeline.completed_commits()[0])
+    done = table.timeline.completed_commits()[0]
+    with pytest.raises(TimelineError, match=rf"^commit {done.timestamp} completed; rolling back "
+                       r"completed instants is not supported \(only what a killed writer left "
+                       r"pending\)$"):
+        rollback_instant(table, done)
     assert_hudi_matches_hoodline(table)
 
 

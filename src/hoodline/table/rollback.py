@@ -216,8 +216,8 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
         raise TimelineError(f"instant {instant} is not on the timeline of '{table.base_path}'")
     if current.is_completed:
         raise TimelineError(
-            f"{current.describe()} is completed; rolling back completed instants is not "
-            "supported"
+            f"{current.action} {current.timestamp} completed; rolling back completed instants "
+            "is not supported (only what a killed writer left pending)"
         )
     if current.action == COMPACTION:
         raise TimelineError(
