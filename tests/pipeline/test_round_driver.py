@@ -354,7 +354,7 @@ def test_the_stored_checkpoint_names_the_source_and_refuses_another_one(
     _write_file(other, "x.jsonl", _rows(range(3)))
     from hoodline.errors import CheckpointMismatchError
 
-    with pytest.raises(CheckpointMismatchError, match="positions would not mean the same"):
+    with pytest.raises(CheckpointMismatchError, match="a table keeps the source its checkpoint"):
         _driver(_config(other, table), InProcessEngine())[0].run(once=True)
 
 
