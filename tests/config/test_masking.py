@@ -51,3 +51,15 @@ def test_kafka_and_pipeline_mask_the_same_keys(key: str) -> None:
     assert kafka_shown == pipeline_shown == (MASK if key in SECRET_KEYS else value)
     for shown in (repr(kafka), repr(pipeline)):
         assert (value in shown) is (key in PLAIN_KEYS)
+
+
+def test_passwords_inside_urls_are_masked_whatever_the_key() -> None:
+    """confluent-kafka's registry client takes basic-auth credentials in its URL."""
+    from hoodline.config.masking import mask_secrets, mask_url_credentials
+
+    shown = mask_secrets({"schema.registry.url": "http://alice:UrlPw0rd77@reg:8081/x",
+                          "other": "https://host:443/a:b@c", "n": 3})
+    assert shown == {"schema.registry.url": "http://alice:***@reg:8081/x",
+                     "other": "https://host:443/a:b@c", "n": 3}
+    assert mask_url_credentials("Invalid url alice:pw@x, see http://u:p@h and s3://k:s@b/p") == (
+        "Invalid url alice:pw@x, see http://u:***@h and s3://k:***@b/p")

@@ -9,13 +9,22 @@ import socket
 import pytest
 from confluent_kafka.schema_registry.common._httpx_compat import httpx
 
-from hoodline.errors import ConfigError, SchemaRegistryUnavailableError, is_retryable
+from hoodline.errors import (
+    ConfigError,
+    SchemaRegistryError,
+    SchemaRegistryUnavailableError,
+    is_retryable,
+)
 from hoodline.formats.registry import (
+    UNKNOWN,
     RegistrySettings,
+    WriterSchema,
     _asking,
     fetch_subject_schema,
     take_unavailable_timeout,
+    writer_schema,
 )
+from tests.helpers.schema_registry import SchemaRegistry
 
 
 class _Answer(Exception):
@@ -102,4 +111,52 @@ def test_a_registry_nobody_listens_on_is_unavailable() -> None:
     settings = RegistrySettings(((("url", f"http://127.0.0.1:{port}"),)), "t-value",
                                 unavailable_timeout_s=0)
     with pytest.raises(SchemaRegistryUnavailableError, match="ConnectError"):
+        fetch_subject_schema(settings)
+
+
+def _avro(name: str) -> dict[str, object]:
+    return {"type": "record", "name": name, "fields": [{"name": "id", "type": "long"}]}
+
+
+def test_an_unknown_schema_id_is_asked_again_once_registered(
+    schema_registry: SchemaRegistry,
+) -> None:
+    """A record with an id the registry does not know yet went on being an unknown schema for
+    the life of the process, after the id was registered."""
+    settings = RegistrySettings((("url", schema_registry.url),), "t-value")
+    next_id = schema_registry.state.next_id + 1000
+    schema_registry.state.next_id = next_id
+    assert writer_schema(settings, next_id) == UNKNOWN
+    assert schema_registry.register(f"late-{next_id}-value", _avro("Late")) == next_id
+    found = writer_schema(settings, next_id)
+    assert isinstance(found, WriterSchema) and found.schema_id == next_id
+
+
+def test_a_404_that_is_not_the_registrys_answer_is_a_failure_not_an_unknown_id(
+    schema_registry: SchemaRegistry,
+) -> None:
+    """A wrong URL path (a proxy prefix left out) answers 404 to everything: every record was
+    an 'unknown schema' in the error table and the run ended well."""
+    sid = schema_registry.register("known-value", _avro("Known"))
+    settings = RegistrySettings((("url", f"{schema_registry.url}/wrong/prefix"),), "t-value")
+    with pytest.raises(SchemaRegistryError, match=rf"failed to return schema id {sid}: "):
+        writer_schema(settings, sid)
+
+
+def test_a_password_in_the_registry_url_is_masked_in_messages() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = RegistrySettings(((("url", f"http://alice:UrlPw0rd77@127.0.0.1:{port}"),)),
+                                "t-value", unavailable_timeout_s=0)
+    with pytest.raises(SchemaRegistryUnavailableError) as info:
+        fetch_subject_schema(settings)
+    assert "UrlPw0rd77" not in str(info.value) and "http://alice:***@127.0.0.1" in str(info.value)
+    assert "UrlPw0rd77" not in repr(settings)
+
+
+def test_a_registry_client_number_that_is_not_one_is_named() -> None:
+    settings = RegistrySettings((("url", "http://127.0.0.1:1"), ("timeout", "abc")), "t-value")
+    with pytest.raises(ConfigError, match=r"option 'schema.registry.timeout' has invalid value "
+                       r"'abc': must be an integer"):
         fetch_subject_schema(settings)

@@ -7,6 +7,7 @@ secret everywhere or nowhere.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 #: A key is secret when it contains one of these (case-insensitive): SASL/SSL passwords, private
@@ -28,9 +29,22 @@ def is_secret_key(key: str) -> bool:
     return any(marker in low for marker in SECRET_MARKERS)
 
 
+#: ``scheme://user:password@`` in a URL (clients such as the Schema Registry's take basic-auth
+#: credentials there)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)[^/@\s]*(?P<at>@)")
+
+
+def mask_url_credentials(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@host`` masked."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}{m['at']}", text)
+
+
 def mask_secrets(values: Mapping[str, object]) -> dict[str, object]:
-    """A copy safe to log: values of secret keys replaced by :data:`MASK`."""
-    return {k: (MASK if is_secret_key(k) else v) for k, v in values.items()}
+    """A copy safe to log: values of secret keys replaced by :data:`MASK`, passwords inside
+    URLs masked."""
+    return {k: (MASK if is_secret_key(k)
+                else mask_url_credentials(v) if isinstance(v, str) else v)
+            for k, v in values.items()}
 
 
 class MaskedDict(dict[str, object]):

@@ -32,11 +32,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 
 from hoodline.config.enums import ConfigEnum
-from hoodline.config.masking import mask_secrets
+from hoodline.config.masking import MASK, mask_secrets, mask_url_credentials
 from hoodline.config.units import Duration
 from hoodline.errors import (
     ConfigError,
@@ -122,6 +123,18 @@ class RegistrySettings:
     def url(self) -> str:
         return dict(self.client)["url"]
 
+    @property
+    def shown_url(self) -> str:
+        """:attr:`url` for messages: a password in it masked."""
+        return mask_url_credentials(self.url)
+
+    def redact(self, text: str) -> str:
+        """``text`` (a message, maybe quoting the client's errors) without the password of
+        :attr:`url`, also where the client quotes the URL without its scheme."""
+        password = urlsplit(self.url).password
+        text = mask_url_credentials(text)
+        return text.replace(password, MASK) if password else text
+
     def __repr__(self) -> str:
         shown = mask_secrets(dict(self.client))
         return (f"RegistrySettings(client={shown!r}, subject={self.subject!r}, "
@@ -142,31 +155,44 @@ def _client(settings: RegistrySettings) -> Any:
         found = _clients.get(settings.client)
         if found is None:
             conf: dict[str, Any] = dict(settings.client)
-            for key in ("timeout", "max.retries", "retries.wait.ms", "retries.max.wait.ms",
-                        "cache.capacity"):
+            numbers: dict[str, type[int] | type[float]] = {
+                "timeout": int, "max.retries": int, "retries.wait.ms": int,
+                "retries.max.wait.ms": int, "cache.capacity": int, "cache.latest.ttl.sec": float}
+            for key, kind in numbers.items():
                 if key in conf:
-                    conf[key] = int(conf[key])
-            if "cache.latest.ttl.sec" in conf:
-                conf["cache.latest.ttl.sec"] = float(conf["cache.latest.ttl.sec"])
+                    try:
+                        conf[key] = kind(conf[key])
+                    except ValueError:
+                        raise ConfigError(
+                            f"option '{REGISTRY_PREFIX}{key}' has invalid value {conf[key]!r}: "
+                            f"must be {'an integer' if kind is int else 'a number'}"
+                        ) from None
             try:
                 found = SchemaRegistryClient(conf)
             except (ValueError, TypeError) as exc:
                 shown = ", ".join(f"{REGISTRY_PREFIX}{k}" for k in sorted(conf))
-                raise ConfigError(
+                raise ConfigError(settings.redact(
                     f"Schema Registry client settings ({shown}) are invalid: {exc}"
-                ) from None
+                )) from None
             _clients[settings.client] = found
         return found
 
 
-def _not_found(exc: Exception) -> bool:
-    return getattr(exc, "http_status_code", None) == 404
+#: Confluent's error codes of a 404: subject, version, schema (id) not found
+SUBJECT_NOT_FOUND, VERSION_NOT_FOUND, SCHEMA_NOT_FOUND = 40401, 40402, 40403
+
+
+def _not_found(exc: Exception, *codes: int) -> bool:
+    """A registry's answer that one of ``codes`` is not there. A 404 without such a code (a
+    wrong URL path, a proxy's page) is not: that registry answers nothing."""
+    return (getattr(exc, "http_status_code", None) == 404
+            and getattr(exc, "error_code", None) in codes)
 
 
 def _registry_failure(settings: RegistrySettings, what: str, exc: Exception) -> SchemaRegistryError:
-    return SchemaRegistryError(
-        f"Schema Registry {settings.url} failed to return {what}: {type(exc).__name__}: {exc}"
-    )
+    return SchemaRegistryError(settings.redact(
+        f"Schema Registry {settings.shown_url} failed to return {what}: {type(exc).__name__}: {exc}"
+    ))
 
 
 #: HTTP statuses of a registry that is there but cannot answer now
@@ -207,19 +233,19 @@ def _asking(
                 raise
             elapsed = clock() - started
             if elapsed >= budget:
-                raise SchemaRegistryUnavailableError(
-                    f"Schema Registry {settings.url} (option '{REGISTRY_PREFIX}url') is "
+                raise SchemaRegistryUnavailableError(settings.redact(
+                    f"Schema Registry {settings.shown_url} (option '{REGISTRY_PREFIX}url') is "
                     f"unavailable: fetching {what} failed {attempts} time(s) over "
                     f"{elapsed:.1f}s, giving up after '{REGISTRY_PREFIX}{UNAVAILABLE_TIMEOUT}' = "
                     f"{budget:g}s. Last error: {type(exc).__name__}: {exc}. Check that the "
                     "registry runs and is reachable from this machine at that URL."
-                ) from exc
+                )) from exc
             wait = min(backoff, budget - elapsed)
             log.warning(
                 "Schema Registry %s unavailable: fetching %s failed (attempt %d, %.1fs so far): "
-                "%s: %s; retrying in %.1fs, giving up after '%s%s' = %gs", settings.url, what,
-                attempts, elapsed, type(exc).__name__, exc, wait, REGISTRY_PREFIX,
-                UNAVAILABLE_TIMEOUT, budget)
+                "%s: %s; retrying in %.1fs, giving up after '%s%s' = %gs", settings.shown_url, what,
+                attempts, elapsed, type(exc).__name__, settings.redact(str(exc)), wait,
+                REGISTRY_PREFIX, UNAVAILABLE_TIMEOUT, budget)
             sleep(wait)
             backoff = min(backoff * 2, 16.0)
 
@@ -273,12 +299,10 @@ def writer_schema(settings: RegistrySettings, schema_id: int) -> WriterSchema | 
     except SchemaRegistryUnavailableError:
         raise
     except Exception as exc:
-        if _not_found(exc):
-            result: WriterSchema | str = UNKNOWN
-        else:
-            raise _registry_failure(settings, f"schema id {schema_id}", exc) from exc
-    else:
-        result = _parse_writer(schema_id, schema, client)
+        if _not_found(exc, SCHEMA_NOT_FOUND):
+            return UNKNOWN  # not cached: it may be registered by the next time it is asked
+        raise _registry_failure(settings, f"schema id {schema_id}", exc) from exc
+    result = _parse_writer(schema_id, schema, client)
     with _writers_lock:
         _writers[key] = result
     return result
@@ -426,10 +450,10 @@ def fetch_subject_schema(settings: RegistrySettings,
     except SchemaRegistryUnavailableError:
         raise
     except Exception as exc:
-        if _not_found(exc):
+        if _not_found(exc, SUBJECT_NOT_FOUND, VERSION_NOT_FOUND):
             raise ConfigError(
-                f"Schema Registry {settings.url} has no {what}: register the schema first or "
-                "set source.schema-subject / source.schema-version"
+                f"Schema Registry {settings.shown_url} has no {what}: register the schema first "
+                "or set source.schema-subject / source.schema-version"
             ) from None
         raise _registry_failure(settings, what, exc) from exc
     parsed = _parse_writer(int(registered.schema_id), registered.schema, client)
