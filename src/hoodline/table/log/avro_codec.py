@@ -476,7 +476,7 @@ def record_list(
 
 
 def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
-    parsed = fastavro.parse_schema(schema)
+    parsed = fastavro.parse_schema(_without_raw_logical(schema))
     out = []
     for row in table.to_pylist():
         buf = io.BytesIO()
@@ -938,12 +938,31 @@ def _has_bytes_decimal(fields: list[FlatField] | tuple[FlatField, ...]) -> bool:
                for f in fields)
 
 
+#: Logical types the table stores as their Avro type (the columnar path reads them so): fastavro
+#: would give ``uuid.UUID`` and naive ``datetime`` objects, which Arrow does not take as strings
+#: and integers.
+_STORED_RAW = frozenset({"uuid", "local-timestamp-millis", "local-timestamp-micros",
+                         "local-timestamp-nanos"})
+
+
+def _without_raw_logical(node: Any) -> Any:
+    """``node`` (a schema) without the logical types of :data:`_STORED_RAW`."""
+    if isinstance(node, list):
+        return [_without_raw_logical(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _without_raw_logical(v) for k, v in node.items()}
+    if out.get("logicalType") in _STORED_RAW:
+        del out["logicalType"]
+    return out
+
+
 def _decode_generic(
     content: bytes | memoryview, starts: I64, ends: I64, schema: dict[str, Any]
 ) -> pa.Table:
     from hoodline.table.schema import avro_schema_json_to_arrow
 
-    parsed = fastavro.parse_schema(schema)
+    parsed = fastavro.parse_schema(_without_raw_logical(schema))
     view = memoryview(content)
     rows = [
         fastavro.schemaless_reader(io.BytesIO(view[int(s) : int(e)]), parsed, None)
