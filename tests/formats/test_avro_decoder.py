@@ -206,6 +206,30 @@ def test_newer_schema_with_new_fields_asks_for_the_latest_version() -> None:
     assert is_retryable(info.value)
     pinned = RegistryDecoder(reader, _lookup({5: newer}))  # pinned/declared: x is skipped
     assert pinned.decode(value).records.to_pylist() == [{"id": 1}]
+    # the subject's latest version is newer than the reader: the retry follows it
+    behind = RegistryDecoder(reader, _lookup({5: newer}), reader_id=4, latest_id=lambda: 6)
+    with pytest.raises(SchemaChangedError, match="schema id 5"):
+        behind.decode(value)
+
+
+def test_a_higher_id_whose_fields_the_latest_version_lacks_is_read_not_retried_forever() -> None:
+    """The reader is the subject's latest version: an id from another subject (a misrouted
+    message) or a version whose text the registry knew under an older, lower id gave
+    SchemaChangedError in every round and after every restart. It is read by Avro's rules."""
+    reader = pa.schema([("id", pa.int64())])
+    foreign = {"type": "record", "name": "Other", "fields": [{"name": "id", "type": "long"},
+                                                             {"name": "x", "type": "int"}]}
+    asked: list[int] = []
+
+    def latest() -> int:
+        asked.append(1)
+        return 4
+
+    decoder = RegistryDecoder(reader, _lookup({9: foreign}), reader_id=4, latest_id=latest)
+    values = pa.array([_frame(9, foreign, {"id": i, "x": 2}) for i in range(3)], pa.binary())
+    assert decoder.decode(values).records.to_pylist() == [{"id": 0}, {"id": 1}, {"id": 2}]
+    assert decoder.decode(values).records.num_rows == 3
+    assert asked == [1]  # once per writer schema
 
 
 def test_writer_fields_the_table_lacks_are_stepped_over_not_decoded(

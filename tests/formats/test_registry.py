@@ -21,6 +21,7 @@ from hoodline.formats.registry import (
     WriterSchema,
     _asking,
     fetch_subject_schema,
+    latest_schema_id,
     take_unavailable_timeout,
     writer_schema,
 )
@@ -160,3 +161,11 @@ def test_a_registry_client_number_that_is_not_one_is_named() -> None:
     with pytest.raises(ConfigError, match=r"option 'schema.registry.timeout' has invalid value "
                        r"'abc': must be an integer"):
         fetch_subject_schema(settings)
+
+
+def test_the_latest_schema_id_is_asked_now(schema_registry: SchemaRegistry) -> None:
+    settings = RegistrySettings((("url", schema_registry.url),), "moving-value")
+    first = schema_registry.register("moving-value", _avro("MovingA"))
+    assert latest_schema_id(settings) == first
+    second = schema_registry.register("moving-value", _avro("MovingB"))
+    assert latest_schema_id(settings) == second  # not the client's cached answer

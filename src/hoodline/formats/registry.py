@@ -416,6 +416,23 @@ def _inline_avro(schema: Any, named: list[Any]) -> Any:
     return walk(schema, str(schema.get("namespace", "")) if isinstance(schema, dict) else "")
 
 
+def latest_schema_id(settings: RegistrySettings) -> int:
+    """The schema id of the subject's latest version, asked now (not from a cache)."""
+    client = _client(settings)
+    what = f"subject '{settings.subject}' latest version"
+
+    def fetch() -> Any:
+        client.clear_latest_caches()
+        return client.get_latest_version(settings.subject)
+
+    try:
+        return int(_asking(settings, what, fetch).schema_id)
+    except SchemaRegistryUnavailableError:
+        raise
+    except Exception as exc:
+        raise _registry_failure(settings, what, exc) from exc
+
+
 @dataclass(frozen=True)
 class SubjectSchema:
     """A version of the subject the table follows (driver side)."""

@@ -27,8 +27,11 @@ Nothing is dropped silently; every value is a decoded record or a bad record wit
 
 A value written with a schema *newer* than the reader schema (a higher id) that carries fields
 the reader lacks raises :class:`~hoodline.errors.SchemaChangedError` when the reader follows the
-subject's latest version: the round is retried after the pipeline fetched that version, so new
-fields reach the table instead of being skipped.
+subject's latest version and that version is no longer the reader: the round is retried after
+the pipeline fetched it, so new fields reach the table instead of being skipped. When the reader
+still is the latest version (the id belongs to another subject, or a registry gave an older
+schema text's lower id to a newer version), a retry could not help: the value is read into the
+reader by Avro's rules, without the fields the subject does not have.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from hoodline.formats.registry import (
     RegistrySettings,
     SchemaKind,
     WriterSchema,
+    latest_schema_id,
     writer_schema,
 )
 from hoodline.table.log.avro_codec import decode_records
@@ -235,7 +239,9 @@ class RegistryDecoder:
     non-record writer schema (a primitive message key) is read into. ``nested`` names record
     fields whose own new fields also count as a newer schema (Debezium's row images).
     ``kind`` is the schema type the source reads (others are incompatible); ``message_path``
-    the Protobuf message the table follows.
+    the Protobuf message the table follows; ``latest_id`` asks the registry for the id of the
+    subject's latest version (a newer writer's fields retry the round only if that is not the
+    reader).
     """
 
     def __init__(
@@ -250,8 +256,10 @@ class RegistryDecoder:
         nested: Sequence[str] = (),
         kind: SchemaKind = SchemaKind.AVRO,
         message_path: str = "",
+        latest_id: Callable[[], int] | None = None,
     ) -> None:
         self.reader = reader
+        self._latest_id = latest_id
         self.kind = kind
         self.message_path = message_path
         self._nested = tuple(nested)
@@ -310,7 +318,8 @@ class RegistryDecoder:
             return _Plan(None, f"schema id {writer.schema_id}: field '{f.name}' is "
                          f"{w.type}, the table has {f.type}")
         extra = self._new_fields(arrow)
-        if self._reader_id is not None and writer.schema_id > self._reader_id and extra:
+        if (self._reader_id is not None and writer.schema_id > self._reader_id and extra
+                and (self._latest_id is None or self._latest_id() != self._reader_id)):
             raise SchemaChangedError(
                 f"records written with schema id {writer.schema_id} carry field(s) "
                 f"{', '.join(extra)} that the round's schema (id {self._reader_id}) lacks; "
@@ -464,6 +473,7 @@ class RegistryFormat:
                 primitive_field=primitive_field, nested=nested,
                 kind=SchemaKind.AVRO if primitive_field else self.kind,
                 message_path=settings.message_path,
+                latest_id=lambda: latest_schema_id(settings),
             )
             if len(_decoders) > 64:
                 _decoders.clear()
