@@ -51,6 +51,7 @@ from hoodline.errors import (
     HoodlineError,
     PipelineError,
     RoundFailedError,
+    SchemaChangedError,
     SchemaEvolutionError,
     is_retryable,
 )
@@ -77,6 +78,10 @@ from hoodline.table.write.prepare import type_conflicts
 __all__ = ["RoundDriver", "open_target_table"]
 
 log = logging.getLogger(__name__)
+
+#: Schema changes met in a row before they count as failed rounds (a version that keeps
+#: changing under the pipeline, or a decoder that cannot settle, must not loop forever)
+_MAX_SCHEMA_CHANGES = 3
 
 #: Longest the driver waits for the tasks of a failed job to end before rolling back.
 FAILED_JOB_DRAIN_S = 60.0
@@ -321,6 +326,7 @@ class RoundDriver:
         rt = self.config.runtime
         totals = _Totals()
         failures = 0
+        schema_changes = 0  # in a row, without a round that went through
         last_start: float | None = None
         while not (stop is not None and stop.is_set()):
             if last_start is not None:
@@ -336,6 +342,14 @@ class RoundDriver:
             except BaseException as exc:
                 run.rounds.round_failed()
                 run.plugin.reset()
+                if isinstance(exc, SchemaChangedError) and schema_changes < _MAX_SCHEMA_CHANGES:
+                    # not a failure: records of a newer schema version met on the way; the
+                    # round is planned again with the subject's latest version (the plugin
+                    # fetches it again after reset), at once
+                    schema_changes += 1
+                    log.info("round %d: %s", run.round_id + 1, exc)
+                    last_start = None
+                    continue
                 retried = is_retryable(exc) and failures + 1 < rt.max_consecutive_failures
                 on_failure(exc, retried)
                 if not is_retryable(exc):
@@ -354,6 +368,7 @@ class RoundDriver:
                     break
                 continue
             failures = 0
+            schema_changes = 0
             totals.add(report)
             on_round(report)
             if report.committed:

@@ -37,7 +37,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from hoodline import faults
-from hoodline.errors import HoodlineError, PipelineError
+from hoodline.errors import HoodlineError, PipelineError, SchemaChangedError
 from hoodline.faults import FaultPoint
 from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
 from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
@@ -98,11 +98,14 @@ class TaskFailure:
 
 
 def _guarded(items: Iterator[T]) -> Iterator[T | TaskFailure]:
-    """Pass ``items`` through; a non-retryable hoodline error ends them as a TaskFailure."""
+    """Pass ``items`` through; a non-retryable hoodline error ends them as a TaskFailure, and so
+    does a schema change (the task run again would meet it again: the driver plans the round
+    anew with the newer schema). Other retryable errors fail the task, which the engine may
+    run again."""
     try:
         yield from items
     except HoodlineError as exc:
-        if exc.retryable:
+        if exc.retryable and not isinstance(exc, SchemaChangedError):
             raise
         yield TaskFailure.of(exc)
 
