@@ -212,6 +212,33 @@ def test_new_version_mid_stream_is_followed_without_losing_fields(
                                             "channel"])
 
 
+def test_a_version_that_only_widens_a_field_is_followed_mid_stream(
+    schema_registry: SchemaRegistry, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """A version with no new field but a wider type (qty int -> long) met by a continuous run:
+    its records went to the error table ("field 'qty' is int64, the table has int32") until a
+    restart widened the table. Now the round follows it and the column widens."""
+    stream = _stream(schema_registry, broker)
+    table = tmp_path / "orders"
+    widened = {**V1, "fields": [*V1["fields"][:4], {"name": "qty", "type": "long"}]}
+    stream.produce(V1, 60, 30)
+    stop = threading.Event()
+    reports: list[RoundReport] = []
+
+    def on_round(report: RoundReport) -> None:
+        reports.append(report)
+        if len(reports) == 1:
+            stream.produce(widened, 80, 30)
+        if sum(r.records_read for r in reports if r.committed) >= 140:
+            stop.set()
+
+    with Pipeline(_config(table, stream), InProcessEngine()) as p:
+        p.run(on_round=on_round, stop=stop)
+    assert sum(r.error_records for r in reports) == 0
+    assert _rows(table) == _expected(stream.model, ["id", "name", "region", "ts", "qty"])
+    assert hudi_snapshot(table).schema.field("qty").type == pa.int64()
+
+
 def test_unknown_schema_stops_the_pipeline_with_tolerance_none(
     schema_registry: SchemaRegistry, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:

@@ -311,21 +311,31 @@ class RegistryDecoder:
             return _Plan(None, codec)
         arrow = codec.arrow
         by_name = {f.name: f for f in arrow}
-        for f in self.reader:
-            w = by_name.get(f.name)
-            if w is None or _readable(w.type, f.type):
-                continue  # nested types are checked when cast
-            return _Plan(None, f"schema id {writer.schema_id}: field '{f.name}' is "
-                         f"{w.type}, the table has {f.type}")
         extra = self._new_fields(arrow)
-        if (self._reader_id is not None and writer.schema_id > self._reader_id and extra
-                and (self._latest_id is None or self._latest_id() != self._reader_id)):
+        changed = [f for f in self.reader
+                   if f.name in by_name and by_name[f.name].type != f.type]
+        if (extra or changed) and self._behind(writer.schema_id):
+            what = (f"carry field(s) {', '.join(extra)} that the round's schema (id "
+                    f"{self._reader_id}) lacks" if extra else
+                    f"hold field '{changed[0].name}' as {by_name[changed[0].name].type}, which "
+                    f"the round's schema (id {self._reader_id}) reads as {changed[0].type}")
             raise SchemaChangedError(
-                f"records written with schema id {writer.schema_id} carry field(s) "
-                f"{', '.join(extra)} that the round's schema (id {self._reader_id}) lacks; "
-                "the round is retried with the subject's latest version"
+                f"records written with schema id {writer.schema_id} {what}; the round is "
+                "planned again with the subject's latest version"
             )
+        for f in changed:
+            w = by_name[f.name]
+            if not _readable(w.type, f.type):  # nested types are checked when cast
+                return _Plan(None, f"schema id {writer.schema_id}: field '{f.name}' is "
+                             f"{w.type}, the table has {f.type}")
         return _Plan(codec)
+
+    def _behind(self, writer_id: int) -> bool:
+        """Whether a writer with ``writer_id`` may be of a subject version newer than the
+        reader: the reader follows the latest version, the id is higher, and the subject's
+        latest version is not the reader any more (asked once per writer schema)."""
+        return (self._reader_id is not None and writer_id > self._reader_id
+                and (self._latest_id is None or self._latest_id() != self._reader_id))
 
     def _new_fields(self, writer: pa.Schema) -> list[str]:
         """Writer fields the reader lacks: top-level ones, and inside the record fields named
