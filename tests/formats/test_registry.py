@@ -169,3 +169,21 @@ def test_the_latest_schema_id_is_asked_now(schema_registry: SchemaRegistry) -> N
     assert latest_schema_id(settings) == first
     second = schema_registry.register("moving-value", _avro("MovingB"))
     assert latest_schema_id(settings) == second  # not the client's cached answer
+
+
+def test_a_latest_version_the_table_cannot_take_says_how_to_go_on(
+    schema_registry: SchemaRegistry,
+) -> None:
+    """While running, records of such a version go to the error table; a start stopped at it
+    with nothing to say about pinning the version before."""
+    subject = "unmappable-value"
+    schema_registry.register(subject, _avro("Mappable"))
+    schema_registry.register(subject, {"type": "record", "name": "Unmappable", "fields": [
+        {"name": "id", "type": "long"}, {"name": "v", "type": ["null", "int", "string"]}]})
+    settings = RegistrySettings((("url", schema_registry.url),), subject)
+    with pytest.raises(ConfigError, match=r"cannot be the table's schema: .*; to go on, pin an "
+                       r"earlier version the table can take \(source.schema-version, e.g. 1\) "
+                       r"or declare the columns in \[schema\]"):
+        fetch_subject_schema(settings)
+    pinned = RegistrySettings((("url", schema_registry.url),), subject, version=1)
+    assert fetch_subject_schema(pinned).version == 1

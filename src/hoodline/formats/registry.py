@@ -474,18 +474,22 @@ def fetch_subject_schema(settings: RegistrySettings,
             ) from None
         raise _registry_failure(settings, what, exc) from exc
     parsed = _parse_writer(int(registered.schema_id), registered.schema, client)
+    version = int(registered.version)
+    way_out = ("; to go on, pin an earlier version the table can take "
+               f"(source.schema-version, e.g. {version - 1}) or declare the columns in [schema]"
+               if settings.version is None and version > 1 else "")
     if parsed.problem is not None:
-        raise ConfigError(f"{what} cannot be the table's schema: {parsed.problem}")
+        raise ConfigError(f"{what} cannot be the table's schema: {parsed.problem}{way_out}")
     if parsed.kind is not kind:
         raise ConfigError(f"{what} is a {parsed.kind} schema; the source's format reads "
                           f"{kind} (check source.format and source.schema-subject)")
     try:
         arrow, defaults = _columns(parsed, settings)
     except (TableError, ValueError) as exc:
-        raise ConfigError(f"{what} cannot be the table's schema: {exc}") from None
+        raise ConfigError(f"{what} cannot be the table's schema: {exc}{way_out}") from None
     arrow = pa.schema([f.with_nullable(True) for f in arrow])
-    return SubjectSchema(int(registered.schema_id), int(registered.version), parsed.parsed,
-                         arrow, defaults, kind)
+    return SubjectSchema(int(registered.schema_id), version, parsed.parsed, arrow, defaults,
+                         kind)
 
 
 def _columns(schema: WriterSchema, settings: RegistrySettings) -> tuple[pa.Schema, dict[str, Any]]:
