@@ -167,8 +167,12 @@ def test_a_datum_error_without_a_message_is_described() -> None:
     assert registry_decoder._failure(EOFError()) == (
         "it ends before its schema's fields do (truncated)")
     assert registry_decoder._failure(EOFError("Expected 2 bytes, read 0")) == (
-        "EOFError: Expected 2 bytes, read 0")
-    assert registry_decoder._failure(IndexError()) == "IndexError"
+        "it ends before its schema's fields do (truncated: EOFError: Expected 2 bytes, read 0)")
+    # reading a string past the end of the bytes
+    assert registry_decoder._failure(IndexError("string index out of range")) == (
+        "it ends before its schema's fields do (truncated: IndexError: string index out of "
+        "range)")
+    assert registry_decoder._failure(ValueError()) == "ValueError"
 
 
 def test_narrower_table_column_reads_values_that_fit_and_refuses_the_rest() -> None:

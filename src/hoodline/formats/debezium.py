@@ -132,8 +132,9 @@ def change_rows(
     other = pc.and_(op.is_valid(), pc.invert(pc.or_(upsert, delete)))
     ops = op.to_numpy(zero_copy_only=False)
     flag(other, UNSUPPORTED_CHANGE, lambda rows: [
-        f"op '{ops[i]}' is not applied (truncate and message events are skipped with the "
-        "reason; truncate the table yourself if needed)" for i in rows])
+        f"op '{ops[i]}' is not applied: truncate and message events are not row changes "
+        "(with errors.tolerance = all they go to the error table and the run goes on; "
+        "truncate the table yourself if needed)" for i in rows])
     missing = pc.and_(pc.or_(upsert, delete), image.is_null())
     flag(missing, MISSING_IMAGE, lambda rows: [
         f"op '{ops[i]}' event without its '{'before' if ops[i] == 'd' else 'after'}' image"

@@ -155,6 +155,9 @@ def _client(settings: RegistrySettings) -> Any:
         found = _clients.get(settings.client)
         if found is None:
             conf: dict[str, Any] = dict(settings.client)
+            # hoodline asks an unavailable registry again itself (schema.registry.unavailable.
+            # timeout); the client's own retries would stretch that time (3 by default)
+            conf.setdefault("max.retries", "0")
             numbers: dict[str, type[int] | type[float]] = {
                 "timeout": int, "max.retries": int, "retries.wait.ms": int,
                 "retries.max.wait.ms": int, "cache.capacity": int, "cache.latest.ttl.sec": float}

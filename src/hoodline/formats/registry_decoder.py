@@ -149,7 +149,7 @@ def resolve_columns(
                     if out.any():
                         unfit |= out
                         why.append(f"field '{f.name}' has a value outside the table's {f.type} "
-                                   "column (the writer schema widened it)")
+                                   f"column (the writer schema has {col.type})")
                         col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
                 try:
                     col = col.cast(f.type)
@@ -214,11 +214,13 @@ class AvroCodec:
 
 
 def _failure(exc: BaseException) -> str:
-    """What a decoder's exception says about a corrupt datum (some carry no message)."""
+    """What a decoder's exception says about a corrupt datum (some carry no message; reading
+    past the end shows as EOFError, or as an IndexError of the bytes)."""
+    if isinstance(exc, EOFError | IndexError):
+        said = f": {type(exc).__name__}: {exc}" if str(exc) else ""
+        return f"it ends before its schema's fields do (truncated{said})"
     if str(exc):
         return f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, EOFError):
-        return "it ends before its schema's fields do (truncated)"
     return type(exc).__name__
 
 
