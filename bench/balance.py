@@ -64,6 +64,9 @@ class StaticMetadata:
     def earliest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: 0 for tp in tps}
 
+    def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
+        return {}  # no ids: nothing to compare
+
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: 1000 for tp in tps}
 

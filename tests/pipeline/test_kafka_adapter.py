@@ -22,6 +22,9 @@ class FakeMetadata:
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.ends[tp] for tp in tps}
 
+    def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
+        return {}
+
     def close(self) -> None:
         pass
 

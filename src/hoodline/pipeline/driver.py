@@ -136,6 +136,15 @@ def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
     return None if found is None else PipelineCheckpoint.decode(found[1])
 
 
+def checkpoint_commit_metadata(table: HudiTable) -> dict[str, str]:
+    """The extra metadata of the table's latest commit that carries a checkpoint ({} if none):
+    what the source stored beside its positions."""
+    found = table.timeline.latest_extra_metadata(CHECKPOINT_KEY)
+    if found is None:
+        return {}
+    return dict(table.timeline.read_commit_metadata(found[0]).extra_metadata)
+
+
 @dataclass
 class _Run:
     """What one run holds open: the table's writer, the source, the round counter."""
@@ -236,6 +245,7 @@ class RoundDriver:
             plugin = load_plugin(cfg)
             if restored is not None:
                 restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
+                plugin.restored(checkpoint_commit_metadata(client.table))
             operation = cfg.table.operation
             source_schema = plugin.table_schema(cfg)
             record_schema = _record_schema(cfg, source_schema, client)
@@ -462,7 +472,8 @@ class RoundDriver:
                                     checkpoint)
         self._guard(run.table, planned.round_id)
         try:
-            run.client.commit(ctx, output.write_stats, {CHECKPOINT_KEY: stored.encode()})
+            run.client.commit(ctx, output.write_stats, {
+                **run.plugin.commit_metadata(run.rounds), CHECKPOINT_KEY: stored.encode()})
         except CommitOutcomeUnknownError as exc:
             if not self._landed(run.table, ctx.instant_ts):
                 raise

@@ -222,6 +222,16 @@ class SourcePlugin(ABC):
         """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
         return None
 
+    def restored(self, metadata: Mapping[str, str]) -> None:
+        """The extra metadata of the commit whose checkpoint the run resumes from (what
+        :meth:`commit_metadata` stored with it). Default: not used."""
+        return None
+
+    def commit_metadata(self, rounds: SourceRounds[Any, Any]) -> dict[str, str]:
+        """Entries the round's commit stores beside the checkpoint (what its positions refer
+        to). Default: none."""
+        return {}
+
     def source_errors_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
         """The source's driver side skipped input that no committed checkpoint records yet
         (a round must commit, even with nothing to read). Default: never."""

@@ -53,6 +53,9 @@ class FakeMetadata:
         self.calls.append("earliest")
         return {tp: self.earliest.get(tp, 0) for tp in tps}
 
+    def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
+        return {}  # no ids: nothing to compare
+
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         self.calls.append("latest")
         return {tp: self.end.get(tp, 0) for tp in tps}

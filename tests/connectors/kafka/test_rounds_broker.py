@@ -6,6 +6,7 @@ bytes, exactly once overall."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA, KafkaPartitionSplit, KafkaSource
-from hoodline.connectors.kafka.plugin import KafkaPlugin
+from hoodline.connectors.kafka.plugin import TOPIC_IDS_KEY, KafkaPlugin
 from hoodline.errors import KafkaOffsetOutOfRangeError, KafkaSourceError
 from hoodline.pipeline.plugin import PlanReading
 from hoodline.runtime.source_rounds import SourceCheckpoint, SourceRounds
@@ -158,9 +159,10 @@ def test_a_topic_deleted_and_created_again_is_not_read_past_silently(
     if policy == "fail":
         with pytest.raises(KafkaOffsetOutOfRangeError) as info:
             job.read_round(1000)
-        assert (f"past the end of partition(s) {topic}-0 (position 100, end offset 30), "
-                f"{topic}-1 (position 100, end offset 30): the topic was deleted and "
-                "re-created") in str(info.value)
+        assert (f"positions of partition(s) {topic}-0 (position 100, end offset 30), "
+                f"{topic}-1 (position 100, end offset 30) that no longer mean the records they "
+                "were read at") in str(info.value)
+        assert "the topic was deleted and re-created" in str(info.value)
         assert "'offsets.out-of-range' = 'earliest'" in str(info.value)
     else:
         job.commit(job.read_round(1000), committed)
@@ -188,5 +190,44 @@ def test_positions_in_a_deleted_topic_are_named_not_blamed_on_the_brokers(
     with pytest.raises(KafkaSourceError, match=rf"topic\(s\) '{topic}' no longer exist on the "
                        r"brokers .*they were deleted. Create them again"):
         job.read_round(1000)
+    job.rounds.close()
+    job.plugin.close()
+
+
+@pytest.mark.parametrize("policy", ["fail", "earliest"])
+def test_a_topic_created_again_and_refilled_past_the_positions_is_told_by_its_id(
+    kafka: KafkaTestCluster, policy: str
+) -> None:
+    """Re-created while the pipeline was stopped and given more records than the old positions:
+    the offsets alone cannot tell, and offsets 0..99 of the new topic were skipped. The commit
+    stores the topics' ids; the resumed run compares them."""
+    topic = kafka.create_topic(unique_topic("refilled"), 2)
+    kafka.produce(topic, {0: 100, 1: 100})
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
+    committed: list[pa.Table] = []
+    job = KafkaRounds(source, 2, None)
+    job.commit(job.read_round(1000), committed)
+    stored = job.plugin.commit_metadata(job.rounds)  # what the round's commit holds
+    old_id = json.loads(stored[TOPIC_IDS_KEY])[topic]
+    job.rounds.close()
+    job.plugin.close()
+    _delete_topic(kafka, topic)
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 150, 1: 150})
+    job = KafkaRounds(source, 2, job.last)
+    job.plugin.restored(stored)
+    if policy == "fail":
+        with pytest.raises(KafkaOffsetOutOfRangeError,
+                           match=rf"topic '{topic}' has another id than when it was read "
+                                 rf"\({old_id} -> "):
+            job.read_round(1000)
+    else:
+        job.commit(job.read_round(1000), committed)
+        new = sorted(v for t in committed[-2:] for v in t["value"].to_pylist())
+        assert new == sorted(record_value(topic, p, i) for p in (0, 1) for i in range(150))
+        again = job.plugin.commit_metadata(job.rounds)
+        assert json.loads(again[TOPIC_IDS_KEY])[topic] != old_id
     job.rounds.close()
     job.plugin.close()

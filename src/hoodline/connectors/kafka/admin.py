@@ -135,6 +135,11 @@ class KafkaMetadataClient(Protocol):
         """Log start offset of each partition."""
         ...
 
+    def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
+        """Each topic's id (a topic deleted and created again has another one), for the topics
+        the brokers know and give an id (best effort: {} where they do not)."""
+        ...
+
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """End offset (offset of the next record to be written) of each partition."""
         ...
@@ -257,6 +262,28 @@ class ConfluentMetadataClient:
 
     def earliest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return self._list_offsets(tps, _offset_spec().earliest(), "earliest")
+
+    def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
+        from confluent_kafka import TopicCollection
+
+        if not topics:
+            return {}
+        try:
+            futures = self._admin.describe_topics(TopicCollection(sorted(topics)),
+                                                  request_timeout=self._timeout)
+        except Exception as exc:  # an older broker: no ids to compare
+            log.debug("describing topics %s failed: %s", sorted(topics), exc)
+            return {}
+        out: dict[str, str] = {}
+        for name, future in futures.items():
+            try:
+                topic_id = str(future.result().topic_id)
+            except Exception as exc:
+                log.debug("describing topic %r failed: %s", name, exc)
+                continue
+            if topic_id.strip("A=") and topic_id != "None":  # not the all-zero id
+                out[name] = topic_id
+        return out
 
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return self._list_offsets(tps, _offset_spec().latest(), "latest")

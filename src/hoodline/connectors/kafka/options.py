@@ -154,10 +154,9 @@ OFFSETS_OUT_OF_RANGE = option(
     "deleted and created again, or truncated, after it was read). 'fail' (default): stop with "
     "an error naming topic, partition, offset (and end offset). 'earliest': go on from the "
     "earliest available offset and log a warning (records deleted by retention are lost; a "
-    "re-created topic is read from its start). This is noticed while the partition's end is "
-    "below the stored position: a topic re-created while the pipeline is stopped that already "
-    "holds more records than that is read from the stored position on. After re-creating a "
-    "topic, start a new table or restart the pipeline before refilling it.",
+    "re-created topic is read from its start). A re-created topic is known by its end below "
+    "the stored position, or at a restart by its topic id, which every commit stores beside "
+    "the positions (brokers that give no topic ids: by its end only).",
 )
 FETCH_MAX_RECORDS = option(
     "scan.fetch.max-records",

@@ -120,6 +120,9 @@ _POSITIONS = ["topic", "partition", "offset", "key", "timestamp"]
 
 log = logging.getLogger(__name__)
 
+#: Commit metadata key of the topic ids the checkpoint's positions refer to (JSON object)
+TOPIC_IDS_KEY = "hoodline.kafka.topic-ids"
+
 
 @dataclass(frozen=True)
 class KafkaRecords(RecordPreparer):
@@ -447,6 +450,11 @@ class KafkaPlugin(SourcePlugin):
         self._targets: dict[TopicPartition, int] | None = None
         self._positions: dict[TopicPartition, int] = {}
         self._unassigned_plans = 0
+        #: topic -> id the checkpoint's positions refer to (from the resumed commit), until
+        #: the first round compared them with the brokers'
+        self._stored_ids: dict[str, str] | None = None
+        #: topic -> id of the topics the positions are in now (stored with every commit)
+        self._ids: dict[str, str] = {}
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
@@ -540,28 +548,60 @@ class KafkaPlugin(SourcePlugin):
                 "read from), or write to a new table"
             ) from exc
 
+    def restored(self, metadata: Mapping[str, str]) -> None:
+        stored = metadata.get(TOPIC_IDS_KEY)
+        if stored is not None:
+            try:
+                self._stored_ids = {str(k): str(v) for k, v in json.loads(stored).items()}
+            except (ValueError, AttributeError):
+                log.warning("the checkpoint's topic ids (%s) are unreadable; not compared",
+                            TOPIC_IDS_KEY)
+
+    def commit_metadata(self, rounds: SourceRounds[Any, Any]) -> dict[str, str]:
+        return {TOPIC_IDS_KEY: json.dumps(dict(sorted(self._ids.items())))} if self._ids else {}
+
+    def _recreated(self, topics: set[str]) -> dict[str, tuple[str, str]]:
+        """Topics of the positions whose id differs from the id the resumed checkpoint stored
+        (deleted and created again while the pipeline was stopped): topic -> (old, new). The
+        ids of topics new to this run are learnt here, for the commits."""
+        unknown = topics - set(self._ids)
+        if unknown:
+            if self._client is None:
+                self._client = self.source.metadata_client()
+            self._ids.update(self._client.topic_ids(unknown))
+        stored, self._stored_ids = self._stored_ids, None  # compared in the first round only
+        if not stored:
+            return {}
+        return {t: (stored[t], self._ids[t]) for t in sorted(topics)
+                if t in stored and t in self._ids and stored[t] != self._ids[t]}
+
     def _restart_points(
-        self, past: list[KafkaPartitionSplit], ends: Mapping[TopicPartition, int]
+        self, past: list[KafkaPartitionSplit], ends: Mapping[TopicPartition, int],
+        recreated: Mapping[str, tuple[str, str]],
     ) -> dict[TopicPartition, int]:
-        """Where splits positioned past their partition's end go on (``offsets.out-of-range``
-        = earliest: the partition's earliest offset), or the error that stops the source."""
+        """Where splits positioned past their partition's end, or in a topic created again,
+        go on (``offsets.out-of-range`` = earliest: the partition's earliest offset), or the
+        error that stops the source."""
         where = ", ".join(f"{s.topic}-{s.partition} (position {s.starting_offset}, end offset "
-                          f"{ends[s.topic_partition]})" for s in past[:5])
+                          f"{ends.get(s.topic_partition, '?')})" for s in past[:5])
         more = f" and {len(past) - 5} more" if len(past) > 5 else ""
+        again = "".join(f"; topic '{t}' has another id than when it was read ({old} -> {new})"
+                        for t, (old, new) in recreated.items())
         if self.source.config.offsets_out_of_range is not OffsetsOutOfRange.EARLIEST:
             raise KafkaOffsetOutOfRangeError(
-                f"the table's checkpoint holds positions past the end of partition(s) "
-                f"{where}{more}: the topic was deleted and re-created, or its records were "
-                "deleted, after they were read. Set 'offsets.out-of-range' = 'earliest' to read "
-                "such partitions from their earliest offset, or write to a new table"
+                f"the table's checkpoint holds positions of partition(s) {where}{more} that no "
+                f"longer mean the records they were read at{again}: the topic was deleted and "
+                "re-created, or its records were deleted, after they were read. Set "
+                "'offsets.out-of-range' = 'earliest' to read such partitions from their "
+                "earliest offset, or write to a new table"
             )
         assert self._client is not None  # _latest made it
         earliest = self._client.earliest_offsets([s.topic_partition for s in past])
-        log.warning("positions past the end of partition(s) %s%s (the topic was deleted and "
-                    "re-created, or truncated): reading them from their earliest offsets %s "
-                    "('offsets.out-of-range' = 'earliest')", where, more,
-                    ", ".join(f"{tp.topic}-{tp.partition}={o}" for tp, o in sorted(
-                        earliest.items())))
+        log.warning("positions of partition(s) %s%s no longer mean the records they were read "
+                    "at%s (the topic was deleted and re-created, or truncated): reading them "
+                    "from their earliest offsets %s ('offsets.out-of-range' = 'earliest')",
+                    where, more, again, ", ".join(f"{tp.topic}-{tp.partition}={o}"
+                                                  for tp, o in sorted(earliest.items())))
         return earliest
 
     def bound(
@@ -571,8 +611,11 @@ class KafkaPlugin(SourcePlugin):
         tps = sorted({s.topic_partition for splits in held.values() for s in splits})
         ends = self._latest(tps) if tps else {}
         past = past_end(held, ends)
+        recreated = self._recreated({tp.topic for tp in tps})
+        past += [s for splits in held.values() for s in splits
+                 if s.topic in recreated and s not in past]
         if past:
-            held = restarted(held, self._restart_points(past, ends))
+            held = restarted(held, self._restart_points(past, ends, recreated))
         if self._targets is None:
             if tps:
                 self._targets = dict(ends)
