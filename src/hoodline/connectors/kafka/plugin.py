@@ -450,8 +450,8 @@ class KafkaPlugin(SourcePlugin):
         self._targets: dict[TopicPartition, int] | None = None
         self._positions: dict[TopicPartition, int] = {}
         self._unassigned_plans = 0
-        #: topic -> id the checkpoint's positions refer to (from the resumed commit), until
-        #: the first round compared them with the brokers'
+        #: topic -> id the checkpoint's positions refer to (from the resumed commit), until a
+        #: round of this run commits (a failed round's readers go back to those positions)
         self._stored_ids: dict[str, str] | None = None
         #: topic -> id of the topics the positions are in now (stored with every commit)
         self._ids: dict[str, str] = {}
@@ -569,7 +569,7 @@ class KafkaPlugin(SourcePlugin):
             if self._client is None:
                 self._client = self.source.metadata_client()
             self._ids.update(self._client.topic_ids(unknown))
-        stored, self._stored_ids = self._stored_ids, None  # compared in the first round only
+        stored = self._stored_ids
         if not stored:
             return {}
         return {t: (stored[t], self._ids[t]) for t in sorted(topics)
@@ -658,6 +658,7 @@ class KafkaPlugin(SourcePlugin):
         return all(self._positions.get(tp, 0) >= end for tp, end in self._targets.items())
 
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
+        self._stored_ids = None  # the committed positions refer to the topics as they are
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)
 
