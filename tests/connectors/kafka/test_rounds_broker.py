@@ -134,6 +134,29 @@ def _delete_topic(kafka: KafkaTestCluster, topic: str) -> None:
     time.sleep(0.5)
 
 
+def _read_then_create_again(
+    kafka: KafkaTestCluster, prefix: str, policy: str, new_records: int
+) -> tuple[str, KafkaRounds, list[pa.Table], dict[str, str]]:
+    """A topic of 2 x 100 records read and committed, then deleted and created again with
+    ``new_records`` per partition; the rounds resumed from that commit, what was committed, and
+    the metadata the commit stored beside its checkpoint."""
+    topic = kafka.create_topic(unique_topic(prefix), 2)
+    kafka.produce(topic, {0: 100, 1: 100})
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
+    committed: list[pa.Table] = []
+    job = KafkaRounds(source, 2, None)
+    job.commit(job.read_round(1000), committed)
+    stored = job.plugin.commit_metadata(job.rounds)
+    job.rounds.close()
+    job.plugin.close()
+    _delete_topic(kafka, topic)
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: new_records, 1: new_records})
+    return topic, KafkaRounds(source, 2, job.last), committed, stored
+
+
 @pytest.mark.parametrize("policy", ["fail", "earliest"])
 def test_a_topic_deleted_and_created_again_is_not_read_past_silently(
     kafka: KafkaTestCluster, policy: str
@@ -142,21 +165,8 @@ def test_a_topic_deleted_and_created_again_is_not_read_past_silently(
     rounds waited for offset 100 and then read from there, losing offsets 0..99 of the new
     topic, with lag 0. Now: 'fail' stops naming partitions, positions and ends; 'earliest'
     reads the new topic from its start."""
-    topic = kafka.create_topic(unique_topic("recreated"), 2)
-    kafka.produce(topic, {0: 100, 1: 100})
-    source = KafkaSource.from_options({
-        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
-        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
-    committed: list[pa.Table] = []
-    job = KafkaRounds(source, 2, None)
-    job.commit(job.read_round(1000), committed)
+    topic, job, committed, _ = _read_then_create_again(kafka, "recreated", policy, 30)
     assert rows(committed) == 200
-    job.rounds.close()
-    job.plugin.close()
-    _delete_topic(kafka, topic)
-    kafka.create_topic(topic, 2)
-    kafka.produce(topic, {0: 30, 1: 30})
-    job = KafkaRounds(source, 2, job.last)
     if policy == "fail":
         with pytest.raises(KafkaOffsetOutOfRangeError) as info:
             job.read_round(1000)
@@ -202,23 +212,9 @@ def test_a_topic_created_again_and_refilled_past_the_positions_is_told_by_its_id
     """Re-created while the pipeline was stopped and given more records than the old positions:
     the offsets alone cannot tell, and offsets 0..99 of the new topic were skipped. The commit
     stores the topics' ids; the resumed run compares them."""
-    topic = kafka.create_topic(unique_topic("refilled"), 2)
-    kafka.produce(topic, {0: 100, 1: 100})
-    source = KafkaSource.from_options({
-        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
-        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
-    committed: list[pa.Table] = []
-    job = KafkaRounds(source, 2, None)
-    job.commit(job.read_round(1000), committed)
-    stored = job.plugin.commit_metadata(job.rounds)  # what the round's commit holds
+    topic, job, committed, stored = _read_then_create_again(kafka, "refilled", policy, 150)
     old_id = json.loads(stored[TOPIC_IDS_KEY])[topic]
-    job.rounds.close()
-    job.plugin.close()
-    _delete_topic(kafka, topic)
-    kafka.create_topic(topic, 2)
-    kafka.produce(topic, {0: 150, 1: 150})
-    job = KafkaRounds(source, 2, job.last)
-    job.plugin.restored(stored)
+    job.plugin.restored(stored)  # as the driver does with the resumed commit's metadata
     if policy == "fail":
         with pytest.raises(KafkaOffsetOutOfRangeError,
                            match=rf"topic '{topic}' has another id than when it was read "
