@@ -18,12 +18,14 @@ from hoodline.runtime.source_rounds import ReaderPlan
 class FakeMetadata:
     def __init__(self, ends: dict[TopicPartition, int]) -> None:
         self.ends = ends
+        self.described: list[list[str]] = []
 
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.ends[tp] for tp in tps}
 
     def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
-        return {}
+        self.described.append(sorted(topics))
+        return {}  # a broker without topic ids
 
     def close(self) -> None:
         pass
@@ -80,3 +82,13 @@ def test_budget_lag_continuation_and_drain() -> None:
              1: ReaderPlan(1, (KafkaPartitionSplit("t", 1, 30),))}
     adapter.bound(plans, 3, adapter.record_budget(1000, 10**9))
     assert adapter.drained()
+
+
+def test_topic_ids_are_asked_once_per_topic_also_when_the_broker_gives_none() -> None:
+    """Every round asked DescribeTopics again for topics a broker gives no id for."""
+    adapter = _adapter({A: 110, B: 30})
+    for round_id in (1, 2, 3):
+        adapter.bound(_plans(), round_id, 100)
+    fake = adapter._client
+    assert isinstance(fake, FakeMetadata) and fake.described == [["t"]]
+    assert adapter.commit_metadata(None) == {}  # type: ignore[arg-type]

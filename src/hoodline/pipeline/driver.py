@@ -131,18 +131,18 @@ def _check_declared_types(config: PipelineConfig, records: pa.Schema, client: Wr
 
 def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
     """The pipeline checkpoint of the table's latest commit that carries one."""
+    return _checkpoint_commit(table)[0]
+
+
+def _checkpoint_commit(table: HudiTable) -> tuple[PipelineCheckpoint | None, dict[str, str]]:
+    """The pipeline checkpoint of the table's latest commit that carries one, and that
+    commit's extra metadata (what the source stored beside its positions; {} if none)."""
     table.timeline.reload()
-    found = table.timeline.latest_extra_metadata(CHECKPOINT_KEY)
-    return None if found is None else PipelineCheckpoint.decode(found[1])
-
-
-def checkpoint_commit_metadata(table: HudiTable) -> dict[str, str]:
-    """The extra metadata of the table's latest commit that carries a checkpoint ({} if none):
-    what the source stored beside its positions."""
-    found = table.timeline.latest_extra_metadata(CHECKPOINT_KEY)
+    found = table.timeline.latest_commit_with(CHECKPOINT_KEY)
     if found is None:
-        return {}
-    return dict(table.timeline.read_commit_metadata(found[0]).extra_metadata)
+        return None, {}
+    metadata = dict(found[1].extra_metadata)
+    return PipelineCheckpoint.decode(metadata[CHECKPOINT_KEY]), metadata
 
 
 @dataclass
@@ -241,11 +241,11 @@ class RoundDriver:
             if client.repaired:
                 log.warning("repaired what a previous run left pending: %s", "; ".join(
                     describe_repair(client.table, i) for i in client.repaired))
-            restored = read_checkpoint(client.table)
+            restored, metadata = _checkpoint_commit(client.table)
             plugin = load_plugin(cfg)
             if restored is not None:
                 restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
-                plugin.restored(checkpoint_commit_metadata(client.table))
+                plugin.restored(metadata)
             operation = cfg.table.operation
             source_schema = plugin.table_schema(cfg)
             record_schema = _record_schema(cfg, source_schema, client)

@@ -261,8 +261,14 @@ class Timeline:
 
         Commits by other writers (without the key) are skipped, as Hudi's Streamer does when it
         looks for its checkpoint."""
+        found = self.latest_commit_with(key)
+        return None if found is None else (found[0], found[1].extra_metadata[key])
+
+    def latest_commit_with(self, key: str) -> tuple[Instant, CommitMetadata] | None:
+        """The newest completed commit carrying ``key`` in ``extraMetadata``, with its whole
+        metadata (see :meth:`latest_extra_metadata`)."""
         for inst in reversed(self.completed_commits()):
-            value = self.read_commit_metadata(inst).extra_metadata.get(key)
-            if value is not None:
-                return inst, value
+            metadata = self.read_commit_metadata(inst)
+            if key in metadata.extra_metadata:
+                return inst, metadata
         return None

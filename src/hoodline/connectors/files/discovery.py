@@ -96,6 +96,7 @@ class DirectoryLister:
         #: files of the last listing that 'glob' takes but whose names have none of the
         #: extensions (visible files only), sorted
         self.unmatched: list[str] = []
+        self._unmatched: list[str] = []  # gathered by the listing under way
 
     def accepts(self, relative_path: str) -> bool:
         return self._has_extension(relative_path) and self._glob.match(relative_path) is not None
@@ -115,7 +116,7 @@ class DirectoryLister:
     def list(self) -> list[FileEntry]:
         """All accepted files, sorted by path. Raises FileSourceError if the root is unusable."""
         require_directory(self.root)
-        self._unmatched: list[str] = []
+        self._unmatched = []
         found = self._objects() if is_url(self.root) else self._walk(self.root, "")
         listed = sorted(found)
         self.unmatched = sorted(self._unmatched)

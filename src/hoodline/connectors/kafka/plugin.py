@@ -455,6 +455,8 @@ class KafkaPlugin(SourcePlugin):
         self._stored_ids: dict[str, str] | None = None
         #: topic -> id of the topics the positions are in now (stored with every commit)
         self._ids: dict[str, str] = {}
+        #: topics whose ids were asked for (once: a broker may give none)
+        self._asked: set[str] = set()
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
@@ -564,11 +566,12 @@ class KafkaPlugin(SourcePlugin):
         """Topics of the positions whose id differs from the id the resumed checkpoint stored
         (deleted and created again while the pipeline was stopped): topic -> (old, new). The
         ids of topics new to this run are learnt here, for the commits."""
-        unknown = topics - set(self._ids)
+        unknown = topics - self._asked
         if unknown:
             if self._client is None:
                 self._client = self.source.metadata_client()
             self._ids.update(self._client.topic_ids(unknown))
+            self._asked |= unknown
         stored = self._stored_ids
         if not stored:
             return {}
