@@ -143,3 +143,53 @@ def test_a_topic_created_again_while_stopped_is_not_read_from_old_positions(
         p.run(once=True)
     rows = table_rows(table)
     assert {i: rows[i] for i in fresh.model} == fresh.model  # every new record, none skipped
+
+
+def test_a_topic_of_a_pattern_deleted_between_runs_leaves_the_checkpoint(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """A restart after a topic matched by the pattern was deleted stopped ("create them again
+    or write to a new table"). Now the run goes on with the other topics; its first round
+    commits (with nothing to read) a checkpoint without the deleted topic's positions."""
+    from confluent_kafka.admin import AdminClient
+
+    from hoodline.testing.engine import InProcessEngine
+
+    prefix = unique("pc-retired")
+    old = create_topic(broker.bootstrap_servers, f"{prefix}-old", 2)
+    kept = create_topic(broker.bootstrap_servers, f"{prefix}-kept", 2)
+    Stream(broker.bootstrap_servers, old, 2, seed=21).produce(100, 1000, deletes=0.0)
+    stream = Stream(broker.bootstrap_servers, kept, 2, seed=22)
+    stream.produce(100, 50, deletes=0.0)
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "kafka", "format": "json", "options": {
+            "topic-pattern": f"{prefix}-.*",
+            "properties": {"bootstrap.servers": broker.bootstrap_servers},
+            "scan.fetch.timeout": 0.05}},
+        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
+                  "precombine-field": "ts", "delete-field": "deleted"},
+        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
+    })
+    with Pipeline(cfg, InProcessEngine()) as p:
+        assert p.run(once=True).records_read == 200
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for f in admin.delete_topics([old]).values():
+        f.result(timeout=10)
+    time.sleep(0.5)
+    before = len(hudi_completed_commits(table))
+    with Pipeline(cfg, InProcessEngine()) as p:
+        summary = p.run(once=True)
+    assert summary.stopped_because == "drained" and summary.records_read == 0
+    assert len(hudi_completed_commits(table)) == before + 1
+    text = hudi_latest_extra_metadata(table, CHECKPOINT_KEY)
+    assert text is not None
+    stored = PipelineCheckpoint.decode(text)
+    assert all(kept.encode() in b and old.encode() not in b
+               for bs in stored.source.reader_states.values() for b in bs)
+    assert old.encode() not in stored.source.enumerator_state
+    stream.produce(40, 50, deletes=0.0)
+    with Pipeline(cfg, InProcessEngine()) as p:
+        assert p.run(once=True).records_read == 40
+    rows = table_rows(table)
+    assert {i: rows[i] for i in stream.model} == stream.model

@@ -345,7 +345,7 @@ class RoundDriver:
             last_start = self._clock()
             try:
                 planned = self._plan(run)
-                if planned.plan.empty and not run.plugin.source_errors_pending(run.rounds):
+                if planned.plan.empty and not run.plugin.commit_pending(run.rounds):
                     report = self._empty_report(planned, last_start, failures)
                 else:
                     report = self._round(run, planned, last_start, failures)

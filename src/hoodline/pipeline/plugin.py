@@ -232,9 +232,10 @@ class SourcePlugin(ABC):
         to). Default: none."""
         return {}
 
-    def source_errors_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
-        """The source's driver side skipped input that no committed checkpoint records yet
-        (a round must commit, even with nothing to read). Default: never."""
+    def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
+        """The source's driver side changed what no committed checkpoint records yet: input it
+        skipped (error rows), splits it dropped (topics deleted). A round must commit, even
+        with nothing to read. Default: never."""
         return False
 
     def source_errors(self, rounds: SourceRounds[Any, Any], round_id: int) -> list[pa.RecordBatch]:

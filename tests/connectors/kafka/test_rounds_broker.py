@@ -42,7 +42,10 @@ class KafkaRounds:
         plans = self.rounds.plan_round()
         self.round_id += 1
         planned = self.plugin.bound(plans, self.round_id, budget)
+        #: the driver runs (and commits) a round with nothing to read when this is set
+        self.commit_pending = self.plugin.commit_pending(self.rounds)
         tables = []
+        outcomes = []
         for i, task in planned.tasks.items():
             attempts = []
             for _ in range(2 if i == retry else 1):  # a retried task reads the plan again
@@ -52,7 +55,9 @@ class KafkaRounds:
             assert all(a.equals(attempts[0]) for a in attempts), "a retried task read other records"
             assert reading.outcome is not None
             self.rounds.reads_done(i, self.plugin.continuing(plans[i].splits, reading.outcome))
+            outcomes.append(reading.outcome)
             tables.append(attempts[-1])
+        self.plugin.forward_events(self.rounds, outcomes)
         return tables
 
     def commit(self, tables: list[pa.Table], committed: list[pa.Table]) -> SourceCheckpoint:
@@ -226,5 +231,59 @@ def test_a_topic_created_again_and_refilled_past_the_positions_is_told_by_its_id
         assert new == sorted(record_value(topic, p, i) for p in (0, 1) for i in range(150))
         again = job.plugin.commit_metadata(job.rounds)
         assert json.loads(again[TOPIC_IDS_KEY])[topic] != old_id
+    job.rounds.close()
+    job.plugin.close()
+
+
+def test_a_topic_of_a_pattern_deleted_while_running_leaves_the_rounds(
+    kafka: KafkaTestCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Retiring a topic that a topic pattern matched stopped the run ("create them again or
+    write to a new table"). The other topics are read on; the deleted one's splits leave the
+    readers and the enumerator, so a restart resumes without it, and a topic created again
+    under the name is read as a new one."""
+    prefix = unique_topic("retired")
+    old, kept = kafka.create_topic(f"{prefix}-old", 2), kafka.create_topic(f"{prefix}-kept", 1)
+    kafka.produce(old, {0: 20, 1: 20})
+    kafka.produce(kept, {0: 30})
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": kafka.bootstrap_servers,
+        "topic-pattern": f"{prefix}-.*", "scan.fetch.timeout": 0.05,
+        "scan.topic-partition-discovery.interval": 0.01})
+    committed: list[pa.Table] = []
+    job = KafkaRounds(source, 2, None)
+    job.commit(job.read_round(1000), committed)
+    assert rows(committed) == 70
+    _delete_topic(kafka, old)
+    kafka.produce(kept, {0: 5}, start={0: 30})
+
+    def held_topics() -> set[str]:
+        return {s.topic for splits in job.rounds.held_splits().values() for s in splits}
+
+    with caplog.at_level("WARNING", logger="hoodline.connectors.kafka.plugin"):
+        tables = job.read_round(1000)  # the deleted topic's splits leave with this round
+        assert rows(tables) == 5 and job.commit_pending  # (committed also with no records)
+    assert (f"topic(s) '{old}' matched by topic-pattern '{prefix}-.*' no longer exist on the "
+            f"brokers: they were deleted. Their partitions are no longer read; they had been "
+            f"read up to offsets {old}-0=20, {old}-1=20") in caplog.text
+    job.commit(tables, committed)
+    assert held_topics() == {kept}
+    enumerator = job.rounds.coordinator.enumerator
+    assert {tp.topic for tp in enumerator.global_assignment} == {kept}
+    stored = json.loads(job.plugin.commit_metadata(job.rounds)[TOPIC_IDS_KEY])
+    assert set(stored) == {kept}
+    job.rounds.close()
+    job.plugin.close()
+
+    job = KafkaRounds(source, 2, job.last)  # a restart resumes without it
+    job.plugin.restored({TOPIC_IDS_KEY: json.dumps(stored)})
+    assert held_topics() == {kept}
+    kafka.create_topic(old, 1)  # the name again: a new topic, read from its start
+    kafka.produce(old, {0: 7})
+    later: list[pa.Table] = []
+    for _ in range(3):
+        job.commit(job.read_round(1000), later)
+    again = sorted(v for t in later for v in t["value"].to_pylist())
+    assert again == sorted(record_value(old, 0, i) for i in range(7))
     job.rounds.close()
     job.plugin.close()

@@ -249,7 +249,7 @@ class FilesPlugin(SourcePlugin):
                 finished.update(event.split_ids)
         return [s for s in outcome.splits if s.split_id not in finished]
 
-    def source_errors_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
+    def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
         return bool(_enumerator(rounds).unsettled_rejections())
 
     def source_errors(self, rounds: SourceRounds[Any, Any], round_id: int) -> list[pa.RecordBatch]:

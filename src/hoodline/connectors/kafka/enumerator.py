@@ -32,7 +32,10 @@ its checkpointed position is lost and the enumerator fails naming it rather than
 a restart keeps every owner; with a changed parallelism a completely new global assignment is made
 by the configured assigner. A known split is never initialized again: its offset comes from the
 reader state or the enumerator's pending splits, never from the starting-offsets option.
-Partitions discovered after the first discovery start at their earliest offset.
+Partitions discovered after the first discovery start at their earliest offset. The splits of a
+topic that a ``topic-pattern`` matched and that was deleted are forgotten when the reader that
+held them says so (:class:`~hoodline.connectors.kafka.events.PartitionsDeletedEvent`); a topic
+created again under the name is then discovered as a new one.
 """
 
 from __future__ import annotations
@@ -44,11 +47,17 @@ from dataclasses import dataclass
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.assigners import SplitAssigner, create_assigner
 from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
+from hoodline.connectors.kafka.events import PartitionsDeletedEvent
 from hoodline.connectors.kafka.offsets import StartingOffsets
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import KafkaBrokerUnavailableError, KafkaSourceError
-from hoodline.source.api import SplitEnumerator, SplitEnumeratorContext, SplitsAssignment
+from hoodline.source.api import (
+    SourceEvent,
+    SplitEnumerator,
+    SplitEnumeratorContext,
+    SplitsAssignment,
+)
 
 log = logging.getLogger(__name__)
 
@@ -340,6 +349,15 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         # Push-based: splits go to their owner as soon as it is registered.
         self._assign_pending()
 
+    def handle_source_event(self, subtask_id: int, event: SourceEvent) -> None:
+        if not isinstance(event, PartitionsDeletedEvent):
+            log.warning("Kafka enumerator ignores event %r from reader %d", event, subtask_id)
+            return
+        self._forget(event.partitions)
+        self._known_snapshot = frozenset(self._owner)
+        log.info("Kafka enumerator forgot %d splits of deleted topics: %s",
+                 len(event.partitions), ", ".join(map(str, sorted(event.partitions))))
+
     # --- checkpoints --------------------------------------------------------------------------
     def snapshot_state(self, checkpoint_id: int) -> KafkaSourceEnumState:
         return KafkaSourceEnumState(
@@ -361,9 +379,8 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         for bucket in self._pending.values():
             bucket.pop(tp, None)
 
-    def _drop_unsubscribed(self, tps: Iterable[TopicPartition], reason: str) -> None:
-        dropped = [tp for tp in tps if not self._subscription.matches(tp)]
-        for tp in dropped:
+    def _forget(self, tps: Iterable[TopicPartition]) -> None:
+        for tp in tps:
             self._owner.pop(tp, None)
             self._remove_pending(tp)
             self._assigned.discard(tp)
@@ -371,6 +388,10 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
             self._finished.discard(tp)
             self._provisional.discard(tp)
             self._unassigned_initial.discard(tp)
+
+    def _drop_unsubscribed(self, tps: Iterable[TopicPartition], reason: str) -> None:
+        dropped = [tp for tp in tps if not self._subscription.matches(tp)]
+        self._forget(dropped)
         if dropped:
             log.info(
                 "dropping %d splits of partitions no longer subscribed (%s): %s",

@@ -54,8 +54,10 @@ TOPIC_PATTERN = option(
     str,
     "",
     "Regular expression (full match) of the topics to read; topics created later that match are "
-    "picked up by partition discovery and read from their earliest offset. The pattern itself "
-    "is kept by the table, as 'topic' is.",
+    "picked up by partition discovery and read from their earliest offset. A matching topic "
+    "that is deleted stops being read, with a warning naming the offsets its partitions were "
+    "read up to (a topic named by 'topic' that is deleted stops the pipeline instead). The "
+    "pattern itself is kept by the table, as 'topic' is.",
 )
 PARTITIONS = option(
     "partitions",

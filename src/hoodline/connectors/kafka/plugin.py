@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
+from hoodline.connectors.kafka.events import PartitionsDeletedEvent
 from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
 from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.source import KafkaSource
@@ -457,6 +458,8 @@ class KafkaPlugin(SourcePlugin):
         self._ids: dict[str, str] = {}
         #: topics whose ids were asked for (once: a broker may give none)
         self._asked: set[str] = set()
+        #: per reader subtask: splits of deleted topics dropped this round (-> position)
+        self._dropping: dict[int, dict[TopicPartition, int]] = {}
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
@@ -526,11 +529,14 @@ class KafkaPlugin(SourcePlugin):
             defaults=json.dumps(defaults), kind=self._kind,
         ), changes=self._changes, mark_deletes=self._mark_deletes)
 
-    def _latest(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    def _ends(self, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int], set[str]]:
+        """The partitions' end offsets, and the topics among them that no longer exist when
+        the subscription is a topic pattern (deleted: their partitions have no end). A deleted
+        topic named by option 'topic' or 'partitions' stops the source."""
         if self._client is None:
             self._client = self.source.metadata_client()
         try:
-            return self._client.latest_offsets(tps)
+            return self._client.latest_offsets(tps), set()
         except KafkaBrokerUnavailableError:
             raise
         except KafkaSourceError as exc:
@@ -542,6 +548,9 @@ class KafkaPlugin(SourcePlugin):
             gone = sorted({tp.topic for tp in tps} - set(present))
             if not gone:
                 raise
+            if self.source.config.subscription.pattern is not None:
+                left = [tp for tp in tps if tp.topic not in gone]
+                return (self._client.latest_offsets(left) if left else {}), set(gone)
             raise KafkaSourceError(
                 f"topic(s) {', '.join(repr(t) for t in gone)} no longer exist on the brokers "
                 f"({self.source.config.client_properties.get('bootstrap.servers', '?')}), but "
@@ -549,6 +558,35 @@ class KafkaPlugin(SourcePlugin):
                 "again to go on ('offsets.out-of-range' decides where a re-created topic is "
                 "read from), or write to a new table"
             ) from exc
+
+    def _drop_deleted(
+        self, held: Mapping[int, Sequence[KafkaPartitionSplit]], gone: set[str]
+    ) -> None:
+        """Splits of topics found deleted (their end offsets failed or lie before the
+        positions, and the brokers' metadata lacks them) leave their readers with this round
+        (:meth:`continuing`, :meth:`forward_events`): a topic-pattern subscription reads the
+        topics that match while they exist."""
+        self._dropping = {}
+        if not gone:
+            return
+        for reader, splits in held.items():
+            for s in splits:
+                if s.topic in gone:
+                    self._dropping.setdefault(reader, {})[s.topic_partition] = s.starting_offset
+        for topic in gone:
+            self._ids.pop(topic, None)
+            self._asked.discard(topic)
+        if self._targets is not None:
+            self._targets = {tp: e for tp, e in self._targets.items() if tp.topic not in gone}
+        read = ", ".join(f"{tp.topic}-{tp.partition}={o}" for tp, o in sorted(
+            (tp, o) for d in self._dropping.values() for tp, o in d.items()))
+        log.warning(
+            "topic(s) %s matched by topic-pattern %r no longer exist on the brokers: they were "
+            "deleted. Their partitions are no longer read; they had been read up to offsets %s "
+            "(records they held past these were not read). A topic created again under the "
+            "name is read as a new one, from its earliest offset",
+            ", ".join(repr(t) for t in sorted(gone)),
+            self.source.config.subscription.pattern, read or "(none held)")
 
     def restored(self, metadata: Mapping[str, str]) -> None:
         stored = metadata.get(TOPIC_IDS_KEY)
@@ -598,7 +636,7 @@ class KafkaPlugin(SourcePlugin):
                 "'offsets.out-of-range' = 'earliest' to read such partitions from their "
                 "earliest offset, or write to a new table"
             )
-        assert self._client is not None  # _latest made it
+        assert self._client is not None  # _ends made it
         earliest = self._client.earliest_offsets([s.topic_partition for s in past])
         log.warning("positions of partition(s) %s%s no longer mean the records they were read "
                     "at%s (the topic was deleted and re-created, or truncated): reading them "
@@ -612,9 +650,18 @@ class KafkaPlugin(SourcePlugin):
     ) -> RoundPlan:
         held = {i: list(p.splits) for i, p in plans.items()}
         tps = sorted({s.topic_partition for splits in held.values() for s in splits})
-        ends = self._latest(tps) if tps else {}
+        ends, gone = self._ends(tps) if tps else ({}, set())
         past = past_end(held, ends)
-        recreated = self._recreated({tp.topic for tp in tps})
+        if past and self.source.config.subscription.pattern is not None:
+            # positions past their partition's end: a deleted topic may still answer with end
+            # offsets (some brokers give 0 for a topic they no longer have)
+            assert self._client is not None  # _ends made it
+            present = self._client.topic_partition_counts()
+            gone |= {s.topic for s in past if s.topic not in present}
+            ends = {tp: e for tp, e in ends.items() if tp.topic not in gone}
+            past = [s for s in past if s.topic not in gone]
+        self._drop_deleted(held, gone)
+        recreated = self._recreated({tp.topic for tp in tps if tp.topic not in gone})
         past += [s for splits in held.values() for s in splits
                  if s.topic in recreated and s not in past]
         if past:
@@ -628,6 +675,8 @@ class KafkaPlugin(SourcePlugin):
         lag: dict[str, int] = {}
         for splits in bounded.values():
             for s in splits:
+                if s.topic in gone:
+                    continue
                 end = ends.get(s.topic_partition, s.stopping_offset or 0)
                 lag[f"{s.topic}-{s.partition}"] = max(0, end - (s.stopping_offset or 0))
                 self._positions[s.topic_partition] = s.stopping_offset or s.starting_offset
@@ -640,9 +689,12 @@ class KafkaPlugin(SourcePlugin):
 
     def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
         read = {s.split_id: s for s in outcome.splits}
+        deleted = self._dropping.get(outcome.subtask, {})
         out: list[SourceSplit] = []
         for s in held:
             assert isinstance(s, KafkaPartitionSplit)
+            if s.topic_partition in deleted:
+                continue
             state = read.get(s.split_id)
             if state is None:  # the reader keeps finished splits: a missing one is a bug
                 raise PipelineError(
@@ -654,6 +706,18 @@ class KafkaPlugin(SourcePlugin):
                 continue
             out.append(cont)
         return out
+
+    def forward_events(
+        self, rounds: SourceRounds[Any, Any], outcomes: Sequence[ReadOutcome]
+    ) -> None:
+        super().forward_events(rounds, outcomes)
+        for reader, deleted in sorted(self._dropping.items()):
+            rounds.coordinator.handle_source_event(
+                reader, PartitionsDeletedEvent(tuple(sorted(deleted))))
+        self._dropping = {}
+
+    def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
+        return bool(self._dropping)  # the dropped splits leave the checkpoint with a commit
 
     def drained(self) -> bool:
         if self._targets is None:  # no partition found (yet): give discovery a few rounds
