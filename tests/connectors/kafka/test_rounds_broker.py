@@ -65,6 +65,7 @@ class KafkaRounds:
         checkpoint = SourceCheckpoint.from_bytes(checkpoint.to_bytes())  # stored in the commit
         committed.extend(tables)
         self.rounds.checkpoint_complete(checkpoint)
+        self.plugin.after_commit(self.rounds)
         self.last = checkpoint
         return checkpoint
 
@@ -285,5 +286,43 @@ def test_a_topic_of_a_pattern_deleted_while_running_leaves_the_rounds(
         job.commit(job.read_round(1000), later)
     again = sorted(v for t in later for v in t["value"].to_pylist())
     assert again == sorted(record_value(old, 0, i) for i in range(7))
+    job.rounds.close()
+    job.plugin.close()
+
+
+@pytest.mark.parametrize("policy", ["fail", "earliest"])
+def test_a_topic_created_again_and_refilled_while_running_is_told_by_its_id(
+    kafka: KafkaTestCluster, policy: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ids were compared only at a restart: a topic deleted, created again and given more
+    records than the positions between two rounds of a running pipeline was read on from the
+    old positions (offsets 0..99 of the new topic skipped without a word)."""
+    topic = kafka.create_topic(unique_topic("running"), 2)
+    kafka.produce(topic, {0: 100, 1: 100})
+    source = KafkaSource.from_options({
+        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
+    committed: list[pa.Table] = []
+    job = KafkaRounds(source, 2, None)
+    job.commit(job.read_round(1000), committed)
+    old_id = json.loads(job.plugin.commit_metadata(job.rounds)[TOPIC_IDS_KEY])[topic]
+    _delete_topic(kafka, topic)
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 150, 1: 150})
+    if policy == "fail":
+        with pytest.raises(KafkaOffsetOutOfRangeError,
+                           match=rf"topic '{topic}' has another id than when it was read "
+                                 rf"\({re.escape(old_id)} -> "):
+            job.read_round(1000)
+    else:
+        with caplog.at_level("WARNING", logger="hoodline.connectors.kafka.plugin"):
+            tables = job.read_round(1000)
+        assert job.commit_pending
+        job.commit(tables, committed)
+        new = sorted(v for t in tables for v in t["value"].to_pylist())
+        assert new == sorted(record_value(topic, p, i) for p in (0, 1) for i in range(150))
+        assert caplog.text.count("has another id") == 1
+        assert rows(job.read_round(1000)) == 0 and not job.commit_pending
+        assert caplog.text.count("has another id") == 1  # the commit settled it
     job.rounds.close()
     job.plugin.close()

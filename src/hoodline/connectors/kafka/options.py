@@ -157,8 +157,9 @@ OFFSETS_OUT_OF_RANGE = option(
     "an error naming topic, partition, offset (and end offset). 'earliest': go on from the "
     "earliest available offset and log a warning (records deleted by retention are lost; a "
     "re-created topic is read from its start). A re-created topic is known by its end below "
-    "the stored position, or at a restart by its topic id, which every commit stores beside "
-    "the positions (brokers that give no topic ids: by its end only).",
+    "the stored position, or by its topic id, asked at every round and compared with the one "
+    "every commit stores beside the positions, also across restarts (brokers that give no "
+    "topic ids: by its end only).",
 )
 FETCH_MAX_RECORDS = option(
     "scan.fetch.max-records",

@@ -451,15 +451,17 @@ class KafkaPlugin(SourcePlugin):
         self._targets: dict[TopicPartition, int] | None = None
         self._positions: dict[TopicPartition, int] = {}
         self._unassigned_plans = 0
-        #: topic -> id the checkpoint's positions refer to (from the resumed commit), until a
-        #: round of this run commits (a failed round's readers go back to those positions)
+        #: topic -> id the checkpoint's positions refer to: stored by the resumed commit, then
+        #: by every commit of this run (a failed round's readers go back to those positions)
         self._stored_ids: dict[str, str] | None = None
         #: topic -> id of the topics the positions are in now (stored with every commit)
         self._ids: dict[str, str] = {}
-        #: topics whose ids were asked for (once: a broker may give none)
+        #: topics whose ids were asked for (a topic the brokers give no id is asked once)
         self._asked: set[str] = set()
         #: per reader subtask: splits of deleted topics dropped this round (-> position)
         self._dropping: dict[int, dict[TopicPartition, int]] = {}
+        #: this round moves positions (offsets.out-of-range = earliest): it commits them
+        self._moved = False
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
@@ -601,15 +603,16 @@ class KafkaPlugin(SourcePlugin):
         return {TOPIC_IDS_KEY: json.dumps(dict(sorted(self._ids.items())))} if self._ids else {}
 
     def _recreated(self, topics: set[str]) -> dict[str, tuple[str, str]]:
-        """Topics of the positions whose id differs from the id the resumed checkpoint stored
-        (deleted and created again while the pipeline was stopped): topic -> (old, new). The
-        ids of topics new to this run are learnt here, for the commits."""
-        unknown = topics - self._asked
-        if unknown:
+        """Topics of the positions whose id differs from the id the checkpoint's positions
+        were read at (deleted and created again since, while the pipeline was stopped or while
+        it runs): topic -> (old, new). Asked at every plan (one DescribeTopics request); a topic
+        the brokers give no id is asked once."""
+        ask = {t for t in topics if t in self._ids or t not in self._asked}
+        if ask:
             if self._client is None:
                 self._client = self.source.metadata_client()
-            self._ids.update(self._client.topic_ids(unknown))
-            self._asked |= unknown
+            self._ids.update(self._client.topic_ids(ask))
+            self._asked |= ask
         stored = self._stored_ids
         if not stored:
             return {}
@@ -664,6 +667,7 @@ class KafkaPlugin(SourcePlugin):
         recreated = self._recreated({tp.topic for tp in tps if tp.topic not in gone})
         past += [s for splits in held.values() for s in splits
                  if s.topic in recreated and s not in past]
+        self._moved = bool(past)
         if past:
             held = restarted(held, self._restart_points(past, ends, recreated))
         if self._targets is None:
@@ -717,7 +721,9 @@ class KafkaPlugin(SourcePlugin):
         self._dropping = {}
 
     def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
-        return bool(self._dropping)  # the dropped splits leave the checkpoint with a commit
+        # dropped splits and moved positions reach the checkpoint with a commit, also when the
+        # round reads nothing (an empty topic created again would be found again every round)
+        return bool(self._dropping) or self._moved
 
     def drained(self) -> bool:
         if self._targets is None:  # no partition found (yet): give discovery a few rounds
@@ -725,7 +731,7 @@ class KafkaPlugin(SourcePlugin):
         return all(self._positions.get(tp, 0) >= end for tp, end in self._targets.items())
 
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
-        self._stored_ids = None  # the committed positions refer to the topics as they are
+        self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)
 
