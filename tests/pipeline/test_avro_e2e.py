@@ -29,6 +29,7 @@ from hoodline.broker import EmbeddedBroker, ExactEndProducer
 from hoodline.errors import BadRecordError
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
+from hoodline.table.properties import TableType
 from hoodline.testing.engine import InProcessEngine
 from hoodline.testing.hudi_oracle import hudi_snapshot
 from tests.helpers.pipeline_stream import create_topic, region, unique
@@ -247,3 +248,54 @@ def test_unknown_schema_stops_the_pipeline_with_tolerance_none(
     with Pipeline(_config(tmp_path / "t", stream, errors="none"), InProcessEngine()) as p:
         with pytest.raises(BadRecordError, match="schema id 77777"):
             p.run(once=True)
+
+
+#: a field that is one of several types (as event schemas often have), and an array of such
+PAYMENT: dict[str, Any] = {
+    "type": "record", "name": "Payment", "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "region", "type": "string"},
+        {"name": "ts", "type": "long"},
+        {"name": "method", "type": ["null", "string", "long", {
+            "type": "record", "name": "Card", "fields": [{"name": "last4", "type": "string"}]}],
+         "default": None},
+        {"name": "tags", "type": {"type": "array", "items": ["string", "shop.Card"]}},
+    ],
+}
+
+
+@pytest.mark.parametrize("table_type", list(TableType))
+def test_a_union_of_several_types_becomes_a_struct_of_members(
+    schema_registry: SchemaRegistry, broker: EmbeddedBroker, tmp_path: Path,
+    table_type: TableType,
+) -> None:
+    """A version holding ``["null", "string", "long", Card]`` was refused as the table's
+    schema. Now it is read as Spark (and so Hudi's Spark writer) reads it: a struct with one
+    nullable member per non-null type, ``member<i>`` in the union's order, the value in the
+    member of its branch."""
+    stream = _stream(schema_registry, broker)
+    ser = stream.serializer(PAYMENT)
+    ctx = SerializationContext(stream.topic, MessageField.VALUE)
+    methods: list[Any] = [None, "cash", 42, ("shop.Card", {"last4": "1234"})]
+    with ExactEndProducer(stream.bootstrap) as p:
+        for i in range(8):
+            rec = {"id": i, "region": region(i), "ts": i, "method": methods[i % 4],
+                   "tags": ["a", ("shop.Card", {"last4": str(i)})]}
+            p.produce(stream.topic, i % 2, ser(rec, ctx), str(i).encode())
+    table = tmp_path / "payments"
+    cfg = _config(table, stream, errors="none")
+    cfg = dataclasses.replace(cfg, table=dataclasses.replace(cfg.table, table_type=table_type))
+    with Pipeline(cfg, InProcessEngine()) as p:
+        assert p.run(once=True).records_read == 8
+    read = hudi_snapshot(table)
+    assert read.schema.field("method").type == pa.struct([
+        ("member0", pa.string()), ("member1", pa.int64()),
+        ("member2", pa.struct([pa.field("last4", pa.string(), nullable=False)]))])
+    rows = _rows(table)
+    none = {"member0": None, "member1": None, "member2": None}
+    expected = [None, {**none, "member0": "cash"}, {**none, "member1": 42},
+                {**none, "member2": {"last4": "1234"}}]
+    assert {i: r["method"] for i, r in rows.items()} == {i: expected[i % 4] for i in range(8)}
+    assert rows[5]["tags"] == [{"member0": "a", "member1": None},
+                               {"member0": None, "member1": {"last4": "5"}}]

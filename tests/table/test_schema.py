@@ -86,7 +86,7 @@ def test_unsupported_types_name_column() -> None:
                 {
                     "type": "record",
                     "name": "r",
-                    "fields": [{"name": "x", "type": ["int", "string"]}],
+                    "fields": [{"name": "x", "type": ["null"]}],
                 }
             )
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -174,10 +174,19 @@ def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
     """Arrow type and nullability of an Avro type."""
     if isinstance(s, list):
         non_null = [v for v in s if v != "null"]
+        nullable = len(non_null) < len(s)
         if len(non_null) == 1:
             t, _ = _avro_to_type(non_null[0], named)
-            return t, len(non_null) < len(s)
-        raise TableError(f'Avro union {json.dumps(s)} is not supported (only ["null", T])')
+            return t, nullable
+        if not non_null:
+            raise TableError(f"Avro union {json.dumps(s)} has no type but null")
+        kinds = {avro_kind(v, named) for v in non_null}
+        if len(non_null) == 2 and kinds in ({"int", "long"}, {"float", "double"}):
+            return (pa.int64() if "long" in kinds else pa.float64()), nullable
+        # as Spark (and so Hudi's Spark writer) reads it: one nullable member per type
+        members = [pa.field(f"member{i}", _avro_to_type(v, named)[0], nullable=True)
+                   for i, v in enumerate(non_null)]
+        return pa.struct(members), nullable
     if isinstance(s, str):
         prim = {
             "null": pa.null(),
@@ -232,6 +241,20 @@ def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
     if isinstance(typ, (str, list, dict)):
         return _avro_to_type(typ, named)
     raise TableError(f"Avro type {json.dumps(s)} is not supported")
+
+
+def avro_kind(s: Any, named: Mapping[str, Any]) -> str:
+    """The Avro type name of schema ``s`` (``"long"`` for a timestamp, ``"record"``, ...),
+    named references resolved."""
+    if isinstance(s, str):
+        target = named.get(s, named.get(s.rsplit(".", 1)[-1]))
+        return avro_kind(target, named) if target is not None else s
+    if isinstance(s, list):
+        return "union"
+    typ = s.get("type") if isinstance(s, dict) else None
+    if isinstance(typ, (dict, list)):
+        return avro_kind(typ, named)
+    return str(typ)
 
 
 # -- evolution ------------------------------------------------------------------------------------

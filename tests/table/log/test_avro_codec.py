@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import io
+import json
 from typing import Any
 
 import fastavro
@@ -519,3 +520,43 @@ def test_varints_of_every_length_encode_as_fastavro_writes_them(
     })
     schema = arrow_to_avro(table.schema, "t")
     assert encode_records(table, schema).to_pylist() == _fastavro_datums(table, schema)
+
+
+def test_unions_of_several_types_decode_into_the_member_of_their_branch() -> None:
+    """Branches told apart by name (records, enums) and by value type (strings, longs, maps,
+    timestamps), also inside arrays; ``[int, long]`` is read as long, as Spark reads it."""
+    from hoodline.table.log.avro_codec import decode_records
+    from hoodline.table.schema import avro_schema_json_to_arrow
+
+    card = {"type": "record", "name": "Card", "namespace": "ns",
+            "fields": [{"name": "x", "type": "int"}]}
+    schema: dict[str, Any] = {"type": "record", "name": "R", "fields": [
+        {"name": "u", "type": ["null", "string", "long", card,
+                               {"type": "enum", "name": "E", "symbols": ["P", "Q"]},
+                               {"type": "map", "values": "int"}]},
+        {"name": "w", "type": ["int", "long"]},
+        {"name": "a", "type": {"type": "array", "items": ["string", "ns.Card"]}},
+        {"name": "t", "type": ["string", {"type": "long", "logicalType": "timestamp-millis"}]},
+    ]}
+    when = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    values: list[Any] = [None, "s", 5, ("ns.Card", {"x": 1}), ("E", "Q"), {"k": 1}]
+    parsed = fastavro.parse_schema(schema)
+    buf, starts, ends = io.BytesIO(), [], []
+    for i, v in enumerate(values):
+        starts.append(buf.tell())
+        fastavro.schemaless_writer(buf, parsed, {"u": v, "w": i, "a": ["a", ("ns.Card", {"x": i})],
+                                                 "t": when if i % 2 else "later"})
+        ends.append(buf.tell())
+    table = decode_records(buf.getvalue(), np.array(starts), np.array(ends), schema)
+    assert table.schema == avro_schema_json_to_arrow(json.dumps(schema))
+    assert table.schema.field("w").type == pa.int64()
+    members = [f.name for f in table.schema.field("u").type]
+    assert members == [f"member{i}" for i in range(5)]
+    got = table.column("u").to_pylist()
+    assert got[0] is None
+    assert [next(k for k, v in m.items() if v is not None) for m in got[1:]] == members
+    assert [m[f"member{i}"] for i, m in enumerate(got[1:])] == ["s", 5, {"x": 1}, "Q", [("k", 1)]]
+    assert table.column("a").to_pylist()[2] == [{"member0": "a", "member1": None},
+                                                {"member0": None, "member1": {"x": 2}}]
+    assert table.column("t").to_pylist()[:2] == [{"member0": "later", "member1": None},
+                                                 {"member0": None, "member1": when}]

@@ -962,14 +962,161 @@ def _decode_generic(
 ) -> pa.Table:
     from hoodline.table.schema import avro_schema_json_to_arrow
 
-    parsed = fastavro.parse_schema(_without_raw_logical(schema))
+    plain = _without_raw_logical(schema)
+    parsed = fastavro.parse_schema(plain)
     view = memoryview(content)
+    arrow = avro_schema_json_to_arrow(json.dumps(schema))
+    named = _named_types(plain)
+    if not _has_member_union(plain, named):
+        rows = [
+            fastavro.schemaless_reader(io.BytesIO(view[int(s) : int(e)]), parsed, None)
+            for s, e in zip(starts, ends, strict=True)
+        ]
+        return pa.Table.from_pylist(rows, schema=arrow)
+    # unions of several types: a value's branch (read from named types' names and the value's
+    # Python type) becomes the member of that index (see schema.avro_schema_json_to_arrow)
     rows = [
-        fastavro.schemaless_reader(io.BytesIO(view[int(s) : int(e)]), parsed, None)
+        _union_members(fastavro.schemaless_reader(io.BytesIO(view[int(s) : int(e)]), parsed,
+                                                  None, return_named_type=True), plain, named)
         for s, e in zip(starts, ends, strict=True)
     ]
-    arrow = avro_schema_json_to_arrow(json.dumps(schema))
     return pa.Table.from_pylist(rows, schema=arrow)
+
+
+def _named_types(schema: Any, out: dict[str, Any] | None = None,
+                 namespace: str = "") -> dict[str, Any]:
+    """Every named type the schema defines, by full and by short name."""
+    out = {} if out is None else out
+    if isinstance(schema, list):
+        for branch in schema:
+            _named_types(branch, out, namespace)
+    elif isinstance(schema, dict):
+        typ = schema.get("type")
+        if typ in ("record", "enum", "fixed") and "name" in schema:
+            name = str(schema["name"])
+            space = str(schema.get("namespace", namespace)) if "." not in name else ""
+            full = f"{space}.{name}" if space else name
+            out[full] = out[full.rsplit(".", 1)[-1]] = schema
+            namespace = full.rsplit(".", 1)[0] if "." in full else namespace
+        if typ == "record":
+            for f in schema.get("fields", []):
+                _named_types(f["type"], out, namespace)
+        elif typ == "array":
+            _named_types(schema["items"], out, namespace)
+        elif typ == "map":
+            _named_types(schema["values"], out, namespace)
+        elif isinstance(typ, (dict, list)):
+            _named_types(typ, out, namespace)
+    return out
+
+
+def _resolved(node: Any, named: Mapping[str, Any]) -> Any:
+    if isinstance(node, str) and node not in _PRIMITIVES:
+        return named.get(node, named.get(node.rsplit(".", 1)[-1], node))
+    return node
+
+
+def _member_union(branches: list[Any], named: Mapping[str, Any]) -> bool:
+    """A union read as a struct of members (not ``["null", T]``, ``[int, long]``,
+    ``[float, double]``)."""
+    from hoodline.table.schema import avro_kind
+
+    kinds = {avro_kind(b, named) for b in branches}
+    return len(branches) > 1 and not (
+        len(branches) == 2 and kinds in ({"int", "long"}, {"float", "double"}))
+
+
+def _has_member_union(schema: Any, named: Mapping[str, Any],
+                      seen: set[int] | None = None) -> bool:
+    seen = set() if seen is None else seen
+    node = _resolved(schema, named)
+    if id(node) in seen:
+        return False
+    if isinstance(node, list):
+        branches = [b for b in node if b != "null"]
+        return _member_union(branches, named) or any(
+            _has_member_union(b, named, seen) for b in branches)
+    if not isinstance(node, dict):
+        return False
+    seen.add(id(node))
+    typ = node.get("type")
+    if typ == "record":
+        return any(_has_member_union(f["type"], named, seen) for f in node.get("fields", []))
+    if typ == "array":
+        return _has_member_union(node["items"], named, seen)
+    if typ == "map":
+        return _has_member_union(node["values"], named, seen)
+    return isinstance(typ, (dict, list)) and _has_member_union(typ, named, seen)
+
+
+def _fits(value: Any, node: Any, named: Mapping[str, Any]) -> bool:
+    """Whether fastavro gives ``value`` for Avro type ``node`` (named types come as
+    ``(name, value)`` in unions and are matched by name before)."""
+    import datetime
+
+    from hoodline.table.schema import avro_kind
+
+    kind = avro_kind(node, named)
+    logical = node.get("logicalType") if isinstance(node, dict) else None
+    if isinstance(value, bool):
+        return kind == "boolean"
+    if isinstance(value, datetime.datetime):
+        return str(logical).startswith("timestamp")
+    if isinstance(value, datetime.date):
+        return logical == "date"
+    if isinstance(value, datetime.time):
+        return str(logical).startswith("time-")
+    if isinstance(value, decimal.Decimal):
+        return logical == "decimal"
+    expected = {int: ("int", "long"), float: ("float", "double"), str: ("string",),
+                bytes: ("bytes",), list: ("array",), dict: ("map",)}
+    for py, kinds in expected.items():
+        if isinstance(value, py):
+            return kind in kinds and logical in (None, *_STORED_RAW)
+    return False
+
+
+def _union_members(value: Any, node: Any, named: Mapping[str, Any]) -> Any:
+    """A value fastavro read with ``return_named_type`` as the table column of its schema
+    holds it: unions of several types as ``{"member<i>": ...}`` of the value's branch."""
+    if value is None:
+        return None
+    node = _resolved(node, named)
+    if isinstance(node, list):
+        branches = [b for b in node if b != "null"]
+        name, inner = (value if isinstance(value, tuple) else (None, value))
+        if not _member_union(branches, named):
+            return _union_members(inner, branches[0], named) if len(branches) == 1 else inner
+        at = _branch_of(name, inner, branches, named)
+        return {f"member{i}": _union_members(inner, b, named) if i == at else None
+                for i, b in enumerate(branches)}
+    if not isinstance(node, dict):
+        return value
+    typ = node.get("type")
+    if typ == "record":
+        return {f["name"]: _union_members(value.get(f["name"]), f["type"], named)
+                for f in node.get("fields", [])}
+    if typ == "array":
+        return [_union_members(v, node["items"], named) for v in value]
+    if typ == "map":
+        return {k: _union_members(v, node["values"], named) for k, v in value.items()}
+    if isinstance(typ, (dict, list)):
+        return _union_members(value, typ, named)
+    return value
+
+
+def _branch_of(name: str | None, value: Any, branches: list[Any],
+               named: Mapping[str, Any]) -> int:
+    if name is not None:
+        short = name.rsplit(".", 1)[-1]
+        for i, b in enumerate(branches):
+            target = _resolved(b, named)
+            if isinstance(target, dict) and str(target.get("name", "")).rsplit(".", 1)[-1] == short:
+                return i
+    for i, b in enumerate(branches):
+        if _fits(value, _resolved(b, named), named):
+            return i
+    raise TableError(f"an Avro value {value!r} matches no branch of union {json.dumps(branches)}")
 
 
 def encode_datum(value: Any, schema: dict[str, Any] | list[Any]) -> bytes:
