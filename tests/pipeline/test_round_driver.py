@@ -38,10 +38,12 @@ from hoodline.pipeline.tasks import RoundJob
 from hoodline.table import fs_view
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.instant import COMMIT
+from hoodline.table.properties import TableType
 from hoodline.table.read import read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 from hoodline.testing.engine import InProcessEngine
+from hoodline.testing.hudi_oracle import assert_hudi_matches_hoodline
 
 
 def _write_file(root: Path, name: str, rows: list[dict[str, Any]]) -> None:
@@ -522,6 +524,27 @@ def test_a_round_followed_by_an_inline_compaction_says_so(src: Path, tmp_path: P
     assert [line.rsplit(": commit ", 1)[1] for line in lines] == compacted
     assert all("; compacted the table: commit " in line for line in lines)
     assert not any("compacted" in format_round_line(r) for r in reports if not r.compaction)
+
+
+@pytest.mark.parametrize("table_type", list(TableType))
+def test_a_late_delete_keeps_the_newer_row_on_both_table_types(
+    tmp_path: Path, table_type: TableType
+) -> None:
+    """DefaultHoodieRecordPayload, a delete-flagged record older than the stored one: copy-on-
+    write kept the row, merge-on-read deleted it (its delete blocks said "natural order"). Now
+    a merge-on-read delete block carries each delete's ordering value, as Java writes for
+    upserts that delete, and hoodline and hudi-rs keep the newer row on both types."""
+    root, table = tmp_path / "in", tmp_path / "t"
+    _write_file(root, "a.jsonl", [{"id": i, "v": f"v{i}", "ts": 10} for i in (1, 2, 3)])
+    cfg = _config(root, table, table_options={
+        "type": table_type.config_text, "index": "BUCKET", "delete-field": "deleted"},
+        schema={"id": "int64", "v": "string", "ts": "int64", "deleted": "bool"})
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    _write_file(root, "b.jsonl", [{"id": 1, "ts": 5, "deleted": True},  # older than stored
+                                  {"id": 2, "ts": 12, "deleted": True}])
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert _table_rows(table) == {1: "v1", 3: "v3"}
+    assert_hudi_matches_hoodline(HudiTable.open(table))
 
 
 def _files_config(src: Path, table: Path, tolerance: str, fmt: str = "jsonl",

@@ -172,3 +172,33 @@ def test_java_avro_reads_the_archived_timeline(tmp_path: Path) -> None:
     stats = done[0]["hoodieCommitMetadata"]["partitionToWriteStats"]
     assert {s["partitionPath"] for part in stats.values() for s in part} == {"region=eu",
                                                                             "region=us"}
+
+
+def test_java_avro_reads_the_ordering_values_of_delete_blocks(tmp_path: Path) -> None:
+    """Deletes that carry their ordering value (upserts that delete, DefaultHoodieRecordPayload)
+    wrap it as Java does: each wrapper a branch of ``orderingVal``, nulls as IntWrapper(0)."""
+    from hoodline.table.log.content import delete_block, read_delete_block
+    from hoodline.table.log.ordering import JavaClass, OrderingValue
+
+    cases = [
+        (pa.array([5, None], pa.int64()), JavaClass.LONG, 5),
+        (pa.array([7, None], pa.int32()), JavaClass.INTEGER, 7),
+        (pa.array([2.5, None], pa.float64()), JavaClass.DOUBLE, 2.5),
+        (pa.array([True, None], pa.bool_()), JavaClass.BOOLEAN, True),
+        (pa.array([1_700_000_000_123_456, None], pa.timestamp("us", tz="UTC")),
+         JavaClass.LONG, 1_700_000_000_123_456),
+    ]
+    schema_file = tmp_path / "delete_list.avsc"
+    schema_file.write_text(json.dumps(DELETE_RECORD_LIST_SCHEMA))
+    parts = []
+    for values, java_class, raw in cases:
+        block = delete_block(pa.array(["a", "b"]), "p", "20260101000000000", "{}", values)
+        deletes = read_delete_block(block)
+        assert deletes.orderings == [OrderingValue(java_class, raw),
+                                     OrderingValue(JavaClass.INTEGER, 0)]
+        parts += [bytes(p) for p in block.parts()]
+    path = tmp_path / ".f_20260101000000000.log.1_0-1-0"
+    path.write_bytes(b"".join(parts))  # one file of the five blocks: one JVM
+    lines = _java("log", str(path), str(schema_file), tmp=tmp_path)
+    got = [json.loads(line)["orderingVal"] for line in lines if not line.startswith("block ")]
+    assert got == [v for _values, _cls, raw in cases for v in ({"value": raw}, {"value": 0})]

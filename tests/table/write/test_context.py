@@ -18,20 +18,21 @@ def _records(flags: list[bool | None]) -> pa.Table:
 
 def test_records_without_deletes_come_back_as_they_are() -> None:
     records = _records([False, None, False])
-    upserts, keys = split_deletes(records)
+    upserts, deletes = split_deletes(records)
     assert upserts is records  # no copy of the writer's input
-    assert len(keys) == 0
+    assert deletes.num_rows == 0
 
 
 def test_deletes_are_split_from_the_upserts() -> None:
-    upserts, keys = split_deletes(_records([False, True, None, True]))
+    upserts, deletes = split_deletes(_records([False, True, None, True]))
     assert upserts.column(RECORD_KEY).to_pylist() == ["k0", "k2"]
     assert upserts.column("v").to_pylist() == [0, 2]
-    assert keys.to_pylist() == ["k1", "k3"]
+    assert deletes.column(RECORD_KEY).to_pylist() == ["k1", "k3"]
+    assert deletes.column("v").to_pylist() == [1, 3]  # (their ordering values, if any)
 
 
 def test_records_without_a_delete_column_are_all_upserts() -> None:
     records = _records([True]).drop_columns([IS_DELETE])
-    upserts, keys = split_deletes(records)
+    upserts, deletes = split_deletes(records)
     assert upserts is records
-    assert len(keys) == 0
+    assert deletes.num_rows == 0

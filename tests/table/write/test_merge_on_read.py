@@ -27,8 +27,10 @@ from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.compaction import _keeps_every_base_row, plan_file_slices
 from hoodline.table.fs_view import FileSlice
 from hoodline.table.log.blocks import LogBlockType, read_blocks
+from hoodline.table.log.content import read_delete_block
 from hoodline.table.log.merge import LogRecords
 from hoodline.table.log.names import LogFileName
+from hoodline.table.log.ordering import JavaClass, OrderingValue
 from hoodline.table.properties import K_PAYLOAD_CLASS
 from hoodline.table.read import file_slices, read_optimized, read_snapshot
 from hoodline.table.table import HudiTable
@@ -147,6 +149,25 @@ def test_default_payload_keeps_the_record_with_the_greater_ordering_value(
         client.upsert(rows([1], ts=5, v="tie"))  # ties go to the newer write
     assert snapshot_dict(table) == {("eu", 1): (5, "tie1"), ("eu", 2): (6, "late2")}
     assert_hudi_matches_hoodline(table)
+
+
+def test_the_delete_operation_deletes_whatever_the_ordering_as_javas_does(
+    tmp_path: Path,
+) -> None:
+    """``WriteClient.delete`` is Java's delete operation (an empty payload: ordering value 0,
+    natural order): it removes the stored record even with DefaultHoodieRecordPayload. Upserts
+    that delete carry their own ordering value instead (tests/pipeline/test_round_driver.py)."""
+    table = mor_table(tmp_path, "BUCKET", extra={K_PAYLOAD_CLASS: DEFAULT_PAYLOAD})
+    with WriteClient(table, {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD}) as c:
+        c.upsert(rows([1, 2, 3], ts=10))
+        c.delete(rows([1, 2], ts=[5, 12]))
+    assert snapshot_dict(table) == {("eu", 3): (10, "v3")}
+    assert_hudi_matches_hoodline(table)
+    blocks = [b for n in _log_files(table)
+              for b in read_blocks((table.base_path / "region=eu" / n.name).read_bytes())
+              if b.type is LogBlockType.DELETE]
+    orderings = [o for b in blocks for o in read_delete_block(b).orderings]
+    assert orderings == [OrderingValue(JavaClass.INTEGER, 0)] * 2
 
 
 def test_the_last_write_wins_with_the_default_payload_class_as_hudi_rs_reads_it(

@@ -2,11 +2,14 @@
 
 * Avro data block (content version 3): ``int32 3``, ``int32 record count``, then per record
   ``int32 length`` + the Avro binary datum under the block's SCHEMA header (meta fields first).
-* Parquet data block: the content is a whole Parquet file (read only; hoodline writes Avro).
+* Parquet data block: the content is a whole Parquet file (hoodline writes Avro blocks unless
+  ``hoodie.logfile.data.block.format = parquet``).
 * Delete block (content version 3): ``int32 3``, ``int32 length``, then one Avro datum of
-  ``HoodieDeleteRecordList`` (record key, partition path, ordering value). hoodline writes the
-  ordering value as ``IntWrapper(0)``, as Spark SQL's DELETE does: the delete wins over every
-  earlier version of the key, whatever the payload class.
+  ``HoodieDeleteRecordList`` (record key, partition path, ordering value). With
+  ``DefaultHoodieRecordPayload`` hoodline writes each delete's own ordering value, as Java
+  does for records an upsert deletes (a late delete then does not remove a newer log record);
+  otherwise, and for deletes without one (tombstones), ``IntWrapper(0)``, as Spark SQL's
+  DELETE does: natural order, the delete wins over every earlier version of the key.
 * Command block: no content; ROLLBACK removes the blocks of TARGET_INSTANT_TIME.
 """
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,20 +153,59 @@ def parquet_data_block(
 
 
 def delete_block(
-    keys: pa.Array | pa.ChunkedArray, partition_path: str, instant: str, schema_json: str
+    keys: pa.Array | pa.ChunkedArray, partition_path: str, instant: str, schema_json: str,
+    orderings: pa.Array | None = None,
 ) -> LogBlock:
-    """A delete block removing ``keys`` of one partition (ordering value ``IntWrapper(0)``)."""
+    """A delete block removing ``keys`` of one partition. ``orderings``: each delete's
+    ordering value (see :func:`_ordering_wrappers`); None: ``IntWrapper(0)``, natural order."""
     n = len(keys)
     keyed = encode_records(
         pa.table({"recordKey": keys}), _DELETE_KEY_SCHEMA, {"partitionPath": partition_path}
     )
+    wrapped = _ordering_wrappers(orderings) if orderings is not None else None
     datums = pc.binary_join_element_wise(
-        keyed, pa.scalar(_INT_WRAPPER_ZERO, pa.large_binary()), pa.scalar(b"", pa.large_binary())
+        keyed, pa.scalar(_INT_WRAPPER_ZERO, pa.large_binary()) if wrapped is None else wrapped,
+        pa.scalar(b"", pa.large_binary())
     )
     # an Avro array: one block of n items, then the empty block
     body = (zigzag(n) if n else b"") + bytes(concatenated(datums)) + b"\x00"
     content = _I32.pack(CONTENT_VERSION) + _I32.pack(len(body)) + body
     return LogBlock(LogBlockType.DELETE, _header(instant, schema_json), content)
+
+
+#: Arrow type test -> (the Avro type of the wrapper's value, its branch in the orderingVal union)
+_WRAPPED: tuple[tuple[Callable[[pa.DataType], bool], str, int], ...] = (
+    (pa.types.is_boolean, "boolean", 1),
+    (lambda t: pa.types.is_integer(t) and t.bit_width <= 32 and pa.types.is_signed_integer(t),
+     "int", 2),
+    (lambda t: t == pa.int64() or (pa.types.is_timestamp(t) and t.unit in ("ms", "us")),
+     "long", 3),
+    (lambda t: t == pa.float32(), "float", 4),
+    (lambda t: t == pa.float64(), "double", 5),
+)
+
+
+def _ordering_wrappers(values: pa.Array) -> pa.Array | None:
+    """Each value as the ``orderingVal`` union branch Java writes for a delete's ordering
+    value (its raw Avro value wrapped: ``IntWrapper``, ``LongWrapper`` (also for timestamps,
+    whose raw value is a long), ``FloatWrapper``, ``DoubleWrapper``, ``BooleanWrapper``), nulls
+    as ``IntWrapper(0)``. None for other types: their wrappers (strings, dates, decimals) are
+    of another Java class than a log record's ordering value, so such deletes always delete,
+    as ``IntWrapper(0)`` does."""
+    found = next(((avro, branch) for test, avro, branch in _WRAPPED if test(values.type)), None)
+    if found is None:
+        return None
+    avro, branch = found
+    raw = values.cast(pa.int64()) if pa.types.is_timestamp(values.type) else values
+    if avro == "int":
+        raw = raw.cast(pa.int32())
+    filled = pc.fill_null(raw, pa.scalar(False if avro == "boolean" else 0, raw.type))
+    encoded = encode_records(pa.table({"value": filled}), {
+        "type": "record", "name": "w", "fields": [{"name": "value", "type": avro}]})
+    wrapped = pc.binary_join_element_wise(
+        pa.scalar(zigzag(branch), pa.large_binary()), encoded, pa.scalar(b"", pa.large_binary()))
+    zero = pa.scalar(_INT_WRAPPER_ZERO, pa.large_binary())
+    return pc.if_else(pc.is_valid(values), wrapped, zero)
 
 
 def rollback_block(instant: str, target_instant: str) -> LogBlock:

@@ -8,10 +8,11 @@ blocks of its target instant read before it. Then, block by block:
 * a data block's records replace the stored log records of their keys. With
   ``DefaultHoodieRecordPayload`` a stored record whose ordering value is greater stays (ties go
   to the later record);
-* a delete block removes the stored records of its keys (hoodline and Spark SQL write
-  ``IntWrapper(0)`` orderings, which always delete). With ``DefaultHoodieRecordPayload`` a
-  delete carrying an ordering value of its own, as Java writes for upserts that delete, can
-  rank below the stored record and is then dropped (:mod:`hoodline.table.log.ordering`).
+* a delete block removes the stored records of its keys (``IntWrapper(0)`` orderings, which
+  Spark SQL and hoodline write for tombstones and with the default payload, always delete).
+  With ``DefaultHoodieRecordPayload`` a delete carrying an ordering value of its own, as Java
+  and hoodline write for upserts that delete, can rank below the stored record and is then
+  dropped (:mod:`hoodline.table.log.ordering`).
 
 Then the stored log records meet the base rows: a log record replaces its key's base row, but
 with ``DefaultHoodieRecordPayload`` a base row whose ordering value is greater stays; a key

@@ -6,7 +6,8 @@ to ``DefaultHoodieRecordPayload`` tables, as hudi-rs does; with the default payl
 write wins and every delete deletes, see :mod:`hoodline.table.log.merge`):
 
 * the delete's ordering value is not the Integer 0 (Java's "natural order": Spark SQL's DELETE
-  and hoodline write ``IntWrapper(0)``, which always deletes);
+  writes ``IntWrapper(0)``, which always deletes, as hoodline does for deletes without an
+  ordering value and with the default payload);
 * it is of the same Java class as the record's ordering value;
 * the record's ordering value is greater.
 

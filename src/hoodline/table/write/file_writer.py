@@ -518,7 +518,8 @@ def write_file_group(
     callers usually write several groups at once (more busy threads than cores cost CPU)."""
     if appends_to_log(ctx, base) and not _takes_inserts_into_base(ctx, base, records):
         return append_log_file(ctx, partition, file_id, records, base, task_id, attempt)
-    upserts, delete_keys = split_deletes(records)
+    upserts, deletes = split_deletes(records)
+    delete_keys = deletes.column(RECORD_KEY).combine_chunks()
     if upserts.num_rows and IS_DELETE in upserts.schema.names:
         upserts = upserts.drop_columns([IS_DELETE])
     if FILE_ID in upserts.schema.names:

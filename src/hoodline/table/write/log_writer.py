@@ -38,13 +38,14 @@ from hoodline.table.write.context import (
     write_token,
 )
 from hoodline.table.write.operation import WriteOperation
-from hoodline.table.write.options import Compression, LogBlockFormat
+from hoodline.table.write.options import Compression, LogBlockFormat, PayloadClass
 from hoodline.table.write.records import (
     COMMIT_TIME,
     FILE_ID,
     FILE_NAME,
     IS_DELETE,
     PARTITION_PATH,
+    RECORD_KEY,
 )
 
 
@@ -72,6 +73,19 @@ def appends_to_log(ctx: WriteContext, base: FileSlice | None) -> bool:
     )
 
 
+def _delete_orderings(ctx: WriteContext, deletes: pa.Table) -> pa.Array | None:
+    """The ordering values deletes carry into the delete block (as Java writes those of
+    records an upsert deletes), so that a late delete does not remove a newer log record:
+    with ``DefaultHoodieRecordPayload`` only (with the default payload the last write wins
+    and every delete deletes)."""
+    field = ctx.config.precombine_field
+    if ctx.options.payload_class is not PayloadClass.DEFAULT or not field:
+        return None
+    if field not in deletes.schema.names:
+        return None
+    return deletes.column(field).combine_chunks()
+
+
 def append_log_file(
     ctx: WriteContext,
     partition: str,
@@ -83,7 +97,8 @@ def append_log_file(
 ) -> WriteStat | None:
     """Append ``records`` (upserts and ``_hoodline_is_delete`` rows) to one file group as a new
     log file; None when there is nothing to write."""
-    upserts, delete_keys = split_deletes(records)
+    upserts, deletes = split_deletes(records)
+    delete_keys = deletes.column(RECORD_KEY).combine_chunks()
     drop = [c for c in (IS_DELETE, FILE_ID) if c in upserts.schema.names]
     if drop:
         upserts = upserts.drop_columns(drop)
@@ -109,7 +124,8 @@ def append_log_file(
             block = avro_data_block(rows, schema, ctx.instant_ts, constants)
         blocks.append(block)
     if len(delete_keys):
-        blocks.append(delete_block(delete_keys, partition, ctx.instant_ts, json.dumps(schema)))
+        blocks.append(delete_block(delete_keys, partition, ctx.instant_ts, json.dumps(schema),
+                                   _delete_orderings(ctx, deletes)))
     parts = [part for block in blocks for part in block.parts()]
     size = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
     ensure_partition_metadata(table.base_path, partition, ctx.instant_ts)

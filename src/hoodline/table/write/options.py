@@ -183,7 +183,13 @@ PAYLOAD_CLASS = cfg.option(
     "names). OverwriteWithLatestAvroPayload: the incoming record always replaces the stored one. "
     "DefaultHoodieRecordPayload: the stored record is kept when its ordering (precombine) value "
     "is greater than the incoming one's (late, out-of-order events do not overwrite newer data). "
-    "Within one batch the highest ordering value always wins.",
+    "Within one batch the highest ordering value always wins. Deletes: on copy-on-write tables "
+    "a delete-flagged record older than the stored one does not delete it; on merge-on-read "
+    "tables its ordering value goes into the delete log block, so it does not remove a newer "
+    "record of an earlier log file (numeric, boolean and timestamp ordering fields), but it "
+    "does remove the row of a base file (one a compaction wrote), as Java Hudi 0.14/0.15 and "
+    "hudi-rs merge it. Deletes without an ordering value (WriteClient.delete, Kafka "
+    "tombstones) always delete.",
 )
 COMBINE_BEFORE_INSERT = cfg.option(
     "hoodie.combine.before.insert",
