@@ -15,10 +15,19 @@ PASSWORD = option(
 
 
 def test_defaults_and_conversion() -> None:
-    opts = Options({"max.size": "1_000", "flag": "yes"}, known=[SIZE, MODE, FLAG])
+    opts = Options({"max.size": "1_000", "flag": "True"}, known=[SIZE, MODE, FLAG])
     assert opts.get(SIZE) == 1000
     assert opts.get(FLAG) is True
     assert opts.get(MODE) == "hash"
+
+
+@pytest.mark.parametrize("raw", ["yes", "1", "on", "no", "0", 1, 0])
+def test_a_flag_takes_only_true_or_false(raw: object) -> None:
+    """'yes', 'on', '1' were read as true, but Java Hudi's Boolean.parseBoolean reads them
+    as false: the same text in a Java writer's configuration meant the opposite."""
+    with pytest.raises(ConfigError, match=r"option 'flag' has invalid value .*expected true or "
+                                          r"false \(Java Hudi reads any other text as false\)"):
+        Options({"flag": raw}, known=[FLAG]).get(FLAG)
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,10 @@ from hoodline.errors import ConfigError
 
 T = TypeVar("T")
 
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
+#: the texts a flag takes: Java Hudi (Boolean.parseBoolean) and Kafka clients read "true" as
+#: true and every other text as false, so "yes" or "1" would mean the opposite there
+_TRUE = {"true"}
+_FALSE = {"false"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ class ConfigOption(Generic[T]):
                     return cast(T, raw)
                 if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
                     return cast(T, raw.strip().lower() in _TRUE)
-                raise ValueError("expected true or false")
+                raise ValueError("expected true or false (Java Hudi reads any other text as "
+                                 "false)")
             if t is int:
                 if isinstance(raw, bool):
                     raise ValueError("expected an integer")
