@@ -179,7 +179,7 @@ def test_merge_on_read_show_files_and_compact(tmp_path: Path) -> None:
     assert "MERGE_ON_READ" in shown.output
     assert "log files           3 in 2 slices" in shown.output
     assert "in 1 slices" not in shown.output and "1 log files" not in shown.output
-    assert "uncompacted writes  up to 2 log files in one slice" in shown.output
+    assert "uncompacted writes  up to 2 log files per slice" in shown.output
     commits = [json.loads(line) for line in
                runner.invoke(app, ["table", "commits", path, "--json"]).output.splitlines()]
     # write statistics of deltacommits, not empty rows

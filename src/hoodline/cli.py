@@ -448,7 +448,7 @@ def table_show(path: TablePath) -> None:
         # compaction takes slices one by one (those with the most logs first): the most log
         # files in one slice says how many writes wait for a merge, not the last compaction
         _add_row(grid, "uncompacted writes", "none" if not logs else
-                 f"up to {_count(max(len(s.log_files) for s in slices), 'log file')} in one "
+                 f"up to {_count(max(len(s.log_files) for s in slices), 'log file')} per "
                  "slice")
     console.print(grid)
 

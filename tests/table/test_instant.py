@@ -216,6 +216,8 @@ def test_string_order_is_time_order(moments: list[datetime]) -> None:
 @pytest.mark.parametrize(("text", "bound"), [
     ("20240301101530123", "20240301101530123"),
     ("00000000000000000", "00000000000000000"),  # a bound of an incremental read
+    ("000", "00000000000000000"),  # Java's usual "from the start" (it was refused)
+    ("0", "00000000000000000"),
     ("20240301101530", "20240301101530000"),
     ("2024-03-01", "20240301000000000"),
     ("2024-03-01 10:15:30", "20240301101530000"),

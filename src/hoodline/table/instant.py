@@ -187,9 +187,12 @@ def query_instant(text: str, what: str) -> str:
     """The 17-digit bound of a query given as Java Hudi's ``as.of.instant`` takes it: an
     instant time, ``yyyyMMddHHmmss``, ``yyyy-MM-dd`` (its first moment) or ``yyyy-MM-dd
     HH:mm:ss[.SSS]``, all read in the table's timeline timezone as its instant times are (so
-    only the digits are rearranged). ``what`` names the argument in the error."""
+    only the digits are rearranged); zeros alone (``000``, Java's usual incremental start) are
+    the time before every instant. ``what`` names the argument in the error."""
     if _TS_RE.match(text):
         return text  # any 17 digits (also bounds such as 00000000000000000)
+    if text and set(text) == {"0"}:
+        return "0" * 17
     if len(text) == 14 and text.isdigit():
         digits = text + "000"
     else:

@@ -238,6 +238,8 @@ def describe_repair(table: HudiTable, done: Instant) -> str:
     """What the completed instant ``done`` of a repair (:func:`rollback_pending`, a finished
     compaction) did, for people: a rollback names the instants it rolled back."""
     if done.action != ROLLBACK:
+        if table.timeline.exists(Instant(done.timestamp, COMPACTION, State.REQUESTED)):
+            return f"finished compaction {done.timestamp} (completed as a commit)"
         return f"completed {done.action} {done.timestamp}"
     try:
         metadata = deserialize(ActionBody.ROLLBACK_METADATA, table.timeline.read_instant_bytes(

@@ -33,6 +33,7 @@ from hoodline.table.log.names import LogFileName
 from hoodline.table.log.ordering import JavaClass, OrderingValue
 from hoodline.table.properties import K_PAYLOAD_CLASS
 from hoodline.table.read import file_slices, read_optimized, read_snapshot
+from hoodline.table.rollback import describe_repair
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient, tag_and_assign
 from hoodline.table.write.file_writer import write_file_groups
@@ -388,6 +389,9 @@ def test_a_compaction_killed_before_its_commit_is_finished_by_the_next_writer(
     assert_hudi_matches_hoodline(table, incremental=False)
     with WriteClient(table) as client:
         assert [i.action for i in client.repaired] == ["commit"]
+        (done,) = client.repaired
+        assert describe_repair(table, done) == (  # it said "completed commit ..."
+            f"finished compaction {done.timestamp} (completed as a commit)")
     assert table.timeline.reload().pending() == []
     assert snapshot_dict(table) == expected
     assert_hudi_matches_hoodline(table)
