@@ -299,3 +299,55 @@ def test_a_union_of_several_types_becomes_a_struct_of_members(
     assert {i: r["method"] for i, r in rows.items()} == {i: expected[i % 4] for i in range(8)}
     assert rows[5]["tags"] == [{"member0": "a", "member1": None},
                                {"member0": None, "member1": {"last4": "5"}}]
+
+
+#: a nested record, and a version that adds an optional field to it (BACKWARD compatible)
+NESTED_V1: dict[str, Any] = {
+    "type": "record", "name": "Customer", "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "region", "type": "string"},
+        {"name": "ts", "type": "long"},
+        {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
+            {"name": "street", "type": "string"}]}},
+    ],
+}
+NESTED_V2: dict[str, Any] = {**NESTED_V1, "fields": [*NESTED_V1["fields"][:3], {
+    "name": "address", "type": {"type": "record", "name": "Address", "fields": [
+        {"name": "street", "type": "string"},
+        {"name": "zip", "type": ["null", "string"], "default": None}]}}]}
+
+
+def test_a_version_adding_a_field_to_a_nested_record_evolves_the_table(
+    schema_registry: SchemaRegistry, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """The most common Avro evolution of nested data was refused ("column 'address' changes
+    type ...; type changes are not supported"): a nested record gaining an optional field.
+    Now the struct column gains the field; rows written before, and records of producers
+    still on the old version, read it as null (hoodline and hudi-rs)."""
+    stream = _stream(schema_registry, broker)
+    ctx = SerializationContext(stream.topic, MessageField.VALUE)
+
+    def produce(schema: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        ser = stream.serializer(schema)
+        with ExactEndProducer(stream.bootstrap) as p:
+            for r in rows:
+                p.produce(stream.topic, r["id"] % 2, ser(r, ctx), str(r["id"]).encode())
+
+    produce(NESTED_V1, [{"id": i, "region": region(i), "ts": 1, "address": {"street": f"s{i}"}}
+                        for i in range(4)])
+    table = tmp_path / "customers"
+    cfg = _config(table, stream, errors="none")
+    with Pipeline(cfg, InProcessEngine()) as p:
+        assert p.run(once=True).records_read == 4
+    produce(NESTED_V2, [{"id": 1, "region": region(1), "ts": 2,
+                         "address": {"street": "new1", "zip": "z1"}}])
+    produce(NESTED_V1, [{"id": 2, "region": region(2), "ts": 3, "address": {"street": "old2"}}])
+    with Pipeline(cfg, InProcessEngine()) as p:
+        assert p.run(once=True).records_read == 2
+    assert hudi_snapshot(table).schema.field("address").type == pa.struct([
+        pa.field("street", pa.string(), nullable=False), ("zip", pa.string())])
+    rows = _rows(table)
+    assert {i: r["address"] for i, r in rows.items()} == {
+        0: {"street": "s0", "zip": None}, 1: {"street": "new1", "zip": "z1"},
+        2: {"street": "old2", "zip": None}, 3: {"street": "s3", "zip": None}}

@@ -11,6 +11,7 @@ from hoodline.table.schema import (
     arrow_to_avro_schema_json,
     avro_schema_json_to_arrow,
     check_evolution,
+    nested_evolution,
 )
 
 FULL = pa.schema(
@@ -139,3 +140,41 @@ def test_dropped_key_column_is_named_as_key() -> None:
     old = pa.schema([pa.field("id", pa.string()), pa.field("k2", pa.string())])
     with pytest.raises(SchemaEvolutionError, match="record key column 'k2'"):
         check_evolution(old, pa.schema([pa.field("id", pa.string())]), ["id", "k2"])
+
+
+ADDR = pa.struct([pa.field("street", pa.string(), nullable=False)])
+ADDR_ZIP = pa.struct([pa.field("street", pa.string(), nullable=False), ("zip", pa.string())])
+
+
+@pytest.mark.parametrize(("old", "new", "evolved"), [
+    (ADDR, ADDR_ZIP, ADDR_ZIP),
+    (pa.list_(ADDR), pa.list_(ADDR_ZIP), pa.list_(ADDR_ZIP)),
+    (pa.map_(pa.string(), ADDR), pa.map_(pa.string(), ADDR_ZIP), pa.map_(pa.string(), ADDR_ZIP)),
+    # fields first in the table's order, then the new ones; deeper records evolve too
+    (pa.struct([("a", pa.int64()), ("in", ADDR)]),
+     pa.struct([("b", pa.string()), ("in", ADDR_ZIP), ("a", pa.int64())]),
+     pa.struct([("a", pa.int64()), ("in", ADDR_ZIP), ("b", pa.string())])),
+    # the data lacking a field the table has, but bringing another: both kept
+    (ADDR_ZIP, pa.struct([("city", pa.string())]),
+     pa.struct([*ADDR_ZIP, pa.field("city", pa.string())])),
+])
+def test_a_nested_record_gains_nullable_fields(
+    old: pa.DataType, new: pa.DataType, evolved: pa.DataType
+) -> None:
+    """It was refused as a type change; an Avro record gaining optional fields is the usual
+    evolution of nested data."""
+    assert nested_evolution(old, new) == evolved
+    table = pa.schema([pa.field("id", pa.string(), nullable=False), ("c", old)])
+    data = pa.schema([pa.field("id", pa.string(), nullable=False), ("c", new)])
+    assert check_evolution(table, data, ["id"]).field("c").type == evolved
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (ADDR, ADDR),  # nothing new
+    (ADDR_ZIP, ADDR),  # fewer fields: read as null, no evolution
+    (ADDR, pa.struct([*ADDR, pa.field("zip", pa.string(), nullable=False)])),  # required
+    (ADDR, pa.struct([("street", pa.int64()), ("zip", pa.string())])),  # a field changes type
+    (ADDR, pa.string()),
+])
+def test_what_is_no_nested_evolution(old: pa.DataType, new: pa.DataType) -> None:
+    assert nested_evolution(old, new) is None

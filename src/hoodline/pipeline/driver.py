@@ -68,7 +68,7 @@ from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.table.rollback import describe_repair
-from hoodline.table.schema import widens
+from hoodline.table.schema import nested_evolution, widens
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
 from hoodline.table.write.context import WriteContext
@@ -90,8 +90,9 @@ FAILED_JOB_DRAIN_S = 60.0
 def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClient) -> pa.Schema:
     """The schema a round's records get. With a registry format and no [schema], the subject's
     version: the table's type kept for columns it already has (values are read into it) unless
-    the version widens it (int -> long ...: the column widens), and columns the version no
-    longer has kept (null in new rows) -- a table never loses a column."""
+    the version widens it (int -> long ...: the column widens) or adds fields to a nested
+    record (the struct gains them), and columns the version no longer has kept (null in new
+    rows) -- a table never loses a column."""
     if not config.source.format.uses_registry or len(config.schema):
         return source
     names = source.names
@@ -108,11 +109,18 @@ def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClien
     old = table_data_schema(client.table)
     if old is None:
         return source
-    fields = [old.field(f.name).with_nullable(True)
-              if f.name in old.names and not widens(old.field(f.name).type, f.type) else f
-              for f in source]
+    fields = [_followed(old.field(f.name), f) if f.name in old.names else f for f in source]
     fields += [f.with_nullable(True) for f in old if f.name not in names]
     return pa.schema(fields)
+
+
+def _followed(stored: pa.Field, version: pa.Field) -> pa.Field:
+    """A table column as a subject's version has it: widened, or a struct with the version's
+    new fields (:func:`nested_evolution`), else the table's type (values are read into it)."""
+    if widens(stored.type, version.type):
+        return version
+    grown = nested_evolution(stored.type, version.type)
+    return stored.with_type(grown if grown is not None else stored.type).with_nullable(True)
 
 
 def _check_declared_types(config: PipelineConfig, records: pa.Schema, client: WriteClient) -> None:

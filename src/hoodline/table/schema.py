@@ -286,11 +286,46 @@ def widens(old: pa.DataType, new: pa.DataType) -> bool:
     return new in _WIDENINGS.get(old, ())
 
 
+def nested_evolution(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
+    """The type a struct column (also one inside lists and maps) takes when data of type
+    ``new`` holds fields its ``old`` type lacks: the old fields in their order, each evolved
+    the same way, then the new ones, which must be nullable (old rows read them as null), as
+    an Avro record gains optional fields. None when ``new`` is not such an evolution of
+    ``old`` (fields it lacks are fine: they read as null)."""
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        fields: list[pa.Field] = []
+        grew = False
+        incoming = {new.field(i).name: new.field(i) for i in range(new.num_fields)}
+        for i in range(old.num_fields):
+            f = old.field(i)
+            nf = incoming.pop(f.name, None)
+            if nf is None or nf.type == f.type:
+                fields.append(f)
+                continue
+            inner = nested_evolution(f.type, nf.type)
+            if inner is None:
+                return None
+            fields.append(f.with_type(inner))
+            grew = True
+        if any(not nf.nullable for nf in incoming.values()):
+            return None
+        fields += [nf.with_nullable(True) for nf in incoming.values()]
+        return pa.struct(fields) if grew or incoming else None
+    if pa.types.is_list(old) and pa.types.is_list(new):
+        inner = nested_evolution(old.value_type, new.value_type)
+        return None if inner is None else pa.list_(old.value_field.with_type(inner))
+    if pa.types.is_map(old) and pa.types.is_map(new) and old.key_type == new.key_type:
+        inner = nested_evolution(old.item_type, new.item_type)
+        return None if inner is None else pa.map_(old.key_type, old.item_field.with_type(inner))
+    return None
+
+
 def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[str]) -> pa.Schema:
     """The table schema after writing data of schema ``new`` into a table of schema ``old``.
 
     Allowed: same columns (any order); new *nullable* columns; a column widened (:func:`widens`;
-    a key column only from integer to integer, which keeps its key text). Refused with
+    a key column only from integer to integer, which keeps its key text); new nullable fields
+    of a struct column, also in lists and maps (:func:`nested_evolution`). Refused with
     :class:`SchemaEvolutionError` naming the column: a changed type, a dropped column, a dropped
     key column, a new non-nullable column, or a column that became non-nullable. The returned
     schema keeps the old column order and appends new columns (meta columns excluded).
@@ -317,6 +352,10 @@ def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[
         if widens(f.type, nf.type) and (f.name not in key_fields
                                          or pa.types.is_integer(nf.type)):
             result.append(f.with_type(nf.type))
+            continue
+        grown = nested_evolution(f.type, nf.type)
+        if grown is not None:
+            result.append(f.with_type(grown))
             continue
         if not _compatible(f.type, nf.type):
             raise SchemaEvolutionError(

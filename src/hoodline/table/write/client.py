@@ -80,6 +80,7 @@ from hoodline.table.schema import (
     arrow_to_avro_schema_json,
     avro_schema_json_to_arrow,
     check_evolution,
+    nested_evolution,
     widens,
 )
 from hoodline.table.table import HudiTable
@@ -454,10 +455,12 @@ class WriteClient:
             return normalize_schema(pa.schema(keys), config.name)
         if old is not None:
             # narrower data is cast to the table's type; a promotion (int -> long, float ->
-            # double) widens the table's column
+            # double) or new struct fields widen the table's column
             incoming = pa.schema(
                 [old.field(f.name) if f.name in old.names
-                 and not widens(old.field(f.name).type, f.type) else f for f in incoming]
+                 and not widens(old.field(f.name).type, f.type)
+                 and nested_evolution(old.field(f.name).type, f.type) is None else f
+                 for f in incoming]
             )
         evolved = check_evolution(old, incoming, config.record_key_fields)
         for name in config.partition_fields:

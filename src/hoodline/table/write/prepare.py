@@ -22,7 +22,7 @@ from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.keygen.values import require_no_nulls
 from hoodline.table.properties import TableConfig
-from hoodline.table.schema import widens
+from hoodline.table.schema import nested_evolution, widens
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.records import (
     INTERNAL_COLUMNS,
@@ -208,6 +208,13 @@ def _other_kind(have: pa.DataType, want: pa.DataType) -> bool:
             and _family(have) != _family(want))
 
 
+def _same_nesting(have: pa.DataType, want: pa.DataType) -> bool:
+    """Both structs (or lists or maps): a cast by field name may take one into the other (the
+    table's fields the data lacks read as null)."""
+    return any(test(have) and test(want)
+               for test in (pa.types.is_struct, pa.types.is_list, pa.types.is_map))
+
+
 def type_conflicts(incoming: pa.Schema, table_schema: pa.Schema | None) -> list[str]:
     """The columns of ``incoming`` that :func:`conform_types` refuses whatever their values
     (:func:`_other_kind`). One text per column: name, both types."""
@@ -215,7 +222,8 @@ def type_conflicts(incoming: pa.Schema, table_schema: pa.Schema | None) -> list[
         return []
     stored = {f.name: f.type for f in table_schema}
     return [f"'{f.name}' is {f.type}, the table stores {stored[f.name]}"
-            for f in incoming if f.name in stored and _other_kind(f.type, stored[f.name])]
+            for f in incoming if f.name in stored and _other_kind(f.type, stored[f.name])
+            and not _same_nesting(f.type, stored[f.name])]
 
 
 def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
@@ -235,9 +243,14 @@ def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
         want = table_schema.field(fld.name).type
         if fld.type == want or widens(want, fld.type):
             continue  # a promotion widens the table's column (check_evolution)
+        grown = nested_evolution(want, fld.type)
+        if grown is not None:
+            if grown == fld.type:
+                continue  # new struct fields: the table's column evolves (check_evolution)
+            want = grown  # new fields, and some of the table's missing: those read as null
         col = table.column(i)
         sample = next((v for v in col.to_pylist()[:1000] if v is not None), None)
-        if _other_kind(fld.type, want):
+        if _other_kind(fld.type, want) and not _same_nesting(fld.type, want):
             raise InvalidRecordsError(
                 f"column '{fld.name}' has type {fld.type} but the table stores {want} "
                 f"(sample value {sample!r}); convert the column to {want} before writing"
