@@ -61,6 +61,21 @@ def test_a_table_is_created_only_in_a_new_or_empty_folder(tmp_path: Path) -> Non
     assert open_target_table(_cfg(folder / "empty")).config.partition_fields == ("day",)
 
 
+def test_the_error_table_is_created_only_in_a_new_or_empty_folder(tmp_path: Path) -> None:
+    """It was created among the files of an existing folder (the table's own path is refused
+    there)."""
+    from hoodline.pipeline.errors_table import open_error_table
+
+    (tmp_path / "t_errors").mkdir()
+    (tmp_path / "t_errors" / "mine.txt").write_text("x")
+    with pytest.raises(ConfigError, match=r"errors.table-path \(by default table.path \+ "
+                                          r"'_errors'\) '.*t_errors' is a folder that holds "
+                                          r"other files \('mine.txt'\)"):
+        open_error_table(str(tmp_path / "t_errors"), "t_errors")
+    assert [p.name for p in (tmp_path / "t_errors").iterdir()] == ["mine.txt"]
+    assert open_error_table(str(tmp_path / "e"), "e").config.name == "e"
+
+
 def test_an_ordering_field_other_than_the_tables_is_refused(tmp_path: Path) -> None:
     """The table's precombine field orders records; another one in the pipeline would be
     ignored silently, so it is refused (as Java's writers do). Leaving it out is fine."""

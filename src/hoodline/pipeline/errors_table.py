@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from hoodline.errors import BadRecordError, TableNotFoundError
 from hoodline.formats.json_decoder import BadRecords
+from hoodline.pipeline.target import refuse_foreign_folder
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 
@@ -179,6 +180,8 @@ def open_error_table(
     try:
         return HudiTable.open(path, storage_options=storage_options)
     except TableNotFoundError:
+        refuse_foreign_folder(path, storage_options or {},
+                              "errors.table-path (by default table.path + '_errors')")
         return HudiTable.create(
             path,
             TableConfig(

@@ -120,10 +120,12 @@ def _settle_provisional(table: HudiTable, desired: TableConfig) -> HudiTable:
     return HudiTable.open(table.base_path)
 
 
-def _refuse_foreign_folder(path: str, storage_options: Mapping[str, str]) -> None:
+def refuse_foreign_folder(
+    path: str, storage_options: Mapping[str, str], option: str = "table.path"
+) -> None:
     """A table is created in a new or empty folder only: one that holds other files (hidden
     ones aside) is likely a typo'd path or the wrong folder, and the table's partition folders
-    would land between those files."""
+    would land between those files. ``option`` names the setting the path came from."""
     base = parse_location(path, storage_options)
     try:
         if not base.is_dir():
@@ -134,8 +136,8 @@ def _refuse_foreign_folder(path: str, storage_options: Mapping[str, str]) -> Non
     if present:
         shown = ", ".join(repr(n) for n in present[:5]) + (", ..." if len(present) > 5 else "")
         raise ConfigError(
-            f"table.path '{path}' is a folder that holds other files ({shown}) but no Hudi table "
-            "(no .hoodie folder); point table.path at a new or empty folder, or at an existing "
+            f"{option} '{path}' is a folder that holds other files ({shown}) but no Hudi table "
+            f"(no .hoodie folder); point {option} at a new or empty folder, or at an existing "
             "table"
         )
 
@@ -148,7 +150,7 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
     try:
         table = HudiTable.open(t.path, storage_options=t.storage_options)
     except TableNotFoundError:
-        _refuse_foreign_folder(t.path, t.storage_options)
+        refuse_foreign_folder(t.path, t.storage_options)
         table = HudiTable.create(
             t.path,
             desired,
