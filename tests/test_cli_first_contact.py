@@ -185,6 +185,33 @@ def test_a_table_path_that_cannot_be_created_fails_before_spark_starts(
     assert "Traceback" not in result.output
 
 
+def test_no_usable_java_is_one_line_before_the_table_is_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was ~80 lines of Py4J traceback (JAVA_GATEWAY_EXITED) after the table was created."""
+    (tmp_path / "in").mkdir()
+    path = tmp_path / "p.toml"
+    path.write_text(f"""
+[source]
+type = "files"
+[source.options]
+path = "{tmp_path / 'in'}"
+format = "jsonl"
+[table]
+path = "{tmp_path / 't'}"
+record-key = ["id"]
+[schema]
+id = "int64"
+""")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    result = _run_without_spark(path, monkeypatch)
+    assert result.exit_code == 1, result.output
+    assert (f"error: JAVA_HOME is '{tmp_path / 'no-jdk'}', which holds no bin/java: set "
+            "JAVA_HOME to a Java 17") in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "t").exists()
+
+
 def test_errors_of_the_operating_system_print_as_one_line() -> None:
     cmd = typer.Typer()
 

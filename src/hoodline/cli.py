@@ -28,7 +28,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from hoodline import __version__
-from hoodline.errors import ConfigError, HoodlineError
+from hoodline.errors import ConfigError, HoodlineError, SparkRuntimeError
 
 if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
@@ -201,6 +201,7 @@ def run(
     # hold the table or a table that does not match the pipeline file fails in a moment instead
     # of after Spark's start (the source first: a run that cannot read creates no table)
     load_plugin(cfg).preflight()
+    _check_java()
     table = open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, table.config.name, metrics_port, metrics_host)
@@ -451,6 +452,16 @@ def table_show(path: TablePath) -> None:
                  f"up to {_count(max(len(s.log_files) for s in slices), 'log file')} per "
                  "slice")
     console.print(grid)
+
+
+def _check_java() -> None:
+    """No Java (or an unusable one) stops before the table is created, in one line."""
+    from hoodline.spark.class_cache import jvm_started_by_spark_submit
+    from hoodline.spark.java import java_problem
+
+    problem = None if jvm_started_by_spark_submit() else java_problem()
+    if problem is not None:
+        raise SparkRuntimeError(problem)
 
 
 @table_app.command("commits")

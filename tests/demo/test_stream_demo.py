@@ -126,3 +126,24 @@ def test_po_demo_without_hudi_rs_refuses_before_starting_anything(
     assert not result.ok
     assert "pip install 'hoodline[demo]'" in out.getvalue()
     assert not (tmp_path / "demo").exists()  # nothing created, no broker started
+
+
+def test_po_demo_that_fails_removes_its_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A demo that failed (no Java, ...) left /tmp/hoodline-demo-*/ behind without --keep."""
+    import io
+    import tempfile
+
+    from rich.console import Console
+
+    from hoodline.demo import stream_demo
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("test: the topic cannot be created")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(stream_demo, "create_topic", broken)
+    with pytest.raises(RuntimeError, match="the topic cannot be created"):
+        stream_demo.run_stream_demo(None, Console(file=io.StringIO(), width=200))
+    assert list(tmp_path.iterdir()) == []

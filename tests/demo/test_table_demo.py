@@ -53,3 +53,19 @@ def test_table_demo_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     assert run_table_demo(str(tmp_path), Console(file=out, width=200)) == 2
     assert "not empty" in out.getvalue()
     assert (tmp_path / "x").read_text() == "keep me"
+
+
+def test_the_table_demo_without_hudi_rs_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It wrote the table, then called every commit "DISAGREES ... hudi-rs could not read the
+    table" and the demo FAILED, which read like a bug of the table."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "hudi" else real(name, *a))
+    out = io.StringIO()
+    assert run_table_demo(str(tmp_path / "demo"), Console(file=out, width=200)) == 1
+    assert "hudi-rs, which is not installed: pip install 'hoodline[demo]'" in out.getvalue()
+    assert "DISAGREES" not in out.getvalue() and not (tmp_path / "demo").exists()

@@ -200,71 +200,77 @@ def run_stream_demo(
     progress = RoundProgress(console, title="hoodline demo", live=live)
     interrupted = False
     try:
-        console.print(f"[bold]hoodline demo[/bold]: Kafka topic -> Spark ({escape(master)}) -> "
-                      f"Hudi table at {escape(str(table_path))}")
-        broker.start()
-        console.print(f"broker: Tansu pid {broker.pid} on {broker.bootstrap_servers}")
-        create_topic(broker.bootstrap_servers, TOPIC, PARTITIONS)
-        toml = event_pipeline_toml(
-            bootstrap=broker.bootstrap_servers, topic=TOPIC, table_path=table_path,
-            master=master, readers=2, bucket_count=2,
-            max_records=max(500, per_wave // 2), min_interval="300ms", max_interval="2s",
-            table_type=TableType.MERGE_ON_READ,
-            table_options={COMPACT_MAX_DELTA_COMMITS.key: str(COMPACT_EVERY)},
-        )
-        (base / "pipeline.toml").write_text(toml)
-        config = parse_config(toml, origin=str(base / "pipeline.toml"))
-        producer = ExactEndProducer(broker.bootstrap_servers, log_level=3)
-        _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
-        pipeline = Pipeline(config)
-        run = _Run(pipeline, progress)
-        progress.set_status(f"wave 1/{WAVES} produced ({stream.totals.messages:,} messages); "
-                            f"starting Spark {master} ...")
-        run.thread.start()
-        # Later waves go out while the pipeline runs, once it committed something.
-        _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.committed_rounds > 0)
-        for wave in range(2, WAVES + 1):
-            _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
-            progress.set_status(f"wave {wave}/{WAVES} produced "
-                                f"({stream.totals.messages:,} messages so far)")
-            _wait(run, time.monotonic() + 2.5)
-        progress.set_status(f"all {WAVES} waves produced ({stream.totals.messages:,} messages); "
-                            "waiting for the pipeline to commit them")
-        total = stream.totals.messages
-        _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.caught_up(total))
-        run.check()
-        if not run.caught_up(total):
-            result.problems.append(
-                f"the pipeline read {run.read:,} of {total:,} messages within "
-                f"{catch_up_timeout_s:.0f}s")
-        run.stop.set()
-        run.thread.join()
-        run.check()
-        progress.finish()
-        producer.close()  # its connections end before the broker stops
-        result.rounds, result.commits = run.rounds, run.committed_rounds
-        verify(stream, table_path, errors_path, result)
-    except KeyboardInterrupt:
-        interrupted = True
-        progress.finish()
-        console.print("[yellow]interrupted: stopping the pipeline, Spark and the broker[/yellow]")
-        result.problems.append("interrupted")
-        raise
-    finally:
-        progress.finish()
         try:
-            if run is not None:
-                run.stop.set()
-                # Ctrl-C also reached the broker (same process group): do not wait long for
-                # a round that can no longer read; stopping Spark cancels it.
-                run.thread.join(timeout=5.0 if interrupted else 60.0)
-            if pipeline is not None:
-                pipeline.close()
-            if run is not None:
-                run.thread.join(timeout=30.0)
+            console.print(f"[bold]hoodline demo[/bold]: Kafka topic -> Spark ({escape(master)}) -> "
+                          f"Hudi table at {escape(str(table_path))}")
+            broker.start()
+            console.print(f"broker: Tansu pid {broker.pid} on {broker.bootstrap_servers}")
+            create_topic(broker.bootstrap_servers, TOPIC, PARTITIONS)
+            toml = event_pipeline_toml(
+                bootstrap=broker.bootstrap_servers, topic=TOPIC, table_path=table_path,
+                master=master, readers=2, bucket_count=2,
+                max_records=max(500, per_wave // 2), min_interval="300ms", max_interval="2s",
+                table_type=TableType.MERGE_ON_READ,
+                table_options={COMPACT_MAX_DELTA_COMMITS.key: str(COMPACT_EVERY)},
+            )
+            (base / "pipeline.toml").write_text(toml)
+            config = parse_config(toml, origin=str(base / "pipeline.toml"))
+            producer = ExactEndProducer(broker.bootstrap_servers, log_level=3)
+            _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
+            pipeline = Pipeline(config)
+            run = _Run(pipeline, progress)
+            progress.set_status(f"wave 1/{WAVES} produced ({stream.totals.messages:,} messages); "
+                                f"starting Spark {master} ...")
+            run.thread.start()
+            # Later waves go out while the pipeline runs, once it committed something.
+            _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.committed_rounds > 0)
+            for wave in range(2, WAVES + 1):
+                _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
+                progress.set_status(f"wave {wave}/{WAVES} produced "
+                                    f"({stream.totals.messages:,} messages so far)")
+                _wait(run, time.monotonic() + 2.5)
+            progress.set_status(f"all {WAVES} waves produced ({stream.totals.messages:,} "
+                                "messages); waiting for the pipeline to commit them")
+            total = stream.totals.messages
+            _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.caught_up(total))
+            run.check()
+            if not run.caught_up(total):
+                result.problems.append(
+                    f"the pipeline read {run.read:,} of {total:,} messages within "
+                    f"{catch_up_timeout_s:.0f}s")
+            run.stop.set()
+            run.thread.join()
+            run.check()
+            progress.finish()
+            producer.close()  # its connections end before the broker stops
+            result.rounds, result.commits = run.rounds, run.committed_rounds
+            verify(stream, table_path, errors_path, result)
+        except KeyboardInterrupt:
+            interrupted = True
+            progress.finish()
+            console.print("[yellow]interrupted: stopping the pipeline, Spark and the "
+                          "broker[/yellow]")
+            result.problems.append("interrupted")
+            raise
         finally:
-            broker.stop()
-            result.seconds = time.monotonic() - started
+            progress.finish()
+            try:
+                if run is not None:
+                    run.stop.set()
+                    # Ctrl-C also reached the broker (same process group): do not wait long for
+                    # a round that can no longer read; stopping Spark cancels it.
+                    run.thread.join(timeout=5.0 if interrupted else 60.0)
+                if pipeline is not None:
+                    pipeline.close()
+                if run is not None:
+                    run.thread.join(timeout=30.0)
+            finally:
+                broker.stop()
+                result.seconds = time.monotonic() - started
+    except BaseException:
+        if own_dir and not keep:  # (the message says what failed; --keep keeps it)
+            shutil.rmtree(base, ignore_errors=True)
+        raise
     result.ok = not result.problems and result.table_ok and result.errors_ok
     _print_summary(console, stream, result)
     if own_dir and not keep:

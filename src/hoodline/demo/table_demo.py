@@ -8,6 +8,7 @@ rows are checked against what the operations should have produced. Returns 0 on 
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import tempfile
 import time
@@ -76,6 +77,11 @@ def run_table_demo(path: str | None, console: Console, keep: bool = False) -> in
     """Run the demo with its table at ``path``/trips (as the stream demo, ``path`` is the
     output folder: new or empty; a new temporary folder if None, removed at the end unless
     ``keep``); 0 when hudi-rs agrees."""
+    if importlib.util.find_spec("hudi") is None:
+        console.print("the demo verifies the table with hudi-rs, which is not installed: "
+                      "pip install 'hoodline[demo]' (./dev installs it)", style="red",
+                      markup=False, highlight=False)
+        return 1
     if path is not None and Path(path).exists() and any(Path(path).iterdir()):
         console.print(f"[red]'{escape(path)}' is not empty; choose a new folder for the demo "
                       f"output[/red]")

@@ -24,13 +24,14 @@ import fcntl
 import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from hoodline.spark.java import java_binary
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +59,6 @@ def jvm_started_by_spark_submit() -> bool:
     return GATEWAY_ENV[0] in os.environ
 
 
-def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    java = Path(home) / "bin" / "java" if home else None
-    if java is None or not java.exists():
-        found = shutil.which("java")
-        java = Path(found) if found else None
-    return java.resolve() if java is not None else None
-
-
 #: The shape of the round job :func:`_train` runs: a new shape loads other classes, so it goes
 #: into the archive's name (an archive of the old shape is not reused).
 JOB_SHAPE = "rdd-envelopes-1"
@@ -78,7 +70,7 @@ def archive_path() -> Path | None:
     import pyspark
     from pyspark import __version__ as pyspark_version
 
-    java = _java()
+    java = java_binary()
     if java is None or jvm_started_by_spark_submit():
         return None
 

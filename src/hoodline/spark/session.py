@@ -45,6 +45,7 @@ from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
 from hoodline.spark import class_cache, worker_zygote
+from hoodline.spark.java import java_problem
 from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.scratch import ScratchDir, sweep_stale
 from hoodline.spark.work_dir import WorkDirClaim
@@ -462,6 +463,10 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             f"a SparkContext (master {active!r}) is already running in this process; stop it "
             f"before starting hoodline's session on {master.url!r}"
         )
+    if not class_cache.jvm_started_by_spark_submit():
+        problem = java_problem()
+        if problem is not None:
+            raise SparkRuntimeError(problem)
     sweep_stale()  # what killed sessions left behind
     claim = ScratchDir.create()
     scratch = claim.path

@@ -1,0 +1,56 @@
+"""The Java that Spark's launcher (``spark-class``) will start, found as it finds it, so that a
+missing or unusable one is one clear error before Spark starts rather than a Py4J traceback
+(``JAVA_GATEWAY_EXITED``) after it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+#: the oldest Java the bundled Spark (4.x) runs on
+MIN_JAVA = 17
+
+
+def java_binary() -> Path | None:
+    """``$JAVA_HOME/bin/java`` when JAVA_HOME is set (what spark-class runs), else the ``java``
+    on PATH; None when there is none."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        return java.resolve() if java.exists() else None
+    found = shutil.which("java")
+    return Path(found).resolve() if found else None
+
+
+def java_major(java: Path) -> int | None:
+    """The feature release of the Java installation holding ``java`` (from its ``release``
+    file; None when it has none)."""
+    try:
+        text = (java.parent.parent / "release").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', text, re.MULTILINE)
+    if m is None:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major  # 1.8 -> 8
+
+
+def java_problem() -> str | None:
+    """What stops Spark from starting its JVM here, with what to do; None when Java is fine."""
+    home = os.environ.get("JAVA_HOME")
+    java = java_binary()
+    if java is None:
+        if home:
+            return (f"JAVA_HOME is {home!r}, which holds no bin/java: set JAVA_HOME to a Java "
+                    f"{MIN_JAVA} (or later) installation, or unset it to use the java on PATH")
+        return (f"Spark needs Java {MIN_JAVA} or later, and there is no java on PATH and no "
+                "JAVA_HOME: install a JDK (e.g. apt install openjdk-17-jdk-headless) and put its "
+                "java on PATH or set JAVA_HOME")
+    major = java_major(java)
+    if major is not None and major < MIN_JAVA:
+        return (f"Spark needs Java {MIN_JAVA} or later, but {java} is Java {major}: set "
+                f"JAVA_HOME to a Java {MIN_JAVA}+ installation")
+    return None
