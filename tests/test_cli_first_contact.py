@@ -212,6 +212,26 @@ id = "int64"
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.parametrize(("line", "said"), [
+    ('properties.fetch.max.bytez = "100"', 'No such configuration property: "fetch.max.bytez"'),
+    ('properties.fetch.max.bytes = "lots"',
+     'Invalid value for configuration property "fetch.max.bytes"'),
+])
+def test_a_librdkafka_property_it_refuses_fails_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, said: str
+) -> None:
+    """Every reader task failed on it, round after round with backoff, and the message never
+    named the option."""
+    anchor = 'properties.bootstrap.servers = "127.0.0.1:9092"'
+    path = _pipeline(tmp_path, (anchor, f"{anchor}\n{line}"))
+    result = _run_without_spark(path, monkeypatch)
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert ("error: [source.options] properties: librdkafka refuses the consumer configuration: "
+            f"{said}") in text
+    assert "Traceback" not in result.output and not (tmp_path / "t").exists()
+
+
 def test_errors_of_the_operating_system_print_as_one_line() -> None:
     cmd = typer.Typer()
 

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.events import PartitionsDeletedEvent
 from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
+from hoodline.connectors.kafka.reader import check_consumer_properties
 from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
@@ -506,6 +507,10 @@ class KafkaPlugin(SourcePlugin):
             return "pattern:" + sub.pattern
         parts = sorted(f"{tp.topic}:{tp.partition}" for tp in sub.partitions or ())
         return "partitions:" + ",".join(parts)
+
+    def preflight(self) -> None:
+        """librdkafka takes the readers' consumer properties (no broker is asked)."""
+        check_consumer_properties(self.source.config)
 
     def table_schema(self, config: PipelineConfig) -> pa.Schema:
         if self._raw:

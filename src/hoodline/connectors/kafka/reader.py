@@ -33,6 +33,7 @@ from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
 from hoodline.errors import (
+    ConfigError,
     KafkaBrokerUnavailableError,
     KafkaOffsetOutOfRangeError,
     KafkaSourceError,
@@ -188,17 +189,8 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._config = config
         self._clock = clock
         self._outage = _Outage(clock)
-        props: dict[str, Any] = {**CONSUMER_DEFAULTS, **config.client_properties}
-        props.setdefault("group.id", _DEFAULT_GROUP_ID)
-        props.update(
-            {
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "error",
-                "error_cb": self._outage.on_error,
-            }
-        )
+        props = consumer_properties(config)
+        props["error_cb"] = self._outage.on_error
         if consumer_factory is None:
             from confluent_kafka import Consumer
 
@@ -471,6 +463,37 @@ class KafkaRecordEmitter(RecordEmitter[KafkaFetch, KafkaPartitionSplitState]):
             output.emit(element.batch, split_state.split_id)
         if element.next_offset > split_state.current_offset:
             split_state.advance_to(element.next_offset)
+
+
+def consumer_properties(config: KafkaSourceConfig) -> dict[str, Any]:
+    """The librdkafka properties of the readers' consumers (without callbacks)."""
+    props: dict[str, Any] = {**CONSUMER_DEFAULTS, **config.client_properties}
+    props.setdefault("group.id", _DEFAULT_GROUP_ID)
+    props.update({
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+    })
+    return props
+
+
+def check_consumer_properties(config: KafkaSourceConfig) -> None:
+    """librdkafka's verdict on the readers' consumer properties, before any round: an unknown
+    or invalid ``properties.*`` key failed every reader task, retried round after round, and
+    the message never named the option. (A consumer is made and closed at once.)"""
+    from confluent_kafka import Consumer, KafkaException
+
+    try:
+        Consumer(consumer_properties(config)).close()
+    except KafkaException as exc:
+        err: Any = exc.args[0] if exc.args else None
+        text = err.str() if err is not None and hasattr(err, "str") else str(exc)
+        raise ConfigError(
+            f"[source.options] properties: librdkafka refuses the consumer configuration: "
+            f"{text} (keys under 'properties.' go to librdkafka as they are: see its "
+            "CONFIGURATION.md for their names and values)"
+        ) from None
 
 
 class KafkaSourceReader(
