@@ -123,6 +123,55 @@ def test_a_failed_start_reports_its_own_error_and_cleans_up_when_stopping_fails_
     assert not list(tmp_path.glob("hoodline-spark-*"))
 
 
+_CTRL_C_AT_START = """
+import os, signal
+from pyspark import SparkContext
+from hoodline.spark.session import SparkSettings, start_session
+
+real_init = SparkContext.__init__
+def init_interrupted(self, *args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the JVM starts
+    real_init(self, *args, **kwargs)
+
+SparkContext.__init__ = init_interrupted
+try:
+    start_session(SparkSettings(master="local[1]"))
+except KeyboardInterrupt:
+    print("interrupted; context left:", SparkContext._active_spark_context is not None)
+"""
+
+
+def test_ctrl_c_while_spark_starts_stops_the_jvm_it_launched(tmp_path: Path) -> None:
+    """Interrupted in the middle, pyspark lost the JVM it had launched (with SIGINT ignored),
+    which ran on without a parent. The interrupt now waits until the context exists, which is
+    then stopped; the JVM ends with the process."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AT_START], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "interrupted; context left: False" in done.stdout, done.stdout + done.stderr
+    assert "stopping as soon as Spark has started" in done.stderr
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _jvms_in(tmp_path):
+        time.sleep(0.2)
+    assert _jvms_in(tmp_path) == []
+    assert not list(tmp_path.glob("hoodline-spark-*"))
+
+
+def _jvms_in(cwd: Path) -> list[int]:
+    """Java processes started in ``cwd`` (the test's own: no other test runs there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") == str(cwd) and "java" in (entry / "comm").read_text():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 _NO_SQL_AT_START = """
 from pyspark.sql import SparkSession
 from hoodline.spark.session import SparkSettings, start_session

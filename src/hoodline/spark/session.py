@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -452,6 +454,32 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@contextmanager
+def _interrupts_deferred() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C while Spark's JVM starts is held until the SparkContext exists (then the caller
+    stops it): interrupted in the middle, pyspark loses the JVM it launched (with SIGINT
+    ignored), which then runs on without a parent. A second Ctrl-C interrupts at once. Only
+    in the main thread (where Python delivers signals)."""
+    hits: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+
+    def held(signum: int, frame: object) -> None:
+        if hits:
+            raise KeyboardInterrupt
+        hits.append(signum)
+        log.warning("Ctrl-C: stopping as soon as Spark has started (again to abort at once, "
+                    "which may leave Spark's JVM running)")
+
+    previous = signal.signal(signal.SIGINT, held)
+    try:
+        yield lambda: bool(hits)
+    finally:
+        if signal.getsignal(signal.SIGINT) is held:  # (pyspark may have set its own meanwhile)
+            signal.signal(signal.SIGINT, previous)
+
+
 def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     """Start Spark for hoodline (a SparkContext; see :class:`HoodlineSpark`). Refuses to reuse a
     context started elsewhere."""
@@ -502,7 +530,10 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         with ThreadPoolExecutor(1, thread_name_prefix="hoodline-archive") as pool:
             shipped = (pool.submit(shipped_archive, scratch, class_cache.cache_dir())
                        if settings.ship_package else None)
-            context = SparkContext(conf=spark_settings)
+            with _interrupts_deferred() as interrupted:
+                context = SparkContext(conf=spark_settings)
+            if interrupted():
+                raise KeyboardInterrupt  # the handler below stops the context it started
             if master.kind == "local-cluster":  # before anything else (see .work_dir)
                 work_dir = WorkDirClaim(
                     Path(_find_spark_home()) / "work" / context.applicationId
