@@ -232,6 +232,27 @@ def test_a_librdkafka_property_it_refuses_fails_before_spark_starts(
     assert "Traceback" not in result.output and not (tmp_path / "t").exists()
 
 
+def test_piped_output_and_log_lines_are_never_wrapped(capsys: pytest.CaptureFixture[str]) -> None:
+    """Output to a file or pipe was wrapped at 160 columns: a summary line's last instant, or
+    a warning's end, went to a line of its own and broke whoever parsed the log."""
+    import logging
+
+    from hoodline.cli import LogLevel, configure_logging, console
+
+    long = "last instant " + "9" * 200
+    with console.capture() as captured:
+        console.print(long, markup=False, highlight=False)
+    assert captured.get() == long + "\n"
+    configure_logging(LogLevel.WARNING)
+    try:
+        logging.getLogger("hoodline.test").warning("w %s end", "x" * 300)
+        err = capsys.readouterr().err
+    finally:
+        logging.getLogger("hoodline").handlers[:] = []
+    (line,) = err.splitlines()
+    assert line.endswith(" WARNING hoodline.test: w " + "x" * 300 + " end")
+
+
 def test_errors_of_the_operating_system_print_as_one_line() -> None:
     cmd = typer.Typer()
 

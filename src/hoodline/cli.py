@@ -49,9 +49,11 @@ table_app = typer.Typer(help="Inspect and repair a Hudi table.", no_args_is_help
                         rich_markup_mode=None)
 app.add_typer(table_app, name="table")
 
-# Piped output (tests, `| less`, CI logs) gets a wide fixed width instead of rich's 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Piped output (tests, `| less`, CI logs) gets a wide fixed width instead of rich's 80 columns
+# for tables, and lines are never wrapped (a log line split in two breaks whoever parses it).
+console = Console(width=None if sys.stdout.isatty() else 160, soft_wrap=not sys.stdout.isatty())
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160,
+                      soft_wrap=not sys.stderr.isatty())
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEBUG = {"on": os.environ.get("HOODLINE_DEBUG", "") not in ("", "0")}
@@ -97,12 +99,19 @@ class LogLevel(StrEnum):
 
 
 def configure_logging(level: LogLevel) -> None:
-    """hoodline's log records to stderr, through the console the progress display uses."""
+    """hoodline's log records to stderr: on a terminal through the console the progress
+    display uses; otherwise (logs, CI) as plain lines, one per record, never wrapped."""
     from rich.logging import RichHandler
 
-    handler = RichHandler(console=err_console, show_path=False, markup=False,
-                          rich_tracebacks=False, log_time_format="%H:%M:%S")
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler: logging.Handler
+    if err_console.is_terminal:
+        handler = RichHandler(console=err_console, show_path=False, markup=False,
+                              rich_tracebacks=False, log_time_format="%H:%M:%S")
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
     root = logging.getLogger("hoodline")
     root.handlers[:] = [handler]
     root.setLevel(level.value.upper())
