@@ -94,3 +94,13 @@ def test_exact_end_producer_makes_end_offsets_exact() -> None:
         finally:
             consumer.close()
         assert ends == [1250, 1250, 0]
+
+
+def test_the_broker_command_explains_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m hoodline.broker --help`` was a ValueError traceback (int('--help'))."""
+    from hoodline.broker import main
+
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: python -m hoodline.broker [PORT]")
+    assert main(["nine"]) == 2
+    assert "usage: python -m hoodline.broker [PORT]" in capsys.readouterr().err

@@ -338,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     args = sys.argv[1:] if argv is None else argv
+    if args and (args[0] in ("-h", "--help") or not args[0].isdigit() or len(args) > 1):
+        print("usage: python -m hoodline.broker [PORT]\n\nRuns the bundled Kafka-compatible "
+              "broker (Tansu, in memory) on 127.0.0.1:PORT (default: a free port) until "
+              "Ctrl-C.\nFor trying hoodline and for tests, not for production: see README.",
+              file=sys.stderr if args[0] not in ("-h", "--help") else sys.stdout)
+        return 0 if args[0] in ("-h", "--help") else 2
     port = int(args[0]) if args else None
 
     def _terminate(signum: int, frame: object) -> None:

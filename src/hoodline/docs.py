@@ -87,7 +87,9 @@ def render_pipeline_options_markdown() -> str:
         "The file source's `schema` option writes types the same way. A Hudi table stores "
         "timestamps as instants (Avro `timestamp-millis`/`-micros`): a timestamp without a zone "
         "is read as UTC wall time and stored as `timestamp[.., UTC]`, which is what the table "
-        "gives back.\n"
+        "gives back. In JSON, timestamp and date fields take ISO-8601 text (`\"2024-03-01\"`, "
+        "`\"2024-03-01T10:00:00Z\"`); a number there is a bad record: declare epoch numbers "
+        "`int64`.\n"
     )
     rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
     markers = "/".join(SECRET_MARKERS)

@@ -254,6 +254,11 @@ INT64_RANGE = "an integer from -9223372036854775808 to 9223372036854775807"
         (b'{"id": 1, "ts": "soon"}',
          'field \'ts\' holds "soon", which is not a timestamp[ms] (an ISO-8601 date or time '
          'such as "2024-03-01T10:00:00Z")'),
+        # epoch numbers for a time: it said "holds a number where the schema wants a string"
+        (b'{"id": 1, "ts": 1709287200000}',
+         "field 'ts' holds a number (1709287200000) where the schema wants a timestamp[ms], "
+         'given as ISO-8601 text such as "2024-03-01T10:00:00Z"; for epoch numbers declare the '
+         "field int64"),
         (b'{"id": 1, "day": "2024-02-30"}',
          'field \'day\' holds "2024-02-30", which is not a date32[day] (an ISO-8601 date such '
          'as "2024-03-01")'),

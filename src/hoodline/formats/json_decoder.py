@@ -566,6 +566,15 @@ class JsonDecoder:
         changed = _CHANGED.search(arrow_error)
         if changed:
             name = changed.group(1)
+            declared = (self.schema.field(name).type if name in self.schema.names else None)
+            if (declared is not None and (pa.types.is_timestamp(declared)
+                                          or pa.types.is_date(declared))
+                    and changed.group(2) == "string" and name in doc):
+                # read from text: a number there is most often epoch time
+                return (f"field '{name}' holds {_article(changed.group(3))} {changed.group(3)} "
+                        f"({_shown(doc[name])}) where the schema wants {_article(str(declared))} "
+                        f"{declared}, given as ISO-8601 text such as \"2024-03-01T10:00:00Z\"; "
+                        "for epoch numbers declare the field int64")
             return f"{text}: {_shown(doc[name])}" if name in doc else text
         convert = _CONVERT.search(arrow_error)
         if convert:

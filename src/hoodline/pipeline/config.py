@@ -542,8 +542,8 @@ def load_config(path: str | Path) -> PipelineConfig:
     except OSError as exc:
         raise ConfigError(
             f"cannot read pipeline config {str(p)!r}: {exc.strerror}; give the path of a "
-            f"pipeline TOML file (the examples/ folder of hoodline has some, e.g. "
-            f"examples/kafka-orders.toml)"
+            f"pipeline TOML file (the examples/ folder of hoodline's repository has some, e.g. "
+            f"examples/kafka-orders.toml; the README's option reference lists every setting)"
         ) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(
