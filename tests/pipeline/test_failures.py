@@ -131,7 +131,7 @@ def test_broker_metadata_failure_while_planning_is_retried(
     from hoodline.connectors.kafka.plugin import KafkaPlugin
     from hoodline.errors import FetchError
 
-    real = KafkaPlugin._latest
+    real = KafkaPlugin._ends
     calls = {"n": 0}
 
     def flaky(self: KafkaPlugin, tps: list[object]) -> object:
@@ -140,7 +140,7 @@ def test_broker_metadata_failure_while_planning_is_retried(
             raise FetchError("test: brokers did not answer while planning")
         return real(self, tps)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(KafkaPlugin, "_latest", flaky)
+    monkeypatch.setattr(KafkaPlugin, "_ends", flaky)
     reports: list[RoundReport] = []
     with Pipeline(_config(tmp_path / "t", stream), SparkEngine(spark)) as p:
         p.run(once=True, on_round=reports.append)
