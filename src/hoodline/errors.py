@@ -87,6 +87,11 @@ class CommitError(TableError):
     retryable = True
 
 
+class UnsharedTableError(TableError):
+    """Files a round's tasks wrote are not visible where the commit is made: the table's path
+    is not storage every executor and the driver share (a node-local disk on a cluster)."""
+
+
 class CommitOutcomeUnknownError(CommitError):
     """Writing the completed instant file failed part-way: the commit may or may not have
     landed. The table decides: re-read the timeline before rolling back or retrying."""

@@ -333,6 +333,7 @@ def run_compaction(
     )
     for stat in stats:
         metadata.partition_to_write_stats.setdefault(stat.partition_path, []).append(stat)
+    markers.require([s.path for s in stats])
     faults.reach(FaultPoint.COMPACTION_WRITTEN)
     done = tl.complete(instant, metadata)
     markers.delete_all()

@@ -7,9 +7,10 @@ Rollback deletes exactly the marked files of a failed instant, so nothing it wro
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from hoodline.errors import TableError
+from hoodline.errors import TableError, UnsharedTableError
 from hoodline.storage import ops
 from hoodline.storage.paths import ObjectPath, TablePath
 
@@ -59,6 +60,23 @@ class Markers:
                 continue
             out.append(f"{folder}/{name[:idx]}" if folder else name[:idx])
         return sorted(set(out))
+
+    def require(self, written: Collection[str]) -> list[str]:
+        """:meth:`marked_files`, once every file of ``written`` (paths relative to the base
+        path, as write stats name them) is among them. Every writer marks its file before
+        writing it, so a file whose marker is not seen here was written where this process
+        cannot see either: :class:`UnsharedTableError` (on a cluster, a node's own disk)."""
+        marked = self.marked_files()
+        unseen = sorted(set(written) - set(marked))
+        if unseen:
+            raise UnsharedTableError(
+                f"{len(unseen)} of the {len(set(written))} files instant {self.instant_ts} "
+                f"wrote are not visible here, e.g. '{unseen[0]}' (no marker under "
+                f"'{self.dir}'): table '{self.base_path}' is not on storage the executors and "
+                "the driver share. On a cluster put the table on an object store or on a file "
+                "system every node mounts at the same path; nothing was committed"
+            )
+        return marked
 
     def exists(self) -> bool:
         return self.dir.is_dir()

@@ -42,7 +42,11 @@ class Timeline:
     def reload(self) -> Timeline:
         names = list_names(self.meta_path)
         if not names and not self.meta_path.exists():
-            raise TimelineError(f"timeline folder '{self.meta_path}' does not exist")
+            raise TimelineError(
+                f"timeline folder '{self.meta_path}' does not exist here (when a pipeline's "
+                "driver found the table, this is a node that does not see its path: on a "
+                "cluster the table must be on an object store or on a file system every node "
+                "mounts at the same path)")
         self._set([i for i in (Instant.parse(n) for n in names) if i is not None])
         return self
 

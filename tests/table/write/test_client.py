@@ -585,3 +585,32 @@ def test_a_column_of_nones_goes_into_an_existing_column(
                                     "w": [None]}))
     assert snapshot_dict(table) == {("eu", 1): (2, None), ("eu", 2): (2, None)}
     assert read_snapshot(table).schema.field("v").type == pa.string()
+
+
+def test_a_commit_refuses_files_whose_markers_it_cannot_see(
+    new_table: Callable[..., HudiTable], index_type: str
+) -> None:
+    """A table on a node's own disk (a cluster whose executors and driver do not share the
+    path): the tasks' files and markers landed where the driver could not see them, and the
+    commit went through naming them; readers saw half the data. Every writer marks its file
+    before writing it, so a stat whose marker is not seen is refused, and nothing commits."""
+    from hoodline.errors import UnsharedTableError
+    from hoodline.table.markers import Markers
+    from hoodline.table.write.client import tag_and_assign
+    from hoodline.table.write.file_writer import write_file_groups
+
+    table = new_table(index_type)
+    with WriteClient(table) as client:
+        prepared = client.prepare(rows(list(range(20)), region=["eu", "us"] * 10), "upsert")
+        ts = client.start_instant()
+        ctx = client.context(ts, prepared)
+        stats = write_file_groups(ctx, tag_and_assign(ctx, prepared.records))
+        markers = Markers(table, ts)
+        hidden = sorted(p for p in Path(str(markers.dir)).rglob("*") if p.is_file())[0]
+        hidden.unlink()  # as if written on another node
+        with pytest.raises(UnsharedTableError, match=rf"1 of the {len(stats)} files instant "
+                           rf"{ts} wrote are not visible here.*is not on storage the "
+                           "executors and the driver share"):
+            client.commit(ctx, stats)
+    table.timeline.reload()
+    assert not table.timeline.is_completed_commit(ts)

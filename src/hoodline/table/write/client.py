@@ -518,7 +518,8 @@ class WriteClient:
                 )
         markers = Markers(self.table, ctx.instant_ts)
         committed = {s.path for s in stats}
-        for rel in markers.marked_files():
+        marked = markers.require(committed)
+        for rel in marked:
             if rel not in committed:
                 (self.table.base_path / rel).unlink(missing_ok=True)
         metadata = CommitMetadata(
