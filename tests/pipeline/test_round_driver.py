@@ -559,6 +559,32 @@ def _files_config(src: Path, table: Path, tolerance: str, fmt: str = "jsonl",
     })
 
 
+def test_a_file_a_reader_task_cannot_see_is_no_deleted_file(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input on a node-local disk of a cluster: the driver discovered the files, executors
+    elsewhere found nothing, and with errors.tolerance = all the files went to the error table
+    as "deleted after it was discovered", never to be read. The driver still sees them, so
+    they were not deleted: the run stops saying the executors do not see the path."""
+    from hoodline.connectors.files import formats
+
+    real = formats.stat
+
+    def executor_stat(path: str) -> tuple[int, int]:
+        if path.endswith("b.jsonl"):
+            raise FileNotFoundError(path)
+        return real(path)
+
+    monkeypatch.setattr(formats, "stat", executor_stat)  # the tasks' view, not the driver's
+    table = tmp_path / "t"
+    with pytest.raises(FileSourceError, match=r"reader task \d did not find file '.*b.jsonl', "
+                                              r"which the driver sees: the executors do not see "
+                                              r"the source path"):
+        _driver(_files_config(src, table, "all"), InProcessEngine())[0].run(once=True)
+    assert not (tmp_path / "t_errors").exists() or read_snapshot(
+        HudiTable.open(tmp_path / "t_errors")).num_rows == 0
+
+
 #: 2024-03-01T12:00:00Z, the modification time given to a changed file
 _CHANGED_AT_NS = 1_709_294_400 * 10**9
 

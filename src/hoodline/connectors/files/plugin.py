@@ -35,9 +35,11 @@ import pyarrow.compute as pc
 from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.events import SplitsFinishedEvent
+from hoodline.connectors.files.formats import VANISHED
+from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.rejections import RejectedFile, SourceRejection, is_rejected_records
 from hoodline.connectors.files.source import FileSource
-from hoodline.errors import ConfigError
+from hoodline.errors import ConfigError, FileSourceError
 from hoodline.formats.json_decoder import BadRecords
 from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
@@ -167,6 +169,24 @@ def _source_rejection(round_id: int, rejection: SourceRejection) -> pa.RecordBat
                         pa.nulls(1, pa.int64()), rejection.mtime_ns, version=rej.split_id)
 
 
+def _refuse_unseen(rejected: Sequence[RejectedFile], subtask: int) -> None:
+    """A file a reader task did not find but this process (the driver, which discovered it)
+    still sees was not deleted: the task ran where the source path is not visible. Rejecting
+    it would skip it for good, as if it had been deleted."""
+    for r in rejected:
+        if VANISHED not in r.reason:
+            continue
+        try:
+            stat(r.path)
+        except OSError:
+            continue  # gone here too: deleted, as the rejection says
+        raise FileSourceError(
+            f"reader task {subtask} did not find file '{r.path}', which the driver sees: the "
+            "executors do not see the source path. On a cluster put the input on an object "
+            "store or on a file system every node mounts at the same path"
+        )
+
+
 class FilesPlugin(SourcePlugin):
     """Driver side of the file source (see module docs)."""
 
@@ -247,6 +267,7 @@ class FilesPlugin(SourcePlugin):
         for event in outcome.events:
             if isinstance(event, SplitsFinishedEvent):
                 finished.update(event.split_ids)
+                _refuse_unseen(event.rejected, outcome.subtask)
         return [s for s in outcome.splits if s.split_id not in finished]
 
     def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:

@@ -20,7 +20,12 @@ from hoodline.connectors.files.options import FileFormat
 from hoodline.connectors.files.split import FileSourceSplit
 from hoodline.errors import FileSourceError
 
-__all__ = ["check_unchanged", "plan_row_group_ranges", "read_split"]
+__all__ = ["VANISHED", "check_unchanged", "plan_row_group_ranges", "read_split"]
+
+#: how a file that a reader does not find is described (the driver tells the two cases apart)
+VANISHED = ("is not there: deleted after it was discovered and before it was read, or, on a "
+            "cluster, not visible to this executor (the source path must be on storage every "
+            "node sees)")
 
 
 def check_unchanged(split: FileSourceSplit) -> None:
@@ -28,9 +33,7 @@ def check_unchanged(split: FileSourceSplit) -> None:
     try:
         size, mtime_ns = stat(split.path)
     except FileNotFoundError as exc:
-        raise FileSourceError(
-            f"file '{split.path}' was deleted after it was discovered and before it was read"
-        ) from exc
+        raise FileSourceError(f"file '{split.path}' {VANISHED}") from exc
     except OSError as exc:
         raise FileSourceError(f"file '{split.path}' cannot be accessed: {exc}") from exc
     if size != split.size or mtime_ns != split.mtime_ns:
