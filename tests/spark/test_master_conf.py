@@ -127,3 +127,45 @@ def test_failed_tasks_print_no_stack_traces_unless_asked() -> None:
     for loud in (_log4j2_properties("WARN", task_failures=True), _log4j2_properties("info")):
         assert not set(TASK_FAILURE_LOGGERS) & set(levels(loud))
     assert quiet["org.apache.hadoop.util.NativeCodeLoader"] == "error"  # the others stay
+
+
+def test_a_cluster_master_leaves_the_parallelism_to_its_executors() -> None:
+    """On spark:// masters the parallelism was pinned to 2 (a remote master's cores are not
+    in its URL), so every write ran in 2 tasks whatever the cluster; Spark's default follows
+    the cores of the executors that registered. An explicit setting still pins it."""
+    url = "spark://127.0.0.1:7077"
+    conf = spark_conf(SparkSettings(master=url), parse_master(url), None)
+    assert "spark.default.parallelism" not in conf
+    assert "spark.sql.shuffle.partitions" not in conf
+    pinned = spark_conf(SparkSettings(master=url, shuffle_partitions=6), parse_master(url), None)
+    assert pinned["spark.default.parallelism"] == pinned["spark.sql.shuffle.partitions"] == "6"
+
+
+def test_spark_pyspark_python_chooses_the_executors_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It was ignored (PySpark reads only PYSPARK_PYTHON), though hoodline's own error about
+    executors that cannot import its dependencies recommended it."""
+    import sys
+
+    from hoodline.spark.session import executor_python
+
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert executor_python(SparkSettings()) == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/env/bin/python")
+    assert executor_python(SparkSettings()) == "/opt/env/bin/python"
+    chosen = SparkSettings(extra_conf={"spark.pyspark.python": "/srv/venv/bin/python"})
+    assert executor_python(chosen) == "/srv/venv/bin/python"
+
+
+def test_spark_master_in_spark_conf_is_refused() -> None:
+    """It overrode runtime.master after hoodline had configured the session for that master
+    (the banner said local[2], the application ran on the cluster, some runs failed)."""
+    from hoodline.pipeline.config import parse_config
+
+    with pytest.raises(ConfigError, match=r"\[runtime.spark-conf\] spark.master: set the master "
+                                          r"with runtime.master"):
+        parse_config('[source]\ntype = "files"\n[source.options]\npath = "/tmp/x"\n'
+                     'format = "jsonl"\n[table]\npath = "/tmp/t"\nrecord-key = ["id"]\n'
+                     '[schema]\nid = "int64"\n[runtime.spark-conf]\n'
+                     '"spark.master" = "spark://h:7077"\n')

@@ -640,6 +640,14 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         storage=passthrough.get(("table", "storage"), MaskedDict()),
         name_set=bool(tbl.get(TABLE_NAME)),
     )
+    spark_extra = passthrough.get(("runtime", "spark-conf"), MaskedDict())
+    if "spark.master" in spark_extra:
+        # it overrode runtime.master after hoodline had configured itself for that master
+        raise ConfigError(
+            "[runtime.spark-conf] spark.master: set the master with runtime.master (hoodline "
+            "configures the session for the master it names); under spark-submit, give the "
+            "same master to both"
+        )
     runtime = RuntimeSection(
         master=run.get(RUNTIME_MASTER),
         reader_parallelism=run.get(READER_PARALLELISM),
@@ -650,7 +658,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         max_consecutive_failures=run.get(MAX_CONSECUTIVE_FAILURES),
         retry_backoff_s=float(run.get(RETRY_BACKOFF)),
         retry_backoff_max_s=float(run.get(RETRY_BACKOFF_MAX)),
-        spark_conf=passthrough.get(("runtime", "spark-conf"), MaskedDict()),
+        spark_conf=spark_extra,
         writer_buffer_bytes=int(run.get(WRITER_BUFFER)),
         writer_parallelism=run.get(WRITER_PARALLELISM),
         jvm_class_cache=run.get(JVM_CLASS_CACHE),

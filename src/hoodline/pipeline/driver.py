@@ -169,6 +169,7 @@ class _Run:
     record_schema: pa.Schema
     data_schema: pa.Schema
     operation: WriteOperation
+    #: writer tasks per round (runtime.writer-parallelism; 0: the engine's parallelism then)
     writers: int
     #: what the plug-in last said the table's schema is (a registry subject's version)
     source_schema: pa.Schema | None = None
@@ -275,10 +276,9 @@ class RoundDriver:
                 errors_client.close()
             client.close()
             raise
-        writers = cfg.runtime.writer_parallelism or max(1, self.engine.default_parallelism)
         return _Run(cfg, client, errors_client, plugin, plugin.preparer(cfg), rounds,
                     restored.round_id if restored else 0, record_schema, data_schema, operation,
-                    writers, source_schema)
+                    cfg.runtime.writer_parallelism, source_schema)
 
     def _follow_schema(self, run: _Run) -> None:
         """Before a round: when the source's schema changed (a registry subject's new version),
@@ -446,7 +446,9 @@ class RoundDriver:
                           cfg.runtime.writer_buffer_bytes)
         layout = run.client.table.fs_view()
         layout.file_groups()  # listed here, once: the tasks receive it loaded (RoundJob.layout)
-        job = RoundJob(planned.round_id, planned.plan.tasks, spec, run.preparer, run.writers,
+        # 0: the engine's parallelism now (a cluster's executors register after its start)
+        writers = run.writers or max(1, self.engine.default_parallelism)
+        job = RoundJob(planned.round_id, planned.plan.tasks, spec, run.preparer, writers,
                        layout)
         started = self._clock()
         output = self.engine.run_round(job)

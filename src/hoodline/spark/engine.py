@@ -146,7 +146,8 @@ class SparkEngine(Engine):
             return SparkRuntimeError(
                 f"{what} failed: the executors' Python cannot import what hoodline's tasks need "
                 f"({summary}); install hoodline's dependencies (pip install hoodline) for the "
-                "Python the executors run (PYSPARK_PYTHON, spark.pyspark.python); see 'Code on "
+                "Python the executors run (PYSPARK_PYTHON, or spark.pyspark.python in "
+                "[runtime.spark-conf]); see 'Code on "
                 "the executors' in the README's 'On a Spark cluster'")
         return EngineJobError(f"{what} failed: {summary}")
 

@@ -165,7 +165,10 @@ def spark_conf(
             f"Spark log level {settings.log_level!r} is invalid; "
             f"use one of {', '.join(_LOG_LEVELS)}"
         )
-    partitions = settings.shuffle_partitions or max(2, master.total_cores)
+    # a cluster master's cores are known once its executors registered: Spark's own default
+    # parallelism follows them (pinned to 2 here, every write ran in 2 tasks on any cluster)
+    partitions = settings.shuffle_partitions or (
+        max(2, master.total_cores) if master.total_cores else 0)
     conf: dict[str, str] = {
         "spark.app.name": settings.app_name,
         "spark.driver.memory": settings.driver_memory,
@@ -174,8 +177,6 @@ def spark_conf(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
         "spark.python.worker.reuse": "true",
-        "spark.sql.shuffle.partitions": str(partitions),
-        "spark.default.parallelism": str(partitions),
         "spark.sql.session.timeZone": "UTC",
         # hoodline's shuffles carry envelopes whose record payloads Arrow compressed already
         # (job.RECORDS_IPC): compressing them again cost the 2M-message ingest's JVM ~2.5 s CPU
@@ -184,6 +185,9 @@ def spark_conf(
         # rounds' jobs instead of queueing them behind it (see SparkEngine.run_tasks)
         "spark.scheduler.mode": "FAIR",
     }
+    if partitions:
+        conf["spark.sql.shuffle.partitions"] = str(partitions)
+        conf["spark.default.parallelism"] = str(partitions)
     if scheduler_pools is not None:
         conf["spark.scheduler.allocation.file"] = f"file:{scheduler_pools}"
     if master.is_local:
@@ -454,6 +458,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def executor_python(settings: SparkSettings) -> str:
+    """The Python the executors start: ``spark.pyspark.python`` of [runtime.spark-conf] (PySpark
+    reads only the PYSPARK_PYTHON variable, so that setting was ignored), else PYSPARK_PYTHON,
+    else this interpreter."""
+    chosen = settings.extra_conf.get("spark.pyspark.python")
+    return str(chosen) if chosen else os.environ.get("PYSPARK_PYTHON", sys.executable)
+
+
 @contextmanager
 def _interrupts_deferred() -> Iterator[Callable[[], bool]]:
     """Ctrl-C while Spark's JVM starts is held until the SparkContext exists (then the caller
@@ -513,7 +525,7 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                      archive)
             class_cache.build(archive)
         # Executors must run the interpreter that has pyarrow & co (see module docs).
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ["PYSPARK_PYTHON"] = executor_python(settings)
         socket_path = scratch / "zygote.sock"
         conf = spark_conf(settings, master, log_config, archive, pools, socket_path)
         if f"spark.executorEnv.{worker_zygote.SOCKET_ENV}" in conf:
