@@ -192,3 +192,39 @@ def test_a_start_makes_no_sql_session_until_one_is_asked_for() -> None:
     assert done.returncode == 0, done.stderr
     assert "sql session at start: False" in done.stdout, done.stdout + done.stderr
     assert "sql session on use: True 3" in done.stdout, done.stdout + done.stderr
+
+
+def test_spark_submit_to_another_master_than_the_pipelines_is_refused(tmp_path: Path) -> None:
+    """The pipeline's runtime.master silently won over spark-submit's --master: a run
+    submitted to a cluster ran on local[2] and exited 0."""
+    import pyspark
+
+    import hoodline
+
+    (tmp_path / "in").mkdir()
+    config = tmp_path / "p.toml"
+    config.write_text(f"""
+[source]
+type = "files"
+[source.options]
+path = "{tmp_path / 'in'}"
+format = "jsonl"
+[table]
+path = "{tmp_path / 't'}"
+record-key = ["id"]
+[schema]
+id = "int64"
+[runtime]
+master = "local[2]"
+""")
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    entry = Path(hoodline.__file__).parent / "__main__.py"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "TMPDIR": str(tmp_path)}
+    done = subprocess.run([str(submit), "--master", "local[1]", str(entry), "run", str(config),
+                           "--once"], env=env, capture_output=True, text=True, timeout=180,
+                          cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    assert ("error: spark-submit was given master 'local[1]', but the pipeline's runtime.master "
+            "is 'local[2]': set runtime.master to the same master") in " ".join(
+                (done.stdout + done.stderr).split())

@@ -507,6 +507,17 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         problem = java_problem()
         if problem is not None:
             raise SparkRuntimeError(problem)
+    else:
+        # the submitted master (spark-submit puts it in the JVM's defaults) loses to the
+        # pipeline's: a run submitted to a cluster ran on local[2] without a word
+        SparkContext._ensure_initialized()  # connects to spark-submit's JVM (its defaults)
+        submitted = SparkConf().get("spark.master", None)
+        if submitted is not None and submitted != master.url:
+            raise SparkRuntimeError(
+                f"spark-submit was given master {submitted!r}, but the pipeline's runtime.master "
+                f"is {master.url!r}: set runtime.master to the same master (hoodline configures "
+                "the session for the master the pipeline names)"
+            )
     sweep_stale()  # what killed sessions left behind
     claim = ScratchDir.create()
     scratch = claim.path
