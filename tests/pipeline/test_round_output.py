@@ -77,6 +77,20 @@ def test_a_failure_that_cannot_be_rebuilt_still_stops_with_its_text() -> None:
     assert isinstance(err, PipelineError) and "first second" in str(err)
 
 
+def test_a_storage_error_of_a_task_says_executors_need_the_storage_settings_too() -> None:
+    """S3 credentials in the driver's environment only: the executors' error told the user to
+    set them in the environment, which they were."""
+    from hoodline.errors import StorageError
+
+    failure = TaskFailure.of(StorageError("cannot list 's3://lake/t/.hoodie': no S3 credentials "
+                                          "are set; set AWS_ACCESS_KEY_ID ... in the environment"))
+    err = TaskFailure.from_bytes(failure.to_bytes()).error()
+    assert isinstance(err, StorageError) and not err.retryable
+    assert str(err).endswith("[in a task: on a cluster the executors need the storage settings "
+                             "too: [table.storage], or the environment variables passed on "
+                             "with spark.executorEnv.*]")
+
+
 def test_bad_records_come_back_sorted_by_position() -> None:
     b = _complete()
     rows = [{"error_id": f"kafka/t/{p}/{o}", "day": "2024-01-01", "source": "kafka",

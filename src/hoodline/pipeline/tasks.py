@@ -37,7 +37,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from hoodline import faults
-from hoodline.errors import HoodlineError, PipelineError, SchemaChangedError
+from hoodline.errors import HoodlineError, PipelineError, SchemaChangedError, StorageError
 from hoodline.faults import FaultPoint
 from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
 from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
@@ -90,10 +90,16 @@ class TaskFailure:
         if self.payload:
             try:
                 err = pickle.loads(self.payload)
-                if isinstance(err, HoodlineError):
-                    return err
             except Exception:
-                pass
+                err = None
+            if isinstance(err, StorageError):
+                # the storage settings may be the driver's only (its environment)
+                return StorageError(
+                    f"{err} [in a task: on a cluster the executors need the storage settings "
+                    "too: [table.storage], or the environment variables passed on with "
+                    "spark.executorEnv.*]", err.retryable)
+            if isinstance(err, HoodlineError):
+                return err
         return PipelineError(f"a task failed: {self.text}")
 
 
