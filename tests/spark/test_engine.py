@@ -117,3 +117,21 @@ def test_other_job_failures_are_retried() -> None:
     error = SparkEngine(running)._job_error(  # type: ignore[arg-type]
         "the round's Spark job", Exception(SPARK4_PYTHON))
     assert isinstance(error, EngineJobError) and is_retryable(error)
+
+
+def test_executors_that_cannot_start_their_python_stop_the_job_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An interpreter path that does not exist on the nodes was retried round after round."""
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/venv/bin/python")
+    running = type("Spark", (), {"context": type("Ctx", (), {
+        "master": "spark://h:7077", "_jsc": type("J", (), {"sc": staticmethod(lambda: type(
+            "SC", (), {"isStopped": staticmethod(lambda: False)})())})()})()})()
+    error = SparkEngine(running)._job_error(  # type: ignore[arg-type]
+        "the round's Spark job", Exception(
+            "Job aborted due to stage failure: Task 0 in stage 0.0 failed 4 times, most recent "
+            "failure: Lost task 0.3 in stage 0.0 (TID 6) (127.0.0.1 executor 0): "
+            "java.io.IOException: Cannot run program \"/opt/venv/bin/python\": error=2, No such "
+            "file or directory"))
+    assert isinstance(error, SparkRuntimeError) and not is_retryable(error)
+    assert "the executors cannot start the Python '/opt/venv/bin/python'" in str(error)

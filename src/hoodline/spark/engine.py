@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -142,6 +143,12 @@ class SparkEngine(Engine):
                 f"cluster, check that the master at {self.spark.context.master!r} "
                 "(runtime.master) answers and has room for the application (Spark's log above "
                 "says why it gave up)")
+        python = os.environ.get("PYSPARK_PYTHON", "")
+        if "Cannot run program" in summary and python and python in summary:
+            return SparkRuntimeError(
+                f"{what} failed: the executors cannot start the Python '{python}' ({summary}); "
+                "install it at that path on every node, or choose the executors' Python with "
+                "PYSPARK_PYTHON or spark.pyspark.python in [runtime.spark-conf]")
         if summary.startswith(("ModuleNotFoundError:", "ImportError:")):
             return SparkRuntimeError(
                 f"{what} failed: the executors' Python cannot import what hoodline's tasks need "
