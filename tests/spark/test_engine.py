@@ -3,6 +3,8 @@ traces themselves stay off the console, see ``test_master_conf``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hoodline.errors import EngineJobError, SparkRuntimeError, is_retryable
@@ -135,3 +137,30 @@ def test_executors_that_cannot_start_their_python_stop_the_job_at_once(
             "file or directory"))
     assert isinstance(error, SparkRuntimeError) and not is_retryable(error)
     assert "the executors cannot start the Python '/opt/venv/bin/python'" in str(error)
+
+
+def test_a_cluster_job_without_executors_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Executors asking for more memory than any worker has: the run waited without a word
+    from hoodline (Spark's own warning is below hoodline's log level)."""
+    import time
+
+    from hoodline.pipeline.master import parse_master
+    from hoodline.spark import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "NO_EXECUTOR_WARNING_S", 0.05)
+    conf = {"spark.executor.memory": "2g"}
+    context = type("Ctx", (), {
+        "master": "spark://h:7077",
+        "statusTracker": lambda self: type("T", (), {
+            "getExecutorInfos": lambda self: ["driver"]})(),
+        "getConf": lambda self: type("C", (), {"get": lambda self, k, d=None: conf.get(k, d)})(),
+    })()
+    spark = type("Spark", (), {"context": context, "master": parse_master("spark://h:7077")})()
+    rdd = type("Rdd", (), {"collect": lambda self: time.sleep(0.4) or []})()
+    with caplog.at_level("WARNING", logger="hoodline.spark.engine"):
+        assert SparkEngine(spark)._collect(rdd) == []  # type: ignore[arg-type]
+    assert re.search(r"no executor has joined the application for \d+ s: the cluster at "
+                     r"spark://h:7077 may have no worker with the cores and memory it asks for "
+                     r"\(spark.executor.memory = 2g", caplog.text)

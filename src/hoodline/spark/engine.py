@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -42,6 +44,11 @@ def _frozen_first(fn: Callable[[T], R]) -> Callable[[T], R]:
 
     return call
 
+
+log = logging.getLogger(__name__)
+
+#: seconds a cluster job may wait without any executor before that is said (and again after)
+NO_EXECUTOR_WARNING_S = 30.0
 
 _ABORTED = re.compile(r"Job aborted due to stage failure: ([^\n]*)")
 #: The last line of a Java or Python traceback inside a Spark error ("SomeError: message").
@@ -129,8 +136,37 @@ class SparkEngine(Engine):
         return decode(results, RoundOutputBuilder(job.readers, job.writer_tasks)).build()
 
     def _collect(self, rdd: RDD[Envelope]) -> list[Envelope]:
-        """Run a round's job: its result envelopes."""
-        return rdd.collect()
+        """Run a round's job: its result envelopes. On a cluster, a job waiting for executors
+        that never come is said so (Spark only logs "Initial job has not accepted any
+        resources" at WARN, which hoodline's quiet log level hides)."""
+        if self.spark.master.is_local:
+            return rdd.collect()
+        done = threading.Event()
+        watch = threading.Thread(target=self._watch_executors, args=(done,), daemon=True,
+                                 name="hoodline-executor-watch")
+        watch.start()
+        try:
+            return rdd.collect()
+        finally:
+            done.set()
+
+    def _watch_executors(self, done: threading.Event) -> None:
+        waited = 0.0
+        while not done.wait(NO_EXECUTOR_WARNING_S):
+            waited += NO_EXECUTOR_WARNING_S
+            try:
+                executors = len(self.spark.context.statusTracker().getExecutorInfos()) - 1
+            except Exception:  # the context is stopping: nothing to say
+                return
+            if executors > 0:
+                return
+            conf = self.spark.context.getConf()
+            log.warning(
+                "no executor has joined the application for %.0f s: the cluster at %s may have "
+                "no worker with the cores and memory it asks for (spark.executor.memory = %s, "
+                "spark.executor.cores = %s) or no worker at all; the round waits for one",
+                waited, self.spark.context.master, conf.get("spark.executor.memory", "1g"),
+                conf.get("spark.executor.cores", "all of a worker's"))
 
     def _job_error(self, what: str, exc: Exception) -> HoodlineError:
         """The error of a failed Spark job: :class:`EngineJobError` (retryable) unless retrying
