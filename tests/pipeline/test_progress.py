@@ -127,3 +127,26 @@ def test_concurrent_rounds_and_status_updates_are_all_counted() -> None:
     assert progress.totals.records_read == sum(1000 * i for i in range(1, 21))
     assert len(out.getvalue().splitlines()) == 20
     assert format_round_line(_report(3)) in out.getvalue()
+
+
+def test_an_idle_stretch_is_one_row_of_the_panel_and_its_round_one_row() -> None:
+    """Idle rounds each added a 'no commit' row carrying the next round's number: a few idle
+    seconds pushed every committed round out of the panel, and the round that then committed
+    showed twice (as 'no commit' and with its instant)."""
+    import dataclasses
+
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=True, color_system=None)
+    progress = RoundProgress(console, title="t", live=False)
+    idle = dataclasses.replace(_report(3, committed=False, lag={}), records_read=0,
+                               records_written=0, records_deleted=0)
+    progress.on_round(_report(1))
+    progress.on_round(_report(2))
+    for _ in range(8):
+        progress.on_round(idle)
+    rows = [(r.round_id, r.committed) for r in progress._recent]
+    assert rows == [(1, True), (2, True), (3, False)]
+    progress.on_round(_report(3))  # round 3 commits: it replaces its idle row
+    assert [(r.round_id, r.committed) for r in progress._recent] == [(1, True), (2, True),
+                                                                     (3, True)]
+    assert progress.totals.rounds == 11

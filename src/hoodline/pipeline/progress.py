@@ -179,7 +179,13 @@ class RoundProgress:
         """The pipeline's ``on_round`` callback."""
         with self._lock:
             self.totals.add(report)
-            self._recent.append(report)
+            if self._recent and _idle(self._recent[-1]) and (
+                    _idle(report) or self._recent[-1].round_id == report.round_id):
+                # an idle stretch is one row (it filled the table and pushed the committed rounds
+                # out), and a round that then commits replaces its idle row (it showed twice)
+                self._recent[-1] = report
+            else:
+                self._recent.append(report)
             self._last = report
         if self._live_mode:
             self._refresh()
