@@ -253,6 +253,22 @@ def test_piped_output_and_log_lines_are_never_wrapped(capsys: pytest.CaptureFixt
     assert line.endswith(" WARNING hoodline.test: w " + "x" * 300 + " end")
 
 
+def test_a_standalone_master_that_does_not_answer_is_one_line_before_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark retried registering for about a minute, with ~100 lines of Java stack traces."""
+    from hoodline.broker import free_port
+
+    url = f"spark://127.0.0.1:{free_port()}"
+    path = _pipeline(tmp_path, ('master = "local[2]"', f'master = "{url}"'))
+    result = _run_without_spark(path, monkeypatch)
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert f"error: the Spark master '{url}' (runtime.master) does not answer (127.0.0.1:" in text
+    assert "start it, or fix runtime.master" in text and "Traceback" not in result.output
+    assert not (tmp_path / "t").exists()
+
+
 def test_errors_of_the_operating_system_print_as_one_line() -> None:
     cmd = typer.Typer()
 

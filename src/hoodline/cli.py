@@ -210,7 +210,7 @@ def run(
     # hold the table or a table that does not match the pipeline file fails in a moment instead
     # of after Spark's start (the source first: a run that cannot read creates no table)
     load_plugin(cfg).preflight()
-    _check_java()
+    _check_spark_start(cfg.runtime.master)
     table = open_target_table(cfg)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, table.config.name, metrics_port, metrics_host)
@@ -463,14 +463,22 @@ def table_show(path: TablePath) -> None:
     console.print(grid)
 
 
-def _check_java() -> None:
-    """No Java (or an unusable one) stops before the table is created, in one line."""
+def _check_spark_start(master: str) -> None:
+    """No Java (or an unusable one), or a standalone master that does not answer, stops
+    before the table is created, in one line."""
+    from hoodline.pipeline.master import unreachable_master
     from hoodline.spark.class_cache import jvm_started_by_spark_submit
     from hoodline.spark.java import java_problem
 
-    problem = None if jvm_started_by_spark_submit() else java_problem()
+    if jvm_started_by_spark_submit():
+        return
+    problem = java_problem()
     if problem is not None:
         raise SparkRuntimeError(problem)
+    unreachable = unreachable_master(master)
+    if unreachable is not None:
+        raise SparkRuntimeError(f"the Spark master {master!r} (runtime.master) does not answer "
+                                f"({unreachable}): start it, or fix runtime.master")
 
 
 @table_app.command("commits")

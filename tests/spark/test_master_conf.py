@@ -169,3 +169,23 @@ def test_spark_master_in_spark_conf_is_refused() -> None:
                      'format = "jsonl"\n[table]\npath = "/tmp/t"\nrecord-key = ["id"]\n'
                      '[schema]\nid = "int64"\n[runtime.spark-conf]\n'
                      '"spark.master" = "spark://h:7077"\n')
+
+
+def test_standalone_master_addresses_and_reachability() -> None:
+    import socket
+
+    from hoodline.pipeline.master import standalone_addresses, unreachable_master
+
+    assert standalone_addresses("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
+    assert standalone_addresses("local[2]") == [] and unreachable_master("yarn") is None
+    with socket.socket() as listening:  # one of a standby list answers: reachable
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))
+        dead = closed.getsockname()[1]
+        closed.close()
+        assert unreachable_master(f"spark://127.0.0.1:{dead},127.0.0.1:{port}") is None
+        problem = unreachable_master(f"spark://127.0.0.1:{dead}")
+        assert problem is not None and problem.startswith(f"127.0.0.1:{dead}: ")

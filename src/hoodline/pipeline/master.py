@@ -73,6 +73,35 @@ def parse_master(url: str) -> Master:
     return Master(url, "remote", 0, 0)
 
 
+def standalone_addresses(url: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs of a ``spark://`` master URL (several for a standby list:
+    ``spark://h1:7077,h2:7077``); [] for other masters."""
+    if not url.startswith("spark://"):
+        return []
+    out = []
+    for part in url.removeprefix("spark://").split(","):
+        host, _, port = part.strip().rpartition(":")
+        if host and port.isdigit():
+            out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def unreachable_master(url: str, timeout_s: float = 5.0) -> str | None:
+    """Why no master of a ``spark://`` URL accepts a connection (None: one does, or the URL
+    is not a standalone master's). Spark itself retries registering for about a minute and
+    prints a Java stack trace per attempt."""
+    import socket
+
+    reasons = []
+    for host, port in standalone_addresses(url):
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return None
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+    return "; ".join(reasons) or None
+
+
 def master_problem(url: str) -> str | None:
     """Validator for options: None when ``url`` parses, else the reason."""
     try:

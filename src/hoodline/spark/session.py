@@ -45,7 +45,7 @@ from pyspark.sql import SparkSession
 import hoodline
 from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
-from hoodline.pipeline.master import Master, parse_master
+from hoodline.pipeline.master import Master, parse_master, unreachable_master
 from hoodline.spark import class_cache, worker_zygote
 from hoodline.spark.java import java_problem
 from hoodline.spark.package_archive import shipped_archive
@@ -507,6 +507,11 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         problem = java_problem()
         if problem is not None:
             raise SparkRuntimeError(problem)
+        unreachable = unreachable_master(master.url)
+        if unreachable is not None:
+            raise SparkRuntimeError(
+                f"the Spark master {master.url!r} (runtime.master) does not answer "
+                f"({unreachable}): start it, or fix runtime.master")
     else:
         # the submitted master (spark-submit puts it in the JVM's defaults) loses to the
         # pipeline's: a run submitted to a cluster ran on local[2] without a word
