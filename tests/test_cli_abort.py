@@ -22,6 +22,7 @@ from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_snapshot
+from tests.helpers.files_pipeline import write_files_pipeline
 from tests.helpers.paths import SRC
 
 pytestmark = pytest.mark.spark
@@ -67,19 +68,8 @@ def test_a_second_ctrl_c_aborts_at_once_and_the_next_start_recovers(
         with open(src / f"f{f}.jsonl", "w") as fh:
             fh.writelines(json.dumps({"id": i, "v": f"v{i}"}) + "\n"
                           for i in range(f * ROWS, (f + 1) * ROWS))
-    cfg = tmp_path / "p.toml"
-    cfg.write_text(f"""
-[source]
-type = "files"
-[source.options]
-path = "{src}"
-format = "jsonl"
-[table]
-path = "{table}"
-record-key = ["id"]
-[schema]
-id = "int64"
-v = "string"
+    cfg = write_files_pipeline(tmp_path / "p.toml", src, table,
+                               {"id": "int64", "v": "string"}, f"""
 [runtime]
 master = "local[2]"
 reader-parallelism = 2

@@ -26,6 +26,7 @@ from hoodline.table.instant import parse_timestamp
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
+from tests.helpers.files_pipeline import write_files_pipeline
 from tests.helpers.paths import REPO
 
 runner = CliRunner()
@@ -189,20 +190,8 @@ def test_no_usable_java_is_one_line_before_the_table_is_created(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """It was ~80 lines of Py4J traceback (JAVA_GATEWAY_EXITED) after the table was created."""
-    (tmp_path / "in").mkdir()
-    path = tmp_path / "p.toml"
-    path.write_text(f"""
-[source]
-type = "files"
-[source.options]
-path = "{tmp_path / 'in'}"
-format = "jsonl"
-[table]
-path = "{tmp_path / 't'}"
-record-key = ["id"]
-[schema]
-id = "int64"
-""")
+    path = write_files_pipeline(tmp_path / "p.toml", tmp_path / "in", tmp_path / "t",
+                                {"id": "int64"})
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
     result = _run_without_spark(path, monkeypatch)
     assert result.exit_code == 1, result.output

@@ -22,6 +22,7 @@ from hoodline.spark.session import (
     WORKER_MALLOC_ARENAS,
     HoodlineSpark,
 )
+from tests.helpers.files_pipeline import write_files_pipeline
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -201,22 +202,8 @@ def test_spark_submit_to_another_master_than_the_pipelines_is_refused(tmp_path: 
 
     import hoodline
 
-    (tmp_path / "in").mkdir()
-    config = tmp_path / "p.toml"
-    config.write_text(f"""
-[source]
-type = "files"
-[source.options]
-path = "{tmp_path / 'in'}"
-format = "jsonl"
-[table]
-path = "{tmp_path / 't'}"
-record-key = ["id"]
-[schema]
-id = "int64"
-[runtime]
-master = "local[2]"
-""")
+    config = write_files_pipeline(tmp_path / "p.toml", tmp_path / "in", tmp_path / "t",
+                                  {"id": "int64"}, '[runtime]\nmaster = "local[2]"')
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     entry = Path(hoodline.__file__).parent / "__main__.py"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,

@@ -140,12 +140,10 @@ def _delete_topic(kafka: KafkaTestCluster, topic: str) -> None:
     time.sleep(0.5)
 
 
-def _read_then_create_again(
-    kafka: KafkaTestCluster, prefix: str, policy: str, new_records: int
-) -> tuple[str, KafkaRounds, list[pa.Table], dict[str, str]]:
-    """A topic of 2 x 100 records read and committed, then deleted and created again with
-    ``new_records`` per partition; the rounds resumed from that commit, what was committed, and
-    the metadata the commit stored beside its checkpoint."""
+def _read_and_commit(
+    kafka: KafkaTestCluster, prefix: str, policy: str
+) -> tuple[str, KafkaSource, KafkaRounds, list[pa.Table]]:
+    """A topic of 2 x 100 records read and committed in one round by 2 readers."""
     topic = kafka.create_topic(unique_topic(prefix), 2)
     kafka.produce(topic, {0: 100, 1: 100})
     source = KafkaSource.from_options({
@@ -154,6 +152,16 @@ def _read_then_create_again(
     committed: list[pa.Table] = []
     job = KafkaRounds(source, 2, None)
     job.commit(job.read_round(1000), committed)
+    return topic, source, job, committed
+
+
+def _read_then_create_again(
+    kafka: KafkaTestCluster, prefix: str, policy: str, new_records: int
+) -> tuple[str, KafkaRounds, list[pa.Table], dict[str, str]]:
+    """A topic of 2 x 100 records read and committed, then deleted and created again with
+    ``new_records`` per partition; the rounds resumed from that commit, what was committed, and
+    the metadata the commit stored beside its checkpoint."""
+    topic, source, job, committed = _read_and_commit(kafka, prefix, policy)
     stored = job.plugin.commit_metadata(job.rounds)
     job.rounds.close()
     job.plugin.close()
@@ -211,6 +219,14 @@ def test_positions_in_a_deleted_topic_are_named_not_blamed_on_the_brokers(
     job.plugin.close()
 
 
+def _refused_as_created_again(job: KafkaRounds, topic: str, old_id: str) -> None:
+    """The next round stops naming the topic and the id its positions were read at."""
+    with pytest.raises(KafkaOffsetOutOfRangeError,
+                       match=rf"topic '{topic}' has another id than when it was read "
+                             rf"\({re.escape(old_id)} -> "):
+        job.read_round(1000)
+
+
 @pytest.mark.parametrize("policy", ["fail", "earliest"])
 def test_a_topic_created_again_and_refilled_past_the_positions_is_told_by_its_id(
     kafka: KafkaTestCluster, policy: str
@@ -222,10 +238,7 @@ def test_a_topic_created_again_and_refilled_past_the_positions_is_told_by_its_id
     old_id = json.loads(stored[TOPIC_IDS_KEY])[topic]
     job.plugin.restored(stored)  # as the driver does with the resumed commit's metadata
     if policy == "fail":
-        with pytest.raises(KafkaOffsetOutOfRangeError,
-                           match=rf"topic '{topic}' has another id than when it was read "
-                                 rf"\({re.escape(old_id)} -> "):
-            job.read_round(1000)
+        _refused_as_created_again(job, topic, old_id)
     else:
         job.commit(job.read_round(1000), committed)
         new = sorted(v for t in committed[-2:] for v in t["value"].to_pylist())
@@ -297,23 +310,13 @@ def test_a_topic_created_again_and_refilled_while_running_is_told_by_its_id(
     """The ids were compared only at a restart: a topic deleted, created again and given more
     records than the positions between two rounds of a running pipeline was read on from the
     old positions (offsets 0..99 of the new topic skipped without a word)."""
-    topic = kafka.create_topic(unique_topic("running"), 2)
-    kafka.produce(topic, {0: 100, 1: 100})
-    source = KafkaSource.from_options({
-        "properties.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
-        "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy})
-    committed: list[pa.Table] = []
-    job = KafkaRounds(source, 2, None)
-    job.commit(job.read_round(1000), committed)
+    topic, _source, job, committed = _read_and_commit(kafka, "running", policy)
     old_id = json.loads(job.plugin.commit_metadata(job.rounds)[TOPIC_IDS_KEY])[topic]
     _delete_topic(kafka, topic)
     kafka.create_topic(topic, 2)
     kafka.produce(topic, {0: 150, 1: 150})
     if policy == "fail":
-        with pytest.raises(KafkaOffsetOutOfRangeError,
-                           match=rf"topic '{topic}' has another id than when it was read "
-                                 rf"\({re.escape(old_id)} -> "):
-            job.read_round(1000)
+        _refused_as_created_again(job, topic, old_id)
     else:
         with caplog.at_level("WARNING", logger="hoodline.connectors.kafka.plugin"):
             tables = job.read_round(1000)
