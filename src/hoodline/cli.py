@@ -466,19 +466,11 @@ def table_show(path: TablePath) -> None:
 def _check_spark_start(master: str) -> None:
     """No Java (or an unusable one), or a standalone master that does not answer, stops
     before the table is created, in one line."""
-    from hoodline.pipeline.master import unreachable_master
-    from hoodline.spark.class_cache import jvm_started_by_spark_submit
-    from hoodline.spark.java import java_problem
+    from hoodline.spark.java import start_problem
 
-    if jvm_started_by_spark_submit():
-        return
-    problem = java_problem()
+    problem = start_problem(master)
     if problem is not None:
         raise SparkRuntimeError(problem)
-    unreachable = unreachable_master(master)
-    if unreachable is not None:
-        raise SparkRuntimeError(f"the Spark master {master!r} (runtime.master) does not answer "
-                                f"({unreachable}): start it, or fix runtime.master")
 
 
 @table_app.command("commits")

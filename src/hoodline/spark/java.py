@@ -1,6 +1,8 @@
-"""The Java that Spark's launcher (``spark-class``) will start, found as it finds it, so that a
-missing or unusable one is one clear error before Spark starts rather than a Py4J traceback
-(``JAVA_GATEWAY_EXITED``) after it."""
+"""What stops Spark from starting here, said before it starts: the Java that Spark's launcher
+(``spark-class``) will run, found as it finds it (a missing or old one was a Py4J traceback,
+``JAVA_GATEWAY_EXITED``), and a standalone master that does not answer (Spark retried for about
+a minute, printing Java stack traces). No pyspark import: the CLI asks before it creates the
+table."""
 
 from __future__ import annotations
 
@@ -53,4 +55,22 @@ def java_problem() -> str | None:
     if major is not None and major < MIN_JAVA:
         return (f"Spark needs Java {MIN_JAVA} or later, but {java} is Java {major}: set "
                 f"JAVA_HOME to a Java {MIN_JAVA}+ installation")
+    return None
+
+
+def start_problem(master_url: str) -> str | None:
+    """What stops a session on ``master_url`` from starting (Java, then the master), with what
+    to do; None when nothing does. Under spark-submit the JVM runs already: nothing to ask."""
+    from hoodline.pipeline.master import unreachable_master
+    from hoodline.spark.class_cache import jvm_started_by_spark_submit
+
+    if jvm_started_by_spark_submit():
+        return None
+    problem = java_problem()
+    if problem is not None:
+        return problem
+    unreachable = unreachable_master(master_url)
+    if unreachable is not None:
+        return (f"the Spark master {master_url!r} (runtime.master) does not answer "
+                f"({unreachable}): start it, or fix runtime.master")
     return None

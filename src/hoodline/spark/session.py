@@ -45,9 +45,9 @@ from pyspark.sql import SparkSession
 import hoodline
 from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
-from hoodline.pipeline.master import Master, parse_master, unreachable_master
+from hoodline.pipeline.master import Master, parse_master
 from hoodline.spark import class_cache, worker_zygote
-from hoodline.spark.java import java_problem
+from hoodline.spark.java import start_problem
 from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.scratch import ScratchDir, sweep_stale
 from hoodline.spark.work_dir import WorkDirClaim
@@ -503,16 +503,10 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
             f"a SparkContext (master {active!r}) is already running in this process; stop it "
             f"before starting hoodline's session on {master.url!r}"
         )
-    if not class_cache.jvm_started_by_spark_submit():
-        problem = java_problem()
-        if problem is not None:
-            raise SparkRuntimeError(problem)
-        unreachable = unreachable_master(master.url)
-        if unreachable is not None:
-            raise SparkRuntimeError(
-                f"the Spark master {master.url!r} (runtime.master) does not answer "
-                f"({unreachable}): start it, or fix runtime.master")
-    else:
+    problem = start_problem(master.url)
+    if problem is not None:
+        raise SparkRuntimeError(problem)
+    if class_cache.jvm_started_by_spark_submit():
         # the submitted master (spark-submit puts it in the JVM's defaults) loses to the
         # pipeline's: a run submitted to a cluster ran on local[2] without a word
         SparkContext._ensure_initialized()  # connects to spark-submit's JVM (its defaults)

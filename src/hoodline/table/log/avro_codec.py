@@ -19,6 +19,7 @@ slower.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import enum
 import functools
@@ -1052,8 +1053,6 @@ def _has_member_union(schema: Any, named: Mapping[str, Any],
 def _fits(value: Any, node: Any, named: Mapping[str, Any]) -> bool:
     """Whether fastavro gives ``value`` for Avro type ``node`` (named types come as
     ``(name, value)`` in unions and are matched by name before)."""
-    import datetime
-
     from hoodline.table.schema import avro_kind
 
     kind = avro_kind(node, named)
