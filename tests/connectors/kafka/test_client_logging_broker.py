@@ -12,7 +12,7 @@ import pytest
 
 from hoodline.broker import ExactEndProducer, free_port
 from hoodline.connectors.kafka.options import KafkaSourceConfig
-from hoodline.connectors.kafka.reader import KafkaPartitionSplitReader
+from hoodline.connectors.kafka.reader import KafkaPartitionSplitReader, check_consumer_properties
 from hoodline.connectors.kafka.split import KafkaPartitionSplit
 from hoodline.source.base import SplitsAddition
 
@@ -58,3 +58,16 @@ def test_client_logs_go_to_python_logging(
     assert "%3|" not in err and "%4|" not in err and "%6|" not in err
     routed = [r.getMessage() for r in caplog.records if r.name == "hoodline.kafka.client"]
     assert any(f"Connect to ipv4#{servers} failed: Connection refused" in m for m in routed), routed
+
+
+def test_the_start_check_of_consumer_properties_writes_nothing_to_stderr(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The check made at start (a consumer created and closed at once) connects to the brokers
+    like any consumer; its refused connection was a raw librdkafka line on stderr, before the
+    pipeline's own message about unreachable brokers."""
+    options = _options(f"127.0.0.1:{free_port()}")
+    for _ in range(20):
+        check_consumer_properties(KafkaSourceConfig.from_options(options))
+    err = capfd.readouterr().err
+    assert "%3|" not in err and "%4|" not in err and "%6|" not in err, err

@@ -478,14 +478,26 @@ def consumer_properties(config: KafkaSourceConfig) -> dict[str, Any]:
     return props
 
 
+class _DroppedClientLog:
+    """A confluent-kafka ``logger`` that drops every line."""
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        del level, msg, args
+
+
+_DROPPED_CLIENT_LOG = _DroppedClientLog()
+
+
 def check_consumer_properties(config: KafkaSourceConfig) -> None:
     """librdkafka's verdict on the readers' consumer properties, before any round: an unknown
     or invalid ``properties.*`` key failed every reader task, retried round after round, and
-    the message never named the option. (A consumer is made and closed at once.)"""
+    the message never named the option. (A consumer is made and closed at once. It connects to
+    the brokers like any consumer; what its client logs meanwhile is dropped: brokers that do not
+    answer are reported by the metadata client, naming the option.)"""
     from confluent_kafka import Consumer, KafkaException
 
     try:
-        Consumer(consumer_properties(config)).close()
+        Consumer({**consumer_properties(config), "logger": _DROPPED_CLIENT_LOG}).close()
     except KafkaException as exc:
         err: Any = exc.args[0] if exc.args else None
         text = err.str() if err is not None and hasattr(err, "str") else str(exc)
