@@ -27,7 +27,7 @@ from tests.helpers.paths import SRC
 
 pytestmark = pytest.mark.spark
 
-FILES, ROWS = 6, 100_000
+FILES, ROWS = 4, 20_000
 
 
 def _children(pid: int) -> list[int]:

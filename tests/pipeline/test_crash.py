@@ -7,8 +7,10 @@ and after the final drain it is the model of everything produced.
   stream of unique keys: a record written twice would be a second row;
 * at random times on an ``upsert`` table with updates, deletes (flag + tombstones) and malformed
   records (error table: never a record twice, at the end exactly the malformed ones);
-* an executor JVM killed mid-stream under ``local-cluster[2,1,1024]``: the running pipeline
-  recovers by itself and the table still equals the model.
+* merge-on-read: kills around deltacommits and compactions (inline and in the background).
+
+An executor lost mid-round is tested on a standalone cluster (``tests/spark/
+test_standalone_cluster.py``).
 
 Every process a run starts (driver, Spark JVM, executors, Python workers) is killed by PID via
 the run's environment marker; the broker is stopped by its fixture.
@@ -25,18 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from hoodline.broker import EmbeddedBroker, free_port
+from hoodline.broker import EmbeddedBroker
 from hoodline.table.properties import IndexType, TableType
 from hoodline.table.table import HudiTable
 from hoodline.table.write.operation import WriteOperation
 from tests.helpers.crash_harness import (
-    DRAIN_TIMEOUT_S,
     START_TIMEOUT_S,
     Scenario,
-    assert_errors_subset,
-    assert_table_equals_model,
     read_rows,
-    spark_running_tasks,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.kafka]
@@ -157,53 +155,3 @@ def test_po_kill9_merge_on_read_upserts_at_write_commit_and_compaction(
     assert archived.is_dir() and any(archived.iterdir()), "no round was archived"
     t = sc.stream.totals
     assert t.update and t.delete
-
-
-def test_po_executor_killed_mid_round_local_cluster(
-    broker: EmbeddedBroker, tmp_path: Path, scenarios: list[Scenario]
-) -> None:
-    ui_port = free_port()
-    sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT,
-                  master="local-cluster[2,1,1024]", tombstones=True,
-                  spark_conf={"spark.ui.enabled": "true", "spark.ui.port": str(ui_port)})
-    scenarios.append(sc)
-    sc.feeder.start()
-    run = sc.run()
-    run.wait_for_rounds(1, START_TIMEOUT_S)
-    deadline = time.monotonic() + 60
-    executors = run.executor_pids()
-    while len(executors) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-        executors = run.executor_pids()
-    assert len(executors) == 2, f"expected 2 executor JVMs of this run, found {executors}"
-    rounds_before = len(run.reports())
-    # kill while a round's Spark job has running tasks (driver REST API)
-    deadline = time.monotonic() + 60
-    while spark_running_tasks(ui_port) == 0:
-        assert time.monotonic() < deadline, "no round job seen running within 60s"
-        time.sleep(0.02)
-    victim = executors[0]
-    os.kill(victim, signal.SIGKILL)
-    # the pipeline goes on by itself: more rounds commit after the kill
-    run.wait_for_rounds(rounds_before + 3, START_TIMEOUT_S)
-    deadline = time.monotonic() + 60  # the killed JVM is gone once its parent reaped it
-    while victim in run.executor_pids() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert victim not in run.executor_pids()
-    sc.feeder.pause()
-    # wait until everything produced is committed, then compare
-    deadline = time.monotonic() + DRAIN_TIMEOUT_S
-    while True:
-        try:
-            assert_table_equals_model(sc.stream, sc.table)
-            break
-        except AssertionError:
-            if time.monotonic() > deadline or run.proc is None or run.proc.poll() is not None:
-                raise
-            time.sleep(1.0)
-    assert_errors_subset(sc.stream, sc.errors, exact=True)
-    assert run.proc is not None and run.proc.poll() is None, "the pipeline died with its executor"
-    code = run.terminate()
-    assert code == 0, run.tail()
-    # the kill hit an executor Spark was using (its tasks / shuffle output were lost)
-    assert "Lost executor" in run.err_path.read_text(errors="replace")

@@ -43,23 +43,14 @@ OUT_DDL = "id long, name string, doubled long, partition_id int, attempt int, ex
 ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
-def _decode_on_executor(sync_dir: str | None) -> ArrowFn:
-    """mapInArrow function: builds JSON values from ids and decodes them with hoodline's decoder.
-
-    With ``sync_dir``, a task's first attempt announces itself there and waits for a ``go`` file,
-    so the test can kill an executor while tasks are running.
-    """
+def _decode_on_executor() -> ArrowFn:
+    """mapInArrow function: builds JSON values from ids and decodes them with hoodline's decoder."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from hoodline.formats.json_decoder import JsonDecoder
 
         partition, attempt = task_identity()
         jvm = executor_jvm_pid()
-        if sync_dir is not None and attempt == 0:
-            Path(sync_dir, f"started-{partition}-{jvm}").touch()
-            deadline = time.monotonic() + 90
-            while not Path(sync_dir, "go").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
         decoder = JsonDecoder(pa.schema([("id", pa.int64()), ("name", pa.string())]), ["id"])
         for batch in batches:
             ids = batch.column("id").to_pylist()
@@ -121,65 +112,11 @@ def test_executors_import_shipped_hoodline_in_separate_processes(
     assert {r["pyarrow_version"] for r in found} == {pa.__version__}
 
     df = spark_cluster.session.range(0, 1000, numPartitions=4).mapInArrow(
-        _decode_on_executor(None), OUT_DDL
+        _decode_on_executor(), OUT_DDL
     )
     rows = [r.asDict() for r in df.collect()]
     _check_rows(rows, 1000)
     assert {r["executor_pid"] for r in rows} <= set(executors)
-
-
-def test_killed_executor_tasks_are_retried_with_correct_results(
-    spark_cluster: HoodlineSpark, tmp_path: Path
-) -> None:
-    before = spark_cluster.executor_pids()
-    assert len(before) == 2
-    df = spark_cluster.session.range(0, 2000, numPartitions=4).mapInArrow(
-        _decode_on_executor(str(tmp_path)), OUT_DDL
-    )
-    result: dict[str, object] = {}
-
-    def collect() -> None:
-        try:
-            result["rows"] = [r.asDict() for r in df.collect()]
-        except Exception as exc:  # surfaced below
-            result["error"] = exc
-
-    job = threading.Thread(target=collect, daemon=True)
-    job.start()
-    deadline = time.monotonic() + 90
-    started: list[Path] = []
-    while time.monotonic() < deadline:
-        started = sorted(tmp_path.glob("started-*"))
-        if len({p.name.rsplit("-", 1)[1] for p in started}) == 2:
-            break
-        time.sleep(0.05)
-    running_on = {int(p.name.rsplit("-", 1)[1]) for p in started}
-    assert running_on == set(before), f"tasks did not start on both executors: {started}"
-
-    victim = before[0]
-    os.kill(victim, signal.SIGKILL)
-    (tmp_path / "go").touch()
-    job.join(timeout=180)
-    assert not job.is_alive(), "job did not finish after an executor was killed"
-    assert "error" not in result, result.get("error")
-    rows = result["rows"]
-    assert isinstance(rows, list)
-    _check_rows(rows, 2000)
-
-    # The task that was running on the killed executor was re-run (attempt >= 1) elsewhere.
-    retried = {(r["partition_id"], r["attempt"], r["executor_pid"]) for r in rows if r["attempt"]}
-    assert retried, "no task was retried although its executor was killed"
-    assert all(pid != victim for _, _, pid in retried)
-    # No row was produced by the dead executor's lost attempt.
-    killed_partitions = {
-        int(p.name.split("-")[1]) for p in started if int(p.name.rsplit("-", 1)[1]) == victim
-    }
-    for r in rows:
-        if r["partition_id"] in killed_partitions:
-            assert r["executor_pid"] != victim
-    # The standalone master replaces the lost executor.
-    after = spark_cluster.wait_for_executors(2, timeout_s=120)
-    assert victim not in after
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """hoodline on a Spark standalone cluster (``spark://`` master, two workers each with its own
 work directory; executors are children of the workers) with the table on S3 (moto's server):
-a pipeline survives a worker killed mid-stream with its executor, then its driver killed with
-``kill -9``; ``hoodline run --once`` submitted to the cluster with ``spark-submit`` drains the
-rest exactly once. hudi-rs reads the table from S3."""
+a pipeline survives a worker killed with its executor while a round's tasks run, then its
+driver killed with ``kill -9``; ``hoodline run --once`` submitted to the cluster with
+``spark-submit`` drains the rest exactly once. hudi-rs reads the table from S3. (The executor
+loss is tested here only: a standalone worker's kill is the same loss to the driver as an
+executor JVM's kill under ``local-cluster``.)"""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pyspark
 import pytest
 
 import hoodline
-from hoodline.broker import EmbeddedBroker
+from hoodline.broker import EmbeddedBroker, free_port
 from hoodline.table.write.operation import WriteOperation
 from tests.helpers.crash_harness import (
     DRAIN_TIMEOUT_S,
@@ -24,6 +26,7 @@ from tests.helpers.crash_harness import (
     assert_errors_subset,
     assert_no_leftovers,
     assert_table_equals_model,
+    spark_running_tasks,
 )
 from tests.helpers.moto_s3 import MotoS3
 from tests.helpers.standalone import StandaloneCluster
@@ -32,7 +35,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow, pytest.mar
 
 #: what a driver on this machine needs to talk to the cluster on 127.0.0.1 only
 CLUSTER_CONF = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                "spark.executor.memory": "512m"}
+                "spark.executor.memory": "512m", "spark.ui.enabled": "true"}
 
 
 def test_a_worker_then_the_driver_killed_lose_nothing_and_hoodline_run_drains_the_rest(
@@ -40,8 +43,10 @@ def test_a_worker_then_the_driver_killed_lose_nothing_and_hoodline_run_drains_th
     tmp_path: Path,
 ) -> None:
     apps_before = [len(standalone_cluster.app_dirs(i)) for i in (0, 1)]
+    ui_port = free_port()
     sc = Scenario(broker, tmp_path, kind="upsert", operation=WriteOperation.UPSERT,
-                  master=standalone_cluster.url, tombstones=True, spark_conf=CLUSTER_CONF,
+                  master=standalone_cluster.url, tombstones=True,
+                  spark_conf={**CLUSTER_CONF, "spark.ui.port": str(ui_port)},
                   table_location=f"s3://{moto_s3.new_bucket()}/t",
                   table_storage=moto_s3.options)
     try:
@@ -53,11 +58,18 @@ def test_a_worker_then_the_driver_killed_lose_nothing_and_hoodline_run_drains_th
             time.sleep(0.2)
         assert standalone_cluster.executor_pids(0), "worker 0 runs no executor"
         rounds_before = len(run.reports())
+        # kill while a round's Spark job has running tasks (driver REST API)
+        deadline = time.monotonic() + 60
+        while spark_running_tasks(ui_port) == 0:
+            assert time.monotonic() < deadline, "no round job seen running within 60s"
+            time.sleep(0.02)
         standalone_cluster.kill_worker(0)
         # the pipeline goes on by itself on the other worker: more rounds commit
         run.wait_for_rounds(rounds_before + 2, START_TIMEOUT_S)
         assert run.proc is not None and run.proc.poll() is None, "the pipeline died"
         run.kill9()  # and now the driver
+        # the kill hit an executor Spark was using
+        assert "Lost executor" in run.err_path.read_text(errors="replace"), run.tail()
         sc.check_after_crash("after a worker and then the driver were killed")
         sc.feeder.pause()
         # the drain is submitted as a Spark application, as the README's spark-submit recipe
