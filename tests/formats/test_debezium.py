@@ -85,3 +85,87 @@ def test_avro_envelope_with_a_new_image_field_asks_for_the_latest_version() -> N
     frame = struct.pack(">bI", 0, 2) + b"\x00" + b"\x02\x02\x02a" + b"\x02c"
     with pytest.raises(SchemaChangedError, match=r"after\.email"):
         decoder.decode(pa.array([frame], pa.binary()))
+
+
+def test_postgres_and_mysql_events_without_their_log_position_are_bad_records() -> None:
+    """An event without its position got an ordering value of another width, which as text
+    sorted above every positioned one: it won over every later change of its key, silently."""
+    out = _decode([
+        {"after": {"id": 1}, "op": "u", "ts_ms": 9,
+         "source": {"connector": "postgresql", "lsn": None, "ts_ms": 9}},
+        {"after": {"id": 2}, "op": "u", "ts_ms": 9,
+         "source": {"connector": "mysql", "file": "mysql-bin.000003", "ts_ms": 9}},
+        {"after": {"id": 3}, "op": "u", "ts_ms": 9,
+         "source": {"connector": "postgresql", "lsn": 5, "ts_ms": 9}},
+        # another connector (no lsn or binlog position of its own): ordered by time alone
+        {"after": {"id": 4}, "op": "u", "ts_ms": 9, "source": {"connector": "sqlserver"}},
+    ])
+    assert out.result.records.column("id").to_pylist() == [3, 4]
+    errors = out.result.errors
+    assert errors.index.to_pylist() == [0, 1]
+    assert errors.reason.to_pylist() == ["missing_position"] * 2
+    assert "postgresql change event without its log position (source.lsn)" in \
+        errors.detail[0].as_py()
+    assert "source.file and source.pos" in errors.detail[1].as_py()
+
+
+def test_the_toast_placeholder_is_a_bad_record_naming_its_columns() -> None:
+    """An update that did not touch a TOASTed column carries Debezium's placeholder in it:
+    upserted, it replaced the stored value with the placeholder text, silently."""
+    row = pa.schema([("id", pa.int64()), ("note", pa.string()), ("blob", pa.binary()),
+                     ("tags", pa.list_(pa.string())), ("n", pa.int64())])
+    toast = "__debezium_unavailable_value"
+    events = [
+        {"after": {"id": 1, "note": toast, "tags": ["a", toast], "n": 1}, "op": "u"},
+        {"after": {"id": 2, "note": "kept", "tags": ["a"], "n": 2}, "op": "u"},
+        {"after": {"id": 3, "tags": [toast]}, "op": "u"},
+        # a delete uses its image's key alone: a placeholder elsewhere does not matter
+        {"before": {"id": 4, "note": toast}, "op": "d"},
+    ]
+    values = pa.array([json.dumps(e).encode() for e in events], pa.binary())
+    out = DebeziumJsonDecoder(row, ["id"]).decode(values)
+    assert out.result.records.column("id").to_pylist() == [2, 4]
+    errors = out.result.errors
+    assert errors.index.to_pylist() == [0, 2]
+    assert errors.reason.to_pylist() == ["unavailable_value"] * 2
+    assert errors.detail[0].as_py().startswith("column(s) 'note', 'tags' hold Debezium's "
+                                               "placeholder")
+    assert errors.detail[1].as_py().startswith("column(s) 'tags' hold")
+    assert "REPLICA IDENTITY FULL" in errors.detail[0].as_py()
+
+
+def test_the_toast_placeholder_in_a_bytes_column_is_a_bad_record() -> None:
+    from hoodline.formats.debezium import change_rows
+
+    row = pa.schema([("id", pa.int64()), ("blob", pa.binary())])
+    image = pa.struct(list(row))
+    after = pa.array([{"id": 1, "blob": b"__debezium_unavailable_value"},
+                      {"id": 2, "blob": b"x"}], image)
+    envelope = pa.table({
+        "before": pa.nulls(2, image), "after": after, "op": pa.array(["u", "u"]),
+        "ts_ms": pa.array([1, 2], pa.int64()),
+        "source": pa.nulls(2, envelope_schema(row, wrapped=False).field("source").type)})
+    rows, _, _, bad = change_rows(envelope, pa.array([0, 1], pa.int64()), row, ["id"])
+    assert rows.column("id").to_pylist() == [2]
+    assert bad.reason.to_pylist() == ["unavailable_value"] and "'blob'" in bad.detail[0].as_py()
+
+
+def test_a_key_missing_from_a_delete_image_is_named_with_the_replica_identity_hint() -> None:
+    """A table partitioned by a column outside the primary key: Postgres's default replica
+    identity puts only the key in a delete's 'before' image."""
+    out = DebeziumJsonDecoder(ROW, ["id", "name"]).decode(pa.array([
+        json.dumps({"before": {"id": 1}, "op": "d"}).encode(),
+        json.dumps({"after": {"name": "x"}, "op": "c"}).encode(),
+    ], pa.binary()))
+    details = out.result.errors.detail.to_pylist()
+    assert out.result.errors.reason.to_pylist() == ["missing_key"] * 2
+    assert details[0].startswith("the change's before image has no value for 'name'")
+    assert "REPLICA IDENTITY FULL" in details[0]
+    assert details[1].startswith("the change's after image has no value for 'id'")
+    assert "REPLICA" not in details[1]
+
+
+def test_an_op_that_is_not_debeziums_is_not_called_a_truncate() -> None:
+    out = _decode([{"after": {"id": 1}, "op": "x"}, {"op": "m"}])
+    details = out.result.errors.detail.to_pylist()
+    assert "not one of Debezium's ops" in details[0] and "truncate and message" in details[1]

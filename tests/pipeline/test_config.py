@@ -394,6 +394,10 @@ def test_debezium_formats_order_by_log_position_and_refuse_what_does_not_apply()
         config_from_dict({**doc, "schema": {"id": "int64", "_event_op": "string"}})
     with pytest.raises(ConfigError, match=r"needs \[schema\]"):
         config_from_dict({k: v for k, v in doc.items() if k != "schema"})
+    # Kafka Connect's JSON converter writes bytes as base64 text: a binary column stored the
+    # bytes of the text, silently
+    with pytest.raises(ConfigError, match=r"'photo' as binary, .* declare them \"string\""):
+        config_from_dict({**doc, "schema": {"id": "int64", "photo": "binary"}})
     marked = config_from_dict({**doc, "source": {**doc["source"], "change-deletes": "mark"}})
     assert marked.source.change_deletes == "mark"
     with pytest.raises(ConfigError, match="Debezium formats only"):

@@ -21,8 +21,13 @@ What a table gets:
 
 Bad records, never dropped: ``not_change_event`` (no ``op``: a schema change or heartbeat on the
 topic, or another message), ``unsupported_change`` (``t`` truncate and ``m`` messages are not
-applied: truncating a table is left to the user), ``missing_image`` (no ``after`` for c/r/u or
-``before`` for d), ``missing_key`` (the image lacks a key field).
+applied: truncating a table is left to the user; other ops are not Debezium's),
+``missing_image`` (no ``after`` for c/r/u or ``before`` for d), ``missing_key`` (the image lacks
+a key field), ``missing_position`` (a Postgres event without ``source.lsn``, a MySQL one without
+``source.file``/``pos``: its ordering value would not compare with the others' and could win
+over every later change of its key) and ``unavailable_value`` (an ``after`` image holding
+Debezium's placeholder for a TOASTed value the change did not touch: upserted, it would
+overwrite the stored value with the placeholder).
 """
 
 from __future__ import annotations
@@ -56,9 +61,16 @@ EVENT_COLUMNS = pa.schema([(EVENT_OP, pa.string()), (EVENT_ORDER, pa.string()),
 NOT_CHANGE_EVENT = "not_change_event"
 UNSUPPORTED_CHANGE = "unsupported_change"
 MISSING_IMAGE = "missing_image"
+MISSING_POSITION = "missing_position"
+UNAVAILABLE = "unavailable_value"
 
-_SOURCE = pa.struct([("lsn", pa.int64()), ("file", pa.string()), ("pos", pa.int64()),
-                     ("row", pa.int64()), ("ts_ms", pa.int64())])
+#: Debezium's default ``unavailable.value.placeholder``: the value of a TOASTed Postgres column
+#: an update did not change (the database does not log it unless the table's replica identity
+#: is FULL)
+UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+
+_SOURCE = pa.struct([("connector", pa.string()), ("lsn", pa.int64()), ("file", pa.string()),
+                     ("pos", pa.int64()), ("row", pa.int64()), ("ts_ms", pa.int64())])
 
 
 def envelope_schema(row: pa.Schema, *, wrapped: bool = True) -> pa.Schema:
@@ -131,16 +143,24 @@ def change_rows(
          "change, heartbeat or other message on the topic?)")
     other = pc.and_(op.is_valid(), pc.invert(pc.or_(upsert, delete)))
     ops = op.to_numpy(zero_copy_only=False)
-    flag(other, UNSUPPORTED_CHANGE, lambda rows: [
-        f"op '{ops[i]}' is not applied: truncate and message events are not row changes "
-        "(with errors.tolerance = all they go to the error table and the run goes on; "
-        "truncate the table yourself if needed)" for i in rows])
+    flag(other, UNSUPPORTED_CHANGE, lambda rows: [_unsupported(str(ops[i])) for i in rows])
     missing = pc.and_(pc.or_(upsert, delete), image.is_null())
     flag(missing, MISSING_IMAGE, lambda rows: [
         f"op '{ops[i]}' event without its '{'before' if ops[i] == 'd' else 'after'}' image"
         for i in rows])
+    unordered = pc.and_(ok, _lacks_position(cols["source"]))
+    connectors = pc.struct_field(cols["source"], "connector").to_numpy(zero_copy_only=False)
+    flag(unordered, MISSING_POSITION, lambda rows: [
+        f"a {connectors[i]} change event without its log position (source."
+        f"{'lsn' if connectors[i] == 'postgresql' else 'file and source.pos'}): its ordering "
+        "value would not compare with those of the other changes" for i in rows])
+    toasted = _placeholders(pc.if_else(upsert, cols["after"], pa.scalar(None, image.type)), row)
+    placeholder = pa.array(np.logical_or.reduce([*toasted.values(), np.zeros(len(op), bool)]))
+    placeholder = pc.and_(pc.and_(ok, pc.invert(unordered)), placeholder)
+    flag(placeholder, UNAVAILABLE, lambda rows: [
+        _unavailable([name for name, hits in toasted.items() if hits[i]]) for i in rows])
 
-    keep = ok
+    keep = pc.and_(ok, pc.invert(pc.or_(unordered, placeholder)))
     image = image.filter(keep)
     fields = {f.name: pc.struct_field(image, f.name) for f in row}
     ts = pc.if_else(pc.struct_field(cols["source"], "ts_ms").is_valid(),
@@ -154,15 +174,15 @@ def change_rows(
     deletes = delete.filter(keep)
     local = np.flatnonzero(np.asarray(keep))
     if required and table.num_rows:
-        nulls = np.zeros(table.num_rows, dtype=bool)
-        for name in required:
-            nulls |= np.asarray(table.column(name).is_null())
+        absent = {name: np.asarray(table.column(name).is_null()) for name in required}
+        nulls = np.logical_or.reduce(list(absent.values()))
         if nulls.any():
-            names = ", ".join(repr(r) for r in required)
+            is_delete = np.asarray(deletes)
             bad_idx.append(local[nulls])
             bad_reason.extend([MISSING_KEY] * int(nulls.sum()))
-            bad_detail.extend([f"the change's row image lacks a key field ({names})"]
-                              * int(nulls.sum()))
+            bad_detail.extend(
+                _missing_key([n for n in required if absent[n][i]], bool(is_delete[i]))
+                for i in np.flatnonzero(nulls))
             mask = pa.array(~nulls)
             table, index, deletes = table.filter(mask), index.filter(mask), deletes.filter(mask)
     if bad_idx:
@@ -177,6 +197,73 @@ def change_rows(
         bad = BadRecords(pa.array([], pa.int64()), pa.array([], pa.string()),
                          pa.array([], pa.string()))
     return table, index, deletes, bad
+
+
+def _unsupported(op: str) -> str:
+    what = ("truncate and message events are not row changes" if op in ("t", "m")
+            else "it is not one of Debezium's ops (c, r, u, d, t, m)")
+    return (f"op '{op}' is not applied: {what} (with errors.tolerance = all they go to the "
+            "error table and the run goes on; truncate the table yourself if needed)")
+
+
+def _missing_key(names: list[str], delete: bool) -> str:
+    text = (f"the change's {'before' if delete else 'after'} image has no value for "
+            f"{', '.join(repr(n) for n in names)} (record key, partition or ordering field)")
+    if delete:
+        text += ("; a delete's 'before' image holds only the primary key unless the source "
+                 "table's replica identity is FULL (Postgres: ALTER TABLE ... REPLICA IDENTITY "
+                 "FULL): partition fields outside the primary key need it")
+    return text
+
+
+def _unavailable(columns: list[str]) -> str:
+    names = ", ".join(repr(c) for c in columns)
+    return (f"column(s) {names} hold Debezium's placeholder '{UNAVAILABLE_VALUE}' (a TOASTed "
+            "value the change did not touch, which Postgres does not log): upserted, the "
+            "placeholder would replace the stored value; give the source table REPLICA "
+            "IDENTITY FULL (ALTER TABLE ... REPLICA IDENTITY FULL) so the events carry it")
+
+
+def _lacks_position(source: pa.Array) -> pa.Array:
+    """Whether each event of a Postgres or MySQL connector lacks its log position (events of
+    other connectors, or without ``source.connector``, are ordered by time alone)."""
+    connector = pc.struct_field(source, "connector")
+    no_lsn = pc.and_(pc.equal(connector, "postgresql"),
+                     pc.struct_field(source, "lsn").is_null())
+    no_pos = pc.and_(pc.equal(connector, "mysql"), pc.or_(
+        pc.struct_field(source, "pos").is_null(), pc.struct_field(source, "file").is_null()))
+    return pc.fill_null(pc.or_(no_lsn, no_pos), False)
+
+
+def _placeholders(after: pa.Array, row: pa.Schema) -> dict[str, np.ndarray]:
+    """The columns of ``after`` (strings, bytes, lists of them) holding
+    :data:`UNAVAILABLE_VALUE` in some event: name -> which events."""
+    found: dict[str, np.ndarray] = {}
+    for f in row:
+        column = pc.struct_field(after, f.name)
+        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type):
+            values = _is_placeholder(pc.list_flatten(column), f.type.value_type)
+            if values is None:
+                continue
+            hits = np.zeros(len(column), dtype=bool)
+            parents = pc.list_parent_indices(column).to_numpy()
+            hits[parents[np.asarray(pc.fill_null(values, False))]] = True
+        else:
+            values = _is_placeholder(column, f.type)
+            if values is None:
+                continue
+            hits = np.asarray(pc.fill_null(values, False))
+        if hits.any():
+            found[f.name] = hits
+    return found
+
+
+def _is_placeholder(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return pc.equal(values, UNAVAILABLE_VALUE)
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return pc.equal(values, pa.scalar(UNAVAILABLE_VALUE.encode(), kind))
+    return None
 
 
 class DebeziumJsonDecoder:

@@ -704,6 +704,16 @@ def _check_table_options(config: PipelineConfig) -> None:
         raise ConfigError(f"[table.options]: {exc}") from None
 
 
+def _holds_bytes(kind: pa.DataType) -> bool:
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_bytes(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_holds_bytes(f.type) for f in kind)
+    return False
+
+
 def _change_event_table(
     table: TableSection, schema_doc: dict[str, Any], fmt: SourceFormat
 ) -> tuple[TableSection, pa.Schema]:
@@ -730,6 +740,13 @@ def _change_event_table(
             "fields of the events' before/after images)"
         )
     schema = schema_from_mapping(schema_doc) if schema_doc else pa.schema([])
+    blobs = [f.name for f in schema if _holds_bytes(f.type)]
+    if blobs and fmt is SourceFormat.DEBEZIUM_JSON:
+        raise ConfigError(
+            f"[schema] declares {', '.join(repr(b) for b in blobs)} as binary, but Debezium's "
+            "JSON events carry bytes as text (base64, or hex with binary.handling.mode = hex), "
+            "which would be stored as the bytes of that text: declare them \"string\""
+        )
     if len(schema):
         schema = pa.schema([*schema, *EVENT_COLUMNS])
     options = MaskedDict(table.options)

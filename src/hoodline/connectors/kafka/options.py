@@ -53,7 +53,9 @@ TOPIC_PATTERN = option(
     "topic-pattern",
     str,
     "",
-    "Regular expression (full match) of the topics to read; topics created later that match are "
+    "Regular expression (full match) of the topics to read (internal topics, whose names start "
+    "with '__', such as Kafka's __consumer_offsets and Debezium's __debezium-heartbeat.*, are "
+    "never matched); topics created later that match are "
     "picked up by partition discovery and read from their earliest offset. A matching topic "
     "that is deleted stops being read, with a warning naming the offsets its partitions were "
     "read up to (a topic named by 'topic' that is deleted stops the pipeline instead). The "
