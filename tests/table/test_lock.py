@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hoodline.errors import WriterLockError
+from hoodline.errors import StorageError, WriterLockError
 from hoodline.table.lock import WriterLock
 from hoodline.table.table import HudiTable
 
@@ -31,6 +31,33 @@ def test_heartbeat_keeps_lock_alive_beyond_expiry(table: HudiTable) -> None:
         time.sleep(1.0)
         with pytest.raises(WriterLockError, match="'a'"):
             WriterLock(table, owner="b", heartbeat_interval=0.05, expiry=0.4).acquire()
+
+
+def test_heartbeat_outlives_a_storage_outage(
+    table: HudiTable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An object store that fails for a moment (StorageError) ended the heartbeat thread for
+    good: once the heartbeat had expired, a second writer got in while this one still wrote."""
+    lock = WriterLock(table, owner="a", heartbeat_interval=0.05, expiry=0.5)
+    real = lock.heartbeat
+    failures = [StorageError("s3://lake/t: connection refused")] * 4
+
+    def flaky() -> None:
+        if failures:
+            raise failures.pop()
+        real()
+
+    lock.heartbeat = flaky  # type: ignore[method-assign]
+    with lock:
+        time.sleep(1.2)  # the outage (~0.2 s), then beyond the expiry
+        assert not failures
+        with pytest.raises(WriterLockError, match="'a'"):
+            WriterLock(table, owner="b", heartbeat_interval=0.05, expiry=0.5).acquire()
+        lock.ensure_held()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "hoodline.table.lock"]
+    assert len(warnings) == 2, warnings  # once when it fails, once when it works again
+    assert "cannot refresh the writer lock's heartbeat" in warnings[0]
+    assert "connection refused" in warnings[0] and "refreshed again" in warnings[1]
 
 
 def test_expired_lock_is_taken_over_and_old_holder_notices(table: HudiTable) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import socket
 import threading
@@ -33,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from hoodline.config.options import option
-from hoodline.errors import WriterLockError
+from hoodline.errors import HoodlineError, WriterLockError
 from hoodline.storage.paths import ObjectPath, TablePath
 from hoodline.table.table import HudiTable
 
@@ -56,6 +57,8 @@ LOCK_HEARTBEAT_SECONDS = option(
 LOCK_DIR = ".hoodline"
 LOCK_FILE = "writer.lock"
 GUARD_FILE = "writer.lock.guard"
+
+log = logging.getLogger(__name__)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -232,11 +235,28 @@ class WriterLock:
 
     # -- internals ------------------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
+        """Refresh the heartbeat until released. A failed refresh (the disk or object store
+        unreachable: ``OSError``, :class:`~hoodline.errors.HoodlineError` such as StorageError)
+        is tried again at the next interval, warned about once per outage: the thread ended at
+        the first object-store error, and another writer could take the lock over once the
+        heartbeat had expired, while this one kept writing."""
+        failing_since: float | None = None
         while not self._stop.wait(self.heartbeat_interval):
             try:
                 self.heartbeat()
-            except OSError:
+            except (OSError, HoodlineError) as exc:
+                if failing_since is None:
+                    failing_since = self._clock()
+                    log.warning(
+                        "cannot refresh the writer lock's heartbeat on '%s' (%s); retrying "
+                        "every %.0fs: if this lasts %.0fs, another writer may take the lock "
+                        "over and this one stops before its next commit",
+                        self.path, exc, self.heartbeat_interval, self.expiry)
                 continue
+            if failing_since is not None:
+                log.warning("the writer lock's heartbeat on '%s' is refreshed again after %.0fs",
+                            self.path, self._clock() - failing_since)
+                failing_since = None
             if self._lost is not None:
                 return
 
