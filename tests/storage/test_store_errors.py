@@ -294,3 +294,44 @@ def test_storage_options_bound_the_retries_of_an_unanswered_request() -> None:
     for key, bad in (("max_retries", "-1"), ("max_retries", "many"), ("retry_timeout", "soon")):
         with pytest.raises(ConfigError, match=f"storage option '{key}' = '{bad}'"):
             HudiTable.open(f"s3://{_bucket()}/dbz", storage_options={**options, key: bad})
+
+
+@pytest.mark.parametrize(("url", "options", "secret"), [
+    # a misspelt secret key, and Azure's aliases of the account key and its connection string
+    ("s3://bucket-x/t", {"secrte_access_key": "S3CRET-1", "region": REGION}, "S3CRET-1"),
+    ("az://box/t", {"account_name": "acct", "master_key": "S3CRET-2", "nope": "x"}, "S3CRET-2"),
+    ("az://box/t", {"access_key": "S3CRET-3", "nope": "x"}, "S3CRET-3"),
+    ("az://box/t", {"connection_string": "AccountName=a;AccountKey=S3CRET-4"}, "S3CRET-4"),
+])
+def test_refused_store_options_never_show_a_secret(
+    url: str, options: dict[str, str], secret: str
+) -> None:
+    """The refusal printed every option value but those of keys with a secret marker: a
+    misspelt key or one of Azure's aliases (access_key, master_key, connection_string) showed
+    the account key."""
+    with pytest.raises(ConfigError) as caught:
+        HudiTable.open(url, storage_options=options)
+    message = str(caught.value)
+    assert message.startswith(f"cannot open the object store '{url.rsplit('/', 1)[0]}")
+    assert secret not in message and "Debug source" not in message, message
+    if "region" in options:
+        assert f"'region': '{REGION}'" in message  # harmless settings stay readable
+
+
+@pytest.mark.parametrize("where", ["option", "env"])
+def test_an_endpoint_without_a_scheme_is_refused_naming_where_it_was_set(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was a panic of the store's Rust side at the first request: ~200 lines of backtrace."""
+    endpoint = f"127.0.0.1:{free_port()}"
+    options = {"region": REGION, "access_key_id": KEY_ID, "secret_access_key": SECRET}
+    if where == "option":
+        options["endpoint"] = endpoint
+    else:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    with pytest.raises(ConfigError) as caught:
+        HudiTable.open(f"s3://{_bucket()}/t", storage_options=options)
+    message = str(caught.value)
+    assert f"the endpoint '{endpoint}'" in message and f"http://{endpoint}" in message
+    assert ("storage option 'endpoint'" if where == "option"
+            else "environment variable AWS_ENDPOINT_URL") in message

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 #: keys, JAAS configs, OAuth client secrets, tokens, credentials.
 SECRET_MARKERS: tuple[str, ...] = (
     "password", "secret", "jaas", "key.pem", "token", "credential",
-    # object stores: Azure account and SAS keys, GCS service account keys
-    "account_key", "sas_key",
+    # object stores: Azure account and SAS keys (also under Azure's aliases access_key and
+    # master_key, and in a connection string), GCS service account keys
+    "account_key", "sas_key", "access_key", "master_key", "connection_string",
     # Schema Registry basic auth ("user:password") and its bearer / OAuth settings
     "user.info",
 )
@@ -44,6 +45,14 @@ def mask_secrets(values: Mapping[str, object]) -> dict[str, object]:
     URLs masked."""
     return {k: (MASK if is_secret_key(k)
                 else mask_url_credentials(v) if isinstance(v, str) else v)
+            for k, v in values.items()}
+
+
+def mask_all_but(values: Mapping[str, object], shown: frozenset[str]) -> dict[str, object]:
+    """A copy safe to log where only the values of the keys in ``shown`` (lower case) are kept:
+    for settings such as an object store's, where a misspelt key or one of a provider's many
+    aliases may hold a secret no marker names."""
+    return {k: (v if k.lower() in shown and not is_secret_key(k) else MASK)
             for k, v in values.items()}
 
 

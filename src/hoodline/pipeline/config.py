@@ -55,6 +55,7 @@ from hoodline.errors import ConfigError
 from hoodline.formats.registry import SchemaKind
 from hoodline.pipeline.master import master_problem
 from hoodline.pipeline.plugins import SourceType, plugin_class
+from hoodline.storage.paths import shown_storage_options
 from hoodline.table.keygen.kinds import (
     KeyGeneratorKind,
     PartitionKind,
@@ -513,7 +514,7 @@ class PipelineConfig:
             DELETE_FIELD.key: t.delete_field or "",
         })
         out.update({f"table.options.{k}": v for k, v in mask_secrets(t.options).items()})
-        out.update({f"table.storage.{k}": v for k, v in mask_secrets(t.storage).items()})
+        out.update({f"table.storage.{k}": v for k, v in shown_storage_options(t.storage).items()})
         out.update({f"schema.{f.name}": format_type(f.type) for f in self.schema})
         r = self.runtime
         out.update({

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeAlias
 
-from hoodline.config.masking import mask_secrets
+from hoodline.config.masking import mask_all_but
 from hoodline.config.units import Duration
 from hoodline.errors import ConfigError, StorageError
 
@@ -67,7 +67,7 @@ class ObjectRoot:
             return found
 
     def __repr__(self) -> str:
-        shown = mask_secrets(dict(self.options))
+        shown = shown_storage_options(dict(self.options))
         return f"ObjectRoot({self.url!r}, options={shown!r})"
 
     def reader_options(self) -> dict[str, str]:
@@ -120,6 +120,43 @@ def _retry_config(given: Mapping[str, str], root: ObjectRoot) -> dict[str, Any] 
     return out
 
 
+#: storage options whose values messages show; every other value is masked (a misspelt key, or
+#: one of the providers' many aliases, may hold a secret)
+SHOWN_STORAGE_OPTIONS = frozenset({
+    "endpoint", "aws_endpoint", "aws_endpoint_url", "azure_storage_endpoint", "region",
+    "aws_region", "aws_default_region", "allow_http", "virtual_hosted_style_request",
+    "aws_virtual_hosted_style_request", "account_name", "azure_storage_account_name",
+    "use_emulator", "azure_storage_use_emulator", "conditional_put", "aws_conditional_put",
+    "timeout", "connect_timeout", "max_retries", "retry_timeout",
+})
+
+
+def shown_storage_options(options: Mapping[str, object]) -> dict[str, object]:
+    """``options`` safe to show (see :data:`SHOWN_STORAGE_OPTIONS`)."""
+    return mask_all_but(options, SHOWN_STORAGE_OPTIONS)
+
+
+#: where a store's endpoint may be set, by obstore scheme: option names, then environment
+#: variables (as obstore reads them)
+_ENDPOINT_SOURCES = {
+    "s3": (("endpoint", "aws_endpoint", "aws_endpoint_url"), ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")),
+    "az": (("endpoint", "azure_storage_endpoint"), ("AZURE_STORAGE_ENDPOINT",)),
+    "abfs": (("endpoint", "azure_storage_endpoint"), ("AZURE_STORAGE_ENDPOINT",)),
+}
+
+
+def _endpoint(options: Mapping[str, str], scheme: str) -> tuple[str, str]:
+    """The endpoint the store will use and where it was set ('' when none is)."""
+    names, variables = _ENDPOINT_SOURCES.get(scheme, (("endpoint",), ()))
+    for name in names:
+        if options.get(name):
+            return str(options[name]), f"storage option '{name}'"
+    for var in variables:
+        if os.environ.get(var):
+            return os.environ[var], f"environment variable {var}"
+    return "", ""
+
+
 def _open_store(root: ObjectRoot) -> Any:
     from obstore.store import from_url
 
@@ -127,12 +164,15 @@ def _open_store(root: ObjectRoot) -> Any:
     client = {k: options.pop(k) for k in list(options) if k in CLIENT_OPTIONS}
     retry = _retry_config({k: options.pop(k) for k in list(options) if k in RETRY_OPTIONS}, root)
     scheme = OBJECT_SCHEMES[root.scheme]
-    endpoint = options.get("endpoint", options.get("aws_endpoint",
-                                                   options.get("azure_storage_endpoint", "")))
     if scheme == "s3":
         # exclusive creation (If-None-Match) for instants and the writer lock
         options.setdefault("conditional_put", "etag")
-        endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
+    endpoint, where = _endpoint(options, scheme)
+    if endpoint and not endpoint.startswith(("http://", "https://")):
+        # the store's Rust side panics on it at the first request (a 200-line backtrace)
+        raise ConfigError(
+            f"the endpoint {endpoint!r} of '{root.url}' ({where}) has no scheme: give it as "
+            f"http://{endpoint} (an emulator such as moto or Azurite) or https://{endpoint}")
     if endpoint.startswith("http://"):  # a local emulator (moto, Azurite)
         client.setdefault("allow_http", "true")
     try:
@@ -145,9 +185,10 @@ def _open_store(root: ObjectRoot) -> Any:
     except BaseException as exc:  # obstore errors, and panics of the Rust side on bad keys
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
+        reason = str(exc).split("\n\nDebug source:", 1)[0].strip()
         raise ConfigError(
             f"cannot open the object store '{root.url}' with options "
-            f"{mask_secrets(options)}: {exc}"
+            f"{shown_storage_options(options)}: {reason}"
         ) from None
 
 
