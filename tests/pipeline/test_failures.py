@@ -63,6 +63,37 @@ def test_failed_rounds_are_rolled_back_and_retried(
     assert len(hudi_completed_commits(table)) == 2
 
 
+def test_a_rollback_that_fails_too_is_done_before_the_next_round(
+    spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The storage is out when a round fails: its rollback fails too. The instant stayed
+    pending for the rest of the run (``hoodline table show``: inflight), until the next start."""
+    from hoodline.errors import StorageError
+    from hoodline.table.write.client import WriteClient
+
+    table = tmp_path / "t"
+    for key, value in fault_env(FaultPoint.BEFORE_COMMIT, FaultAction.FAIL,
+                                tmp_path / "fail-count", times=1).items():
+        monkeypatch.setenv(key, value)
+    real = WriteClient.rollback
+    calls: list[str] = []
+
+    def flaky(self: WriteClient, ts: str) -> None:
+        calls.append(ts)
+        if len(calls) == 1:
+            raise StorageError(f"s3://lake/t: connection refused (rolling back {ts})")
+        real(self, ts)
+
+    monkeypatch.setattr(WriteClient, "rollback", flaky)
+    with Pipeline(_config(table, stream), SparkEngine(spark)) as p:
+        p.run(once=True)
+    assert len(calls) == 2 and calls[0] == calls[1]  # failed, then done before the retry
+    actions = _actions(table)
+    assert actions.count(("rollback", "COMPLETED")) == 1
+    assert all(state == State.COMPLETED.name for _, state in actions), actions
+    assert table_rows(table) == stream.model
+
+
 def test_failure_after_the_commit_landed_does_not_commit_twice(
     spark: HoodlineSpark, stream: Stream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

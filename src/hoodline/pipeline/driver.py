@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -173,6 +173,9 @@ class _Run:
     writers: int
     #: what the plug-in last said the table's schema is (a registry subject's version)
     source_schema: pa.Schema | None = None
+    #: failed rounds' instants whose rollback failed too (storage unreachable): tried again
+    #: before every round, so they do not stay pending until the next start
+    unrolled: list[str] = field(default_factory=list)
 
     @property
     def table(self) -> HudiTable:
@@ -417,6 +420,8 @@ class RoundDriver:
 
     # -- one round: execute, commit, report -----------------------------------------------------
     def _round(self, run: _Run, planned: _Planned, started: float, retries: int) -> RoundReport:
+        for failed in list(run.unrolled):
+            self._rollback(run, failed)
         self._follow_schema(run)
         ts = run.client.start_instant()
         try:
@@ -575,10 +580,19 @@ class RoundDriver:
 
     @staticmethod
     def _rollback(run: _Run, ts: str) -> None:
+        """Roll the failed round's instant ``ts`` back; when that fails too, it is tried again
+        before the next round (and by the next start, whatever happens meanwhile)."""
         try:
             run.table.timeline.reload()
             inst = run.table.timeline.find(ts, run.table.write_action)
             if inst is not None and not inst.is_completed:
                 run.client.rollback(ts)
-        except Exception as exc:  # the next open rolls it back
-            log.warning("rollback of instant %s failed (left for the next start): %s", ts, exc)
+        except Exception as exc:
+            if ts not in run.unrolled:
+                run.unrolled.append(ts)
+                log.warning("rollback of instant %s failed (tried again before the next "
+                            "round): %s", ts, exc)
+            return
+        if ts in run.unrolled:
+            run.unrolled.remove(ts)
+            log.warning("instant %s of a failed round is rolled back now", ts)
