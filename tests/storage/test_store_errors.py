@@ -335,3 +335,30 @@ def test_an_endpoint_without_a_scheme_is_refused_naming_where_it_was_set(
     assert f"the endpoint '{endpoint}'" in message and f"http://{endpoint}" in message
     assert ("storage option 'endpoint'" if where == "option"
             else "environment variable AWS_ENDPOINT_URL") in message
+
+
+def test_the_file_source_on_azure_without_its_settings_names_azures_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hint said "e.g. AWS_ACCESS_KEY_ID" for an az:// path, after the store's multi-line
+    debug dump."""
+    from hoodline.connectors.files.discovery import DirectoryLister
+    from hoodline.errors import FileSourceError
+
+    for name in list(os.environ):
+        if name.startswith("AZURE_"):
+            monkeypatch.delenv(name)
+    with pytest.raises(FileSourceError) as caught:
+        DirectoryLister("az://box/in").list()
+    message = str(caught.value)
+    assert "AZURE_STORAGE_ACCOUNT_NAME" in message and "AWS_" not in message
+    assert "Debug source" not in message and "\n" not in message, message
+
+
+def test_virtual_hosted_requests_need_an_endpoint_naming_the_bucket() -> None:
+    """With a custom endpoint that does not name the bucket, the store sent requests to a
+    "bucket" named after the path's first folder, and said the real bucket did not exist."""
+    options = {"endpoint": "http://127.0.0.1:9000", "virtual_hosted_style_request": "true",
+               "region": REGION, "access_key_id": KEY_ID, "secret_access_key": SECRET}
+    with pytest.raises(ConfigError, match=r"needs an endpoint that names the bucket 'lake'"):
+        HudiTable.open("s3://lake/tables/t", storage_options=options)

@@ -173,6 +173,17 @@ def _open_store(root: ObjectRoot) -> Any:
         raise ConfigError(
             f"the endpoint {endpoint!r} of '{root.url}' ({where}) has no scheme: give it as "
             f"http://{endpoint} (an emulator such as moto or Azurite) or https://{endpoint}")
+    virtual = any(str(options.get(k, "")).lower() == "true"
+                  for k in ("virtual_hosted_style_request", "aws_virtual_hosted_style_request"))
+    host = endpoint.partition("://")[2].split("/", 1)[0]
+    if scheme == "s3" and virtual and endpoint and not host.startswith(f"{root.bucket}."):
+        # the store then takes the endpoint as the bucket's own address, and the path's first
+        # folder as a key of it: requests went to another bucket than the one named
+        raise ConfigError(
+            f"virtual_hosted_style_request = true needs an endpoint that names the bucket "
+            f"'{root.bucket}' (e.g. https://{root.bucket}.{host or 's3.example.com'}), but "
+            f"{where} is {endpoint!r}: name the bucket in it, or drop "
+            "virtual_hosted_style_request (path-style requests)")
     if endpoint.startswith("http://"):  # a local emulator (moto, Azurite)
         client.setdefault("allow_http", "true")
     try:
@@ -211,6 +222,12 @@ _ENDPOINT = {
     "gs": ("", ""),
     "abfs": ("endpoint", "AZURE_STORAGE_ENDPOINT"),
 }
+
+
+def credentials_environment(url: str) -> str:
+    """The environment variables holding the credentials of the store of ``url``."""
+    scheme = OBJECT_SCHEMES.get(url.partition("://")[0].lower(), "")
+    return _CREDENTIALS.get("abfs" if scheme == "az" else scheme, ("", "the provider's"))[1]
 
 
 def _hint(path: ObjectPath, scheme: str, what: str) -> str:

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from hoodline.connectors.files.location import is_url, list_objects
 from hoodline.errors import FileSourceError, StorageError
+from hoodline.storage.paths import credentials_environment
 
 
 def require_directory(root: str) -> None:
@@ -131,9 +132,10 @@ class DirectoryLister:
         except StorageError:  # the store's reason, the URL and what to set, in one line
             raise
         except Exception as exc:
+            reason = str(exc).split("\n\nDebug source:", 1)[0].strip()
             raise FileSourceError(
-                f"cannot list '{self.root}': {exc}; check option 'path' and the storage "
-                "credentials (the provider's environment, e.g. AWS_ACCESS_KEY_ID)"
+                f"cannot list '{self.root}': {reason}; check option 'path' and the storage "
+                f"credentials in the environment ({credentials_environment(self.root)})"
             ) from exc
 
     def _walk(self, directory: str, prefix: str) -> Iterator[FileEntry]:
