@@ -120,3 +120,41 @@ def test_cli_shows_a_table_on_s3_from_the_environment(
     result = CliRunner().invoke(app, ["table", "files", f"s3://{bucket}/t"])
     assert result.exit_code == 0, result.output
     assert "3 file slices" in result.output
+
+
+def test_the_file_groups_of_a_partitioned_table_take_one_listing_outside_the_timeline(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the file groups listed every key of the table, the timeline's included, and
+    then listed each partition again for its files (requests that grow with the table)."""
+    url = store.url("warehouse/grouped")
+    config = TableConfig("grouped", ("id",), ("region",), "ts")
+    table = HudiTable.create(url, config, storage_options=store.options)
+    with WriteClient(table) as client:
+        client.upsert(_rows(list(range(12)), "a"))
+        client.upsert(_rows([1, 2], "b"))
+    before = {(g.partition_path, g.file_id, g.latest.base_file)
+              for g in HudiTable.open(url, storage_options=store.options).fs_view().file_groups()}
+    walked: list[str] = []
+    delimited: list[str] = []
+    real_walk, real_listing = ObjectPath.walk_objects, ObjectPath.listing
+
+    def walk(self: ObjectPath):  # type: ignore[no-untyped-def]
+        for rel, size, mtime in real_walk(self):
+            walked.append(f"{self.key}/{rel}")
+            yield rel, size, mtime
+
+    def listing(self: ObjectPath):  # type: ignore[no-untyped-def]
+        delimited.append(self.key)
+        return real_listing(self)
+
+    reopened = HudiTable.open(url, storage_options=store.options)
+    monkeypatch.setattr(ObjectPath, "walk_objects", walk)
+    monkeypatch.setattr(ObjectPath, "listing", listing)
+    groups = reopened.fs_view().file_groups()
+    assert {(g.partition_path, g.file_id, g.latest.base_file) for g in groups} == before
+    partitions = {g.partition_path for g in groups}
+    assert partitions == {"region=r0", "region=r1", "region=r2"}
+    assert not [k for k in walked if "/.hoodie/" in k], walked
+    assert not [k for k in delimited if k.endswith(tuple(partitions))], delimited
+    assert delimited.count(reopened.base_path.key) == 1  # type: ignore[union-attr]

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hoodline.errors import TableError
-from hoodline.storage.ops import list_dir, walk_files
+from hoodline.storage.ops import Entry, list_dir
 from hoodline.storage.paths import ObjectPath, TablePath, parse_location
 from hoodline.table.compaction_plan import read_plan
 from hoodline.table.instant import (
@@ -206,11 +207,27 @@ def list_partitions(base_path: TablePath, partitioned: bool) -> list[str]:
 
 
 def _object_partitions(base_path: ObjectPath) -> list[str]:
-    folders: set[str] = set()
-    for rel in walk_files(base_path):
-        folder = rel.rpartition("/")[0]
-        if folder and folder.split("/", 1)[0] not in NON_PARTITION_DIRS:
-            folders.add(folder)
+    return _leaf_folders(_object_files(base_path))
+
+
+def _object_files(base_path: ObjectPath) -> dict[str, list[Entry]]:
+    """The files of a partitioned table on an object store by folder (relative), outside
+    ``.hoodie``: one delimited listing of the table's top, then one listing of every key under
+    each other top-level folder. Listing every key of the table listed the timeline too, and
+    each partition was listed once more for its files."""
+    _objects, top = base_path.listing()
+    files: dict[str, list[Entry]] = {}
+    for name in top:
+        if name in NON_PARTITION_DIRS:
+            continue
+        for rel, size, mtime in (base_path / name).walk_objects():
+            folder, _, file_name = f"{name}/{rel}".rpartition("/")
+            files.setdefault(folder, []).append(Entry(file_name, False, size, mtime))
+    return files
+
+
+def _leaf_folders(files: dict[str, list[Entry]]) -> list[str]:
+    folders = set(files)
     parents = {f.rsplit("/", i)[0] for f in folders for i in range(1, f.count("/") + 1)}
     return sorted(folders - parents)
 
@@ -221,9 +238,15 @@ def list_data_files(
     """``(base files as (name, size), log files as (name, size))`` directly inside a partition
     folder, each list in file order (log files: Java's order)."""
     folder = base_path / partition if partition else base_path
+    return _data_files(list_dir(folder))
+
+
+def _data_files(
+    entries: Iterable[Entry],
+) -> tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]:
     bases: list[tuple[str, int]] = []
     logs: list[tuple[LogFileName, int]] = []
-    for e in list_dir(folder):
+    for e in entries:
         name = e.name
         if e.is_dir or name.startswith(PARTITION_METADATA_FILE):
             continue
@@ -281,8 +304,11 @@ class FileSystemView:
         if self._groups is not None:
             return self._groups
         groups: dict[str, list[FileGroup]] = {}
-        for part in self.partitions():
-            bases, logs = list_data_files(self.base_path, part)
+        listed = (_object_files(self.base_path)
+                  if self.partitioned and isinstance(self.base_path, ObjectPath) else None)
+        for part in self.partitions() if listed is None else _leaf_folders(listed):
+            bases, logs = (list_data_files(self.base_path, part) if listed is None
+                           else _data_files(listed[part]))
             by_id: dict[str, list[FileSlice]] = {}
             log_map: dict[tuple[str, str], list[str]] = {}
             log_size: dict[tuple[str, str], int] = {}
