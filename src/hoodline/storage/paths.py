@@ -357,7 +357,8 @@ def storage_error(exc: BaseException, path: ObjectPath, action: str) -> StorageE
         noun = "container" if scheme == "abfs" else "bucket"
         return StorageError(
             f"{where}: the {noun} '{path.root.bucket}' does not exist ({store}: "
-            f"{failure.reason}); create the {noun}, or fix the table path", retryable=False)
+            f"{failure.reason}); create the {noun}, or fix the path (table.path, "
+            "errors.table-path or the file source's 'path')", retryable=False)
     if kind == "credentials":
         if any(host in failure.endpoint for host in _METADATA_HOSTS):
             what = (f"no {store} credentials are set (looking for them at the instance "
