@@ -14,6 +14,9 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
+        #: cleared while stalled: connections stay open, bytes wait (a broker that hangs)
+        self._flowing = threading.Event()
+        self._flowing.set()
         self.port = self._listen(port)
 
     def _listen(self, port: int) -> int:
@@ -41,10 +44,10 @@ class TcpProxy:
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                self._flowing.wait()
                 dst.sendall(data)
         except OSError:
             pass
@@ -67,6 +70,13 @@ class TcpProxy:
 
     def restore(self) -> None:
         self._listen(self.port)
+
+    def stall(self) -> None:
+        """Keep the connections open but forward nothing (a broker that stopped answering)."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
 
     def close(self) -> None:
         self.cut()

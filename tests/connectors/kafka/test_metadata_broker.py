@@ -103,3 +103,37 @@ def test_driver_side_commit_for_round_runtimes(kafka: KafkaTestCluster) -> None:
         assert client.committed_offsets(group, tps) == {tps[0]: 11, tps[1]: 4}
     finally:
         client.close()
+
+
+def test_end_offsets_of_a_broker_that_stalls_for_a_moment_are_asked_again() -> None:
+    """librdkafka answers a ListOffsets that timed out with offset -1001 (OFFSET_INVALID), not
+    an error: a broker that did not answer for 1.5 s gave end offsets of -1001, the positions
+    were "past the end", and the run stopped saying the topic was deleted and re-created (with
+    offsets.out-of-range = earliest: every partition was read again from 0)."""
+    import threading
+
+    from hoodline.broker import EmbeddedBroker, free_port
+    from tests.connectors.kafka.tcp_proxy import TcpProxy
+
+    proxy_port = free_port()
+    with EmbeddedBroker(advertised_port=proxy_port) as broker:
+        proxy = TcpProxy(broker.port, proxy_port)
+        servers = f"127.0.0.1:{proxy_port}"
+        cluster = KafkaTestCluster(servers)
+        topic = cluster.create_topic(unique_topic("stall"), 2)
+        cluster.produce(topic, {0: 5, 1: 9})
+        client = ConfluentMetadataClient({"bootstrap.servers": servers}, timeout_s=1.0,
+                                         broker_unavailable_timeout_s=30.0)
+        tps = [TopicPartition(topic, p) for p in range(2)]
+        try:
+            assert client.latest_offsets(tps) == {tps[0]: 5, tps[1]: 9}  # connected
+            proxy.stall()
+            threading.Timer(2.5, proxy.resume).start()
+            assert client.latest_offsets(tps) == {tps[0]: 5, tps[1]: 9}
+            proxy.stall()
+            threading.Timer(2.5, proxy.resume).start()
+            assert client.earliest_offsets(tps) == {tps[0]: 0, tps[1]: 0}
+        finally:
+            proxy.resume()
+            client.close()
+            proxy.close()

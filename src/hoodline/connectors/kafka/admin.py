@@ -247,11 +247,22 @@ class ConfluentMetadataClient:
             return {}
 
         def call(timeout: float) -> dict[TopicPartition, int]:
+            from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
+
             futures = self._admin.list_offsets(request, request_timeout=timeout)
-            return {
+            found = {
                 TopicPartition(k.topic, k.partition): int(f.result().offset)
                 for k, f in futures.items()
             }
+            unanswered = sorted(str(tp) for tp, off in found.items() if off == OFFSET_INVALID)
+            if unanswered:
+                # librdkafka's answer to a request that timed out: no offset, not an error (a
+                # broker that stalled for a moment gave "end offsets" of -1001, read as the
+                # topic deleted and re-created)
+                raise KafkaException(KafkaError(
+                    KafkaError._TIMED_OUT,
+                    f"no {what} offset within {timeout:g}s for {', '.join(unanswered)}"))
+            return found
 
         try:
             return self._retry.run(f"listing {what} offsets", call, self._admin_reported)
