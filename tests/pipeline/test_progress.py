@@ -95,18 +95,24 @@ def test_plain_mode_summarises_idle_rounds_instead_of_a_line_each() -> None:
         progress.on_round(idle)
         now[0] += 0.2
     progress.on_round(idle)  # 60 s after the first idle round
-    progress.on_round(_report(6))  # records again: a line, and the next idle stretch starts anew
+    # bursts of records: a line each, but no idle line after each (an idle line was printed
+    # less than 60 s ago); their idle stretches are summarised as one again after 60 s
+    for round_id in (6, 7, 8):
+        progress.on_round(_report(round_id))
+        progress.on_round(idle)
+        now[0] += 1.0
+    now[0] += 60.0
     progress.on_round(idle)
     lines = out.getvalue().splitlines()
-    assert len(lines) == 5, lines
+    assert len(lines) == 7, lines
     assert lines[0].startswith("round 4: committed")
     # idle rounds carry no number (theirs is the next committing round's)
     assert lines[1] == "idle: no new records; lag=0 (idle rounds are summarised every 60 s)"
     assert lines[2] == "idle for 60 s: 301 rounds without new records; lag=0"
-    assert lines[3].startswith("round 6: committed")
-    assert lines[4].startswith("idle: no new records")
+    assert [line.split(":")[0] for line in lines[3:6]] == ["round 6", "round 7", "round 8"]
+    assert lines[6] == "idle for 61 s: 2 rounds without new records; lag=0"
     assert not any(line.startswith("round 5") for line in lines)
-    assert progress.totals.rounds == 304  # every round still counted
+    assert progress.totals.rounds == 309  # every round still counted
     # a run that stops once drained (--once) has no idle stretch to summarise
     once_out = io.StringIO()
     once = RoundProgress(Console(file=once_out, width=300), live=False, once=True)

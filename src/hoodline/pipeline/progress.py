@@ -172,7 +172,8 @@ class RoundProgress:
         self._finished = False
         self._idle_since: float | None = None
         self._idle_rounds = 0
-        self._idle_shown = 0.0
+        #: when an idle line was last printed (None: never)
+        self._idle_shown: float | None = None
 
     # -- callbacks --------------------------------------------------------------------------
     def on_round(self, report: RoundLike) -> None:
@@ -202,15 +203,22 @@ class RoundProgress:
                 return format_round_line(report)
             now = self._clock()
             if self._idle_since is None:
+                self._idle_since, self._idle_rounds = now, 1
+                if (not self.once and self._idle_shown is not None
+                        and now - self._idle_shown < IDLE_LINE_INTERVAL_S):
+                    # an idle line was printed lately: a source that sends bursts does not get
+                    # one after each (they were ~40 % of a day's lines)
+                    return None
+                explain = not self.once and self._idle_shown is None
+                self._idle_shown = now
                 # no round number: an idle round commits nothing, and the number it carries is
                 # the one the next committing round prints
-                self._idle_since, self._idle_rounds, self._idle_shown = now, 1, now
                 line = f"idle: no new records; lag={_total_lag(report.lag)}"
-                if self.once:
+                if not explain:
                     return line
                 return f"{line} (idle rounds are summarised every {IDLE_LINE_INTERVAL_S:.0f} s)"
             self._idle_rounds += 1
-            if now - self._idle_shown < IDLE_LINE_INTERVAL_S:
+            if self._idle_shown is not None and now - self._idle_shown < IDLE_LINE_INTERVAL_S:
                 return None
             self._idle_shown = now
             return (f"idle for {now - self._idle_since:.0f} s: {self._idle_rounds} rounds "
