@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,20 @@ def test_every_metric_is_exposed_and_documented() -> None:
         assert re.search(rf"`{name}`", readme), f"{name} is not in the README"
     assert samples[("hoodline_lag_records", (("partition", "orders-0"), ("source", "kafka"),
                                              ("table", "t")))] == 7
+
+
+def test_compactions_their_backlog_and_failed_services_are_counted() -> None:
+    """Merge-on-read had no metric of compactions: their time was inside the round's duration
+    and no phase, and a backlog or failing services could not be alerted on."""
+    metrics = PipelineMetrics("t", "kafka")
+    base = RoundReport(1, "1", True, 5, 5, 0, 0, 1, 0.1, 0.1, 0.1, 2.3, 2.0, {}, 0, 100, 2000)
+    metrics.observe_round(replace(base, compaction="2", services_seconds=2.0,
+                                  pending_compactions=0))
+    metrics.observe_round(replace(base, round_id=2, services_failed=True,
+                                  services_seconds=0.5, pending_compactions=2))
+    reg, labels = metrics.registry, {"table": "t", "source": "kafka"}
+    assert reg.get_sample_value("hoodline_compactions_total", labels) == 1
+    assert reg.get_sample_value("hoodline_table_service_failures_total", labels) == 1
+    assert reg.get_sample_value("hoodline_pending_compactions", labels) == 2
+    assert reg.get_sample_value("hoodline_round_phase_seconds_sum",
+                                {**labels, "phase": "services"}) == 2.5

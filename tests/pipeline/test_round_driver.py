@@ -524,6 +524,23 @@ def test_a_round_followed_by_an_inline_compaction_says_so(src: Path, tmp_path: P
     assert [line.rsplit(": commit ", 1)[1] for line in lines] == compacted
     assert all("; compacted the table: commit " in line for line in lines)
     assert not any("compacted" in format_round_line(r) for r in reports if not r.compaction)
+    # the metrics say so too: compactions, the services' time, the backlog (none left)
+    from hoodline.pipeline.metrics import PipelineMetrics
+
+    metrics = PipelineMetrics("t", "files")
+    for r in reports:
+        metrics.observe_round(r)
+    committed = [r for r in reports if r.committed]
+    assert all(r.services_seconds > 0 for r in committed) and not any(
+        r.services_failed for r in committed)
+    reg = metrics.registry
+    labels = {"table": "t", "source": "files"}
+    assert reg.get_sample_value("hoodline_compactions_total", labels) == len(compacted)
+    assert reg.get_sample_value("hoodline_round_phase_seconds_count",
+                                {**labels, "phase": "services"}) == len(committed)
+    pending = HudiTable.open(table).timeline.pending(["compaction"])
+    assert reg.get_sample_value("hoodline_pending_compactions", labels) == len(pending)
+    assert reg.get_sample_value("hoodline_table_service_failures_total", labels) == 0
 
 
 @pytest.mark.parametrize("table_type", list(TableType))

@@ -67,6 +67,7 @@ from hoodline.pipeline.target import open_target_table, settle_after_commit
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
+from hoodline.table.instant import COMPACTION
 from hoodline.table.rollback import describe_repair
 from hoodline.table.schema import nested_evolution, widens
 from hoodline.table.table import HudiTable
@@ -214,6 +215,16 @@ class _Totals:
     def summary(self, reason: StopReason) -> RunSummary:
         return RunSummary(self.rounds, self.commits, self.records_read, self.records_written,
                           self.error_records, self.last_instant, reason)
+
+
+@dataclass(frozen=True)
+class _Services:
+    """What the table's services did after a round's commit."""
+
+    compaction: str | None
+    seconds: float
+    failed: bool
+    pending_compactions: int
 
 
 @dataclass(frozen=True)
@@ -439,9 +450,9 @@ class RoundDriver:
             self._rollback(run, ts)
             raise
         run.round_id = planned.round_id
-        compaction = self._after_commit(run, checkpoint)
+        services = self._after_commit(run, checkpoint)
         return self._report(planned, ts, output, errors, job_s, commit_s, started, retries,
-                            compaction)
+                            services)
 
     def _execute(
         self, run: _Run, planned: _Planned, ctx: WriteContext
@@ -496,10 +507,23 @@ class RoundDriver:
                         "instant %s completed", planned.round_id, exc, ctx.instant_ts)
         return checkpoint, self._clock() - started, bad.num_rows
 
-    def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> str | None:
+    def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> _Services:
         """The commit landed: the checkpoint is the new restore point. Failures from here on
-        do not undo the round (they are logged). Returns the commit of an inline compaction
-        the table's services ran, if any."""
+        do not undo the round (they are logged). Returns what the table's services (compaction,
+        cleaning, archival) did."""
+        started = self._clock()
+        compacted = self._services(run, checkpoint)
+        failed = compacted is False
+        try:
+            pending = (len(run.table.timeline.pending([COMPACTION]))
+                       if run.table.config.merge_on_read else 0)
+        except (HoodlineError, OSError):
+            pending = 0
+        return _Services(compacted if isinstance(compacted, str) else None,
+                         self._clock() - started, failed, pending)
+
+    def _services(self, run: _Run, checkpoint: SourceCheckpoint) -> str | bool | None:
+        """The compaction's commit, None when none completed, False when the services failed."""
         run.rounds.checkpoint_complete(checkpoint)
         try:
             settle_after_commit(run.table)
@@ -515,7 +539,7 @@ class RoundDriver:
             compacted = run.client.after_commit()
         except HoodlineError as exc:  # the next write finishes a compaction left pending
             log.warning("table services after round %d failed: %s", run.round_id, exc)
-            return None
+            return False
         if compacted is None:
             return None
         log.info("round %d: compacted the table (commit %s)", run.round_id, compacted.timestamp)
@@ -531,7 +555,7 @@ class RoundDriver:
         commit_s: float,
         started: float,
         retries: int,
-        compaction: str | None = None,
+        services: _Services | None = None,
     ) -> RoundReport:
         outcomes = output.outcomes.values()
         stats = output.write_stats
@@ -557,7 +581,10 @@ class RoundDriver:
             retries=retries,
             bytes_read=sum(o.nbytes for o in outcomes),
             bytes_written=sum(s.total_write_bytes for s in stats),
-            compaction=compaction,
+            compaction=services.compaction if services else None,
+            services_seconds=services.seconds if services else 0.0,
+            services_failed=services.failed if services else False,
+            pending_compactions=services.pending_compactions if services else 0,
         )
 
     # -- safety ---------------------------------------------------------------------------------

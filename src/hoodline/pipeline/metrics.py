@@ -17,7 +17,8 @@ name                                      type       what
 ``hoodline_files_written_total``          counter    files written
 ``hoodline_error_records_total``          counter    bad records (error table, tolerance all)
 ``hoodline_round_duration_seconds``       histogram  committed rounds, start to commit
-``hoodline_round_phase_seconds``          histogram  label ``phase``: read / write / commit
+``hoodline_round_phase_seconds``          histogram  label ``phase``: read / write / commit /
+                                                     services (compaction, cleaning, archival)
 ``hoodline_commit_latency_seconds``       histogram  error-table write + the instant's commit
 ``hoodline_lag_records``                  gauge      records behind the end, label ``partition``
                                                      (``topic-partition``; Kafka only)
@@ -25,6 +26,9 @@ name                                      type       what
                                                      (rolled back and retried) / false (fatal)
 ``hoodline_round_retries_total``          counter    retried attempts before rounds committed
 ``hoodline_last_commit_timestamp_seconds``  gauge    Unix time of the table's last commit
+``hoodline_compactions_total``            counter    compactions completed (merge-on-read)
+``hoodline_pending_compactions``          gauge      compactions planned, not completed
+``hoodline_table_service_failures_total``  counter   rounds whose services failed after commit
 ========================================  =========  =========================================
 """
 
@@ -53,7 +57,8 @@ METRIC_NAMES = (
     "hoodline_error_records_total", "hoodline_round_duration_seconds",
     "hoodline_round_phase_seconds", "hoodline_commit_latency_seconds", "hoodline_lag_records",
     "hoodline_round_failures_total", "hoodline_round_retries_total",
-    "hoodline_last_commit_timestamp_seconds",
+    "hoodline_last_commit_timestamp_seconds", "hoodline_compactions_total",
+    "hoodline_pending_compactions", "hoodline_table_service_failures_total",
 )
 
 
@@ -94,10 +99,21 @@ class PipelineMetrics:
                          (*names, "partition"), registry=reg)
         self.last_commit = Gauge("hoodline_last_commit_timestamp_seconds",
                                  "Unix time of the table's last commit.", names, registry=reg)
+        self.compactions = counter("hoodline_compactions",
+                                   "Compactions completed (merge-on-read; inline or background).")
+        self.service_failures = counter(
+            "hoodline_table_service_failures",
+            "Rounds whose table services (compaction, cleaning, archival) failed after the "
+            "commit (retried after later rounds).")
+        self.pending_compactions = Gauge(
+            "hoodline_pending_compactions",
+            "Compactions planned and not completed (merge-on-read): a growing value is a "
+            "backlog.", names, registry=reg)
         # series exist (at 0) from the start, so dashboards and rate() see them at once
         for metric in (self.records_read, self.bytes_read, self.records_written,
                        self.records_deleted, self.bytes_written, self.files_written,
-                       self.error_records, self.retries):
+                       self.error_records, self.retries, self.compactions,
+                       self.service_failures, self.pending_compactions):
             metric.labels(**self._labels)
         for outcome in ("committed", "empty"):
             self.rounds.labels(**self._labels, outcome=outcome)
@@ -124,8 +140,14 @@ class PipelineMetrics:
         self.retries.labels(**lb).inc(report.retries)
         self.duration.labels(**lb).observe(report.duration_seconds)
         for phase, seconds in (("read", report.read_seconds), ("write", report.write_seconds),
-                               ("commit", report.commit_seconds)):
+                               ("commit", report.commit_seconds),
+                               ("services", report.services_seconds)):
             self.phase.labels(**lb, phase=phase).observe(seconds)
+        if report.compaction is not None:
+            self.compactions.labels(**lb).inc()
+        if report.services_failed:
+            self.service_failures.labels(**lb).inc()
+        self.pending_compactions.labels(**lb).set(report.pending_compactions)
         self.commit_latency.labels(**lb).observe(report.commit_seconds)
         self.last_commit.labels(**lb).set(self._clock())
 

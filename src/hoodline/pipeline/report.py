@@ -54,6 +54,12 @@ class RoundReport:
     #: The commit of the inline compaction the round's writer ran after it (merge-on-read
     #: tables; see 'hoodie.compact.inline'), else None.
     compaction: str | None = None
+    #: Time of the table's services after the commit (compaction when inline, cleaning,
+    #: archival; part of ``duration_seconds``), and whether they failed (logged; retried later).
+    services_seconds: float = 0.0
+    services_failed: bool = False
+    #: Compactions planned and not completed after the round (merge-on-read).
+    pending_compactions: int = 0
 
 
 @dataclass(frozen=True)
