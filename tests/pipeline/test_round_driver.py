@@ -670,3 +670,29 @@ def test_a_file_whose_splits_cannot_be_planned_reaches_the_error_table(
     assert [(e["error_id"], e["file"], e["row"], e["reason"], e["day"]) for e in errors] == [
         (f"file/{path}/0", path, 0, "unreadable_file", "2024-03-01")]
     assert "footer" in errors[0]["detail"]
+
+
+def test_a_folder_of_small_files_is_read_in_one_round_spread_over_the_readers(
+    tmp_path: Path,
+) -> None:
+    """Each reader took one file per round: 20 small files took 10 rounds (and a folder of
+    10,000 took 5,000). Readers now take files up to their share of round.max-bytes, the
+    waiting files spread over them."""
+    root, table = tmp_path / "in", tmp_path / "t"
+    for i in range(20):
+        _write_file(root, f"f{i:02d}.jsonl", _rows(range(i * 5, i * 5 + 5)))
+    reports: list[RoundReport] = []
+    _driver(_config(root, table, **{"reader-parallelism": 2}), InProcessEngine())[0].run(
+        once=True, on_round=reports.append)
+    committed = [r for r in reports if r.committed]
+    assert len(committed) == 1 and committed[0].records_read == 100
+    assert len(_table_rows(table)) == 100
+    # ... and round.max-bytes still bounds a round: about 4 files' bytes a round, 2 per reader
+    # (a reader takes files while it holds less than its share: 3 when they are smaller)
+    size = max(p.stat().st_size for p in root.iterdir())
+    reports = []
+    _driver(_config(root, tmp_path / "t2", **{"reader-parallelism": 2,
+                                              "round": {"max-bytes": 4 * size}}),
+            InProcessEngine())[0].run(once=True, on_round=reports.append)
+    read = [r.records_read for r in reports if r.committed]
+    assert sum(read) == 100 and len(read) >= 4 and max(read) <= 30, read

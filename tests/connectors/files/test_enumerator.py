@@ -397,3 +397,28 @@ def test_directory_is_scanned_every_monitor_interval(data_dir: Path) -> None:
     assert coordinator.run_async_calls() == 1
     assert assigned() == ["b.jsonl"]
     coordinator.close()
+
+
+def test_a_request_takes_files_up_to_its_bytes(data_dir: Path) -> None:
+    """One file per request (assign.splits-per-request = 1) read a folder of small files one
+    round per file and reader; with ``request_bytes`` (the pipeline sets each reader's share of
+    the round's bytes) a request takes files until their sizes reach it, at least one."""
+    from hoodline.connectors.files.enumerator import MAX_SPLITS_PER_REQUEST
+
+    for i in range(6):
+        set_mtime(write_jsonl(data_dir / f"f{i}.jsonl", i * 10, 10), 1000 + i)
+    first_two = sum((data_dir / f"f{i}.jsonl").stat().st_size for i in (0, 1))
+    ctx, enum = make(data_dir)
+    register(ctx, enum, 0)
+    register(ctx, enum, 1)
+    ctx.run_next_one_shot()
+    enum.request_bytes = first_two + 1  # the third file reaches it
+    enum.handle_split_request(0, "host")
+    assert names(ctx.assigned_splits()[0]) == ["f0.jsonl", "f1.jsonl", "f2.jsonl"]
+    enum.request_bytes = 0  # the option's count alone
+    enum.handle_split_request(1, "host")
+    assert names(ctx.assigned_splits()[1]) == ["f3.jsonl"]
+    enum.request_bytes = 1 << 40  # everything left, within the cap
+    enum.handle_split_request(1, "host")
+    assert names(ctx.assigned_splits()[1]) == ["f3.jsonl", "f4.jsonl", "f5.jsonl"]
+    assert MAX_SPLITS_PER_REQUEST >= 1000

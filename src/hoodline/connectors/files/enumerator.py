@@ -70,6 +70,9 @@ from hoodline.source.api import (
 
 log = logging.getLogger(__name__)
 
+#: Most splits one request takes (a round's plan lists each of its reader's splits).
+MAX_SPLITS_PER_REQUEST = 1000
+
 #: Owner value of an assignment entry restored from a checkpoint: any reporter may claim it.
 UNCLAIMED = -1
 
@@ -160,6 +163,9 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
         state = state or FileEnumeratorState()
         self._lock = threading.Lock()  # guards _processed against the scanner's reads
         self._processed: dict[str, tuple[int, int]] = dict(state.processed)
+        #: bytes a request takes splits up to (beyond ``assign.splits-per-request``); the
+        #: pipeline sets each reader's share of ``runtime.round.max-bytes``, 0 keeps the option
+        self.request_bytes = 0
         self._pending: OrderedDict[str, FileSourceSplit] = OrderedDict(
             (s.split_id, s) for s in state.pending
         )
@@ -319,15 +325,26 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
                 # failed reader at worst gives its successor one split more than it asked for.
                 continue
             if self._pending:
-                batch = [self._pending.popitem(last=False)[1]
-                         for _ in range(min(self._config.splits_per_request, len(self._pending)))]
-                self._assign(subtask, batch)
+                self._assign(subtask, self._batch())
                 del self._waiting[subtask]
             elif self._discovery_done and not self._config.continuous:
                 self._context.signal_no_more_splits(subtask)
                 del self._waiting[subtask]
             else:
                 break  # nothing to hand out now; keep everybody waiting in order
+
+    def _batch(self) -> list[FileSourceSplit]:
+        """The next pending splits for one request: ``assign.splits-per-request`` of them, and
+        more while their bytes stay below :attr:`request_bytes`, up to
+        :data:`MAX_SPLITS_PER_REQUEST`."""
+        batch: list[FileSourceSplit] = []
+        size = 0
+        while self._pending and len(batch) < MAX_SPLITS_PER_REQUEST and (
+                len(batch) < self._config.splits_per_request or size < self.request_bytes):
+            split = self._pending.popitem(last=False)[1]
+            batch.append(split)
+            size += max(1, split.end - split.start)
+        return batch
 
     def _assign(self, subtask: int, splits: list[FileSourceSplit]) -> None:
         for split in splits:

@@ -245,7 +245,10 @@ SPLITS_PER_REQUEST = option(
     "assign.splits-per-request",
     int,
     1,
-    "How many splits the enumerator hands to a reader each time it asks for work.",
+    "How many splits the enumerator hands to a reader each time it asks for work, at least: "
+    "in a pipeline a reader takes more while their sizes stay below its share of "
+    "runtime.round.max-bytes and of the files waiting (up to 1000 per round), so a folder of "
+    "small files is not read one file per reader and round.",
     minimum=1,
 )
 

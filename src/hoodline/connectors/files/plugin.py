@@ -41,7 +41,7 @@ from hoodline.connectors.files.rejections import RejectedFile, SourceRejection, 
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError, FileSourceError
 from hoodline.formats.json_decoder import BadRecords
-from hoodline.pipeline.config import PipelineConfig, SourceFormat
+from hoodline.pipeline.config import ROUND_MAX_BYTES, PipelineConfig, SourceFormat
 from hoodline.pipeline.errors_table import build_error_batch
 from hoodline.pipeline.plugin import (
     ReadOutcome,
@@ -193,10 +193,12 @@ class FilesPlugin(SourcePlugin):
     name = SourceType.FILES
     source: FileSource
 
-    def __init__(self, source: FileSource) -> None:
+    def __init__(self, source: FileSource, round_bytes: int = ROUND_MAX_BYTES.default) -> None:
         super().__init__(source)
         self._idle_rounds = 0
         self._started = time.monotonic()
+        #: runtime.round.max-bytes: readers take files up to their share of it per round
+        self._round_bytes = int(round_bytes)
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> FilesPlugin:
@@ -225,7 +227,8 @@ class FilesPlugin(SourcePlugin):
         t = config.table
         # JSON lines without them are rejected by the reader, which still has their bytes
         required = required_fields(t.record_key, t.partition_fields, t.precombine_field)
-        return cls(FileSource.from_options(options, schema=schema, required_fields=required))
+        return cls(FileSource.from_options(options, schema=schema, required_fields=required),
+                   config.runtime.round_max_bytes)
 
     @property
     def identity(self) -> str:
@@ -243,7 +246,21 @@ class FilesPlugin(SourcePlugin):
         require_directory(self.source.config.root)
 
     def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
-        for subtask, splits in rounds.held_splits().items():
+        """Readers without work ask for it, each for files up to its share of
+        ``runtime.round.max-bytes`` (file sizes; see
+        :attr:`FileSplitEnumerator.request_bytes`): one file per reader and round (with
+        ``assign.splits-per-request`` = 1) read a folder of small files one round per file and
+        reader, 20 files in 10 rounds."""
+        held = rounds.held_splits()
+        enumerator = _enumerator(rounds)
+        asking = max(1, sum(1 for splits in held.values() if not splits))
+        waiting = sum(max(1, s.end - s.start) for s in enumerator.pending_splits)
+        # the files waiting are spread over the readers that ask (a small backlog is not all
+        # one reader's), each taking at most its share of the round; with none listed yet (the
+        # first round), files listed later are handed out up to that share
+        share = self._round_bytes // max(1, len(held))
+        enumerator.request_bytes = min(share, -(-waiting // asking)) if waiting else share
+        for subtask, splits in held.items():
             if not splits:
                 rounds.coordinator.handle_split_request(subtask, None)
 
