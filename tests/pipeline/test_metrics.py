@@ -115,7 +115,14 @@ def test_every_metric_is_exposed_and_documented() -> None:
         samples = _scrape(port)
     finally:
         metrics.close()
-    scraped = {name for name, _ in samples}
+    files = PipelineMetrics("t", "files")  # the file source's backlog gauge is its own
+    port = files.serve(0, "127.0.0.1")
+    try:
+        samples_of_files = _scrape(port)
+    finally:
+        files.close()
+    assert "hoodline_files_waiting" not in {name for name, _ in samples}
+    scraped = {name for name, _ in samples} | {name for name, _ in samples_of_files}
     readme = README.read_text()
     for name in METRIC_NAMES:
         assert any(s == name or s.startswith(name + "_") for s in scraped), name

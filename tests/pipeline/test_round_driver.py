@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import itertools
 import json
 import os
 import time
@@ -696,3 +697,12 @@ def test_a_folder_of_small_files_is_read_in_one_round_spread_over_the_readers(
             InProcessEngine())[0].run(once=True, on_round=reports.append)
     read = [r.records_read for r in reports if r.committed]
     assert sum(read) == 100 and len(read) >= 4 and max(read) <= 30, read
+    # the backlog in files is reported (the file source's lag in records is unknown): the
+    # files not yet handed out after each round, down to none
+    committed = [r for r in reports if r.committed]
+    waiting = [r.files_waiting for r in committed]
+    assert waiting[-1] == 0 and all(w is not None for w in waiting), waiting
+    assert waiting == sorted(waiting, reverse=True) and waiting[0] > 0, waiting  # type: ignore[type-var]
+    handed = [20 - w for w in waiting]  # type: ignore[operator]
+    assert [round(n * 5) for n in handed] == list(itertools.accumulate(read)), (handed, read)
+    assert format_round_line(committed[0]).endswith(f" waiting={waiting[0]} files")

@@ -427,7 +427,8 @@ class RoundDriver:
 
     def _empty_report(self, planned: _Planned, started: float, retries: int) -> RoundReport:
         return RoundReport(planned.round_id, None, False, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0,
-                           self._clock() - started, 0.0, dict(planned.plan.lag), retries)
+                           self._clock() - started, 0.0, dict(planned.plan.lag), retries,
+                           files_waiting=planned.plan.files_waiting)
 
     # -- one round: execute, commit, report -----------------------------------------------------
     def _round(self, run: _Run, planned: _Planned, started: float, retries: int) -> RoundReport:
@@ -578,6 +579,7 @@ class RoundDriver:
             duration_seconds=duration,
             records_per_second=records_read / duration if duration > 0 else 0.0,
             lag=dict(planned.plan.lag),
+            files_waiting=planned.plan.files_waiting,
             retries=retries,
             bytes_read=sum(o.nbytes for o in outcomes),
             bytes_written=sum(s.total_write_bytes for s in stats),

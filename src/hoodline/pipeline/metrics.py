@@ -29,6 +29,7 @@ name                                      type       what
 ``hoodline_compactions_total``            counter    compactions completed (merge-on-read)
 ``hoodline_pending_compactions``          gauge      compactions planned, not completed
 ``hoodline_table_service_failures_total``  counter   rounds whose services failed after commit
+``hoodline_files_waiting``                gauge      files found, not yet read (file source)
 ========================================  =========  =========================================
 """
 
@@ -59,6 +60,7 @@ METRIC_NAMES = (
     "hoodline_round_failures_total", "hoodline_round_retries_total",
     "hoodline_last_commit_timestamp_seconds", "hoodline_compactions_total",
     "hoodline_pending_compactions", "hoodline_table_service_failures_total",
+    "hoodline_files_waiting",
 )
 
 
@@ -105,6 +107,10 @@ class PipelineMetrics:
             "hoodline_table_service_failures",
             "Rounds whose table services (compaction, cleaning, archival) failed after the "
             "commit (retried after later rounds).")
+        self.files_waiting = Gauge(
+            "hoodline_files_waiting",
+            "Files found and not yet read after the latest round (file source).", names,
+            registry=reg)
         self.pending_compactions = Gauge(
             "hoodline_pending_compactions",
             "Compactions planned and not completed (merge-on-read): a growing value is a "
@@ -115,6 +121,8 @@ class PipelineMetrics:
                        self.error_records, self.retries, self.compactions,
                        self.service_failures, self.pending_compactions):
             metric.labels(**self._labels)
+        if source == "files":
+            self.files_waiting.labels(**self._labels)
         for outcome in ("committed", "empty"):
             self.rounds.labels(**self._labels, outcome=outcome)
         for retried in ("true", "false"):
@@ -126,6 +134,8 @@ class PipelineMetrics:
         lb = self._labels
         for partition, behind in report.lag.items():
             self.lag.labels(**lb, partition=partition).set(behind)
+        if report.files_waiting is not None:
+            self.files_waiting.labels(**lb).set(report.files_waiting)
         if not report.committed:
             self.rounds.labels(**lb, outcome="empty").inc()
             return

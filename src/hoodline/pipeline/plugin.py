@@ -151,6 +151,9 @@ class RoundPlan:
     tasks: dict[int, ReadTask]
     #: "topic-partition" -> records behind the end after this round ({} if unknown).
     lag: dict[str, int] = field(default_factory=dict)
+    #: Files found and not yet handed to a reader after this round (the file source's backlog;
+    #: None for sources of records).
+    files_waiting: int | None = None
 
     @property
     def empty(self) -> bool:

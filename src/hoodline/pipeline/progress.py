@@ -72,6 +72,8 @@ class RoundLike(Protocol):
     @property
     def lag(self) -> Mapping[str, int]: ...
     @property
+    def files_waiting(self) -> int | None: ...
+    @property
     def retries(self) -> int: ...
     @property
     def compaction(self) -> str | None: ...
@@ -120,9 +122,17 @@ def format_round_line(r: RoundLike) -> str:
         f"deleted={r.records_deleted} errors={r.error_records} files={r.files_written} "
         f"rate={r.records_per_second:.0f}/s read_s={r.read_seconds:.2f} "
         f"write_s={r.write_seconds:.2f} commit_s={r.commit_seconds:.3f} "
-        f"total_s={r.duration_seconds:.2f} lag={lag}" + (f" ({parts}{more})" if parts else "")
-        + retry + compacted
+        f"total_s={r.duration_seconds:.2f} " + _behind(r, lag)
+        + (f" ({parts}{more})" if parts else "") + retry + compacted
     )
+
+
+def _behind(r: RoundLike, lag: int) -> str:
+    """``lag=N`` (records behind, Kafka), or ``waiting=N files`` for the file source, whose
+    lag in records is unknown."""
+    if r.files_waiting is not None and not r.lag:
+        return f"waiting={r.files_waiting} files"
+    return f"lag={lag}"
 
 
 #: plain output: after the first round that found nothing to read, idle rounds (every 0.2 s by
@@ -279,6 +289,9 @@ class RoundProgress:
             parts.append(Text(f"lag after the latest round: {_total_lag(last.lag):,} records",
                               style="bold"))
             parts.append(_lag_table(last.lag))
+        if last is not None and last.files_waiting is not None:
+            parts.append(Text(f"files waiting after the latest round: {last.files_waiting:,}",
+                              style="bold"))
         return Group(*parts)
 
 

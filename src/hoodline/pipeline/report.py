@@ -60,6 +60,8 @@ class RoundReport:
     services_failed: bool = False
     #: Compactions planned and not completed after the round (merge-on-read).
     pending_compactions: int = 0
+    #: Files found and not yet read after this round (file source; None for Kafka).
+    files_waiting: int | None = None
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,8 @@ class FilesPlugin(SourcePlugin):
         self._started = time.monotonic()
         #: runtime.round.max-bytes: readers take files up to their share of it per round
         self._round_bytes = int(round_bytes)
+        #: the enumerator of the rounds planned (its files not handed out are the backlog)
+        self._enumerator: FileSplitEnumerator | None = None
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> FilesPlugin:
@@ -263,6 +265,7 @@ class FilesPlugin(SourcePlugin):
         for subtask, splits in held.items():
             if not splits:
                 rounds.coordinator.handle_split_request(subtask, None)
+        self._enumerator = enumerator
 
     def bound(
         self, plans: Mapping[int, ReaderPlan[Any]], round_id: int, max_records: int
@@ -277,7 +280,8 @@ class FilesPlugin(SourcePlugin):
         }
         busy = bool(busy_readers)
         self._idle_rounds = 0 if busy else self._idle_rounds + 1
-        return RoundPlan(tasks)
+        waiting = len(self._enumerator.pending_splits) if self._enumerator is not None else 0
+        return RoundPlan(tasks, files_waiting=waiting)
 
     def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
         finished: set[str] = set()
