@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write_files_pipeline(path: Path, source: Path, table: Path | str,
-                         schema: dict[str, str], extra: str = "") -> Path:
-    """``path`` written with a files source at ``source`` (created), a table at ``table`` keyed
-    by ``id``, the ``[schema]`` and ``extra`` TOML appended; returns ``path``."""
-    source.mkdir(parents=True, exist_ok=True)
+def write_files_pipeline(path: Path, source: Path | str, table: Path | str,
+                         schema: dict[str, str], extra: str = "", table_lines: str = "") -> Path:
+    """``path`` written with a files source at ``source`` (a local folder is created), a table
+    at ``table`` keyed by ``id`` with ``table_lines`` in its section, the ``[schema]`` and
+    ``extra`` TOML appended; returns ``path``."""
+    if isinstance(source, Path):
+        source.mkdir(parents=True, exist_ok=True)
     fields = "\n".join(f'{name} = "{kind}"' for name, kind in schema.items())
     path.write_text(f"""
 [source]
@@ -21,6 +23,7 @@ format = "jsonl"
 [table]
 path = "{table}"
 record-key = ["id"]
+{table_lines}
 [schema]
 {fields}
 {extra}

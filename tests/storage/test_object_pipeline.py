@@ -17,6 +17,7 @@ from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.storage.paths import parse_location
 from hoodline.testing.hudi_oracle import hudi_snapshot
+from tests.helpers.files_pipeline import write_files_pipeline
 from tests.helpers.moto_s3 import MotoS3
 from tests.storage.conftest import Store
 
@@ -87,24 +88,10 @@ def test_hoodline_run_reads_files_from_s3_into_a_table_on_s3(
         lines.append(json.dumps(rec))
     s3.put_object(Bucket=bucket, Key="in/day=1/a.jsonl", Body=("\n".join(lines) + "\n").encode())
     s3.put_object(Bucket=bucket, Key="in/.hidden.jsonl", Body=b'{"id": 999}\n')
-    cfg = tmp_path / "p.toml"
-    cfg.write_text(f"""
-[source]
-type = "files"
-[source.options]
-path = "s3://{bucket}/in"
-format = "jsonl"
-[table]
-path = "s3://{bucket}/t"
-record-key = ["id"]
-partition-fields = ["region"]
-precombine-field = "ts"
-[schema]
-id = "int64"
-region = "string"
-ts = "int64"
-v = "string"
-""")
+    cfg = write_files_pipeline(
+        tmp_path / "p.toml", f"s3://{bucket}/in", f"s3://{bucket}/t",
+        {"id": "int64", "region": "string", "ts": "int64", "v": "string"},
+        table_lines='partition-fields = ["region"]\nprecombine-field = "ts"')
     env = dict(os.environ, PYTHONPATH=str(SRC), **moto_s3.env)
     proc = subprocess.run(
         [sys.executable, "-c", "from hoodline.cli import main; main()", "run", str(cfg),

@@ -20,6 +20,7 @@ from hoodline.errors import ConfigError, StorageError, is_retryable
 from hoodline.storage import ops
 from hoodline.storage.paths import ObjectPath, describe_store_error, parse_location
 from hoodline.table.table import HudiTable
+from tests.helpers.files_pipeline import write_files_pipeline
 from tests.helpers.moto_s3 import REGION, MotoS3
 
 runner = CliRunner()
@@ -232,23 +233,9 @@ def test_hoodline_run_on_a_missing_bucket_gives_one_line(
     (tmp_path / "in" / "a.jsonl").write_text('{"id": "a", "ts": 1}\n')
     bucket = _bucket()
     storage = "\n".join(f'{k} = "{v}"' for k, v in moto_s3.options.items())
-    cfg = tmp_path / "p.toml"
-    cfg.write_text(f"""
-[source]
-type = "files"
-[source.options]
-path = "{tmp_path / 'in'}"
-format = "jsonl"
-[table]
-path = "s3://{bucket}/dbz"
-record-key = ["id"]
-precombine-field = "ts"
-[table.storage]
-{storage}
-[schema]
-id = "string"
-ts = "int64"
-""")
+    cfg = write_files_pipeline(tmp_path / "p.toml", tmp_path / "in", f"s3://{bucket}/dbz",
+                               {"id": "string", "ts": "int64"}, f"[table.storage]\n{storage}",
+                               table_lines='precombine-field = "ts"')
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         monkeypatch.delenv(name)
