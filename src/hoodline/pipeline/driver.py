@@ -512,19 +512,6 @@ class RoundDriver:
         """The commit landed: the checkpoint is the new restore point. Failures from here on
         do not undo the round (they are logged). Returns what the table's services (compaction,
         cleaning, archival) did."""
-        started = self._clock()
-        compacted = self._services(run, checkpoint)
-        failed = compacted is False
-        try:
-            pending = (len(run.table.timeline.pending([COMPACTION]))
-                       if run.table.config.merge_on_read else 0)
-        except (HoodlineError, OSError):
-            pending = 0
-        return _Services(compacted if isinstance(compacted, str) else None,
-                         self._clock() - started, failed, pending)
-
-    def _services(self, run: _Run, checkpoint: SourceCheckpoint) -> str | bool | None:
-        """The compaction's commit, None when none completed, False when the services failed."""
         run.rounds.checkpoint_complete(checkpoint)
         try:
             settle_after_commit(run.table)
@@ -536,15 +523,25 @@ class RoundDriver:
             run.plugin.after_commit(run.rounds)
         except Exception as exc:  # monitoring only
             log.warning("round %d committed; notifying the source failed: %s", run.round_id, exc)
+        started = self._clock()
+        compaction: str | None = None
+        failed = False
         try:
             compacted = run.client.after_commit()
         except HoodlineError as exc:  # the next write finishes a compaction left pending
             log.warning("table services after round %d failed: %s", run.round_id, exc)
-            return False
-        if compacted is None:
-            return None
-        log.info("round %d: compacted the table (commit %s)", run.round_id, compacted.timestamp)
-        return compacted.timestamp
+            failed = True
+        else:
+            if compacted is not None:
+                compaction = compacted.timestamp
+                log.info("round %d: compacted the table (commit %s)", run.round_id, compaction)
+        seconds = self._clock() - started
+        try:
+            pending = (len(run.table.timeline.pending([COMPACTION]))
+                       if run.table.config.merge_on_read else 0)
+        except (HoodlineError, OSError):
+            pending = 0
+        return _Services(compaction, seconds, failed, pending)
 
     def _report(
         self,

@@ -74,9 +74,7 @@ class ObjectRoot:
         """The options as other object_store-based readers (hudi-rs) take them (hoodline's
         retry settings are its own)."""
         options = {k: v for k, v in self.options if k not in RETRY_OPTIONS}
-        endpoint = options.get("endpoint", options.get("aws_endpoint",
-                                                       options.get("azure_storage_endpoint", "")))
-        if endpoint.startswith("http://"):
+        if _endpoint(options, OBJECT_SCHEMES[self.scheme])[0].startswith("http://"):
             options.setdefault("allow_http", "true")
         return options
 
@@ -196,7 +194,7 @@ def _open_store(root: ObjectRoot) -> Any:
     except BaseException as exc:  # obstore errors, and panics of the Rust side on bad keys
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        reason = str(exc).split("\n\nDebug source:", 1)[0].strip()
+        reason = error_head(str(exc))
         raise ConfigError(
             f"cannot open the object store '{root.url}' with options "
             f"{shown_storage_options(options)}: {reason}"
@@ -222,6 +220,15 @@ _ENDPOINT = {
     "gs": ("", ""),
     "abfs": ("endpoint", "AZURE_STORAGE_ENDPOINT"),
 }
+
+
+#: where obstore's messages start their multi-line Rust debug dump
+_DEBUG_SOURCE = "\n\nDebug source:"
+
+
+def error_head(text: str) -> str:
+    """An obstore error message without its Rust debug dump."""
+    return text.partition(_DEBUG_SOURCE)[0].strip()
 
 
 def credentials_environment(url: str) -> str:
@@ -283,7 +290,7 @@ def describe_store_error(text: str, error_type: str = "") -> StoreFailure:
     ``PermissionDeniedError``) and shorten it to one line: HTTP status, the XML ``<Code>`` and
     ``<Message>`` of S3/GCS/Azure, or the network failure; never the Rust debug dump, request
     ids or query strings."""
-    head, _, debug = text.partition("\n\nDebug source:")
+    head, _, debug = text.partition(_DEBUG_SOURCE)
     request = _REQUEST.search(head)
     endpoint = request.group(1) if request else ""
     code_match = _XML_CODE.search(head)
@@ -398,7 +405,7 @@ def storage_errors(path: ObjectPath, action: str) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError as exc:
-        code = _XML_CODE.search(str(exc).partition("\n\nDebug source:")[0])
+        code = _XML_CODE.search(error_head(str(exc)))
         if code and code.group(1) in _NO_BUCKET:
             raise storage_error(exc, path, action) from exc
         if exc.args == (str(path),):

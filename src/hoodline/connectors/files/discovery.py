@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from hoodline.connectors.files.location import is_url, list_objects
 from hoodline.errors import FileSourceError, StorageError
-from hoodline.storage.paths import credentials_environment
+from hoodline.storage.paths import credentials_environment, error_head
 
 
 def require_directory(root: str) -> None:
@@ -132,7 +132,7 @@ class DirectoryLister:
         except StorageError:  # the store's reason, the URL and what to set, in one line
             raise
         except Exception as exc:
-            reason = str(exc).split("\n\nDebug source:", 1)[0].strip()
+            reason = error_head(str(exc))
             raise FileSourceError(
                 f"cannot list '{self.root}': {reason}; check option 'path' and the storage "
                 f"credentials in the environment ({credentials_environment(self.root)})"

@@ -343,7 +343,7 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
                 len(batch) < self._config.splits_per_request or size < self.request_bytes):
             split = self._pending.popitem(last=False)[1]
             batch.append(split)
-            size += max(1, split.end - split.start)
+            size += split.size_to_read
         return batch
 
     def _assign(self, subtask: int, splits: list[FileSourceSplit]) -> None:

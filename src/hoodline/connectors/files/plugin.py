@@ -256,7 +256,7 @@ class FilesPlugin(SourcePlugin):
         held = rounds.held_splits()
         enumerator = _enumerator(rounds)
         asking = max(1, sum(1 for splits in held.values() if not splits))
-        waiting = sum(max(1, s.end - s.start) for s in enumerator.pending_splits)
+        waiting = sum(s.size_to_read for s in enumerator.pending_splits)
         # the files waiting are spread over the readers that ask (a small backlog is not all
         # one reader's), each taking at most its share of the round; with none listed yet (the
         # first round), files listed later are handed out up to that share

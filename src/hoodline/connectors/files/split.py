@@ -58,6 +58,11 @@ class FileSourceSplit:
         return f"{self.path}#bytes[{self.start}:{self.end}]"
 
     @property
+    def size_to_read(self) -> int:
+        """Bytes of the file this split covers (at least 1: an empty file still costs)."""
+        return max(1, self.end - self.start)
+
+    @property
     def file_key(self) -> tuple[str, int, int]:
         """(path, size, mtime_ns): identifies the file version the split was cut from."""
         return (self.path, self.size, self.mtime_ns)
