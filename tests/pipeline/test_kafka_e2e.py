@@ -193,3 +193,41 @@ def test_a_topic_of_a_pattern_deleted_between_runs_leaves_the_checkpoint(
         assert p.run(once=True).records_read == 40
     rows = table_rows(table)
     assert {i: rows[i] for i in stream.model} == stream.model
+
+
+@pytest.mark.parametrize("mode", ["latest-offset", "group-offsets"])
+def test_a_new_table_keeps_the_positions_its_start_mode_gave(
+    broker: EmbeddedBroker, tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """latest-offset (or group offsets falling back to latest) on a new table: the positions
+    the first run found were kept only by a round that read records. A run that read nothing
+    (``--once`` on a quiet topic, or stopped before its first records) committed nothing, and
+    the next start took 'latest' again: the records produced in between were skipped without a
+    word, every time. The first round that holds the partitions now commits their positions;
+    a later start says the option is not used."""
+    from hoodline.testing.engine import InProcessEngine
+
+    topic = create_topic(broker.bootstrap_servers, unique("pc-latest"), 2)
+    Stream(broker.bootstrap_servers, topic, 2, seed=31).produce(60, 1000, deletes=0.0)
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "kafka", "format": "json", "options": {
+            "topic": topic, "scan.startup.mode": mode, "scan.startup.offset-reset": "latest",
+            "properties": {"bootstrap.servers": broker.bootstrap_servers,
+                           "group.id": unique("pc-latest-group")},
+            "scan.fetch.timeout": 0.05}},
+        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
+                  "precombine-field": "ts", "delete-field": "deleted"},
+        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
+    })
+    with Pipeline(cfg, InProcessEngine()) as p:
+        summary = p.run(once=True)
+    assert (summary.records_read, summary.commits) == (0, 1)  # the positions, committed
+    stream = Stream(broker.bootstrap_servers, topic, 2, seed=32)
+    stream.produce(80, 1000, deletes=0.0)  # while the pipeline is stopped
+    with caplog.at_level("WARNING", logger="hoodline"):
+        with Pipeline(cfg, InProcessEngine()) as p:
+            summary = p.run(once=True)
+    assert summary.records_read == 80
+    assert table_rows(table) == stream.model  # not the 60 before the first start
+    assert f"'scan.startup.mode' = '{mode}' is not used" in caplog.text

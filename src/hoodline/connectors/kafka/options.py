@@ -76,8 +76,10 @@ STARTUP_MODE = option(
     "'group-offsets' (committed offsets of 'properties.group.id', see "
     "'scan.startup.offset-reset'), "
     "'specific-offsets' (see 'scan.startup.specific-offsets') or 'timestamp' (see "
-    "'scan.startup.timestamp-millis'). Partitions discovered later always start at their earliest "
-    "offset; restored splits continue where they stopped.",
+    "'scan.startup.timestamp-millis'). Used by a new table only: its first round commits the "
+    "positions found (also when there is nothing to read yet, so a restart neither skips nor "
+    "repeats records); a table with a checkpoint resumes from it (a warning says the option is "
+    "not used). Partitions discovered later always start at their earliest offset.",
 )
 STARTUP_SPECIFIC_OFFSETS = option(
     "scan.startup.specific-offsets",

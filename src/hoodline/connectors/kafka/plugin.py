@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.events import PartitionsDeletedEvent
-from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
+from hoodline.connectors.kafka.offsets import OffsetsOutOfRange, StartupMode
 from hoodline.connectors.kafka.reader import check_consumer_properties
 from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.source import KafkaSource
@@ -463,6 +463,14 @@ class KafkaPlugin(SourcePlugin):
         self._dropping: dict[int, dict[TopicPartition, int]] = {}
         #: this round moves positions (offsets.out-of-range = earliest): it commits them
         self._moved = False
+        #: the positions the first discovery gave the partitions are in no commit yet, and a
+        #: restart would resolve 'scan.startup.mode' again to other offsets (latest-offset:
+        #: the records produced in between would be skipped); cleared by a restored checkpoint
+        #: and by the first commit
+        self._unsaved_starts = (
+            source.config.starting_offsets.mode is not StartupMode.EARLIEST)
+        #: the last plan held splits
+        self._holding = False
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
@@ -596,6 +604,14 @@ class KafkaPlugin(SourcePlugin):
             self.source.config.subscription.pattern, read or "(none held)")
 
     def restored(self, metadata: Mapping[str, str]) -> None:
+        starting = self.source.config.starting_offsets.mode
+        if starting is not StartupMode.EARLIEST:
+            log.warning(
+                "option 'scan.startup.mode' = '%s' is not used: the table's checkpoint holds "
+                "the positions this run resumes from (partitions it does not hold start from "
+                "their earliest offset). It applies to a new table only; to skip records of an "
+                "existing table, write to a new table", starting.config_text)
+        self._unsaved_starts = False
         stored = metadata.get(TOPIC_IDS_KEY)
         if stored is not None:
             try:
@@ -658,6 +674,7 @@ class KafkaPlugin(SourcePlugin):
     ) -> RoundPlan:
         held = {i: list(p.splits) for i, p in plans.items()}
         tps = sorted({s.topic_partition for splits in held.values() for s in splits})
+        self._holding = bool(tps)
         ends, gone = self._ends(tps) if tps else ({}, set())
         past = past_end(held, ends)
         if past and self.source.config.subscription.pattern is not None:
@@ -727,8 +744,10 @@ class KafkaPlugin(SourcePlugin):
 
     def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
         # dropped splits and moved positions reach the checkpoint with a commit, also when the
-        # round reads nothing (an empty topic created again would be found again every round)
-        return bool(self._dropping) or self._moved
+        # round reads nothing (an empty topic created again would be found again every round);
+        # so do the first positions of a new table that a restart would not find again
+        return (bool(self._dropping) or self._moved
+                or (self._unsaved_starts and self._holding))
 
     def drained(self) -> bool:
         if self._targets is None:  # no partition found (yet): give discovery a few rounds
@@ -736,6 +755,7 @@ class KafkaPlugin(SourcePlugin):
         return all(self._positions.get(tp, 0) >= end for tp, end in self._targets.items())
 
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
+        self._unsaved_starts = False
         self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)
