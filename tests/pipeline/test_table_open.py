@@ -36,10 +36,14 @@ def test_create_then_refuse_mismatches(tmp_path: Path) -> None:
     table = _settled(tmp_path / "t")
     assert table.config.bucket_count == 8 and table.config.partition_fields == ("day",)
     assert open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8})).config == table.config
-    with pytest.raises(ConfigError, match=r"uses index BUCKET .*table.index = 'BLOOM'"):
+    with pytest.raises(ConfigError, match=r"uses index BUCKET with 8 buckets per partition, "
+                       r"but the pipeline sets table.index = 'BLOOM';"):
         open_target_table(_cfg(tmp_path / "t", index="BLOOM"))
-    with pytest.raises(ConfigError, match="bucket count 8"):
-        open_target_table(_cfg(tmp_path / "t"))
+    with pytest.raises(ConfigError, match=r"with 8 buckets per partition, but the pipeline sets "
+                       r"table.index = 'BUCKET', table.bucket-count = 4;"):
+        open_target_table(_cfg(tmp_path / "t", index="BUCKET", **{"bucket-count": 4}))
+    with pytest.raises(ConfigError, match=r"but the pipeline sets table.bucket-count = 16;"):
+        open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 16}))
     with pytest.raises(ConfigError, match="partition fields"):
         open_target_table(_cfg(tmp_path / "t", **{"bucket-count": 8, "partition-fields": []}))
 
@@ -85,6 +89,42 @@ def test_an_ordering_field_other_than_the_tables_is_refused(tmp_path: Path) -> N
     assert open_target_table(_cfg(tmp_path / "t")).config.precombine_field == "day"
     with pytest.raises(ConfigError, match=r"orders records by 'day' .*precombine-field = 'id'"):
         open_target_table(_cfg(tmp_path / "t", **{"precombine-field": "id"}))
+
+
+def test_an_ordering_field_for_a_table_without_one_is_refused(tmp_path: Path) -> None:
+    """It was taken without a word and ignored: the writers order by the table's field, and
+    with none the last record read won, an older event read after a newer one included."""
+    open_target_table(_cfg(tmp_path / "t"))
+    _settled(tmp_path / "t")
+    with pytest.raises(ConfigError, match=r"has no ordering field \(no hoodie.table.precombine."
+                       r"field: .*last one read wins\), but the pipeline sets "
+                       r"table.precombine-field = 'day'"):
+        open_target_table(_cfg(tmp_path / "t", **{"precombine-field": "day"}))
+    assert open_target_table(_cfg(tmp_path / "t")).config.precombine_field is None
+
+
+def test_a_left_out_type_index_or_bucket_count_keeps_the_tables(tmp_path: Path) -> None:
+    """A pipeline file without table.type, table.index or table.bucket-count was refused for
+    an existing table of another type, index or count: "the pipeline sets table.type =
+    'COPY_ON_WRITE'" (the default), although the option reference says an existing table keeps
+    its type. Left out, the table's are kept, as its name and ordering field are; set, they
+    must match."""
+    mor = tmp_path / "mor"
+    open_target_table(_cfg(mor, type="MERGE_ON_READ", **{"bucket-count": 8}))
+    _settled(mor)
+    opened = open_target_table(_cfg(mor))
+    assert (opened.config.table_type.value, opened.config.bucket_count) == ("MERGE_ON_READ", 8)
+    with pytest.raises(ConfigError, match=r"is MERGE_ON_READ, but the pipeline sets table.type "
+                       r"= 'COPY_ON_WRITE'; an existing table keeps its type"):
+        open_target_table(_cfg(mor, type="COPY_ON_WRITE"))
+    bloom = tmp_path / "bloom"
+    open_target_table(_cfg(bloom, index="BLOOM"))
+    _settled(bloom)
+    opened = open_target_table(_cfg(bloom, **{"bucket-count": 16}))  # not used with BLOOM
+    assert opened.config.index_type.value == "BLOOM"
+    with pytest.raises(ConfigError, match=r"uses index BLOOM, but the pipeline sets "
+                       r"table.index = 'BUCKET';"):
+        open_target_table(_cfg(bloom, index="BUCKET"))
 
 
 def test_another_table_name_is_refused_and_a_left_out_one_keeps_the_tables(

@@ -241,14 +241,16 @@ PRECOMBINE_FIELD = option(
     str,
     "",
     "Ordering field: among records with the same key the highest value wins (ties: the last "
-    "read). Empty: the last record read wins.",
+    "read). Empty: the last record read wins. An existing table keeps its ordering field: left "
+    "out, the table's is used; another one, or one for a table that has none, is refused.",
 )
 INDEX = option(
     "table.index",
     IndexType,
     IndexType.BUCKET,
     "Index locating existing records: BUCKET (file group = hash(key) % bucket-count, no lookup, "
-    "fastest upserts) or BLOOM (bloom filters in base files; upserts tables written by others).",
+    "fastest upserts) or BLOOM (bloom filters in base files; upserts tables written by others). "
+    "An existing table keeps its index: left out, the table's is used; another one is refused.",
 )
 TABLE_TYPE = option(
     "table.type",
@@ -256,10 +258,12 @@ TABLE_TYPE = option(
     TableType.COPY_ON_WRITE,
     "Table type of a new table: COPY_ON_WRITE (every round rewrites the file groups it touches; "
     "simplest to read) or MERGE_ON_READ (rounds append log files, compaction merges them into "
-    "base files later; fastest upserts). An existing table keeps its type.",
+    "base files later; fastest upserts). An existing table keeps its type: left out, the table's "
+    "is used; another one is refused.",
 )
 BUCKET_COUNT = option(
-    "table.bucket-count", int, 4, "Buckets (file groups) per partition with index BUCKET.",
+    "table.bucket-count", int, 4, "Buckets (file groups) per partition with index BUCKET. An "
+    "existing table keeps its count: left out, the table's is used; another one is refused.",
     minimum=1, maximum=65536,
 )
 OPERATION = option(
@@ -436,6 +440,11 @@ class TableSection:
     #: ``table.name`` was set (else :attr:`name` is the path's last element, and an existing
     #: table's own name is kept)
     name_set: bool = False
+    #: ``table.type`` / ``table.index`` / ``table.bucket-count`` were set (else an existing
+    #: table's own are kept; a new table takes the defaults)
+    type_set: bool = False
+    index_set: bool = False
+    bucket_count_set: bool = False
 
     @property
     def storage_options(self) -> dict[str, str]:
@@ -640,6 +649,9 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         options=passthrough.get(("table", "options"), MaskedDict()),
         storage=passthrough.get(("table", "storage"), MaskedDict()),
         name_set=bool(tbl.get(TABLE_NAME)),
+        type_set=tbl.contains(TABLE_TYPE),
+        index_set=tbl.contains(INDEX),
+        bucket_count_set=tbl.contains(BUCKET_COUNT),
     )
     spark_extra = passthrough.get(("runtime", "spark-conf"), MaskedDict())
     if "spark.master" in spark_extra:

@@ -171,20 +171,24 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
             f"table.name = {t.name!r}; an existing table keeps its name: set the table's, or "
             "leave table.name out"
         )
-    if c.table_type is not t.table_type:
+    if t.type_set and c.table_type is not t.table_type:
         raise ConfigError(
             f"table '{t.path}' is {c.table_type}, but the pipeline sets table.type = "
             f"{t.table_type.config_text!r}; an existing table keeps its type: set the table's "
-            "type or write to a new path"
+            "type, leave table.type out, or write to a new path"
         )
-    if c.index_type != t.index or (
-        c.index_type is IndexType.BUCKET and c.bucket_count != t.bucket_count
-    ):
+    index_differs = t.index_set and c.index_type != t.index
+    count_differs = (t.bucket_count_set and c.index_type is IndexType.BUCKET
+                     and c.bucket_count != t.bucket_count)
+    if index_differs or count_differs:
+        shown = ", ".join(
+            [f"table.index = {str(t.index)!r}"] * t.index_set
+            + [f"table.bucket-count = {t.bucket_count}"] * t.bucket_count_set)
+        has = (f"index {c.index_type} with {c.bucket_count} buckets per partition"
+               if c.index_type is IndexType.BUCKET else f"index {c.index_type}")
         raise ConfigError(
-            f"table '{t.path}' uses index {c.index_type} (bucket count {c.bucket_count}), but the "
-            f"pipeline sets table.index = {str(t.index)!r}, table.bucket-count = "
-            f"{t.bucket_count}; an existing table keeps its index: set the table's values or "
-            "write to a new path"
+            f"table '{t.path}' uses {has}, but the pipeline sets {shown}; an existing table "
+            "keeps its index: set the table's values, leave them out, or write to a new path"
         )
     if tuple(c.record_key_fields) != tuple(t.record_key) or (
         tuple(c.partition_fields) != tuple(t.partition_fields)
@@ -194,6 +198,15 @@ def open_target_table(config: PipelineConfig) -> HudiTable:
             f"{list(c.partition_fields)}, but the pipeline sets table.record-key = "
             f"{list(t.record_key)} and table.partition-fields = {list(t.partition_fields)}; "
             "make them match the table or write to a new path"
+        )
+    if t.precombine_field and not c.precombine_field:
+        # Java's writers ignore it (their check compares two set fields): the table's "last
+        # record read wins" would go on, and an older event read after a newer one would win
+        raise ConfigError(
+            f"table '{t.path}' has no ordering field (no hoodie.table.precombine.field: among "
+            "records with the same key the last one read wins), but the pipeline sets "
+            f"table.precombine-field = {t.precombine_field!r}; an existing table keeps its "
+            "ordering: leave table.precombine-field out or write to a new path"
         )
     if c.precombine_field and t.precombine_field and c.precombine_field != t.precombine_field:
         # as Java's writers refuse it (HoodieWriterUtils.validateTableConfig): the table's
