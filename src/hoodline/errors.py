@@ -143,6 +143,15 @@ class KafkaTopicNotFoundError(KafkaSourceError):
     retryable: bool = False
 
 
+class KafkaMetadataNotReadyError(KafkaSourceError):
+    """The brokers answered for partitions they list as if they did not know them: a topic
+    created (or given partitions) a moment ago, whose metadata has not reached every broker
+    or the client yet."""
+
+    #: The next round asks again, when the metadata has spread.
+    retryable = True
+
+
 class EmbeddedBrokerError(HoodlineError):
     """The embedded test/demo broker (Tansu) cannot be found, started or stopped."""
 

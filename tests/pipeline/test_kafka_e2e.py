@@ -231,3 +231,49 @@ def test_a_new_table_keeps_the_positions_its_start_mode_gave(
     assert summary.records_read == 80
     assert table_rows(table) == stream.model  # not the 60 before the first start
     assert f"'scan.startup.mode' = '{mode}' is not used" in caplog.text
+
+
+@pytest.mark.parametrize("policy", ["fail", "earliest"])
+def test_a_topic_created_again_with_fewer_partitions_is_named_or_read_as_it_is(
+    broker: EmbeddedBroker, tmp_path: Path, policy: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A checkpoint holding a partition its re-created topic no longer has stopped every start
+    with "listing latest offsets failed ... Check that the brokers are reachable", also with
+    offsets.out-of-range = earliest. Now 'fail' names the partition and the topic's count, and
+    'earliest' drops it (a warning names how far it was read) and reads the topic anew."""
+    from confluent_kafka.admin import AdminClient
+
+    from hoodline.errors import KafkaOffsetOutOfRangeError
+    from hoodline.testing.engine import InProcessEngine
+
+    topic = create_topic(broker.bootstrap_servers, unique("pc-fewer"), 2)
+    Stream(broker.bootstrap_servers, topic, 2, seed=41).produce(100, 1000, deletes=0.0)
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "kafka", "format": "json", "options": {
+            "topic": topic, "properties": {"bootstrap.servers": broker.bootstrap_servers},
+            "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy}},
+        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
+                  "precombine-field": "ts", "delete-field": "deleted"},
+        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
+    })
+    with Pipeline(cfg, InProcessEngine()) as p:
+        assert p.run(once=True).records_read == 100
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for f in admin.delete_topics([topic]).values():
+        f.result(timeout=10)
+    time.sleep(0.5)
+    create_topic(broker.bootstrap_servers, topic, 1)
+    fresh = Stream(broker.bootstrap_servers, topic, 1, seed=42)
+    fresh.produce(120, 1000, deletes=0.0)
+    with caplog.at_level("WARNING", logger="hoodline"), Pipeline(cfg, InProcessEngine()) as p:
+        if policy == "fail":
+            with pytest.raises(KafkaOffsetOutOfRangeError, match=rf"partition\(s\) {topic}-1 "
+                               r"of the table's checkpoint no longer exist on the brokers .*: "
+                               rf"'{topic}' has 1 now"):
+                p.run(once=True)
+            return
+        assert p.run(once=True).records_read == 120
+    assert f"partition(s) {topic}-1 no longer exist on the brokers" in caplog.text
+    rows = table_rows(table)
+    assert {i: rows[i] for i in fresh.model} == fresh.model

@@ -125,3 +125,52 @@ def test_avro_and_plain_tombstone_keys_in_one_batch_each_delete(
     # all framed: the Avro path alone, as before
     only = _prepare([None, None], [framed, _avro_string_key(schema_id, "a4")], avro)
     assert _deleted(only) == ["a1", "a4"]
+
+
+class _StaleMetadata:
+    """A metadata client whose ListOffsets does not know partitions its topic listing has (a
+    topic created or given partitions a moment ago), or fails for another reason."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def latest_offsets(self, tps: object) -> dict[object, int]:
+        from confluent_kafka import KafkaError, KafkaException
+
+        from hoodline.errors import KafkaSourceError
+
+        try:
+            raise KafkaException(KafkaError(self.code, "as the broker said"))
+        except KafkaException as exc:
+            raise KafkaSourceError("listing latest offsets failed against b:9092") from exc
+
+    def topic_partition_counts(self) -> dict[str, int]:
+        return {"orders": 8}
+
+
+def test_partitions_the_brokers_list_but_cannot_answer_for_yet_fail_the_round_retryably() -> None:
+    """A topic given more partitions while the pipeline ran stopped it at once, not retried:
+    the end offsets of the new partitions were asked before the client's metadata knew them
+    ("Unknown partition", "check that the brokers are reachable"). The round is retried now;
+    another failure of the listing is not."""
+    from confluent_kafka import KafkaError
+
+    from hoodline.connectors.kafka.plugin import KafkaPlugin
+    from hoodline.connectors.kafka.source import KafkaSource
+    from hoodline.connectors.kafka.split import TopicPartition
+    from hoodline.errors import KafkaMetadataNotReadyError, KafkaSourceError, is_retryable
+
+    source = KafkaSource.from_options({"topic": "orders",
+                                       "properties.bootstrap.servers": "b:9092"})
+    tps = [TopicPartition("orders", p) for p in (0, 7)]
+    for code in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART):
+        plugin = KafkaPlugin(source)
+        plugin._client = _StaleMetadata(code)  # type: ignore[assignment]
+        with pytest.raises(KafkaMetadataNotReadyError, match="the round is retried") as info:
+            plugin._ends(tps)
+        assert is_retryable(info.value)
+    plugin = KafkaPlugin(source)
+    plugin._client = _StaleMetadata(KafkaError.TOPIC_AUTHORIZATION_FAILED)  # type: ignore[assignment]
+    with pytest.raises(KafkaSourceError) as info:
+        plugin._ends(tps)
+    assert not is_retryable(info.value)

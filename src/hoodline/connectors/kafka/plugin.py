@@ -50,6 +50,7 @@ from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import (
     ConfigError,
     KafkaBrokerUnavailableError,
+    KafkaMetadataNotReadyError,
     KafkaOffsetOutOfRangeError,
     KafkaSourceError,
     PipelineError,
@@ -544,64 +545,116 @@ class KafkaPlugin(SourcePlugin):
             defaults=json.dumps(defaults), kind=self._kind,
         ), changes=self._changes, mark_deletes=self._mark_deletes)
 
-    def _ends(self, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int], set[str]]:
-        """The partitions' end offsets, and the topics among them that no longer exist when
-        the subscription is a topic pattern (deleted: their partitions have no end). A deleted
-        topic named by option 'topic' or 'partitions' stops the source."""
+    def _ends(
+        self, tps: list[TopicPartition]
+    ) -> tuple[dict[TopicPartition, int], set[str], set[TopicPartition]]:
+        """The partitions' end offsets; the topics among them that no longer exist when the
+        subscription is a topic pattern (deleted: their partitions have no end); and with
+        'offsets.out-of-range' = earliest, the partitions that no longer exist in a topic
+        created again with fewer partitions. A deleted topic named by option 'topic' or
+        'partitions' stops the source, as does a missing partition otherwise."""
         if self._client is None:
             self._client = self.source.metadata_client()
         try:
-            return self._client.latest_offsets(tps), set()
+            return self._client.latest_offsets(tps), set(), set()
         except KafkaBrokerUnavailableError:
             raise
         except KafkaSourceError as exc:
-            # a topic the positions name may be gone: say so rather than "check the brokers"
+            # a topic or partition the positions name may be gone: say so rather than "check
+            # the brokers"
             try:
                 present = self._client.topic_partition_counts()
             except KafkaSourceError:
                 raise exc from None
             gone = sorted({tp.topic for tp in tps} - set(present))
-            if not gone:
+            missing = sorted(tp for tp in tps
+                             if tp.topic in present and tp.partition >= present[tp.topic])
+            if not gone and not missing:
+                if _unknown_partition(exc):
+                    raise KafkaMetadataNotReadyError(
+                        f"{exc} The brokers list every partition asked for: their metadata "
+                        "is likely still spreading after a topic was created or given more "
+                        "partitions; the round is retried"
+                    ) from exc
                 raise
-            if self.source.config.subscription.pattern is not None:
-                left = [tp for tp in tps if tp.topic not in gone]
-                return (self._client.latest_offsets(left) if left else {}), set(gone)
-            raise KafkaSourceError(
-                f"topic(s) {', '.join(repr(t) for t in gone)} no longer exist on the brokers "
-                f"({self.source.config.client_properties.get('bootstrap.servers', '?')}), but "
-                "the table's checkpoint holds positions in them: they were deleted. Create them "
-                "again to go on ('offsets.out-of-range' decides where a re-created topic is "
-                "read from), or write to a new table"
-            ) from exc
+            if gone and self.source.config.subscription.pattern is None:
+                raise KafkaSourceError(
+                    f"topic(s) {', '.join(repr(t) for t in gone)} no longer exist on the "
+                    f"brokers ({self._servers}), but the table's checkpoint holds positions in "
+                    "them: they were deleted. Create them again to go on "
+                    "('offsets.out-of-range' decides where a re-created topic is read from), "
+                    "or write to a new table"
+                ) from exc
+            if missing:
+                self._refuse_missing(missing, present)
+            left = [tp for tp in tps if tp.topic not in gone and tp not in missing]
+            return (self._client.latest_offsets(left) if left else {}), set(gone), set(missing)
+
+    @property
+    def _servers(self) -> str:
+        return str(self.source.config.client_properties.get("bootstrap.servers", "?"))
+
+    def _refuse_missing(self, missing: list[TopicPartition], present: Mapping[str, int]) -> None:
+        """Partitions the checkpoint holds that no longer exist (Kafka never removes a topic's
+        partitions: the topic was deleted and created again with fewer): the error that stops
+        the source, unless 'offsets.out-of-range' = earliest (they are dropped)."""
+        if self.source.config.offsets_out_of_range is OffsetsOutOfRange.EARLIEST:
+            return
+        counts = ", ".join(f"'{t}' has {present[t]}" for t in sorted({tp.topic
+                                                                       for tp in missing}))
+        raise KafkaOffsetOutOfRangeError(
+            f"partition(s) {', '.join(map(str, missing))} of the table's checkpoint no longer "
+            f"exist on the brokers ({self._servers}): {counts} now; a topic's partitions are "
+            "never removed, so it was deleted and created again with fewer. Create it again "
+            "with its old number of partitions, set 'offsets.out-of-range' = 'earliest' to "
+            "stop reading the missing partitions (records they held past the table's "
+            "positions are not read) and read the topic as it is now from its earliest "
+            "offsets, or write to a new table"
+        )
 
     def _drop_deleted(
-        self, held: Mapping[int, Sequence[KafkaPartitionSplit]], gone: set[str]
+        self, held: Mapping[int, Sequence[KafkaPartitionSplit]], gone: set[str],
+        missing: set[TopicPartition],
     ) -> None:
         """Splits of topics found deleted (their end offsets failed or lie before the
-        positions, and the brokers' metadata lacks them) leave their readers with this round
-        (:meth:`continuing`, :meth:`forward_events`): a topic-pattern subscription reads the
-        topics that match while they exist."""
+        positions, and the brokers' metadata lacks them), and of partitions a topic created
+        again no longer has, leave their readers with this round (:meth:`continuing`,
+        :meth:`forward_events`): a topic-pattern subscription reads the topics that match
+        while they exist."""
         self._dropping = {}
-        if not gone:
+        if not gone and not missing:
             return
         for reader, splits in held.items():
             for s in splits:
-                if s.topic in gone:
+                if s.topic in gone or s.topic_partition in missing:
                     self._dropping.setdefault(reader, {})[s.topic_partition] = s.starting_offset
         for topic in gone:
             self._ids.pop(topic, None)
             self._asked.discard(topic)
         if self._targets is not None:
-            self._targets = {tp: e for tp, e in self._targets.items() if tp.topic not in gone}
-        read = ", ".join(f"{tp.topic}-{tp.partition}={o}" for tp, o in sorted(
-            (tp, o) for d in self._dropping.values() for tp, o in d.items()))
-        log.warning(
-            "topic(s) %s matched by topic-pattern %r no longer exist on the brokers: they were "
-            "deleted. Their partitions are no longer read; they had been read up to offsets %s "
-            "(records they held past these were not read). A topic created again under the "
-            "name is read as a new one, from its earliest offset",
-            ", ".join(repr(t) for t in sorted(gone)),
-            self.source.config.subscription.pattern, read or "(none held)")
+            self._targets = {tp: e for tp, e in self._targets.items()
+                             if tp.topic not in gone and tp not in missing}
+
+        def read(dropped: Callable[[TopicPartition], bool]) -> str:
+            return ", ".join(f"{tp.topic}-{tp.partition}={o}" for tp, o in sorted(
+                (tp, o) for d in self._dropping.values() for tp, o in d.items()
+                if dropped(tp))) or "(none held)"
+
+        if gone:
+            log.warning(
+                "topic(s) %s matched by topic-pattern %r no longer exist on the brokers: they "
+                "were deleted. Their partitions are no longer read; they had been read up to "
+                "offsets %s (records they held past these were not read). A topic created again "
+                "under the name is read as a new one, from its earliest offset",
+                ", ".join(repr(t) for t in sorted(gone)),
+                self.source.config.subscription.pattern, read(lambda tp: tp.topic in gone))
+        if missing:
+            log.warning(
+                "partition(s) %s no longer exist on the brokers: their topic was deleted and "
+                "created again with fewer partitions. They are no longer read ('offsets.out-of-"
+                "range' = 'earliest'); they had been read up to offsets %s (records they held "
+                "past these were not read)", ", ".join(map(str, sorted(missing))),
+                read(lambda tp: tp in missing))
 
     def restored(self, metadata: Mapping[str, str]) -> None:
         starting = self.source.config.starting_offsets.mode
@@ -675,7 +728,7 @@ class KafkaPlugin(SourcePlugin):
         held = {i: list(p.splits) for i, p in plans.items()}
         tps = sorted({s.topic_partition for splits in held.values() for s in splits})
         self._holding = bool(tps)
-        ends, gone = self._ends(tps) if tps else ({}, set())
+        ends, gone, missing = self._ends(tps) if tps else ({}, set(), set())
         past = past_end(held, ends)
         if past and self.source.config.subscription.pattern is not None:
             # positions past their partition's end: a deleted topic may still answer with end
@@ -685,10 +738,12 @@ class KafkaPlugin(SourcePlugin):
             gone |= {s.topic for s in past if s.topic not in present}
             ends = {tp: e for tp, e in ends.items() if tp.topic not in gone}
             past = [s for s in past if s.topic not in gone]
-        self._drop_deleted(held, gone)
+        self._drop_deleted(held, gone, missing)
         recreated = self._recreated({tp.topic for tp in tps if tp.topic not in gone})
+        # a new partition (position 0) is read from its start anyway; a dropped one not at all
         past += [s for splits in held.values() for s in splits
-                 if s.topic in recreated and s not in past]
+                 if s.topic in recreated and s not in past and s.starting_offset > 0
+                 and s.topic_partition not in missing]
         self._moved = bool(past)
         if past:
             held = restarted(held, self._restart_points(past, ends, recreated))
@@ -770,3 +825,17 @@ class KafkaPlugin(SourcePlugin):
                 self._client.close()
             finally:
                 self._client = None
+
+
+def _unknown_partition(exc: BaseException) -> bool:
+    """The Kafka error under ``exc`` says a partition or topic is unknown (to the client or to
+    the broker asked)."""
+    from confluent_kafka import KafkaError
+
+    cause = exc.__cause__
+    inner = cause.args[0] if cause is not None and cause.args else None
+    code = getattr(inner, "code", None)
+    return callable(code) and code() in (
+        KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
+        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION)
