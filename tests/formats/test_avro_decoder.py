@@ -216,6 +216,20 @@ def test_newer_schema_with_new_fields_asks_for_the_latest_version() -> None:
         behind.decode(value)
 
 
+def test_a_newer_version_with_a_lower_id_is_followed_too() -> None:
+    """A registry gives a schema text it knew under another subject its old id: a subject's
+    version 2 can have a lower id than its version 1. Only higher ids were checked, so the
+    records of version 2 were read into version 1 and their new fields were dropped, committed,
+    without a word (schema review)."""
+    reader = pa.schema([("id", pa.int64())])
+    newer = {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"},
+                                                      {"name": "email", "type": "string"}]}
+    value = pa.array([_frame(29, newer, {"id": 1, "email": "e"})], pa.binary())
+    decoder = RegistryDecoder(reader, _lookup({29: newer}), reader_id=30, latest_id=lambda: 29)
+    with pytest.raises(SchemaChangedError, match=r"schema id 29 carry field\(s\) email"):
+        decoder.decode(value)
+
+
 def test_a_higher_id_whose_fields_the_latest_version_lacks_is_read_not_retried_forever() -> None:
     """The reader is the subject's latest version: an id from another subject (a misrouted
     message) or a version whose text the registry knew under an older, lower id gave

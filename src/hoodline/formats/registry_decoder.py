@@ -25,13 +25,14 @@ Nothing is dropped silently; every value is a decoded record or a bad record wit
   (truncated, corrupt);
 * ``missing_key``: a key, partition or ordering field is null or absent.
 
-A value written with a schema *newer* than the reader schema (a higher id) that carries fields
-the reader lacks raises :class:`~hoodline.errors.SchemaChangedError` when the reader follows the
-subject's latest version and that version is no longer the reader: the round is retried after
-the pipeline fetched it, so new fields reach the table instead of being skipped. When the reader
-still is the latest version (the id belongs to another subject, or a registry gave an older
-schema text's lower id to a newer version), a retry could not help: the value is read into the
-reader by Avro's rules, without the fields the subject does not have.
+A value written with a schema that carries fields the reader lacks (or holds a field as another
+type) raises :class:`~hoodline.errors.SchemaChangedError` when the reader follows the subject's
+latest version and that version is no longer the reader: the round is retried after the
+pipeline fetched it, so new fields reach the table instead of being skipped. The ids' order
+says nothing here (a registry gives a schema text it already knew under another subject its
+old, lower id). When the reader still is the latest version (the schema is registered under
+another subject only), a retry could not help: the value is read into the reader by Avro's
+rules, without the fields the subject does not have.
 """
 
 from __future__ import annotations
@@ -334,9 +335,11 @@ class RegistryDecoder:
 
     def _behind(self, writer_id: int) -> bool:
         """Whether a writer with ``writer_id`` may be of a subject version newer than the
-        reader: the reader follows the latest version, the id is higher, and the subject's
-        latest version is not the reader any more (asked once per writer schema)."""
-        return (self._reader_id is not None and writer_id > self._reader_id
+        reader: the reader follows the latest version, and the subject's latest version is not
+        the reader any more (asked once per writer schema). Not the ids' order: a registry
+        gives a schema text it knew (under another subject) its old, lower id, so a newer
+        version can have a lower id than the reader -- its new fields were skipped."""
+        return (self._reader_id is not None and writer_id != self._reader_id
                 and (self._latest_id is None or self._latest_id() != self._reader_id))
 
     def _new_fields(self, writer: pa.Schema) -> list[str]:
