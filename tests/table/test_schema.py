@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pytest
@@ -178,3 +179,34 @@ def test_a_nested_record_gains_nullable_fields(
 ])
 def test_what_is_no_nested_evolution(old: pa.DataType, new: pa.DataType) -> None:
     assert nested_evolution(old, new) is None
+
+
+def test_new_fields_need_avro_names_that_differ_from_their_siblings_by_more_than_case() -> None:
+    """A 'first-name' column (JSON Schema, a declared [schema]) was written, and from then on
+    hudi-rs and Java's Avro parser refused the table's schema; a 'Qty' beside 'qty' (a rename
+    that changed the case) made Spark refuse it. Both are refused when they would enter the
+    table; names the table already has are left as they are."""
+    base = pa.schema([("id", pa.int64()), ("qty", pa.int64())])
+    for bad, why in [("first-name", "is not a valid Avro name"),
+                     ("2nd", "is not a valid Avro name"),
+                     ("a.b", "is not a valid Avro name"),
+                     ("Qty", "differs from field 'qty' only in case")]:
+        new = base.append(pa.field(bad, pa.string()))
+        with pytest.raises(SchemaEvolutionError, match=rf"field '{re.escape(bad)}' {why}"):
+            check_evolution(base, new, ["id"])
+        with pytest.raises(SchemaEvolutionError, match=rf"field '{re.escape(bad)}' {why}"):
+            check_evolution(None, new, ["id"])
+    nested = pa.schema([("id", pa.int64()), ("addr", pa.list_(pa.struct([
+        ("zip", pa.string()), ("Zip", pa.string())])))])
+    with pytest.raises(SchemaEvolutionError, match=r"field 'addr.Zip' differs from field "
+                       r"'addr.zip' only in case"):
+        check_evolution(None, nested, ["id"])
+    # a case clash whose other half the table has, wherever it comes in the data
+    with pytest.raises(SchemaEvolutionError, match="only in case"):
+        check_evolution(base, pa.schema([("Qty", pa.int64()), ("id", pa.int64()),
+                                          ("qty", pa.int64())]), ["id"])
+    # names the table has already are not refused again (the table can still be written)
+    legacy = base.append(pa.field("first-name", pa.string()))
+    assert check_evolution(legacy, legacy, ["id"]).names == ["id", "qty", "first-name"]
+    ok = base.append(pa.field("_Name_2", pa.string()))
+    assert check_evolution(base, ok, ["id"]).names == ["id", "qty", "_Name_2"]

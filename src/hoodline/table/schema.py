@@ -165,18 +165,23 @@ def avro_schema_json_to_arrow(text: str) -> pa.Schema:
     return pa.schema([_avro_field_to_arrow(f, named) for f in parsed.get("fields", [])])
 
 
-def _avro_field_to_arrow(f: dict[str, Any], named: dict[str, Any]) -> pa.Field:
-    t, nullable = _avro_to_type(f["type"], named)
+def _avro_field_to_arrow(
+    f: dict[str, Any], named: dict[str, Any], within: tuple[str, ...] = ()
+) -> pa.Field:
+    t, nullable = _avro_to_type(f["type"], named, within)
     return pa.field(f["name"], t, nullable=nullable)
 
 
-def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
-    """Arrow type and nullability of an Avro type."""
+def _avro_to_type(
+    s: Any, named: dict[str, Any], within: tuple[str, ...] = ()
+) -> tuple[pa.DataType, bool]:
+    """Arrow type and nullability of an Avro type; ``within``: the records it is inside of
+    (a record inside itself, a recursive type, has no Arrow or table type)."""
     if isinstance(s, list):
         non_null = [v for v in s if v != "null"]
         nullable = len(non_null) < len(s)
         if len(non_null) == 1:
-            t, _ = _avro_to_type(non_null[0], named)
+            t, _ = _avro_to_type(non_null[0], named, within)
             return t, nullable
         if not non_null:
             raise TableError(f"Avro union {json.dumps(s)} has no type but null")
@@ -184,7 +189,7 @@ def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
         if len(non_null) == 2 and kinds in ({"int", "long"}, {"float", "double"}):
             return (pa.int64() if "long" in kinds else pa.float64()), nullable
         # as Spark (and so Hudi's Spark writer) reads it: one nullable member per type
-        members = [pa.field(f"member{i}", _avro_to_type(v, named)[0], nullable=True)
+        members = [pa.field(f"member{i}", _avro_to_type(v, named, within)[0], nullable=True)
                    for i, v in enumerate(non_null)]
         return pa.struct(members), nullable
     if isinstance(s, str):
@@ -202,7 +207,7 @@ def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
             return prim[s], False
         short = s.rsplit(".", 1)[-1]
         if s in named or short in named:
-            return _avro_to_type(named.get(s, named.get(short)), named)
+            return _avro_to_type(named.get(s, named.get(short)), named, within)
         raise TableError(f"Avro type '{s}' is not supported")
     if not isinstance(s, dict):
         raise TableError(f"Avro type {s!r} is not supported")
@@ -223,14 +228,24 @@ def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
     if logical == "time-micros":
         return pa.time64("us"), False
     if typ == "record":
-        if "name" in s:
-            named[str(s["name"])] = s
-        return pa.struct([_avro_field_to_arrow(f, named) for f in s.get("fields", [])]), False
+        name = str(s.get("name", ""))
+        if name and name in within:
+            path = " -> ".join((*within[within.index(name):], name))
+            raise TableError(
+                f"Avro record '{name}' contains itself ({path}): a recursive type has no "
+                "table column type (Parquet and Hudi's schemas are finite); model the "
+                "recursion another way (a parent id, a JSON string) in the producer's schema"
+            )
+        if name:
+            named[name] = s
+        inner = (*within, name) if name else within
+        return pa.struct([_avro_field_to_arrow(f, named, inner)
+                          for f in s.get("fields", [])]), False
     if typ == "array":
-        t, nullable = _avro_to_type(s["items"], named)
+        t, nullable = _avro_to_type(s["items"], named, within)
         return pa.list_(pa.field("element", t, nullable=nullable)), False
     if typ == "map":
-        t, nullable = _avro_to_type(s["values"], named)
+        t, nullable = _avro_to_type(s["values"], named, within)
         return pa.map_(pa.string(), pa.field("value", t, nullable=nullable)), False
     if typ == "fixed":
         if "name" in s:
@@ -239,7 +254,7 @@ def _avro_to_type(s: Any, named: dict[str, Any]) -> tuple[pa.DataType, bool]:
     if typ == "enum":
         return pa.string(), False
     if isinstance(typ, (str, list, dict)):
-        return _avro_to_type(typ, named)
+        return _avro_to_type(typ, named, within)
     raise TableError(f"Avro type {json.dumps(s)} is not supported")
 
 
@@ -320,6 +335,59 @@ def nested_evolution(old: pa.DataType, new: pa.DataType) -> pa.DataType | None:
     return None
 
 
+#: An Avro name (the table's schema is stored as Avro: Java Hudi and hudi-rs parse it)
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _named_paths(
+    t: pa.DataType | pa.Schema, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    """Paths of the named fields of a schema or type: columns and struct fields, also inside
+    lists and maps (whose own item/key/value fields have no Avro name)."""
+    out: list[tuple[str, ...]] = []
+    fields: list[pa.Field] = []
+    if isinstance(t, pa.Schema):
+        fields = list(t)
+    elif pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _named_paths(t.value_type, prefix)
+    elif pa.types.is_map(t):
+        return _named_paths(t.item_type, prefix)
+    for f in fields:
+        path = (*prefix, f.name)
+        out.append(path)
+        out += _named_paths(f.type, path)
+    return out
+
+
+def _check_names(old: pa.Schema | None, new: pa.Schema) -> None:
+    """Fields new to the table must have Avro names (Java Hudi and hudi-rs cannot open a table
+    whose schema has a 'first-name' column) that differ from their siblings' by more than case
+    (Spark, Hive and Trino match column names without case: 'qty' and 'Qty' are one)."""
+    known = set(_named_paths(old)) if old is not None else set()
+    paths = _named_paths(new)
+    siblings = {(p[:-1], p[-1].lower()): p for p in paths if p in known}
+    for path in paths:
+        if path in known:
+            continue
+        shown = ".".join(path)
+        if not _AVRO_NAME.fullmatch(path[-1]):
+            raise SchemaEvolutionError(
+                f"field '{shown}' is not a valid Avro name (letters, digits and '_', not "
+                "starting with a digit): the table's schema is stored as Avro, and Java Hudi "
+                "and hudi-rs could not open the table. Rename it in the source (or the "
+                "[schema])"
+            )
+        other = siblings.setdefault((path[:-1], path[-1].lower()), path)
+        if other != path:
+            raise SchemaEvolutionError(
+                f"field '{shown}' differs from field '{'.'.join(other)}' only in case: Spark, "
+                "Hive and Trino match column names without case and could not read the table. "
+                "Rename one of them in the source (or the [schema])"
+            )
+
+
 def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[str]) -> pa.Schema:
     """The table schema after writing data of schema ``new`` into a table of schema ``old``.
 
@@ -327,10 +395,12 @@ def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[
     a key column only from integer to integer, which keeps its key text); new nullable fields
     of a struct column, also in lists and maps (:func:`nested_evolution`). Refused with
     :class:`SchemaEvolutionError` naming the column: a changed type, a dropped column, a dropped
-    key column, a new non-nullable column, or a column that became non-nullable. The returned
+    key column, a new non-nullable column, a column that became non-nullable, or a new field
+    whose name is not an Avro name or differs from another's only in case. The returned
     schema keeps the old column order and appends new columns (meta columns excluded).
     """
     new = data_schema(new)
+    _check_names(None if old is None else data_schema(old), new)
     for key in key_fields:
         if key not in new.names:
             raise SchemaEvolutionError(
