@@ -359,3 +359,31 @@ def test_columns_decode_faster_than_one_record_at_a_time() -> None:
         fastavro.schemaless_reader = original
     assert calls["n"] == 0
     assert np.array_equal(result.records.column("id").to_numpy(), np.arange(1000))
+
+
+def test_a_recursive_writer_schema_is_a_bad_record_and_no_table_schema() -> None:
+    """A version with a record inside itself (a tree) ended in RecursionError: a start with
+    ~1,150 lines of traceback, or -- pinned to an older version -- every round failing and
+    the topic blocked for good. Its records are bad records now, and as a table schema it is
+    refused naming the record."""
+    from hoodline.errors import TableError
+    from hoodline.formats.registry_decoder import INCOMPATIBLE_SCHEMA
+    from hoodline.table.schema import avro_schema_json_to_arrow
+
+    node = {"type": "record", "name": "Node", "namespace": "x", "fields": [
+        {"name": "v", "type": "long"},
+        {"name": "kids", "type": {"type": "array", "items": "x.Node"}}]}
+    tree = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"}, {"name": "tree", "type": ["null", node]}]}
+    with pytest.raises(TableError, match=r"Avro record 'Node' contains itself \(Node -> Node\)"):
+        avro_schema_json_to_arrow(json.dumps(tree))
+    reader = pa.schema([("id", pa.int64())])
+    value = _frame(8, tree, {"id": 1, "tree": {"v": 1, "kids": [{"v": 2, "kids": []}]}})
+    ok = _frame(7, {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]},
+                {"id": 2})
+    result = RegistryDecoder(reader, _lookup({8: tree, 7: {
+        "type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}})).decode(
+        pa.array([value, ok], pa.binary()))
+    assert result.records.to_pylist() == [{"id": 2}]
+    assert result.errors.reason.to_pylist() == [INCOMPATIBLE_SCHEMA]
+    assert "contains itself" in result.errors.detail[0].as_py()

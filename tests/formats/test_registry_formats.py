@@ -252,3 +252,20 @@ def test_avro_schema_references_are_resolved(schema_registry: SchemaRegistry) ->
     assert got[2] == {"id": 2, "total": {"cents": 2, "currency": "EUR"},
                       "refund": {"cents": 1, "currency": "USD"}}
     assert got[1]["refund"] is None
+
+
+def test_a_recursive_json_schema_is_refused_naming_the_definition() -> None:
+    """A definition inside itself (a tree) ended in RecursionError; a definition used twice
+    side by side is not recursive and still reads."""
+    tree = {"type": "object", "properties": {
+        "id": {"type": "integer"}, "tree": {"$ref": "#/definitions/N"}},
+        "definitions": {"N": {"type": "object", "properties": {
+            "v": {"type": "integer"}, "kids": {"type": "array",
+                                              "items": {"$ref": "#/definitions/N"}}}}}}
+    with pytest.raises(JsonSchemaError, match=r"^tree.kids\[\]: '#/definitions/N' contains "
+                       r"itself"):
+        json_schema_to_arrow(tree)
+    twice = {"type": "object", "properties": {
+        "a": {"$ref": "#/$defs/P"}, "b": {"$ref": "#/$defs/P"}},
+        "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
+    assert json_schema_to_arrow(twice).names == ["a", "b"]

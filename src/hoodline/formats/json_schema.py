@@ -60,7 +60,19 @@ def _resolve(node: Any, root: Mapping[str, Any], where: str) -> Any:
     return node
 
 
-def _type_of(node: Any, root: Mapping[str, Any], where: str) -> pa.DataType:
+def _type_of(
+    node: Any, root: Mapping[str, Any], where: str, refs: tuple[str, ...] = ()
+) -> pa.DataType:
+    """``refs``: the definitions ``node`` is inside of (one inside itself, a recursive type,
+    has no column type)."""
+    if isinstance(node, Mapping) and "$ref" in node:
+        ref = str(node["$ref"])
+        if ref in refs:
+            raise JsonSchemaError(
+                f"{where}: '{ref}' contains itself (a recursive type has no column type: "
+                "Parquet and Hudi's schemas are finite); model the recursion another way (a "
+                "parent id, a JSON string) in the producer's schema")
+        refs = (*refs, ref)
     node = _resolve(node, root, where)
     if not isinstance(node, Mapping):
         raise JsonSchemaError(f"{where}: schema {node!r} is not an object")
@@ -70,7 +82,7 @@ def _type_of(node: Any, root: Mapping[str, Any], where: str) -> pa.DataType:
             real = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
             if len(real) != 1:
                 raise JsonSchemaError(f"{where}: {key} of several types has no column type")
-            return _type_of(real[0], root, where)
+            return _type_of(real[0], root, where, refs)
     kind = node.get("type")
     if isinstance(kind, list):
         real = [k for k in kind if k != "null"]
@@ -93,13 +105,13 @@ def _type_of(node: Any, root: Mapping[str, Any], where: str) -> pa.DataType:
     if kind == "array":
         if "items" not in node:
             raise JsonSchemaError(f"{where}: array without 'items' has no element type")
-        return pa.list_(_type_of(node["items"], root, f"{where}[]"))
+        return pa.list_(_type_of(node["items"], root, f"{where}[]", refs))
     if kind == "object" or (kind is None and "properties" in node):
         props = node.get("properties")
         if not props:
             raise JsonSchemaError(f"{where}: object without 'properties' (a map) is not "
                                   "supported")
-        return pa.struct([pa.field(str(name), _type_of(sub, root, f"{where}.{name}"))
+        return pa.struct([pa.field(str(name), _type_of(sub, root, f"{where}.{name}", refs))
                           for name, sub in props.items()])
     raise JsonSchemaError(f"{where}: type {kind!r} has no column type")
 
