@@ -110,9 +110,25 @@ def _promotable(src: pa.DataType, dst: pa.DataType) -> bool:
 
 
 def _narrowing(src: pa.DataType, dst: pa.DataType) -> bool:
-    """An integer read into a narrower integer column (a field widened after the table got its
-    column: values that fit are read, others are bad records)."""
-    return bool(pa.types.is_integer(src) and pa.types.is_integer(dst))
+    """An integer or floating-point value read into a narrower integer column (a field widened
+    after the table got its column, a JSON Schema integer become number: values that fit --
+    whole numbers in the column's range -- are read, others are bad records)."""
+    return bool((pa.types.is_integer(src) or pa.types.is_floating(src))
+                and pa.types.is_integer(dst))
+
+
+def _unfit(col: pa.Array | pa.ChunkedArray, dst: pa.DataType) -> npt.NDArray[np.bool_]:
+    """Rows of ``col`` whose value is no value of the integer type ``dst``: outside its range,
+    or (floating point) not a whole number; nulls fit."""
+    info = np.iinfo(dst.to_pandas_dtype())
+    if pa.types.is_floating(col.type):
+        low, high = pa.scalar(float(info.min), col.type), pa.scalar(float(info.max + 1),
+                                                                    col.type)
+        out = pc.or_(pc.or_(pc.less(col, low), pc.greater_equal(col, high)),
+                     pc.not_equal(col, pc.floor(col)))  # NaN too
+        return np.asarray(pc.fill_null(pc.or_(out, pc.is_nan(col)), False))
+    return np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min), pc.greater(col, info.max)),
+                                   False))
 
 
 def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
@@ -144,13 +160,13 @@ def resolve_columns(
                         f"{f.type}"
                     )
                 if _narrowing(col.type, f.type) and not _promotable(col.type, f.type):
-                    info = np.iinfo(f.type.to_pandas_dtype())
-                    out = np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min),
-                                                         pc.greater(col, info.max)), False))
+                    out = _unfit(col, f.type)
                     if out.any():
                         unfit |= out
-                        why.append(f"field '{f.name}' has a value outside the table's {f.type} "
-                                   f"column (the writer schema has {col.type})")
+                        what = ("is no whole number in the range of" if
+                                pa.types.is_floating(col.type) else "is outside")
+                        why.append(f"field '{f.name}' has a value that {what} the table's "
+                                   f"{f.type} column (the writer schema has {col.type})")
                         col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
                 try:
                     col = col.cast(f.type)
