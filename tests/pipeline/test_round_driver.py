@@ -706,3 +706,16 @@ def test_a_folder_of_small_files_is_read_in_one_round_spread_over_the_readers(
     handed = [20 - w for w in waiting]  # type: ignore[operator]
     assert [round(n * 5) for n in handed] == list(itertools.accumulate(read)), (handed, read)
     assert format_round_line(committed[0]).endswith(f" waiting={waiting[0]} files")
+
+
+def test_a_schema_that_leaves_out_a_column_of_the_table_is_refused_naming_it(
+    src: Path, tmp_path: Path
+) -> None:
+    """It was refused as "column 'v' (string) of the table is missing from the data": the data
+    was fine, the [schema] had left the column out (schema review)."""
+    table = tmp_path / "t"
+    _driver(_config(src, table), InProcessEngine())[0].run(once=True)
+    narrowed = _config(src, table, schema={"id": "int64", "ts": "int64"})
+    with pytest.raises(ConfigError, match=r"\[schema\] leaves out column\(s\) 'v' of table "
+                       r"'.*t': a table never loses a column"):
+        _driver(narrowed, InProcessEngine())[0].run(once=True)

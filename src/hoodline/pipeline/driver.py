@@ -138,6 +138,24 @@ def _check_declared_types(config: PipelineConfig, records: pa.Schema, client: Wr
         )
 
 
+def _first_plan(config: PipelineConfig, client: WriteClient, records: pa.Schema) -> pa.Schema:
+    """The data schema of the run's first round; a [schema] that leaves out columns of the
+    table is refused naming them (the table layer would say they are "missing from the data")."""
+    try:
+        return client.plan_schema(records, config.table.operation)
+    except SchemaEvolutionError:
+        table = table_data_schema(client.table)
+        left_out = ([] if table is None or not len(config.schema)
+                    else [n for n in table.names if n not in records.names])
+        if not left_out:
+            raise
+        raise ConfigError(
+            f"[schema] leaves out column(s) {', '.join(repr(n) for n in left_out)} of table "
+            f"'{config.table.path}': a table never loses a column. Declare them again (records "
+            "without them write null), or write to a new table path"
+        ) from None
+
+
 def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
     """The pipeline checkpoint of the table's latest commit that carries one."""
     return _checkpoint_commit(table)[0]
@@ -273,7 +291,7 @@ class RoundDriver:
             source_schema = plugin.table_schema(cfg)
             record_schema = _record_schema(cfg, source_schema, client)
             _check_declared_types(cfg, record_schema, client)
-            data_schema = client.plan_schema(record_schema, operation)
+            data_schema = _first_plan(cfg, client, record_schema)
             if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(
                     open_error_table(cfg.errors.table_path, f"{client.table.config.name}_errors",
