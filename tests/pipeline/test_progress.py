@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
 
@@ -118,6 +119,12 @@ def test_plain_mode_summarises_idle_rounds_instead_of_a_line_each() -> None:
     once = RoundProgress(Console(file=once_out, width=300), live=False, once=True)
     once.on_round(idle)
     assert once_out.getvalue().splitlines() == ["idle: no new records; lag=0"]
+    # the file source has no lag in records: its idle lines say how many files wait (they
+    # said lag=0, as its round lines did before; config review)
+    files_out = io.StringIO()
+    files = RoundProgress(Console(file=files_out, width=300), live=False, once=True)
+    files.on_round(dataclasses.replace(idle, lag={}, files_waiting=0))
+    assert files_out.getvalue().splitlines() == ["idle: no new records; waiting=0 files"]
 
 
 def test_concurrent_rounds_and_status_updates_are_all_counted() -> None:
@@ -139,7 +146,6 @@ def test_an_idle_stretch_is_one_row_of_the_panel_and_its_round_one_row() -> None
     """Idle rounds each added a 'no commit' row carrying the next round's number: a few idle
     seconds pushed every committed round out of the panel, and the round that then committed
     showed twice (as 'no commit' and with its instant)."""
-    import dataclasses
 
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=True, color_system=None)

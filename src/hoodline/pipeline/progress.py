@@ -223,7 +223,7 @@ class RoundProgress:
                 self._idle_shown = now
                 # no round number: an idle round commits nothing, and the number it carries is
                 # the one the next committing round prints
-                line = f"idle: no new records; lag={_total_lag(report.lag)}"
+                line = f"idle: no new records; {_behind(report, _total_lag(report.lag))}"
                 if not explain:
                     return line
                 return f"{line} (idle rounds are summarised every {IDLE_LINE_INTERVAL_S:.0f} s)"
@@ -232,7 +232,7 @@ class RoundProgress:
                 return None
             self._idle_shown = now
             return (f"idle for {now - self._idle_since:.0f} s: {self._idle_rounds} rounds "
-                    f"without new records; lag={_total_lag(report.lag)}")
+                    f"without new records; {_behind(report, _total_lag(report.lag))}")
 
     def set_status(self, text: str) -> None:
         """Show ``text`` under the title (live mode) or print it as a line (plain mode)."""
