@@ -47,6 +47,8 @@ def test_show_summarises_table(table: HudiTable) -> None:
     assert "completed commits  3" in result.output
     assert "archived" in result.output and "metadata table     none" in result.output
     assert "key generator      SimpleKeyGenerator" in result.output
+    # the table's columns and types (schema review: only hand-parsing a commit showed them)
+    assert "columns            id string, region string, ts int64, v double" in result.output
 
 
 def test_show_names_a_timestamp_key_generator_and_its_settings(tmp_path: Path) -> None:

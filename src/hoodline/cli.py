@@ -409,10 +409,12 @@ TablePath = Annotated[str, typer.Argument(
 @_friendly_errors
 def table_show(path: TablePath) -> None:
     """Show the table's configuration and a summary of its current state."""
+    from hoodline.config.arrow_types import format_type
     from hoodline.table.archive import ARCHIVE_FOLDER
     from hoodline.table.metadata_table import METADATA_FOLDER
     from hoodline.table.properties import IndexType
     from hoodline.table.table import HudiTable
+    from hoodline.table.write.client import table_data_schema
 
     table = HudiTable.open(path)
     cfg = table.config
@@ -432,6 +434,9 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "precombine field", cfg.precombine_field or "(none)")
     _add_row(grid, "index", f"{cfg.index_type}" + (
         f" ({cfg.bucket_count} buckets)" if cfg.index_type is IndexType.BUCKET else ""))
+    schema = table_data_schema(table)
+    _add_row(grid, "columns", ", ".join(f"{f.name} {format_type(f.type)}" for f in schema)
+             if schema is not None else "(none: no commit yet)")
     _add_row(grid, "completed commits", str(len(table.timeline.completed_commits())))
     pending = ", ".join(i.describe() for i in table.timeline.pending())
     _add_row(grid, "pending instants", pending or "none")
