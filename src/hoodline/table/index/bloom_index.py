@@ -34,6 +34,7 @@ from hoodline.table.bloom import (
     MAX_RECORD_KEY,
     MIN_RECORD_KEY,
     BloomFilterError,
+    DynamicBloomFilter,
     KeyFilter,
     deserialize,
 )
@@ -81,11 +82,37 @@ def read_footer_index(path: TablePath) -> FooterIndex:
     return FooterIndex(md.num_rows, lo, hi, flt)
 
 
+#: The footer cache of a process holds at most this many bytes of filters: a BLOOM table's
+#: rewritten files get new names every round, and an entry-count cap alone let a worker of a
+#: long-running pipeline grow by the filters of every file it had ever looked at (~13 MiB per
+#: round in the large-table review; a filter of 1M keys takes ~50 MB unpacked).
+FOOTER_CACHE_BYTES = 128 * 1024 * 1024
+
+
+def _footprint(info: FooterIndex) -> int:
+    """Bytes an entry holds: its filter's bits (one byte each, unpacked), plus a little."""
+    flt = info.filter
+    rows = [] if flt is None else flt.rows if isinstance(flt, DynamicBloomFilter) else [flt]
+    return 256 + sum(r.bits.nbytes for r in rows)
+
+
 class _FooterCache:
-    def __init__(self, capacity: int = 4096) -> None:
-        self._data: OrderedDict[str, FooterIndex] = OrderedDict()
+    """Footer indexes of base files, least recently used first out, bounded by entries and by
+    the bytes of their filters (:data:`FOOTER_CACHE_BYTES`)."""
+
+    def __init__(self, capacity: int = 4096, max_bytes: int = FOOTER_CACHE_BYTES) -> None:
+        self._data: OrderedDict[str, tuple[FooterIndex, int]] = OrderedDict()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._data)
 
     def get(self, path: TablePath) -> FooterIndex:
         if isinstance(path, ObjectPath):  # written once under a unique name, never replaced
@@ -97,12 +124,19 @@ class _FooterCache:
             hit = self._data.get(key)
             if hit is not None:
                 self._data.move_to_end(key)
-                return hit
+                return hit[0]
         info = read_footer_index(path)
+        size = _footprint(info)
         with self._lock:
-            self._data[key] = info
-            while len(self._data) > self._capacity:
-                self._data.popitem(last=False)
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._data[key] = (info, size)
+            self._bytes += size
+            while len(self._data) > 1 and (len(self._data) > self._capacity
+                                           or self._bytes > self._max_bytes):
+                _, (_, dropped) = self._data.popitem(last=False)
+                self._bytes -= dropped
         return info
 
 
