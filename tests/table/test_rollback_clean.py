@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -349,3 +350,42 @@ def test_a_write_with_a_live_java_heartbeat_is_not_rolled_back(
     done = rollback_pending(table, clock=lambda: now + 121)
     assert [i.action for i in done] == ["rollback"] and table.timeline.pending() == []
     assert _vals(read.read_snapshot(table)) == {"a": 1}
+
+
+def test_cleans_after_the_first_list_only_the_partitions_written_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every automatic clean listed every partition of the table: on an object store a request
+    per partition per round (1,000 partitions: ~1,030 LIST requests for a one-record round in
+    the large-table review). After its first clean a process looks only at the partitions the
+    commits since wrote, and leaves nothing a full clean would delete."""
+    import pyarrow as pa
+
+    from hoodline.table import clean as clean_module
+    from hoodline.table.properties import TableConfig
+    from hoodline.table.write.client import WriteClient
+
+    listed: list[str] = []
+    real = clean_module.list_data_files
+
+    def counting(base: Any, partition: str) -> Any:
+        listed.append(partition)
+        return real(base, partition)
+
+    monkeypatch.setattr(clean_module, "list_data_files", counting)
+    t = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ("p",)))
+    per_clean: list[list[str]] = []
+    with WriteClient(t, {"hoodie.cleaner.commits.retained": "2"}) as client:
+        client.upsert(pa.table({"id": [f"k{i}" for i in range(40)],
+                                "p": [f"p{i % 20:02d}" for i in range(40)]}))
+        for r in range(8):
+            listed.clear()
+            part = f"p{r % 3:02d}"
+            client.upsert(pa.table({"id": [f"k{r % 3}"], "p": [part]}))
+            per_clean.append(sorted(set(listed)))
+    full = [c for c in per_clean if len(c) == 20]
+    assert len(full) == 1, per_clean  # the process's first clean with a retained commit
+    after = per_clean[per_clean.index(full[0]) + 1:]
+    assert after and all(len(c) <= 2 for c in after), per_clean
+    # a full clean (another process: no progress kept) finds nothing left to delete
+    assert clean_module.plan_clean(HudiTable.open(t.base_path), 2)[1] == {}

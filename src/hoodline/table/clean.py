@@ -13,12 +13,23 @@ the plan (a ``HoodieCleanerPlan``: the files to delete by full path), then ``.cl
 ``HoodieCleanMetadata`` listing the deleted files by name (Avro, as Java Hudi writes them; see
 :mod:`hoodline.table.action_metadata`).
 A clean interrupted by a crash is finished by :func:`finish_pending_cleans`.
+
+**Incremental planning.** A file version becomes deletable only when its file group gets a newer
+version (or is replaced) by a commit before the new earliest retained commit. So after a clean
+planned through earliest retained commit ``E1`` (kept in memory on the :class:`HudiTable`, with
+the instants pending then), the next clean, through ``E2``, looks only at the partitions that
+commits in ``[E1, E2)`` wrote or replaced, and at those of the instants that were pending then
+and completed since (an asynchronous compaction) -- as Java's incremental cleaning does. Every
+partition is listed once per process and table (the first clean), and whenever savepoints
+exist: on an object store a listing of every partition in every round was a request per
+partition per round.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from hoodline.config.options import option
@@ -45,6 +56,33 @@ CLEANER_COMMITS_RETAINED = option(
 POLICY = "KEEP_LATEST_COMMITS"
 
 
+@dataclass(frozen=True)
+class CleanProgress:
+    """Where this process's last clean of a table planned through: its earliest retained
+    commit, and the instants pending at that time (their files were not looked at)."""
+
+    earliest: str
+    pending: frozenset[str]
+
+
+def _partitions_since(table: HudiTable, earliest: str) -> list[str] | None:
+    """The partitions where versions may have become deletable since the last clean of this
+    process (see module docs), or None: every partition."""
+    progress = table.clean_progress
+    tl = table.timeline
+    if not isinstance(progress, CleanProgress) or tl.completed([SAVEPOINT]):
+        return None
+    parts: set[str] = set()
+    for inst in tl.completed_commits():
+        ts = inst.timestamp
+        if ts >= earliest or not (ts >= progress.earliest or ts in progress.pending):
+            continue
+        md = tl.read_commit_metadata(inst)
+        parts.update(md.partition_to_write_stats)
+        parts.update(md.partition_to_replace_file_ids)
+    return sorted(parts)
+
+
 def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[str, list[str]]]:
     """``(earliest retained commit, {partition: [relative file paths to delete]})``."""
     if retain_commits < 1:
@@ -68,7 +106,10 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
         return any(os.path.basename(f) in savepointed for f in files)
 
     to_delete: dict[str, list[str]] = {}
-    for part in list_partitions(table.base_path, table.config.is_partitioned):
+    partitions = _partitions_since(table, earliest)
+    if partitions is None:
+        partitions = list_partitions(table.base_path, table.config.is_partitioned)
+    for part in partitions:
         # file group -> slice (base instant) -> its files: base file and log files
         versions: dict[str, dict[str, list[str]]] = {}
         bases, logs = list_data_files(table.base_path, part)
@@ -117,7 +158,11 @@ def clean(table: HudiTable, retain_commits: int = 10) -> Instant | None:
     """
     started = time.monotonic()
     earliest, to_delete = plan_clean(table, retain_commits)
+    # as the plan saw the timeline (it reloaded it)
+    pending = frozenset(i.timestamp for i in table.timeline.pending())
+    progress = None if earliest is None else CleanProgress(earliest, pending)
     if earliest is None or not to_delete:
+        table.clean_progress = progress
         return None
     ts = table.new_instant_time()
     plan = {
@@ -137,7 +182,9 @@ def clean(table: HudiTable, retain_commits: int = 10) -> Instant | None:
     requested = table.timeline.create_requested(
         CLEAN, ts, serialize(ActionBody.CLEANER_PLAN, plan)
     )
-    return _execute(table, requested, plan, started)
+    done = _execute(table, requested, plan, started)
+    table.clean_progress = progress
+    return done
 
 
 def _execute(table: HudiTable, inst: Instant, plan: dict[str, Any], started: float) -> Instant:

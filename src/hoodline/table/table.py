@@ -44,6 +44,9 @@ class HudiTable:
         # instant times on the clock the table's timeline uses (Java's default: local time)
         local = config.timeline_timezone is TimelineTimezone.LOCAL
         self.instant_time_generator = InstantTimeGenerator(_local_now if local else None)
+        #: what this process's last clean planned through (see :mod:`hoodline.table.clean`):
+        #: later cleans of this object look only at the partitions written since
+        self.clean_progress: object | None = None
 
     @classmethod
     def create(
