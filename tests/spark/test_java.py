@@ -56,3 +56,31 @@ def test_the_session_refuses_to_start_without_java(tmp_path: Path,
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
     with pytest.raises(SparkRuntimeError, match="holds no bin/java"):
         start_session(SparkSettings(master="local[1]"))
+
+
+def test_a_full_temporary_folder_is_named_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With TMPDIR (or SPARK_LOCAL_DIRS) full, Spark's JVM died writing the gateway's
+    connection file and `hoodline run` waited for it forever (large-table review). The folder,
+    its free space and what to do are said first. (The disk here has room: the bar is raised
+    above what it has free.)"""
+    import shutil
+
+    from hoodline.spark import java
+
+    local = tmp_path / "local"
+    local.mkdir()
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{local},{tmp_path / 'missing'}")
+    free = shutil.disk_usage(tmp_path).free
+    assert java.temp_space_problem(min_free=1) is None
+    problem = java.temp_space_problem(min_free=free + 2**30)
+    assert problem is not None and " MiB free; Spark and hoodline need at least " in problem
+    assert "free space, or set TMPDIR to a folder on a larger disk" in problem
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what TMPDIR sets
+    monkeypatch.setattr(java.temp_space_problem, "__defaults__", (free + 2**30,))
+    with pytest.raises(SparkRuntimeError, match=rf"the temporary folder {tmp_path} \(TMPDIR\) "
+                       r"has only [0-9.]+ MiB free"):
+        start_session(SparkSettings(master="local[1]"))

@@ -9,10 +9,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 #: the oldest Java the bundled Spark (4.x) runs on
 MIN_JAVA = 17
+
+#: free bytes a temporary folder needs for Spark to start at all: with none its JVM died
+#: writing the gateway's connection file and the Python side waited for it forever, with a few
+#: MiB its file server failed in a Java stack trace
+MIN_TEMP_FREE = 32 * 1024 * 1024
 
 
 def java_binary() -> Path | None:
@@ -38,6 +44,25 @@ def java_major(java: Path) -> int | None:
         return None
     major = int(m.group(1))
     return int(m.group(2) or 0) if major == 1 else major  # 1.8 -> 8
+
+
+def temp_space_problem(min_free: int = MIN_TEMP_FREE) -> str | None:
+    """A temporary folder Spark and hoodline write to on start (TMPDIR, SPARK_LOCAL_DIRS) with
+    less than ``min_free`` bytes free, named with what to do; None when they have room."""
+    folders = {tempfile.gettempdir(): "TMPDIR"}
+    for local in filter(None, os.environ.get("SPARK_LOCAL_DIRS", "").split(",")):
+        folders.setdefault(local, "SPARK_LOCAL_DIRS")
+    for folder, variable in folders.items():
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue  # missing: Spark creates or reports it
+        if free < min_free:
+            return (f"the temporary folder {folder} ({variable}) has only {free / 2**20:.1f} MiB "
+                    f"free; Spark and hoodline need at least {min_free // 2**20} MiB there to "
+                    "start (and room for a round's records while it runs): free space, or set "
+                    f"{variable} to a folder on a larger disk")
+    return None
 
 
 def java_problem() -> str | None:
@@ -66,7 +91,7 @@ def start_problem(master_url: str) -> str | None:
 
     if jvm_started_by_spark_submit():
         return None
-    problem = java_problem()
+    problem = java_problem() or temp_space_problem()
     if problem is not None:
         return problem
     unreachable = unreachable_master(master_url)
