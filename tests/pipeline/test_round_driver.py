@@ -719,3 +719,20 @@ def test_a_schema_that_leaves_out_a_column_of_the_table_is_refused_naming_it(
     with pytest.raises(ConfigError, match=r"\[schema\] leaves out column\(s\) 'v' of table "
                        r"'.*t': a table never loses a column"):
         _driver(narrowed, InProcessEngine())[0].run(once=True)
+
+
+def test_a_round_that_ran_out_of_disk_says_which_disks_to_look_at(
+    src: Path, tmp_path: Path
+) -> None:
+    """A full disk failed the rounds with "OSError: [Errno 28] Error writing bytes to file.
+    Detail: [errno 28] No space left on device": no file, no disk (large-table review)."""
+    table = tmp_path / "t"
+
+    def full(job: RoundJob) -> None:
+        raise EngineJobError("the round's Spark job failed: OSError: [Errno 28] Error writing "
+                             "bytes to file. Detail: [errno 28] No space left on device")
+
+    driver, _ = _driver(_config(src, table), InProcessEngine(before_job=full))
+    with pytest.raises(RoundFailedError, match=rf"No space left on device -- a disk is full: "
+                       rf"the table's \({table}\) or the temporary folder's"):
+        driver.run(once=True)

@@ -409,11 +409,12 @@ class RoundDriver:
                     raise RoundFailedError(
                         f"round {run.round_id + 1} failed {failures} times in a row (limit "
                         f"runtime.max-consecutive-failures = {rt.max_consecutive_failures}); "
-                        f"last error: {type(exc).__name__}: {exc}"
+                        f"last error: {type(exc).__name__}: {exc}{self._disk_hint(exc)}"
                     ) from exc
                 backoff = rt.backoff_s(failures)
-                log.warning("round %d failed (%d in a row); retrying in %.1fs: %s: %s",
-                            run.round_id + 1, failures, backoff, type(exc).__name__, exc)
+                log.warning("round %d failed (%d in a row); retrying in %.1fs: %s: %s%s",
+                            run.round_id + 1, failures, backoff, type(exc).__name__, exc,
+                            self._disk_hint(exc))
                 if self._wait(backoff, stop):
                     break
                 continue
@@ -433,6 +434,18 @@ class RoundDriver:
             if self._wait(idle - (self._clock() - last_start), stop):
                 break
         return totals.summary(StopReason.STOPPED)
+
+    def _disk_hint(self, exc: BaseException) -> str:
+        """For a failure that ran out of disk space ("No space left on device", also from a
+        Spark task, whose error names no file): which disks to look at."""
+        if "No space left on device" not in str(exc) and "errno 28" not in str(exc):
+            return ""
+        cfg = self.config
+        errors = (f", the error table's ({cfg.errors.table_path})"
+                  if cfg.errors.tolerance is ErrorTolerance.ALL else "")
+        return (f" -- a disk is full: the table's ({cfg.table.path}){errors} or the temporary "
+                "folder's (TMPDIR, SPARK_LOCAL_DIRS; on a cluster, the executors'). Free space "
+                "there: the failed rounds are rolled back and the next start goes on")
 
     # -- step 1: plan ---------------------------------------------------------------------------
     def _plan(self, run: _Run) -> _Planned:

@@ -94,6 +94,16 @@ def create_exclusive(target: TablePath, data: bytes, staging_dir: TablePath) -> 
             raise FileExistsError(str(target))
         return
     assert isinstance(staging_dir, Path)
+    try:
+        _create_local(target, data, staging_dir)
+    except OSError as exc:
+        if exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            # "[Errno 28] No space left on device" named no file (nor so the disk)
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        raise
+
+
+def _create_local(target: Path, data: bytes, staging_dir: Path) -> None:
     staging_dir.mkdir(parents=True, exist_ok=True)
     tmp = staging_dir / f"{target.name}.{uuid.uuid4().hex}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
