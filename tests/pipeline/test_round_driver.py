@@ -736,3 +736,29 @@ def test_a_round_that_ran_out_of_disk_says_which_disks_to_look_at(
     with pytest.raises(RoundFailedError, match=rf"No space left on device -- a disk is full: "
                        rf"the table's \({table}\) or the temporary folder's"):
         driver.run(once=True)
+
+
+def test_a_round_of_many_tiny_files_warns_once_naming_the_partition_fields(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A timestamp to the second as the partition field made 10,000 folders of one record
+    each in one round, without a word, and every later round listed them (large-table
+    review). (The threshold, 1,000 files, is lowered here to keep the test small.)"""
+    from hoodline.pipeline import driver as driver_module
+
+    monkeypatch.setattr(driver_module, "TINY_FILES_WARNING", 20)
+    root = tmp_path / "in"
+    _write_file(root, "a.jsonl", _rows(range(0, 30)))
+    _write_file(root, "b.jsonl", _rows(range(30, 60)))
+    by_id = _config(root, tmp_path / "t", table_options={"partition-fields": ["id"]},
+                    **{"round": {"max-records": 30, "min-interval": 0}})
+    with caplog.at_level("WARNING", logger="hoodline"):
+        _driver(by_id, InProcessEngine())[0].run(once=True)
+    warned = [r.getMessage() for r in caplog.records if "files of" in r.getMessage()]
+    assert len(warned) == 1, warned  # once a run
+    assert "wrote 30 files of 1.0 records on average: check table.partition-fields ['id']" in (
+        warned[0])
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hoodline"):
+        _driver(_config(root, tmp_path / "t2"), InProcessEngine())[0].run(once=True)
+    assert not [r for r in caplog.records if "files of" in r.getMessage()]

@@ -223,7 +223,9 @@ RECORD_KEY = option(
 PARTITION_FIELDS = option(
     "table.partition-fields", tuple, (), "Partition field(s), one folder level each; none = "
     "unpartitioned table. With table.key-generator = custom each entry is `name:simple` or "
-    "`name:timestamp` (Java's CustomKeyGenerator syntax)."
+    "`name:timestamp` (Java's CustomKeyGenerator syntax). Pick fields of few values (a day, a "
+    "region): each value is a folder with its own files, and a round that writes 1,000 files "
+    "or more of under 10 records on average gets a warning (once a run)."
 )
 KEY_GENERATOR = option(
     "table.key-generator",

@@ -88,6 +88,12 @@ _MAX_SCHEMA_CHANGES = 3
 FAILED_JOB_DRAIN_S = 60.0
 
 
+#: a round writing at least this many files of fewer than TINY_FILE_RECORDS records on
+#: average gets a warning (once a run)
+TINY_FILES_WARNING = 1000
+TINY_FILE_RECORDS = 10
+
+
 def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClient) -> pa.Schema:
     """The schema a round's records get. With a registry format and no [schema], the subject's
     version: the table's type kept for columns it already has (values are read into it) unless
@@ -195,6 +201,8 @@ class _Run:
     #: failed rounds' instants whose rollback failed too (storage unreachable): tried again
     #: before every round, so they do not stay pending until the next start
     unrolled: list[str] = field(default_factory=list)
+    #: a round wrote many tiny files, and a warning said so (once a run)
+    warned_tiny_files: bool = False
 
     @property
     def table(self) -> HudiTable:
@@ -421,6 +429,7 @@ class RoundDriver:
             failures = 0
             schema_changes = 0
             totals.add(report)
+            self._warn_tiny_files(run, report)
             on_round(report)
             if report.committed:
                 if once and run.plugin.drained():
@@ -434,6 +443,24 @@ class RoundDriver:
             if self._wait(idle - (self._clock() - last_start), stop):
                 break
         return totals.summary(StopReason.STOPPED)
+
+    def _warn_tiny_files(self, run: _Run, report: RoundReport) -> None:
+        """A round that wrote thousands of files of a few records each, once a run: the mark of
+        a partition field with a value per record or so (a timestamp to the second made a
+        folder and a file per record, and every later round listed them all)."""
+        files = report.files_written
+        if (run.warned_tiny_files or files < TINY_FILES_WARNING
+                or report.records_written >= files * TINY_FILE_RECORDS):
+            return
+        run.warned_tiny_files = True
+        t = self.config.table
+        log.warning(
+            "round %d wrote %d files of %.1f records on average: check table.partition-fields "
+            "%s (a field with about a value per record, such as a timestamp, makes a folder "
+            "and a file per value; partition by a day or a coarser value) and "
+            "table.bucket-count (%d per partition with index BUCKET)", report.round_id, files,
+            report.records_written / files, list(t.partition_fields),
+            run.table.config.bucket_count)
 
     def _disk_hint(self, exc: BaseException) -> str:
         """For a failure that ran out of disk space ("No space left on device", also from a
