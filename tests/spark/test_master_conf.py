@@ -127,6 +127,7 @@ def test_failed_tasks_print_no_stack_traces_unless_asked() -> None:
     for loud in (_log4j2_properties("WARN", task_failures=True), _log4j2_properties("info")):
         assert not set(TASK_FAILURE_LOGGERS) & set(levels(loud))
     assert quiet["org.apache.hadoop.util.NativeCodeLoader"] == "error"  # the others stay
+    assert quiet["org.apache.spark.ContextCleaner"] == "off"  # its stop-time stack trace
 
 
 def test_a_cluster_master_leaves_the_parallelism_to_its_executors() -> None:
