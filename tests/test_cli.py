@@ -100,6 +100,18 @@ def test_files_json_matches_file_system_view(table: HudiTable) -> None:
     assert listed == sorted(s.base_file for s in table.fs_view().latest_file_slices())
 
 
+def test_files_of_some_partitions_only(table: HudiTable) -> None:
+    """A table of thousands of partitions listed every slice, 40,000 lines, with no way to look
+    at one partition (large-table review)."""
+    result = runner.invoke(app, ["table", "files", str(table.base_path), "--json",
+                                 "--partition", "region=e*"])
+    assert result.exit_code == 0, result.output
+    parts = {json.loads(line)["partition"] for line in result.output.splitlines()}
+    assert parts == {"region=eu"}
+    result = runner.invoke(app, ["table", "files", str(table.base_path), "--partition", "x=*"])
+    assert result.exit_code == 0 and "no partition of the table's" in result.output
+
+
 def test_rollback_removes_pending_instant_and_its_files(table: HudiTable) -> None:
     before = hudi_snapshot(table.base_path)
     # a writer that died mid-instant: inflight instant + a marked, half-written data file

@@ -549,6 +549,11 @@ def table_files(
             "timezone).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    partition: Annotated[
+        str | None, typer.Option(
+            "--partition", help="Only the partitions whose path matches this glob, e.g. "
+            "'day=2024-03-*' or 'day=2024-03-01/region=eu' ('*' also matches '/').")
+    ] = None,
 ) -> None:
     """List the latest committed file slices (what a snapshot query reads)."""
     from hoodline.errors import TableError
@@ -566,6 +571,14 @@ def table_files(
             raise ConfigError(f"{exc}, e.g. {example}; `hoodline table commits {path}` lists "
                               "the table's instants") from None
     slices = read.file_slices(table, as_of)
+    if partition is not None:
+        import fnmatch
+
+        every = len(slices)
+        slices = [s for s in slices if fnmatch.fnmatchcase(s.partition_path, partition)]
+        if not slices:
+            err_console.print(f"note: no partition of the table's {every} file slices matches "
+                              f"--partition {partition!r}", markup=False, highlight=False)
     if as_of is not None and not any(c.timestamp <= as_of for c in commits):
         first = f"its first commit is {commits[0].timestamp}" if commits else "it has no commit"
         err_console.print(
