@@ -31,6 +31,7 @@ from hoodline import __version__
 from hoodline.errors import ConfigError, HoodlineError, SparkRuntimeError
 
 if TYPE_CHECKING:
+    from hoodline.pipeline.checkpoint import PipelineCheckpoint
     from hoodline.pipeline.config import PipelineConfig
     from hoodline.pipeline.metrics import PipelineMetrics
     from hoodline.pipeline.report import RoundReport, RunSummary
@@ -410,6 +411,7 @@ TablePath = Annotated[str, typer.Argument(
 def table_show(path: TablePath) -> None:
     """Show the table's configuration and a summary of its current state."""
     from hoodline.config.arrow_types import format_type
+    from hoodline.pipeline.driver import read_checkpoint
     from hoodline.table.archive import ARCHIVE_FOLDER
     from hoodline.table.metadata_table import METADATA_FOLDER
     from hoodline.table.properties import IndexType
@@ -438,6 +440,9 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "columns", ", ".join(f"{f.name} {format_type(f.type)}" for f in schema)
              if schema is not None else "(none: no commit yet)")
     _add_row(grid, "completed commits", str(len(table.timeline.completed_commits())))
+    checkpoint = read_checkpoint(table)
+    if checkpoint is not None:
+        _add_row(grid, "pipeline checkpoint", _checkpoint_text(checkpoint))
     pending = ", ".join(i.describe() for i in table.timeline.pending())
     _add_row(grid, "pending instants", pending or "none")
     _add_row(grid, "last commit", _fmt_ts(last.timestamp) if last else "(none)")
@@ -466,6 +471,27 @@ def table_show(path: TablePath) -> None:
                  f"up to {_count(max(len(s.log_files) for s in slices), 'log file')} per "
                  "slice")
     console.print(grid)
+
+
+#: partitions whose positions `table show` lists before it says how many more there are
+SHOWN_POSITIONS = 20
+
+
+def _checkpoint_text(checkpoint: PipelineCheckpoint) -> str:
+    """The round a table's pipeline checkpoint is of, its source and -- Kafka -- where each
+    partition goes on (what a new table's scan.startup.specific-offsets would take)."""
+    text = (f"round {checkpoint.round_id} of source {checkpoint.source_type} "
+            f"({checkpoint.source_identity})")
+    if checkpoint.source_type != "kafka":
+        return text
+    from hoodline.connectors.kafka.serde import checkpoint_positions
+
+    positions = [f"{tp.topic}:{tp.partition}:{offset}"
+                 for tp, offset in checkpoint_positions(checkpoint.source).items()]
+    more = len(positions) - SHOWN_POSITIONS
+    shown = ", ".join(positions[:SHOWN_POSITIONS])
+    return (f"{text}; next offsets (topic:partition:offset) {shown}"
+            + (f" and {more} more" if more > 0 else ""))
 
 
 def _check_spark_start(master: str) -> None:

@@ -4,6 +4,7 @@ table read by hudi-rs equals the model after every run, every round committed on
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -231,6 +232,17 @@ def test_a_new_table_keeps_the_positions_its_start_mode_gave(
     assert summary.records_read == 80
     assert table_rows(table) == stream.model  # not the 60 before the first start
     assert f"'scan.startup.mode' = '{mode}' is not used" in caplog.text
+    # `table show` says where the checkpoint goes on (a new table could start there)
+    from typer.testing import CliRunner
+
+    from hoodline.cli import app
+
+    shown = CliRunner().invoke(app, ["table", "show", str(table)], env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    line = " ".join(shown.output.split())  # the grid wraps long values
+    assert f"pipeline checkpoint round 2 of source kafka (topics:{topic}); next offsets" in line
+    offsets = re.findall(rf"{re.escape(topic)}:(\d):(\d+)", line)
+    assert sorted(p for p, _ in offsets) == ["0", "1"] and sum(int(o) for _, o in offsets) == 140
 
 
 @pytest.mark.parametrize("policy", ["fail", "earliest"])

@@ -46,8 +46,10 @@ TOPIC = option(
     "Topics to read (list or comma-separated). Exactly one of 'topic', 'topic-pattern' and "
     "'partitions' must be set. A table keeps the subscription its first commit was read with "
     "(the positions in its checkpoint are of those topics): a pipeline that subscribes "
-    "otherwise (another topic list, a pattern instead) is refused; write it to a new table. "
-    "To take in topics created later, subscribe with 'topic-pattern'.",
+    "otherwise (another topic list, a pattern instead) is refused; write it to a new table "
+    "(`hoodline table show` lists the old table's next offsets, for the new pipeline's "
+    "'scan.startup.specific-offsets'). To take in topics created later, subscribe with "
+    "'topic-pattern'.",
 )
 TOPIC_PATTERN = option(
     "topic-pattern",

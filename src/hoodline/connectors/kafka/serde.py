@@ -20,10 +20,12 @@ from collections.abc import Iterable
 from hoodline.connectors.kafka.enum_state import KafkaSourceEnumState
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import SplitSerializationError
+from hoodline.runtime.source_rounds import SourceCheckpoint
 from hoodline.source.serialization import (
     BinaryReader,
     BinaryWriter,
     VersionedSerializer,
+    read_versioned,
     unsupported_version,
 )
 
@@ -148,3 +150,15 @@ class KafkaSourceEnumStateSerializer(VersionedSerializer[KafkaSourceEnumState]):
             parallelism=None if parallelism < 0 else parallelism,
             unassigned_initial_partitions=unassigned,
         )
+
+
+def checkpoint_positions(checkpoint: SourceCheckpoint) -> dict[TopicPartition, int]:
+    """Where a Kafka source's checkpoint goes on: each partition's next offset, from the splits
+    its readers hold and those its enumerator has not handed out yet."""
+    splits = KafkaPartitionSplitSerializer()
+    out = {s.topic_partition: s.starting_offset
+           for states in checkpoint.reader_states.values()
+           for s in (read_versioned(splits, b) for b in states)}
+    enum = read_versioned(KafkaSourceEnumStateSerializer(), checkpoint.enumerator_state)
+    out.update({s.topic_partition: s.starting_offset for s in enum.pending_splits})
+    return dict(sorted(out.items()))
