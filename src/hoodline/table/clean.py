@@ -72,6 +72,9 @@ def _partitions_since(table: HudiTable, earliest: str) -> list[str] | None:
     tl = table.timeline
     if not isinstance(progress, CleanProgress) or tl.completed([SAVEPOINT]):
         return None
+    start = tl.start()
+    if start is not None and progress.earliest < start:
+        return None  # commits since were archived: their partitions are not known here
     parts: set[str] = set()
     for inst in tl.completed_commits():
         ts = inst.timestamp
