@@ -46,7 +46,7 @@ import hoodline
 from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, parse_master
-from hoodline.spark import class_cache, worker_zygote
+from hoodline.spark import class_cache, gateway_watchdog, worker_zygote
 from hoodline.spark.java import start_problem
 from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.scratch import ScratchDir, sweep_stale
@@ -556,8 +556,20 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         with ThreadPoolExecutor(1, thread_name_prefix="hoodline-archive") as pool:
             shipped = (pool.submit(shipped_archive, scratch, class_cache.cache_dir())
                        if settings.ship_package else None)
-            with _interrupts_deferred() as interrupted:
-                context = SparkContext(conf=spark_settings)
+            with _interrupts_deferred() as interrupted, gateway_watchdog.watch_gateway(
+                lambda: SparkContext._gateway is not None
+            ) as stuck:
+                try:
+                    context = SparkContext(conf=spark_settings)
+                except Exception as exc:
+                    if not stuck():
+                        raise
+                    raise SparkRuntimeError(
+                        "Spark's JVM did not start within "
+                        f"{gateway_watchdog.GATEWAY_START_TIMEOUT_S:.0f} s and "
+                        "was ended: see the JVM's lines above (a full temporary folder says 'No "
+                        "space left on device'; TMPDIR, SPARK_LOCAL_DIRS)"
+                    ) from exc
             if interrupted():
                 raise KeyboardInterrupt  # the handler below stops the context it started
             if master.kind == "local-cluster":  # before anything else (see .work_dir)
