@@ -24,6 +24,7 @@ NAMES = (
     "protobuf_decode",
     "appends",
     "jsonl_read",
+    "s3_requests",
 )
 
 

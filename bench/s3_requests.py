@@ -76,7 +76,7 @@ def run(steps: int, step_partitions: int, rounds: int) -> list[dict[str, Any]]:
             moto.stop()
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--step-partitions", type=int, default=250)
@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = run(args.steps, args.step_partitions, args.rounds)
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
