@@ -344,3 +344,26 @@ def test_numeric_times_beyond_the_year_9999_are_unreadable_partitions() -> None:
         (103, "unreadable_partition")]
     assert "value '1709287200000000' matches no input date format of the table's key " \
            "generator, or is a time outside the years -9999 to 9999" in errors[0]["detail"]
+
+
+def test_a_nan_ordering_value_is_a_bad_record() -> None:
+    """A NaN ordering value decided one way in copy-on-write merges, another in hoodline's
+    merge-on-read reader and a third in hudi-rs (Python API review): NaN has no order among
+    numbers. Such records are bad records, as null ones are; the others are written."""
+    schema = DECLARED.set(DECLARED.get_field_index("ts"), pa.field("ts", pa.float64()))
+    config = TableConfig("t", ("id",), ("region",), "ts")
+    ctx = WriteContext("/nonexistent", config, WriteOptions(), "20240101000000000", "UPSERT",
+                       schema)
+    spec = RecordSpec(ctx, schema, "deleted", 7)
+    batch = pa.RecordBatch.from_pylist(
+        [{"id": 1, "name": "a", "region": "r1", "ts": float("nan"), "deleted": False},
+         {"id": 2, "name": "b", "region": "r1", "ts": 2.0, "deleted": False},
+         {"id": None, "name": "c", "region": "r1", "ts": float("nan"), "deleted": False}],
+        schema=schema,
+    )
+    out = FileRecords.prepare_batch(spec, batch, "/in/f.jsonl", 0, MTIME_NS)
+    assert out.records.column("id").to_pylist() == [2]
+    assert sorted((e["row"], e["reason"], e["detail"]) for e in out.errors.to_pylist()) == [
+        (0, "missing_key", "ordering field 'ts' is NaN, which has no order among numbers"),
+        (2, "missing_key", "null or missing in field(s) id"),
+    ]

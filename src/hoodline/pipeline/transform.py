@@ -29,6 +29,7 @@ from hoodline.formats.json_decoder import (
 )
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
 from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.table.keygen.values import nan_rows
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.prepare import dedupe
@@ -146,6 +147,21 @@ def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
     return concat_bad([missing, remap_bad(unreadable, complete)])
 
 
+def _nan_ordering(spec: RecordSpec, data: pa.Table) -> BadRecords | None:
+    """Rows whose ordering value is NaN (``missing_key``): NaN has no order among numbers that
+    every reader agrees on (see :func:`~hoodline.table.keygen.values.require_ordering`)."""
+    ordering = spec.ctx.config.precombine_field
+    if ordering is None or ordering not in data.column_names:
+        return None
+    nan = nan_rows(data.column(ordering))
+    if nan is None or not pc.any(nan).as_py():
+        return None
+    idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), nan))
+    detail = f"ordering field '{ordering}' is NaN, which has no order among numbers"
+    return BadRecords(idx, pa.array([MISSING_KEY] * len(idx), pa.string()),
+                      pa.array([detail] * len(idx), pa.string()))
+
+
 def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
     """Rows with all fields of a multi-field key null or empty, or a single key field or a
     partition value that is an empty string (``missing_key``), or a partition value that makes
@@ -153,8 +169,14 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
     the table's timestamp key generator reads): bad records, not a reason to stop the job."""
     parts: list[BadRecords] = []
     taken: pa.Array | None = None
+    nan = _nan_ordering(spec, data)
+    if nan is not None:
+        parts.append(nan)
+        taken = pc.is_in(pa.array(np.arange(data.num_rows, dtype=np.int64)), nan.index)
     keygen = KeyGenerator(spec.ctx.config)
     keyless = keygen.keyless_rows(data) if data.num_rows else None
+    if keyless is not None and taken is not None:
+        keyless = pc.and_(keyless, pc.invert(taken))
     if keyless is not None and pc.any(keyless).as_py():
         idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), keyless))
         fields = ", ".join(spec.ctx.config.record_key_fields)
@@ -163,7 +185,7 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
             pa.array([f"record key fields {fields} are all null or empty"] * len(idx),
                      pa.string()),
         ))
-        taken = keyless
+        taken = keyless if taken is None else pc.or_(taken, keyless)
     for bad in keygen.unusable_rows(data) if data.num_rows else []:
         mask = bad.rows if taken is None else pc.and_(bad.rows, pc.invert(taken))
         idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), mask))

@@ -142,3 +142,17 @@ def test_dictionary_partition_paths_decode_to_the_strings(config: TableConfig) -
     codes, values = dictionary_codes(encoded)
     assert [values[c] for c in codes] == strings.to_pylist()
     assert len(set(values)) == len(values)
+
+
+def test_a_nan_ordering_value_is_refused_naming_the_row() -> None:
+    """Written as it came, a NaN ordering value decided differently in every writer and reader
+    (Python API review)."""
+    from hoodline.table.keygen.values import require_ordering
+
+    batch = pa.table({"id": [1, 2, 3], "ver": [1.0, float("nan"), None]})
+    with pytest.raises(InvalidRecordsError, match=r"'ver' is null in 1 of 3"):
+        require_ordering(batch, "ver")
+    with pytest.raises(InvalidRecordsError, match=r"ordering \(precombine\) column 'ver' is NaN "
+                       r"in 1 of 2 record\(s\), first at row 1; NaN has no order among numbers"):
+        require_ordering(batch.slice(0, 2), "ver")
+    assert require_ordering(pa.table({"ver": [1, 2]}), "ver").to_pylist() == [1, 2]

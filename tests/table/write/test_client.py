@@ -614,3 +614,18 @@ def test_a_commit_refuses_files_whose_markers_it_cannot_see(
             client.commit(ctx, stats)
     table.timeline.reload()
     assert not table.timeline.is_completed_commit(ts)
+
+
+def test_a_nan_ordering_value_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    """A NaN ordering value was written as it came, then decided differently by the
+    copy-on-write merge, hoodline's merge-on-read reader and hudi-rs (Python API review)."""
+    from hoodline.errors import InvalidRecordsError
+    from hoodline.table.properties import TableConfig
+
+    table = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), (), "ver"))
+    with WriteClient(table) as client:
+        client.upsert(pa.table({"id": [1], "ver": [1.0]}))
+        for write in (client.upsert, client.insert, client.bulk_insert):
+            with pytest.raises(InvalidRecordsError, match="'ver' is NaN in 1 of 2"):
+                write(pa.table({"id": [1, 2], "ver": [float("nan"), 2.0]}))
+    assert read_snapshot(table, columns=["id", "ver"]).to_pylist() == [{"id": 1, "ver": 1.0}]

@@ -75,6 +75,29 @@ def require_no_nulls(batch: Batch, name: str, role: str) -> pa.Array | pa.Chunke
     return col
 
 
+def nan_rows(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray | None:
+    """Rows of a floating-point column holding NaN (None for other types)."""
+    if not pa.types.is_floating(col.type):
+        return None
+    return pc.fill_null(pc.is_nan(col), False)
+
+
+def require_ordering(batch: Batch, name: str) -> pa.Array | pa.ChunkedArray:
+    """The ordering (precombine) column, or :class:`InvalidRecordsError` naming the first row
+    where it is null or NaN. NaN has no place among numbers that every reader agrees on (Java's
+    ``Double.compareTo`` ranks it above every number, Arrow's comparisons say false), so a NaN
+    ordering value would decide differently in every writer and reader."""
+    col = require_no_nulls(batch, name, "ordering (precombine)")
+    nan = nan_rows(col)
+    if nan is not None and pc.any(nan).as_py():
+        raise InvalidRecordsError(
+            f"ordering (precombine) column '{name}' is NaN in {pc.sum(nan).as_py()} of "
+            f"{len(col)} record(s), first at row {first_true_index(nan)}; NaN has no order "
+            "among numbers: every record needs a number"
+        )
+    return col
+
+
 def _require_key_type(col: pa.Array | pa.ChunkedArray, name: str, role: str) -> None:
     if not _is_supported_key_type(col.type):
         raise InvalidRecordsError(

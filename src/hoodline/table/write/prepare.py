@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen.generator import KeyGenerator
-from hoodline.table.keygen.values import require_no_nulls
+from hoodline.table.keygen.values import require_no_nulls, require_ordering
 from hoodline.table.properties import TableConfig
 from hoodline.table.schema import nested_evolution, widens
 from hoodline.table.write.operation import WriteOperation
@@ -106,7 +106,7 @@ def check_required_columns(batch: Batch, config: TableConfig, with_ordering: boo
     for name in config.partition_fields:
         require_no_nulls(table, name, "partition")
     if with_ordering and config.precombine_field is not None:
-        require_no_nulls(table, config.precombine_field, "ordering (precombine)")
+        require_ordering(table, config.precombine_field)
 
 
 #: rows from which :func:`prepare_upserts` builds keys and partition paths side by side
@@ -146,7 +146,7 @@ def prepare_upserts(
         keys = keygen.record_keys(table)
         parts = keygen.partition_paths(table, dictionary_partitions)
     if config.precombine_field is not None:
-        require_no_nulls(table, config.precombine_field, "ordering (precombine)")
+        require_ordering(table, config.precombine_field)
     aligned = align_to_schema(table, data_schema, "the input batch")
     out = aligned.append_column(pa.field(RECORD_KEY, pa.string(), nullable=False), keys)
     out = out.append_column(pa.field(PARTITION_PATH, parts.type, nullable=False), parts)
