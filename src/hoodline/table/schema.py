@@ -2,7 +2,7 @@
 
 Arrow -> Avro follows what Hudi's Spark writer produces: a record ``<table>_record`` in namespace
 ``hoodie.<table>``; nullable columns become ``["null", T]`` unions with ``"default": null``;
-timestamps ``timestamp-millis``/``timestamp-micros`` (``timestamp-nanos`` for ns); dates ``date``;
+timestamps ``timestamp-millis``/``timestamp-micros`` (ns as micros); dates ``date``;
 decimals ``fixed`` with ``decimal`` logical type; lists ``array``; structs nested records; maps
 with string keys ``map``. Types Avro cannot express (e.g. unsigned 64-bit ints, non-string map
 keys) are refused with an error naming the column.
@@ -98,7 +98,10 @@ def _type_to_avro(t: pa.DataType, name: str, namespace: str, column: str) -> Any
             "s": "timestamp-millis",
             "ms": "timestamp-millis",
             "us": "timestamp-micros",
-            "ns": "timestamp-nanos",
+            # Hudi's Java readers (Spark: "Illegal Parquet type: INT64 (TIMESTAMP(NANOS))")
+            # and Avro before 1.12 have no nanoseconds: pandas' default datetime64[ns] is
+            # stored as microseconds (values with nanoseconds are refused when cast)
+            "ns": "timestamp-micros",
         }[t.unit]
         return {"type": "long", "logicalType": logical}
     if pa.types.is_time32(t):

@@ -629,3 +629,39 @@ def test_a_nan_ordering_value_is_refused_and_nothing_is_written(tmp_path: Path) 
             with pytest.raises(InvalidRecordsError, match="'ver' is NaN in 1 of 2"):
                 write(pa.table({"id": [1, 2], "ver": [float("nan"), 2.0]}))
     assert read_snapshot(table, columns=["id", "ver"]).to_pylist() == [{"id": 1, "ver": 1.0}]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_nanosecond_timestamps_are_stored_as_microseconds(
+    tmp_path: Path, table_type: str
+) -> None:
+    """pandas' default datetime64[ns] was stored as TIMESTAMP(NANOS), which Spark refuses
+    ("Illegal Parquet type"), and a merge-on-read write with a nested column failed in fastavro
+    (Python API review). Stored as microseconds now; a value with nanoseconds is refused."""
+    from hoodline.errors import InvalidRecordsError
+    from hoodline.table.properties import TableConfig, TableType
+
+    table = HudiTable.create(tmp_path / "t", TableConfig(
+        "t", ("id",), (), "ts", table_type=TableType(table_type)))
+    ns = pa.array([1_700_000_000_123_456_000, 1_700_000_001_000_000_000], pa.timestamp("ns"))
+    batch = pa.table({"id": [1, 2], "ts": ns, "tags": [["a"], ["b", "c"]]})
+    with WriteClient(table) as client:
+        client.upsert(batch)
+        client.upsert(batch.slice(0, 1))  # merge-on-read: a log block of the same
+        with pytest.raises(InvalidRecordsError, match="'ts'"):
+            client.upsert(pa.table({"id": [3], "ts": pa.array([1_700_000_000_000_000_001],
+                                                             pa.timestamp("ns")),
+                                    "tags": [["x"]]}))
+        assert_hudi_matches_hoodline(table)  # merge-on-read: the log blocks too
+        if table_type == "MERGE_ON_READ":
+            client.compact()
+    schema = json.loads(table.timeline.latest_schema() or "{}")
+    ts_type = next(f["type"] for f in schema["fields"] if f["name"] == "ts")
+    assert "timestamp-micros" in json.dumps(ts_type)
+    files = latest_base_files(table)
+    assert files and all("ts (Timestamp(isAdjustedToUTC=true, timeUnit=microseconds"
+                         in str(pq.ParquetFile(f).schema) for f in files)
+    got = read_snapshot(table, columns=["id", "ts"]).sort_by("id")
+    assert got.column("ts").cast(pa.int64()).to_pylist() == [1_700_000_000_123_456,
+                                                             1_700_000_001_000_000]
+    assert_hudi_matches_hoodline(table)
