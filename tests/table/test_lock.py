@@ -125,3 +125,28 @@ def test_concurrent_contenders_exactly_one_wins(table: HudiTable) -> None:
     finally:
         for lock in won:
             lock.release()
+
+
+def test_a_writer_dropped_without_closing_gives_its_lock_up(
+    table: HudiTable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A WriteClient opened in a notebook cell that was run again (the old one never closed)
+    kept its heartbeat thread, which held it alive: the table stayed locked against every
+    writer, the colleagues' pipeline too, until the kernel restarted (Python API review)."""
+    import gc
+
+    from hoodline.table.write.client import WriteClient
+
+    client = WriteClient(table).open()
+    heartbeat = client._lock._thread
+    assert heartbeat is not None and heartbeat.is_alive()
+    with pytest.raises(WriterLockError, match="only one writer may write at a time"):
+        WriteClient(table).open()
+    with caplog.at_level("WARNING", logger="hoodline"):
+        del client
+        gc.collect()
+    assert "was dropped without closing it: its lock on" in caplog.text
+    heartbeat.join(timeout=5)
+    assert not heartbeat.is_alive()
+    with WriteClient(table) as again:  # at once, not after the lock's expiry
+        assert again.table.base_path == table.base_path

@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +60,38 @@ LOCK_FILE = "writer.lock"
 GUARD_FILE = "writer.lock.guard"
 
 log = logging.getLogger(__name__)
+
+
+def _heartbeat(ref: weakref.ref[WriterLock], stop: threading.Event, interval: float) -> None:
+    """The heartbeat thread: refreshes the lock ``ref`` names until it is released, lost, or
+    collected (it holds the lock only while refreshing it)."""
+    while not stop.wait(interval):
+        lock = ref()
+        if lock is None or not lock._beat():
+            return
+        del lock
+
+
+def _give_up(stop: threading.Event, path: TablePath, objects: _ObjectLockFiles | None,
+             token: str, owner: str) -> None:
+    """A lock collected while held (its writer dropped without release): stop its heartbeat
+    and remove the lock file if it is still this holder's."""
+    stop.set()
+    try:
+        if objects is not None:
+            holder = objects.current()[1]
+            if holder is not None and holder.get("token") == token:
+                path.unlink(missing_ok=True)
+        else:
+            assert isinstance(path, Path)
+            with _guard(path.parent / GUARD_FILE):
+                body = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(body, dict) and body.get("token") == token:
+                    os.unlink(path)
+        log.warning("writer '%s' was dropped without closing it: its lock on '%s' is released; "
+                    "close writers (or use them in a with block)", owner, path)
+    except (OSError, ValueError, HoodlineError):
+        pass  # gone already, or unreadable: its heartbeat stopped, it expires
 
 
 def _pid_alive(pid: int) -> bool:
@@ -112,6 +145,9 @@ class WriterLock:
         self._lost: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._finalizer: weakref.finalize[Any, WriterLock] | None = None
+        #: when the heartbeat first failed in the current outage (None: it works)
+        self._failing_since: float | None = None
 
     # -- public ---------------------------------------------------------------------------------
     @property
@@ -168,14 +204,23 @@ class WriterLock:
         self._held = True
         self._lost = None
         self._stop.clear()
+        # the thread holds the lock weakly, and a lock collected while held gives itself up: a
+        # writer dropped without release() (a notebook cell run again) kept its heartbeat going
+        # and the table locked against every writer until the process ended
         self._thread = threading.Thread(
-            target=self._heartbeat_loop, name=f"hoodline-lock-heartbeat-{self.owner}", daemon=True
+            target=_heartbeat, args=(weakref.ref(self), self._stop, self.heartbeat_interval),
+            name=f"hoodline-lock-heartbeat-{self.owner}", daemon=True,
         )
+        self._finalizer = weakref.finalize(
+            self, _give_up, self._stop, self.path, self._objects, self._token, self.owner)
         self._thread.start()
 
     def release(self) -> None:
         if not self._held:
             return
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(1.0, self.heartbeat_interval * 2))
@@ -234,31 +279,29 @@ class WriterLock:
         self.release()
 
     # -- internals ------------------------------------------------------------------------------
-    def _heartbeat_loop(self) -> None:
-        """Refresh the heartbeat until released. A failed refresh (the disk or object store
-        unreachable: ``OSError``, :class:`~hoodline.errors.HoodlineError` such as StorageError)
-        is tried again at the next interval, warned about once per outage: the thread ended at
-        the first object-store error, and another writer could take the lock over once the
-        heartbeat had expired, while this one kept writing."""
-        failing_since: float | None = None
-        while not self._stop.wait(self.heartbeat_interval):
-            try:
-                self.heartbeat()
-            except (OSError, HoodlineError) as exc:
-                if failing_since is None:
-                    failing_since = self._clock()
-                    log.warning(
-                        "cannot refresh the writer lock's heartbeat on '%s' (%s); retrying "
-                        "every %.0fs: if this lasts %.0fs, another writer may take the lock "
-                        "over and this one stops before its next commit",
-                        self.path, exc, self.heartbeat_interval, self.expiry)
-                continue
-            if failing_since is not None:
-                log.warning("the writer lock's heartbeat on '%s' is refreshed again after %.0fs",
-                            self.path, self._clock() - failing_since)
-                failing_since = None
-            if self._lost is not None:
-                return
+    def _beat(self) -> bool:
+        """One refresh of the background heartbeat; False once the lock is lost. A failed
+        refresh (the disk or object store unreachable: ``OSError``,
+        :class:`~hoodline.errors.HoodlineError` such as StorageError) is tried again at the
+        next interval, warned about once per outage: the thread ended at the first object-store
+        error, and another writer could take the lock over once the heartbeat had expired,
+        while this one kept writing."""
+        try:
+            self.heartbeat()
+        except (OSError, HoodlineError) as exc:
+            if self._failing_since is None:
+                self._failing_since = self._clock()
+                log.warning(
+                    "cannot refresh the writer lock's heartbeat on '%s' (%s); retrying "
+                    "every %.0fs: if this lasts %.0fs, another writer may take the lock "
+                    "over and this one stops before its next commit",
+                    self.path, exc, self.heartbeat_interval, self.expiry)
+            return True
+        if self._failing_since is not None:
+            log.warning("the writer lock's heartbeat on '%s' is refreshed again after %.0fs",
+                        self.path, self._clock() - self._failing_since)
+            self._failing_since = None
+        return self._lost is None
 
     def _read(self) -> dict[str, Any] | None:
         if self._objects is not None:
