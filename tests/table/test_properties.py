@@ -284,3 +284,14 @@ def test_a_bucket_hash_field_naming_part_of_the_key_is_kept_and_refused_for_writ
     assert back.to_properties()["hoodie.bucket.index.hash.field"] == "id"
     with pytest.raises(UnsupportedTableError, match=r"hashes its buckets by id \(hoodie\.bucket"):
         WriteClient(HudiTable.open(tmp_path))
+
+
+def test_a_string_for_the_key_or_partition_fields_is_refused() -> None:
+    """TableConfig(record_key_fields="id") made a table keyed by the fields i and d, saved to
+    disk before the first write failed (Python API review)."""
+    with pytest.raises(TableError, match=r"record_key_fields must be a sequence of field "
+                       r"names, e\.g\. \('id',\), not the string 'id'"):
+        TableConfig("t", "id")  # type: ignore[arg-type]
+    with pytest.raises(TableError, match=r"partition_fields must be a sequence"):
+        TableConfig("t", ("id",), "region")  # type: ignore[arg-type]
+    assert TableConfig("t", ["id"], ["region"]).record_key_fields == ("id",)

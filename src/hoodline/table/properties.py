@@ -162,8 +162,14 @@ class TableConfig:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "record_key_fields", tuple(self.record_key_fields))
-        object.__setattr__(self, "partition_fields", tuple(self.partition_fields))
+        for attr in ("record_key_fields", "partition_fields"):
+            value = getattr(self, attr)
+            if isinstance(value, str):  # tuple("id") is ('i', 'd'): a table keyed by i,d
+                raise TableError(
+                    f"table '{self.name}': {attr} must be a sequence of field names, e.g. "
+                    f"({value!r},), not the string {value!r}"
+                )
+            object.__setattr__(self, attr, tuple(value))
         object.__setattr__(self, "extra", dict(self.extra))
         object.__setattr__(
             self, "partition_kinds", tuple(PartitionKind.parse(k) for k in self.partition_kinds)

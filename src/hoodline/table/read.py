@@ -16,6 +16,7 @@ Semantics follow hudi-rs:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -40,6 +41,15 @@ from hoodline.table.log.merge import (
 from hoodline.table.parquet import by_row_group
 from hoodline.table.schema import META_SCHEMA, avro_schema_json_to_arrow
 from hoodline.table.table import CREATE_SCHEMA_KEY, HudiTable
+
+__all__ = [
+    "file_slices",
+    "latest_base_files",
+    "read_incremental",
+    "read_optimized",
+    "read_snapshot",
+    "table_schema",
+]
 
 COMMIT_TIME = "_hoodie_commit_time"
 
@@ -258,8 +268,13 @@ def _check_not_cleaned(table: HudiTable, ts: str, what: str) -> None:
         )
 
 
+def _opened(table: HudiTable | str | os.PathLike[str]) -> HudiTable:
+    """``table`` itself, or the table at that path."""
+    return table if isinstance(table, HudiTable) else HudiTable.open(table)
+
+
 def read_snapshot(
-    table: HudiTable,
+    table: HudiTable | str | os.PathLike[str],
     as_of: str | None = None,
     columns: Sequence[str] | None = None,
     row_filter: pc.Expression | None = None,
@@ -269,7 +284,10 @@ def read_snapshot(
     see :func:`~hoodline.table.instant.query_instant`), optionally filtered by a
     pyarrow compute expression (e.g. ``pc.field("region") == "us"``).
 
-    Raises :class:`TableError` for an ``as_of`` older than what cleaning retained."""
+    Raises :class:`TableError` for an ``as_of`` older than what cleaning retained. ``table``:
+    a :class:`HudiTable` or its path (local, or an object store location whose credentials
+    the environment gives)."""
+    table = _opened(table)
     as_of = _as_of(as_of)
     view = table.fs_view(as_of=as_of)
     if as_of is not None:
@@ -280,14 +298,16 @@ def read_snapshot(
 
 
 def read_optimized(
-    table: HudiTable,
+    table: HudiTable | str | os.PathLike[str],
     as_of: str | None = None,
     columns: Sequence[str] | None = None,
     row_filter: pc.Expression | None = None,
 ) -> pa.Table:
     """The read-optimized view: the base files of the latest slices only (on a merge-on-read
     table, the state of each file group at its last compaction, without what logs added since;
-    log-only file groups are left out). The same as :func:`read_snapshot` on copy-on-write."""
+    log-only file groups are left out). The same as :func:`read_snapshot` on copy-on-write.
+    ``table``: a :class:`HudiTable` or its path."""
+    table = _opened(table)
     as_of = _as_of(as_of)
     view = table.fs_view(as_of=as_of)
     if as_of is not None:
@@ -337,15 +357,20 @@ def file_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
 
 
 def read_incremental(
-    table: HudiTable,
+    table: HudiTable | str | os.PathLike[str],
     start: str,
     end: str | None = None,
     columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """Rows written by commits in ``(start, end]`` (``end`` None = latest), newest version each.
-    ``start`` and ``end`` are instant times or times :func:`query_instant` reads."""
+    ``start`` and ``end`` are instant times or times :func:`query_instant` reads (a ``start``
+    after ``end`` is refused). ``table``: a :class:`HudiTable` or its path."""
+    table = _opened(table)
     start = query_instant(start, "incremental start")
     end = None if end is None else query_instant(end, "incremental end")
+    if end is not None and start > end:
+        raise TableError(f"incremental start {start} is after its end {end}: a range (start, "
+                         "end] needs start <= end")
     table.timeline.reload()
     commits = [
         i

@@ -665,3 +665,23 @@ def test_nanosecond_timestamps_are_stored_as_microseconds(
     assert got.column("ts").cast(pa.int64()).to_pylist() == [1_700_000_000_123_456,
                                                              1_700_000_001_000_000]
     assert_hudi_matches_hoodline(table)
+
+
+def test_the_reads_take_a_path_and_refuse_a_reversed_range(tmp_path: Path) -> None:
+    """read_snapshot("path") ended in AttributeError ('str' object has no attribute 'fs_view')
+    although WriteClient and HudiTable.open take paths; an incremental range whose start was
+    after its end returned no rows without a word (Python API review)."""
+    from hoodline.errors import TableError
+    from hoodline.table.properties import TableConfig
+    from hoodline.table.read import read_incremental, read_optimized
+
+    table = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ()))
+    with WriteClient(table) as client:
+        first = client.upsert(pa.table({"id": [1]}))
+        second = client.upsert(pa.table({"id": [2]}))
+    for where in (str(tmp_path / "t"), tmp_path / "t"):
+        assert sorted(read_snapshot(where, columns=["id"]).column("id").to_pylist()) == [1, 2]
+        assert read_optimized(where, columns=["id"]).num_rows == 2
+        assert read_incremental(where, first, columns=["id"]).column("id").to_pylist() == [2]
+    with pytest.raises(TableError, match=rf"incremental start {second} is after its end {first}"):
+        read_incremental(table, second, first)
