@@ -31,7 +31,7 @@ from hoodline.pipeline.driver import RoundDriver
 from hoodline.pipeline.engine import Engine, default_engine
 from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 
-__all__ = ["Pipeline", "RoundReport", "RunSummary", "StopReason", "run_pipeline"]
+__all__ = ["Pipeline", "RoundReport", "RunSummary", "StopReason", "load_config", "run_pipeline"]
 
 
 class Pipeline:

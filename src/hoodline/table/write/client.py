@@ -231,6 +231,10 @@ class WriteClient:
         table: HudiTable | str | os.PathLike[str],
         options: Mapping[str, object] | WriteOptions | None = None,
     ) -> None:
+        """The writer of ``table`` (a :class:`HudiTable` or its path), with write ``options``
+        (``hoodie.*`` and ``hoodline.*`` keys, as a pipeline's ``[table.options]``). It takes
+        the table's writer lock when opened: use it in a ``with`` block, or call :meth:`open`
+        and :meth:`close`."""
         self.table = table if isinstance(table, HudiTable) else HudiTable.open(table)
         self.options = (
             options if isinstance(options, WriteOptions) else WriteOptions.from_mapping(options)
@@ -320,15 +324,26 @@ class WriteClient:
 
     # -- operations -----------------------------------------------------------------------------
     def upsert(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
+        """Update the records whose keys the table has and insert the others, in one commit;
+        returns its instant time. ``batch``: a pyarrow Table or RecordBatch, a pandas
+        DataFrame or any Arrow stream, with the key, partition and ordering columns; keys that
+        repeat in it are reduced to one (highest ordering value, else the last). A column the
+        table lacks is added to it; ``extra_metadata`` is stored in the commit."""
         return self.write(batch, WriteOperation.UPSERT, extra_metadata)
 
     def insert(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
+        """Add the records without looking their keys up (a key the table has already is
+        then there twice), in one commit; returns its instant time. See :meth:`upsert`."""
         return self.write(batch, WriteOperation.INSERT, extra_metadata)
 
     def delete(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
+        """Delete the records with the keys (and partition values) of ``batch``, in one
+        commit; returns its instant time. Keys the table lacks are ignored."""
         return self.write(batch, WriteOperation.DELETE, extra_metadata)
 
     def bulk_insert(self, batch: Batch, extra_metadata: Mapping[str, str] | None = None) -> str:
+        """Load a large batch into new files (sorted by key, no lookup, no small-file
+        handling; keys repeat as in :meth:`insert`), in one commit; returns its instant time."""
         return self.write(batch, WriteOperation.BULK_INSERT, extra_metadata)
 
     def write(
