@@ -243,7 +243,8 @@ PRECOMBINE_FIELD = option(
     str,
     "",
     "Ordering field: among records with the same key the highest value wins (ties: the last "
-    "read). Empty: the last record read wins. An existing table keeps its ordering field: left "
+    "read; a record whose value is null or NaN is a bad record, 'missing_key'). Empty: the last "
+    "record read wins. An existing table keeps its ordering field: left "
     "out, the table's is used; another one, or one for a table that has none, is refused.",
 )
 INDEX = option(
