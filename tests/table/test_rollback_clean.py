@@ -389,3 +389,41 @@ def test_cleans_after_the_first_list_only_the_partitions_written_since(
     assert after and all(len(c) <= 2 for c in after), per_clean
     # a full clean (another process: no progress kept) finds nothing left to delete
     assert clean_module.plan_clean(HudiTable.open(t.base_path), 2)[1] == {}
+
+
+def test_a_clean_that_failed_part_way_is_finished_by_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean whose completion failed (the object store out for 40 s) stayed pending behind
+    later completed cleans until the pipeline's next start (cluster review). Java's cleaner
+    finishes pending cleans before it plans a new one; so does hoodline's now."""
+    import pyarrow as pa
+
+    from hoodline.errors import StorageError
+    from hoodline.table import clean as clean_module
+    from hoodline.table.properties import TableConfig
+    from hoodline.table.timeline import Timeline
+    from hoodline.table.write.client import WriteClient
+
+    t = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ("p",)))
+    with WriteClient(t, {"hoodie.clean.automatic": "false"}) as client:
+        for v in range(4):
+            client.upsert(pa.table({"id": ["a", "b"], "p": ["x", "y"], "v": [v, v]}))
+        real = Timeline.complete
+
+        def outage(self: Timeline, inst: Any, body: bytes = b"") -> Any:
+            if inst.action == "clean":
+                raise StorageError("the store did not answer", retryable=True)
+            return real(self, inst, body)
+
+        monkeypatch.setattr(Timeline, "complete", outage)
+        with pytest.raises(StorageError):
+            clean_module.clean(t, 1)
+        monkeypatch.setattr(Timeline, "complete", real)
+        t.timeline.reload()
+        assert [i.state.name for i in t.timeline.pending(["clean"])] == ["INFLIGHT"]
+        client.upsert(pa.table({"id": ["a"], "p": ["x"], "v": [9]}))
+        clean_module.clean(t, 1)
+        t.timeline.reload()
+        assert t.timeline.pending(["clean"]) == []
+        assert len(t.timeline.completed(["clean"])) == 2

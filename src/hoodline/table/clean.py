@@ -160,6 +160,9 @@ def clean(table: HudiTable, retain_commits: int = 10) -> Instant | None:
     must hold the writer lock.
     """
     started = time.monotonic()
+    # a clean that failed part-way (its storage unreachable) is finished first, as Java's
+    # cleaner does: it stayed pending, behind later completed cleans, until the next start
+    finish_pending_cleans(table)
     earliest, to_delete = plan_clean(table, retain_commits)
     # as the plan saw the timeline (it reloaded it)
     pending = frozenset(i.timestamp for i in table.timeline.pending())
