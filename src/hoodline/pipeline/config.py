@@ -294,6 +294,14 @@ RUNTIME_MASTER = option(
     "processes), or a cluster URL.",
     validator=master_problem,
 )
+MASTER_UI = option(
+    "runtime.master-ui", str, "",
+    "A standalone master's web UI (its JSON at /json/), asked when a round has waited 30 s "
+    "without executors: a master restarted without recovery no longer knows the application, "
+    "which then never gets an executor again, and the run stops saying so (else it would wait "
+    "forever). Empty: http://<the master's host>:8080, Spark's default; a UI that does not "
+    "answer leaves the round waiting, with a warning every 30 s.",
+)
 READER_PARALLELISM = option(
     "runtime.reader-parallelism", int, 2,
     "Reader subtasks = Spark tasks of the read stage; splits (Kafka partitions, files) are "
@@ -386,7 +394,8 @@ SECTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
         TABLE_TYPE, INDEX, BUCKET_COUNT, OPERATION, DELETE_FIELD,
     ),
     "runtime": (
-        RUNTIME_MASTER, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE, SHUFFLE_FILES,
+        RUNTIME_MASTER, MASTER_UI, READER_PARALLELISM, WRITER_PARALLELISM, JVM_CLASS_CACHE,
+        SHUFFLE_FILES,
         ROUND_MAX_RECORDS, ROUND_MAX_BYTES,
         ROUND_MIN_INTERVAL, ROUND_MAX_INTERVAL, WRITER_BUFFER, MAX_CONSECUTIVE_FAILURES,
         RETRY_BACKOFF, RETRY_BACKOFF_MAX,
@@ -472,6 +481,8 @@ class RuntimeSection:
     writer_parallelism: int = 0
     jvm_class_cache: bool = True
     shuffle_files: bool = True
+    #: ``runtime.master-ui`` ('' = the standalone master's host, port 8080)
+    master_ui: str = ""
 
     def backoff_s(self, consecutive_failures: int) -> float:
         """Wait before the retry after ``consecutive_failures`` (>= 1) failed rounds."""
@@ -679,6 +690,7 @@ def _build(doc: Mapping[str, Any], origin: str) -> PipelineConfig:
         writer_parallelism=run.get(WRITER_PARALLELISM),
         jvm_class_cache=run.get(JVM_CLASS_CACHE),
         shuffle_files=run.get(SHUFFLE_FILES),
+        master_ui=run.get(MASTER_UI).strip(),
     )
     errors = ErrorsSection(
         tolerance=err.get(ERRORS_TOLERANCE),

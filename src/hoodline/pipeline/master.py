@@ -109,3 +109,37 @@ def master_problem(url: str) -> str | None:
     except ConfigError as exc:
         return str(exc)
     return None
+
+
+#: Spark's default port of a standalone master's web UI
+MASTER_UI_PORT = 8080
+
+
+def master_ui_url(url: str, configured: str = "") -> str | None:
+    """The web UI of the standalone master of ``url``: ``configured`` (runtime.master-ui), or
+    the first master's host on Spark's default UI port; None for other masters."""
+    if configured:
+        return configured.rstrip("/")
+    addresses = standalone_addresses(url)
+    if not addresses:
+        return None
+    host = addresses[0][0]
+    return f"http://{f'[{host}]' if ':' in host else host}:{MASTER_UI_PORT}"
+
+
+def master_knows_application(ui_url: str, app_id: str, timeout_s: float = 5.0) -> bool | None:
+    """Whether the standalone master whose web UI is at ``ui_url`` lists application
+    ``app_id`` among its active (running or waiting) applications; None when the UI does not
+    answer with a master's JSON."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{ui_url}/json/", timeout=timeout_s) as resp:
+            state = json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+    apps = state.get("activeapps") if isinstance(state, dict) else None
+    if not isinstance(apps, list):
+        return None
+    return any(isinstance(a, dict) and a.get("id") == app_id for a in apps)

@@ -17,6 +17,7 @@ from pyspark import RDD
 from hoodline.errors import EngineJobError, HoodlineError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.engine import Engine, RoundOutput, RoundOutputBuilder
+from hoodline.pipeline.master import master_knows_application, master_ui_url
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.spark.job import Envelope, decode, round_rdd
 from hoodline.spark.session import (
@@ -93,17 +94,23 @@ class SparkEngine(Engine):
     task to task as files (``runtime.shuffle-files``, see :mod:`.job`)."""
 
     def __init__(
-        self, spark: HoodlineSpark, *, owns_session: bool = False, shuffle_files: bool = True
+        self, spark: HoodlineSpark, *, owns_session: bool = False, shuffle_files: bool = True,
+        master_ui: str = "",
     ) -> None:
         self.spark = spark
         self._owns = owns_session
         self._shuffle_files = shuffle_files
+        #: the standalone master's web UI (runtime.master-ui; None: not a standalone master)
+        self._master_ui = master_ui_url(spark.master.url, master_ui)
+        #: why the running job was cancelled: the application can never get executors again
+        self._abandoned: str | None = None
 
     @classmethod
     def start(cls, runtime: RuntimeSection, app_name: str) -> SparkEngine:
         """Start a session for a pipeline's ``[runtime]`` section (closed with the engine)."""
         return cls(start_session(settings_from_runtime(runtime, app_name=app_name)),
-                   owns_session=True, shuffle_files=runtime.shuffle_files)
+                   owns_session=True, shuffle_files=runtime.shuffle_files,
+                   master_ui=runtime.master_ui)
 
     @property
     def shuffle_files(self) -> bool:
@@ -147,6 +154,10 @@ class SparkEngine(Engine):
         watch.start()
         try:
             return rdd.collect()
+        except Exception as exc:
+            if self._abandoned is not None:
+                raise SparkRuntimeError(self._abandoned) from exc
+            raise
         finally:
             done.set()
 
@@ -160,13 +171,32 @@ class SparkEngine(Engine):
                 return
             if executors > 0:
                 return
-            conf = self.spark.context.getConf()
+            context = self.spark.context
+            known = (master_knows_application(self._master_ui, context.applicationId)
+                     if self._master_ui is not None else None)
+            if known is False:
+                # a master restarted without recovery: it killed the application's executors
+                # and will never give it others; the job would wait forever
+                self._abandoned = (
+                    f"the Spark master at {context.master} no longer knows this application "
+                    f"({context.applicationId}; its UI {self._master_ui} lists it nowhere): it "
+                    "was restarted, and the application will never get an executor again. "
+                    "Start the pipeline again (the unfinished round is rolled back); to ride "
+                    "out master restarts, run the master with recovery (spark.deploy."
+                    "recoveryMode)")
+                context.cancelAllJobs()
+                return
+            conf = context.getConf()
+            asked = ("" if known else
+                     f", or the master was restarted and no longer knows this application (its "
+                     f"UI, runtime.master-ui = {self._master_ui}, did not answer)"
+                     if self._master_ui is not None else "")
             log.warning(
                 "no executor has joined the application for %.0f s: the cluster at %s may have "
                 "no worker with the cores and memory it asks for (spark.executor.memory = %s, "
-                "spark.executor.cores = %s) or no worker at all; the round waits for one",
-                waited, self.spark.context.master, conf.get("spark.executor.memory", "1g"),
-                conf.get("spark.executor.cores", "all of a worker's"))
+                "spark.executor.cores = %s) or no worker at all%s; the round waits for one",
+                waited, context.master, conf.get("spark.executor.memory", "1g"),
+                conf.get("spark.executor.cores", "all of a worker's"), asked)
 
     def _job_error(self, what: str, exc: Exception) -> HoodlineError:
         """The error of a failed Spark job: :class:`EngineJobError` (retryable) unless retrying
