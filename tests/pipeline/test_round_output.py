@@ -4,6 +4,7 @@ non-retryable error comes back as the typed error, bad records come back in sour
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -87,8 +88,29 @@ def test_a_storage_error_of_a_task_says_executors_need_the_storage_settings_too(
     err = TaskFailure.from_bytes(failure.to_bytes()).error()
     assert isinstance(err, StorageError) and not err.retryable
     assert str(err).endswith("[in a task: on a cluster the executors need the storage settings "
-                             "too: [table.storage], or the environment variables passed on "
-                             "with spark.executorEnv.*]")
+                             "too: the table's [table.storage], or the environment variables "
+                             "(the only settings the file source reads) passed on with "
+                             "spark.executorEnv.*]")
+
+
+def test_a_retryable_storage_error_of_a_task_carries_the_executors_hint_too() -> None:
+    """An endpoint the executors could not reach (AWS_ENDPOINT_URL in the driver's shell only)
+    failed the task as a retryable error, which Spark retried and reported without the hint:
+    after 3.5 minutes the run stopped telling the user to set what the driver had (cluster
+    review)."""
+    from hoodline.errors import StorageError
+    from hoodline.pipeline.tasks import EXECUTOR_STORAGE_HINT, _guarded
+
+    def failing() -> Iterator[int]:
+        yield 1
+        raise StorageError("cannot reach S3 at https://s3.us-east-1.amazonaws.com",
+                           retryable=True)
+
+    out = _guarded(failing())
+    assert next(out) == 1
+    with pytest.raises(StorageError) as info:
+        next(out)
+    assert info.value.retryable and str(info.value).endswith(EXECUTOR_STORAGE_HINT)
 
 
 def test_bad_records_come_back_sorted_by_position() -> None:

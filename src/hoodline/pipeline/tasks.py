@@ -93,23 +93,38 @@ class TaskFailure:
             except Exception:
                 err = None
             if isinstance(err, StorageError):
-                # the storage settings may be the driver's only (its environment)
-                return StorageError(
-                    f"{err} [in a task: on a cluster the executors need the storage settings "
-                    "too: [table.storage], or the environment variables passed on with "
-                    "spark.executorEnv.*]", err.retryable)
+                return _on_executors(err)
             if isinstance(err, HoodlineError):
                 return err
         return PipelineError(f"a task failed: {self.text}")
+
+
+#: what a storage error in a task adds: the settings may be the driver's only (its environment)
+EXECUTOR_STORAGE_HINT = (
+    " [in a task: on a cluster the executors need the storage settings too: the table's "
+    "[table.storage], or the environment variables (the only settings the file source "
+    "reads) passed on with spark.executorEnv.*]")
+
+
+def _on_executors(err: StorageError) -> StorageError:
+    """``err`` with :data:`EXECUTOR_STORAGE_HINT` (once)."""
+    if EXECUTOR_STORAGE_HINT in str(err):
+        return err
+    return StorageError(f"{err}{EXECUTOR_STORAGE_HINT}", err.retryable)
 
 
 def _guarded(items: Iterator[T]) -> Iterator[T | TaskFailure]:
     """Pass ``items`` through; a non-retryable hoodline error ends them as a TaskFailure, and so
     does a schema change (the task run again would meet it again: the driver plans the round
     anew with the newer schema). Other retryable errors fail the task, which the engine may
-    run again."""
+    run again -- a storage error with the executors' hint (an endpoint the executors cannot
+    reach was a task failure that named the driver's settings only)."""
     try:
         yield from items
+    except StorageError as exc:
+        if exc.retryable:
+            raise _on_executors(exc) from exc
+        yield TaskFailure.of(exc)
     except HoodlineError as exc:
         if exc.retryable and not isinstance(exc, SchemaChangedError):
             raise
