@@ -340,3 +340,32 @@ def test_a_missing_source_directory_fails_before_spark_starts(
     assert f"source directory '{missing}' does not exist" in result.output
     assert "check option 'path'" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "t").exists()  # a run that cannot read creates no table
+
+
+def test_info_logging_shows_the_whole_configuration_without_secrets(tmp_path: Path) -> None:
+    """The README said the run banner shows the non-secret [table.storage] values; nothing
+    showed them (cluster review). `--log-level info` logs every setting, secrets masked."""
+    config = tmp_path / "p.toml"
+    config.write_text(f"""
+[source]
+type = "files"
+[source.options]
+path = "{tmp_path / 'missing'}"
+format = "jsonl"
+[table]
+path = "s3://lake/t"
+record-key = ["id"]
+[table.storage]
+endpoint = "http://127.0.0.1:9"
+secret_access_key = "hush-hush-1234"
+[schema]
+id = "string"
+""")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    done = subprocess.run([sys.executable, "-m", "hoodline", "--log-level", "info", "run",
+                           str(config), "--once"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0  # the source folder does not exist
+    assert "configuration: source.type = 'files'" in done.stderr, done.stderr
+    assert "table.storage.endpoint = 'http://127.0.0.1:9'" in done.stderr
+    assert "hush-hush" not in done.stderr + done.stdout

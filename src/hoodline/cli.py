@@ -207,6 +207,9 @@ def run(
         stop.set()
 
     err_console.print(run_banner(cfg, once), highlight=False, markup=False)
+    # every setting, secrets masked (--log-level info): what the run was given
+    logging.getLogger("hoodline.cli").info("configuration: %s", ", ".join(
+        f"{k} = {v!r}" for k, v in cfg.describe().items()))
     # the source and the table before Spark: a missing source directory, a path that cannot
     # hold the table or a table that does not match the pipeline file fails in a moment instead
     # of after Spark's start (the source first: a run that cannot read creates no table)
