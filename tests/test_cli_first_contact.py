@@ -345,22 +345,12 @@ def test_a_missing_source_directory_fails_before_spark_starts(
 def test_info_logging_shows_the_whole_configuration_without_secrets(tmp_path: Path) -> None:
     """The README said the run banner shows the non-secret [table.storage] values; nothing
     showed them (cluster review). `--log-level info` logs every setting, secrets masked."""
-    config = tmp_path / "p.toml"
-    config.write_text(f"""
-[source]
-type = "files"
-[source.options]
-path = "{tmp_path / 'missing'}"
-format = "jsonl"
-[table]
-path = "s3://lake/t"
-record-key = ["id"]
-[table.storage]
-endpoint = "http://127.0.0.1:9"
-secret_access_key = "hush-hush-1234"
-[schema]
-id = "string"
-""")
+    from tests.helpers.files_pipeline import write_files_pipeline
+
+    config = write_files_pipeline(
+        tmp_path / "p.toml", str(tmp_path / "missing"), "s3://lake/t", {"id": "string"},
+        extra='[table.storage]\nendpoint = "http://127.0.0.1:9"\n'
+              'secret_access_key = "hush-hush-1234"\n')
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     done = subprocess.run([sys.executable, "-m", "hoodline", "--log-level", "info", "run",
                            str(config), "--once"], env=env, capture_output=True, text=True,

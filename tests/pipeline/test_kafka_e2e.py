@@ -15,7 +15,7 @@ from confluent_kafka import TopicPartition as CTP
 from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline, RoundReport
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
-from hoodline.pipeline.config import config_from_dict
+from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
 from hoodline.table.table import HudiTable
@@ -30,6 +30,30 @@ from tests.helpers.pipeline_stream import (
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def _json_pipeline(broker: EmbeddedBroker, table: Path, options: dict[str, object],
+                   group: str | None = None) -> PipelineConfig:
+    """A JSON topic into an upsert table of :data:`SCHEMA` (in-process rounds, no waits),
+    with ``options`` (the subscription among them) among the Kafka source's."""
+    properties = {"bootstrap.servers": broker.bootstrap_servers,
+                  **({"group.id": group} if group else {})}
+    return config_from_dict({
+        "source": {"type": "kafka", "format": "json", "options": {
+            "properties": properties, "scan.fetch.timeout": 0.05, **options}},
+        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
+                  "precombine-field": "ts", "delete-field": "deleted"},
+        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
+    })
+
+
+def _delete_topic(broker: EmbeddedBroker, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for f in admin.delete_topics([topic]).values():
+        f.result(timeout=10)
+    time.sleep(0.5)
 
 
 def _run(hs: HoodlineSpark, table: Path, broker: EmbeddedBroker, topic: str, readers: int,
@@ -109,8 +133,6 @@ def test_a_topic_created_again_while_stopped_is_not_read_from_old_positions(
     """The round's commit stores the topic ids beside the checkpoint; a restart after the
     topic was deleted, created again and given more records than the old positions stops, or
     reads the new topic from its start. Records 0..old position were skipped without a word."""
-    from confluent_kafka.admin import AdminClient
-
     from hoodline.errors import KafkaOffsetOutOfRangeError
     from hoodline.testing.engine import InProcessEngine
 
@@ -118,20 +140,10 @@ def test_a_topic_created_again_while_stopped_is_not_read_from_old_positions(
     stream = Stream(broker.bootstrap_servers, topic, 2, seed=11)
     stream.produce(200, 50, deletes=0.0)
     table = tmp_path / "t"
-    cfg = config_from_dict({
-        "source": {"type": "kafka", "format": "json", "options": {
-            "topic": topic, "properties": {"bootstrap.servers": broker.bootstrap_servers},
-            "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy}},
-        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
-                  "precombine-field": "ts", "delete-field": "deleted"},
-        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
-    })
+    cfg = _json_pipeline(broker, table, {"topic": topic, "offsets.out-of-range": policy})
     with Pipeline(cfg, InProcessEngine()) as p:
         p.run(once=True)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    for f in admin.delete_topics([topic]).values():
-        f.result(timeout=10)
-    time.sleep(0.5)
+    _delete_topic(broker, topic)
     create_topic(broker.bootstrap_servers, topic, 2)
     fresh = Stream(broker.bootstrap_servers, topic, 2, seed=12)
     fresh.produce(400, 1000, deletes=0.0)  # 200 per partition, past the old positions (100)
@@ -152,8 +164,6 @@ def test_a_topic_of_a_pattern_deleted_between_runs_leaves_the_checkpoint(
     """A restart after a topic matched by the pattern was deleted stopped ("create them again
     or write to a new table"). Now the run goes on with the other topics; its first round
     commits (with nothing to read) a checkpoint without the deleted topic's positions."""
-    from confluent_kafka.admin import AdminClient
-
     from hoodline.testing.engine import InProcessEngine
 
     prefix = unique("pc-retired")
@@ -163,21 +173,10 @@ def test_a_topic_of_a_pattern_deleted_between_runs_leaves_the_checkpoint(
     stream = Stream(broker.bootstrap_servers, kept, 2, seed=22)
     stream.produce(100, 50, deletes=0.0)
     table = tmp_path / "t"
-    cfg = config_from_dict({
-        "source": {"type": "kafka", "format": "json", "options": {
-            "topic-pattern": f"{prefix}-.*",
-            "properties": {"bootstrap.servers": broker.bootstrap_servers},
-            "scan.fetch.timeout": 0.05}},
-        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
-                  "precombine-field": "ts", "delete-field": "deleted"},
-        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
-    })
+    cfg = _json_pipeline(broker, table, {"topic-pattern": f"{prefix}-.*"})
     with Pipeline(cfg, InProcessEngine()) as p:
         assert p.run(once=True).records_read == 200
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    for f in admin.delete_topics([old]).values():
-        f.result(timeout=10)
-    time.sleep(0.5)
+    _delete_topic(broker, old)
     before = len(hudi_completed_commits(table))
     with Pipeline(cfg, InProcessEngine()) as p:
         summary = p.run(once=True)
@@ -211,16 +210,9 @@ def test_a_new_table_keeps_the_positions_its_start_mode_gave(
     topic = create_topic(broker.bootstrap_servers, unique("pc-latest"), 2)
     Stream(broker.bootstrap_servers, topic, 2, seed=31).produce(60, 1000, deletes=0.0)
     table = tmp_path / "t"
-    cfg = config_from_dict({
-        "source": {"type": "kafka", "format": "json", "options": {
-            "topic": topic, "scan.startup.mode": mode, "scan.startup.offset-reset": "latest",
-            "properties": {"bootstrap.servers": broker.bootstrap_servers,
-                           "group.id": unique("pc-latest-group")},
-            "scan.fetch.timeout": 0.05}},
-        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
-                  "precombine-field": "ts", "delete-field": "deleted"},
-        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
-    })
+    cfg = _json_pipeline(broker, table, {
+        "topic": topic, "scan.startup.mode": mode, "scan.startup.offset-reset": "latest"},
+        group=unique("pc-latest-group"))
     with Pipeline(cfg, InProcessEngine()) as p:
         summary = p.run(once=True)
     assert (summary.records_read, summary.commits) == (0, 1)  # the positions, committed
@@ -253,28 +245,16 @@ def test_a_topic_created_again_with_fewer_partitions_is_named_or_read_as_it_is(
     with "listing latest offsets failed ... Check that the brokers are reachable", also with
     offsets.out-of-range = earliest. Now 'fail' names the partition and the topic's count, and
     'earliest' drops it (a warning names how far it was read) and reads the topic anew."""
-    from confluent_kafka.admin import AdminClient
-
     from hoodline.errors import KafkaOffsetOutOfRangeError
     from hoodline.testing.engine import InProcessEngine
 
     topic = create_topic(broker.bootstrap_servers, unique("pc-fewer"), 2)
     Stream(broker.bootstrap_servers, topic, 2, seed=41).produce(100, 1000, deletes=0.0)
     table = tmp_path / "t"
-    cfg = config_from_dict({
-        "source": {"type": "kafka", "format": "json", "options": {
-            "topic": topic, "properties": {"bootstrap.servers": broker.bootstrap_servers},
-            "scan.fetch.timeout": 0.05, "offsets.out-of-range": policy}},
-        "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
-                  "precombine-field": "ts", "delete-field": "deleted"},
-        "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
-    })
+    cfg = _json_pipeline(broker, table, {"topic": topic, "offsets.out-of-range": policy})
     with Pipeline(cfg, InProcessEngine()) as p:
         assert p.run(once=True).records_read == 100
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    for f in admin.delete_topics([topic]).values():
-        f.result(timeout=10)
-    time.sleep(0.5)
+    _delete_topic(broker, topic)
     create_topic(broker.bootstrap_servers, topic, 1)
     fresh = Stream(broker.bootstrap_servers, topic, 1, seed=42)
     fresh.produce(120, 1000, deletes=0.0)
