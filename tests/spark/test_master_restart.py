@@ -23,7 +23,8 @@ class _MasterUi:
     """A master's web UI on 127.0.0.1 answering /json/ with ``state`` (its JSON's shape)."""
 
     def __init__(self) -> None:
-        self.state: dict[str, Any] = {"url": "spark://127.0.0.1:7077", "aliveworkers": 1,
+        self.state: dict[str, Any] = {"url": "spark://127.0.0.1:7077", "status": "ALIVE",
+                                      "aliveworkers": 1,
                                       "activeapps": [], "completedapps": []}
         ui = self
 
@@ -59,6 +60,8 @@ def test_the_master_ui_says_whether_it_knows_an_application(master_ui: _MasterUi
     master_ui.state["activeapps"] = [{"id": "app-1", "state": "WAITING"}]
     assert master_knows_application(master_ui.url, "app-1") is True
     assert master_knows_application("http://127.0.0.1:9", "app-1") is None  # no answer
+    master_ui.state.update(status="STANDBY", activeapps=[])  # a standby master cannot say
+    assert master_knows_application(master_ui.url, "app-1") is None
     assert master_ui_url("spark://m1:7077,m2:7077") == "http://m1:8080"
     assert master_ui_url("spark://m1:7077", "http://ui:9090/") == "http://ui:9090"
     assert master_ui_url("local[2]") is None

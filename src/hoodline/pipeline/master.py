@@ -130,7 +130,7 @@ def master_ui_url(url: str, configured: str = "") -> str | None:
 def master_knows_application(ui_url: str, app_id: str, timeout_s: float = 5.0) -> bool | None:
     """Whether the standalone master whose web UI is at ``ui_url`` lists application
     ``app_id`` among its active (running or waiting) applications; None when the UI does not
-    answer with a master's JSON."""
+    answer with the JSON of an alive master (a standby one of a recovery setup knows none)."""
     import json
     import urllib.request
 
@@ -140,6 +140,6 @@ def master_knows_application(ui_url: str, app_id: str, timeout_s: float = 5.0) -
     except (OSError, ValueError):
         return None
     apps = state.get("activeapps") if isinstance(state, dict) else None
-    if not isinstance(apps, list):
-        return None
+    if not isinstance(apps, list) or state.get("status", "ALIVE") != "ALIVE":
+        return None  # not a master's JSON, or a standby / recovering master: it cannot say
     return any(isinstance(a, dict) and a.get("id") == app_id for a in apps)
