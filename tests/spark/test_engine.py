@@ -152,7 +152,7 @@ def test_a_cluster_job_without_executors_says_so(
     monkeypatch.setattr(engine_module, "NO_EXECUTOR_WARNING_S", 0.05)
     conf = {"spark.executor.memory": "2g"}
     context = type("Ctx", (), {
-        "master": "spark://h:7077",
+        "master": "spark://h:7077", "applicationId": "app-1",
         "statusTracker": lambda self: type("T", (), {
             "getExecutorInfos": lambda self: ["driver"]})(),
         "getConf": lambda self: type("C", (), {"get": lambda self, k, d=None: conf.get(k, d)})(),
@@ -160,7 +160,9 @@ def test_a_cluster_job_without_executors_says_so(
     spark = type("Spark", (), {"context": context, "master": parse_master("spark://h:7077")})()
     rdd = type("Rdd", (), {"collect": lambda self: time.sleep(0.4) or []})()
     with caplog.at_level("WARNING", logger="hoodline.spark.engine"):
-        assert SparkEngine(spark)._collect(rdd) == []  # type: ignore[arg-type]
+        # the master's UI does not answer: the round goes on waiting
+        engine = SparkEngine(spark, master_ui="http://127.0.0.1:9")  # type: ignore[arg-type]
+        assert engine._collect(rdd) == []  # type: ignore[arg-type]
     assert re.search(r"no executor has joined the application for \d+ s: the cluster at "
                      r"spark://h:7077 may have no worker with the cores and memory it asks for "
                      r"\(spark.executor.memory = 2g", caplog.text)

@@ -94,12 +94,6 @@ class _Spark:
     def __init__(self, context: _Context) -> None:
         self.context = context
 
-        class Master:
-            url = context.master
-            is_local = False
-
-        self.master = Master()
-
 
 def test_a_job_without_executors_of_an_application_the_master_forgot_stops(
     master_ui: _MasterUi, monkeypatch: pytest.MonkeyPatch

@@ -100,8 +100,8 @@ class SparkEngine(Engine):
         self.spark = spark
         self._owns = owns_session
         self._shuffle_files = shuffle_files
-        #: the standalone master's web UI (runtime.master-ui; None: not a standalone master)
-        self._master_ui = master_ui_url(spark.master.url, master_ui)
+        #: runtime.master-ui ('' = the standalone master's host, Spark's default UI port)
+        self._master_ui_setting = master_ui
         #: why the running job was cancelled: the application can never get executors again
         self._abandoned: str | None = None
 
@@ -172,14 +172,14 @@ class SparkEngine(Engine):
             if executors > 0:
                 return
             context = self.spark.context
-            known = (master_knows_application(self._master_ui, context.applicationId)
-                     if self._master_ui is not None else None)
+            ui = master_ui_url(context.master or "", self._master_ui_setting)
+            known = master_knows_application(ui, context.applicationId) if ui else None
             if known is False:
                 # a master restarted without recovery: it killed the application's executors
                 # and will never give it others; the job would wait forever
                 self._abandoned = (
                     f"the Spark master at {context.master} no longer knows this application "
-                    f"({context.applicationId}; its UI {self._master_ui} lists it nowhere): it "
+                    f"({context.applicationId}; its UI {ui} lists it nowhere): it "
                     "was restarted, and the application will never get an executor again. "
                     "Start the pipeline again (the unfinished round is rolled back); to ride "
                     "out master restarts, run the master with recovery (spark.deploy."
@@ -189,8 +189,8 @@ class SparkEngine(Engine):
             conf = context.getConf()
             asked = ("" if known else
                      f", or the master was restarted and no longer knows this application (its "
-                     f"UI, runtime.master-ui = {self._master_ui}, did not answer)"
-                     if self._master_ui is not None else "")
+                     f"UI, runtime.master-ui = {ui}, did not answer)"
+                     if ui is not None else "")
             log.warning(
                 "no executor has joined the application for %.0f s: the cluster at %s may have "
                 "no worker with the cores and memory it asks for (spark.executor.memory = %s, "
