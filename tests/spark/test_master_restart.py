@@ -92,7 +92,10 @@ class _Context:
 
 class _Spark:
     def __init__(self, context: _Context) -> None:
+        from hoodline.pipeline.master import parse_master
+
         self.context = context
+        self.master = parse_master(context.master)
 
 
 def test_a_job_without_executors_of_an_application_the_master_forgot_stops(
