@@ -147,19 +147,21 @@ def unkeyable_records(spec: RecordSpec, data: pa.Table) -> BadRecords:
     return concat_bad([missing, remap_bad(unreadable, complete)])
 
 
-def _nan_ordering(spec: RecordSpec, data: pa.Table) -> BadRecords | None:
-    """Rows whose ordering value is NaN (``missing_key``): NaN has no order among numbers that
-    every reader agrees on (see :func:`~hoodline.table.keygen.values.require_ordering`)."""
+def _nan_ordering(spec: RecordSpec, data: pa.Table) -> tuple[BadRecords, pa.Array] | None:
+    """Rows whose ordering value is NaN (``missing_key``) and their mask: NaN has no order among
+    numbers that every reader agrees on (see
+    :func:`~hoodline.table.keygen.values.require_ordering`)."""
     ordering = spec.ctx.config.precombine_field
     if ordering is None or ordering not in data.column_names:
         return None
     nan = nan_rows(data.column(ordering))
     if nan is None or not pc.any(nan).as_py():
         return None
-    idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), nan))
+    mask = _combined(nan)
+    idx = _combined(pc.filter(pa.array(np.arange(data.num_rows, dtype=np.int64)), mask))
     detail = f"ordering field '{ordering}' is NaN, which has no order among numbers"
     return BadRecords(idx, pa.array([MISSING_KEY] * len(idx), pa.string()),
-                      pa.array([detail] * len(idx), pa.string()))
+                      pa.array([detail] * len(idx), pa.string())), mask
 
 
 def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
@@ -171,8 +173,8 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
     taken: pa.Array | None = None
     nan = _nan_ordering(spec, data)
     if nan is not None:
-        parts.append(nan)
-        taken = pc.is_in(pa.array(np.arange(data.num_rows, dtype=np.int64)), nan.index)
+        parts.append(nan[0])
+        taken = nan[1]
     keygen = KeyGenerator(spec.ctx.config)
     keyless = keygen.keyless_rows(data) if data.num_rows else None
     if keyless is not None and taken is not None:
