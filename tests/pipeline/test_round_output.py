@@ -82,9 +82,15 @@ def test_a_storage_error_of_a_task_says_executors_need_the_storage_settings_too(
     """S3 credentials in the driver's environment only: the executors' error told the user to
     set them in the environment, which they were."""
     from hoodline.errors import StorageError
+    from hoodline.pipeline.tasks import _guarded
 
-    failure = TaskFailure.of(StorageError("cannot list 's3://lake/t/.hoodie': no S3 credentials "
-                                          "are set; set AWS_ACCESS_KEY_ID ... in the environment"))
+    def failing() -> Iterator[int]:
+        raise StorageError("cannot list 's3://lake/t/.hoodie': no S3 credentials are set; set "
+                           "AWS_ACCESS_KEY_ID ... in the environment")
+        yield 0  # a generator, as a task's records are
+
+    (failure,) = list(_guarded(failing()))  # what the task sends back
+    assert isinstance(failure, TaskFailure)
     err = TaskFailure.from_bytes(failure.to_bytes()).error()
     assert isinstance(err, StorageError) and not err.retryable
     assert str(err).endswith("[in a task: on a cluster the executors need the storage settings "

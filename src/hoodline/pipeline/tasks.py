@@ -92,8 +92,6 @@ class TaskFailure:
                 err = pickle.loads(self.payload)
             except Exception:
                 err = None
-            if isinstance(err, StorageError):
-                return _on_executors(err)
             if isinstance(err, HoodlineError):
                 return err
         return PipelineError(f"a task failed: {self.text}")
@@ -107,9 +105,7 @@ EXECUTOR_STORAGE_HINT = (
 
 
 def _on_executors(err: StorageError) -> StorageError:
-    """``err`` with :data:`EXECUTOR_STORAGE_HINT` (once)."""
-    if EXECUTOR_STORAGE_HINT in str(err):
-        return err
+    """``err`` with :data:`EXECUTOR_STORAGE_HINT`."""
     return StorageError(f"{err}{EXECUTOR_STORAGE_HINT}", err.retryable)
 
 
@@ -117,14 +113,15 @@ def _guarded(items: Iterator[T]) -> Iterator[T | TaskFailure]:
     """Pass ``items`` through; a non-retryable hoodline error ends them as a TaskFailure, and so
     does a schema change (the task run again would meet it again: the driver plans the round
     anew with the newer schema). Other retryable errors fail the task, which the engine may
-    run again -- a storage error with the executors' hint (an endpoint the executors cannot
-    reach was a task failure that named the driver's settings only)."""
+    run again. A storage error carries the executors' hint either way (an endpoint the
+    executors could not reach was a task failure that named the driver's settings only)."""
     try:
         yield from items
     except StorageError as exc:
+        hinted = _on_executors(exc)
         if exc.retryable:
-            raise _on_executors(exc) from exc
-        yield TaskFailure.of(exc)
+            raise hinted from exc
+        yield TaskFailure.of(hinted)
     except HoodlineError as exc:
         if exc.retryable and not isinstance(exc, SchemaChangedError):
             raise
