@@ -125,8 +125,8 @@ def _unfit(col: pa.Array | pa.ChunkedArray, dst: pa.DataType) -> npt.NDArray[np.
         low, high = pa.scalar(float(info.min), col.type), pa.scalar(float(info.max + 1),
                                                                     col.type)
         out = pc.or_(pc.or_(pc.less(col, low), pc.greater_equal(col, high)),
-                     pc.not_equal(col, pc.floor(col)))  # NaN too
-        return np.asarray(pc.fill_null(pc.or_(out, pc.is_nan(col)), False))
+                     pc.not_equal(col, pc.floor(col)))  # NaN too: it equals nothing
+        return np.asarray(pc.fill_null(out, False))
     return np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min), pc.greater(col, info.max)),
                                    False))
 
