@@ -147,3 +147,40 @@ def test_po_demo_that_fails_removes_its_temporary_folder(
     with pytest.raises(RuntimeError, match="the topic cannot be created"):
         stream_demo.run_stream_demo(None, Console(file=io.StringIO(), width=200))
     assert list(tmp_path.iterdir()) == []
+
+
+class _Running:
+    """A pipeline run that neither fails nor finishes (what ``_wait`` asks of it)."""
+
+    def check(self) -> None:
+        pass
+
+
+def test_ctrl_c_handled_inside_a_finaliser_still_stops_the_demo() -> None:
+    """The garbage collector runs finalisers (py4j's free JVM objects over a socket) on the main
+    thread; a KeyboardInterrupt raised inside one is printed as "Exception ignored" and lost, and
+    the demo had run on to its end after Ctrl-C."""
+    import threading
+    import weakref
+
+    from hoodline.demo import stream_demo
+
+    assert threading.current_thread() is threading.main_thread()  # where Python handles signals
+
+    class Held:
+        pass
+
+    def finaliser() -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the finaliser runs
+        time.sleep(0.2)  # (the handler runs here: the sleep is interrupted)
+
+    before = signal.getsignal(signal.SIGINT)
+    with stream_demo._ctrl_c_checked() as ctrl_c:
+        held = Held()
+        weakref.finalize(held, finaliser)
+        del held  # the finaliser runs now, on this thread
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            stream_demo._wait(_Running(), ctrl_c, started + 5.0)  # type: ignore[arg-type]
+        assert time.monotonic() - started < 1.0
+    assert signal.getsignal(signal.SIGINT) is before  # the demo's handler is gone again

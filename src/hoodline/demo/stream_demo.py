@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,10 +57,47 @@ COMPACT_EVERY = 3
 MALFORMED_PER_WAVE = 2
 
 
-def _interruptible(fn: Callable[..., None], *args: object) -> None:
+class _CtrlC:
+    """Ctrl-C (SIGINT) during the demo as a flag that the main thread checks wherever it waits.
+
+    Python's own handler raises KeyboardInterrupt wherever the main thread is when the signal
+    is handled, and there it can be lost: in a weakref callback or finaliser that the garbage
+    collector runs on the main thread (py4j's, which ask Spark's JVM to free an object over a
+    socket, can take a while on a busy machine), Python prints "Exception ignored" and goes
+    on; the demo then ran to its end. A second Ctrl-C raises at once."""
+
+    def __init__(self) -> None:
+        self.hit = threading.Event()
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.hit.is_set():
+            raise KeyboardInterrupt
+        self.hit.set()
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt when Ctrl-C was pressed."""
+        if self.hit.is_set():
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def _ctrl_c_checked() -> Iterator[_CtrlC]:
+    """Within the block, Ctrl-C sets the yielded flag (main thread only: elsewhere Python
+    delivers no signals and the flag is never set)."""
+    flag = _CtrlC()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, flag)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interruptible(ctrl_c: _CtrlC, fn: Callable[..., None], *args: object) -> None:
     """Run ``fn`` on a helper thread while the main thread waits in short steps, so Ctrl-C is
-    handled at once even when ``fn`` blocks in C code (a flush to a broker that Ctrl-C, sent to
-    the whole process group, has already stopped)."""
+    handled at once even when ``fn`` blocks in C code (a flush to a broker that has gone)."""
     failure: list[BaseException] = []
 
     def target() -> None:
@@ -70,7 +109,9 @@ def _interruptible(fn: Callable[..., None], *args: object) -> None:
     worker = threading.Thread(target=target, name="hoodline-demo-producer", daemon=True)
     worker.start()
     while worker.is_alive():
+        ctrl_c.check()
         worker.join(0.1)
+    ctrl_c.check()
     if failure:
         raise failure[0]
 
@@ -149,13 +190,17 @@ class _Run:
             raise RuntimeError("the pipeline thread ended without a result")
 
 
-def _wait(run: _Run, until: float, condition: Callable[[], bool] | None = None) -> None:
-    """Sleep until ``condition()`` or ``until``; raise if the pipeline failed meanwhile."""
+def _wait(run: _Run, ctrl_c: _CtrlC, until: float,
+          condition: Callable[[], bool] | None = None) -> None:
+    """Sleep until ``condition()`` or ``until``; raise if the pipeline failed meanwhile or on
+    Ctrl-C."""
     while time.monotonic() < until:
+        ctrl_c.check()
         run.check()
         if condition is not None and condition():
             return
         time.sleep(0.1)
+    ctrl_c.check()
 
 
 def run_stream_demo(
@@ -169,6 +214,22 @@ def run_stream_demo(
     catch_up_timeout_s: float = 300.0,
 ) -> DemoResult:
     """Run the demo (see module docs); ``result.ok`` says whether everything matched."""
+    with _ctrl_c_checked() as ctrl_c:
+        return _run_stream_demo(path, console, ctrl_c, records=records, keep=keep,
+                                master=master, live=live, catch_up_timeout_s=catch_up_timeout_s)
+
+
+def _run_stream_demo(
+    path: str | None,
+    console: Console,
+    ctrl_c: _CtrlC,
+    *,
+    records: int,
+    keep: bool,
+    master: str,
+    live: bool | None,
+    catch_up_timeout_s: float,
+) -> DemoResult:
     from hoodline.broker import ExactEndProducer
     from hoodline.pipeline.api import Pipeline
 
@@ -216,35 +277,39 @@ def run_stream_demo(
             (base / "pipeline.toml").write_text(toml)
             config = parse_config(toml, origin=str(base / "pipeline.toml"))
             producer = ExactEndProducer(broker.bootstrap_servers, log_level=3)
-            _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
+            _interruptible(ctrl_c, produce, producer, TOPIC, demo_wave(stream, records))
             pipeline = Pipeline(config)
             run = _Run(pipeline, progress)
             progress.set_status(f"wave 1/{WAVES} produced ({stream.totals.messages:,} messages); "
                                 f"starting Spark {master} ...")
             run.thread.start()
             # Later waves go out while the pipeline runs, once it committed something.
-            _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.committed_rounds > 0)
+            _wait(run, ctrl_c, time.monotonic() + catch_up_timeout_s,
+                  lambda: run.committed_rounds > 0)
             for wave in range(2, WAVES + 1):
-                _interruptible(produce, producer, TOPIC, demo_wave(stream, records))
+                _interruptible(ctrl_c, produce, producer, TOPIC, demo_wave(stream, records))
                 progress.set_status(f"wave {wave}/{WAVES} produced "
                                     f"({stream.totals.messages:,} messages so far)")
-                _wait(run, time.monotonic() + 2.5)
+                _wait(run, ctrl_c, time.monotonic() + 2.5)
             progress.set_status(f"all {WAVES} waves produced ({stream.totals.messages:,} "
                                 "messages); waiting for the pipeline to commit them")
             total = stream.totals.messages
-            _wait(run, time.monotonic() + catch_up_timeout_s, lambda: run.caught_up(total))
+            _wait(run, ctrl_c, time.monotonic() + catch_up_timeout_s, lambda: run.caught_up(total))
             run.check()
             if not run.caught_up(total):
                 result.problems.append(
                     f"the pipeline read {run.read:,} of {total:,} messages within "
                     f"{catch_up_timeout_s:.0f}s")
             run.stop.set()
-            run.thread.join()
+            while run.thread.is_alive():
+                ctrl_c.check()
+                run.thread.join(0.1)
             run.check()
             progress.finish()
             producer.close()  # its connections end before the broker stops
             result.rounds, result.commits = run.rounds, run.committed_rounds
             verify(stream, table_path, errors_path, result)
+            ctrl_c.check()
         except KeyboardInterrupt:
             interrupted = True
             progress.finish()
@@ -257,8 +322,8 @@ def run_stream_demo(
             try:
                 if run is not None:
                     run.stop.set()
-                    # Ctrl-C also reached the broker (same process group): do not wait long for
-                    # a round that can no longer read; stopping Spark cancels it.
+                    # interrupted: do not wait long for the round under way; stopping Spark
+                    # cancels it
                     run.thread.join(timeout=5.0 if interrupted else 60.0)
                 if pipeline is not None:
                     pipeline.close()
