@@ -20,8 +20,11 @@ their tasks is Spark unless another :class:`~hoodline.pipeline.engine.Engine` is
 
 from __future__ import annotations
 
+import logging
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -32,6 +35,33 @@ from hoodline.pipeline.engine import Engine, default_engine
 from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
 
 __all__ = ["Pipeline", "RoundReport", "RunSummary", "StopReason", "load_config", "run_pipeline"]
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _ctrl_c_stops(stop: threading.Event | None) -> Iterator[threading.Event | None]:
+    """A run on the main thread that was given no ``stop`` event (a script, a notebook cell)
+    stops after the current round at the first Ctrl-C (a notebook's interrupt), as ``hoodline
+    run`` does, and returns its summary; a second one raises KeyboardInterrupt at once. Before,
+    the first one cancelled the round under way with screens of Spark and py4j tracebacks.
+    A caller's own ``stop`` event, or another thread, leaves signals alone."""
+    if stop is not None or threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    requested = threading.Event()
+
+    def interrupt(signum: int, frame: object) -> None:
+        if requested.is_set():
+            raise KeyboardInterrupt
+        requested.set()
+        log.warning("Ctrl-C: stopping after the current round (again to stop at once)")
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield requested
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Pipeline:
@@ -65,9 +95,13 @@ class Pipeline:
         record with tolerance none), :class:`RoundFailedError` (too many failed rounds in a
         row), a non-retryable error of a round, or the restore errors (incompatible checkpoint,
         table locked by another writer). ``on_failure(error, retried)`` hears of every failed
-        round (metrics)."""
-        return RoundDriver(self.config, self.engine).run(once=once, on_round=on_round, stop=stop,
-                                                         on_failure=on_failure)
+        round (metrics). On the main thread and without ``stop``, the first Ctrl-C stops the
+        run after the current round (the summary says ``stopped``) and a second one raises
+        KeyboardInterrupt."""
+        engine = self.engine  # Spark first: on the main thread it installs a SIGINT handler
+        with _ctrl_c_stops(stop) as stopping:
+            return RoundDriver(self.config, engine).run(
+                once=once, on_round=on_round, stop=stopping, on_failure=on_failure)
 
     def close(self) -> None:
         """Close the engine if this pipeline started it."""
