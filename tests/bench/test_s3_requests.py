@@ -13,3 +13,11 @@ def test_requests_are_counted_and_cleaning_does_not_list_every_partition() -> No
         (p, r) for p in (12, 24, 36) for r in (1, 2, 3, 4)]
     assert all(0 < r["list_requests"] < r["requests"] for r in rows)
     assert rows[-1]["list_requests"] < 36, rows  # 3 'day' folders, not 36 partitions
+
+
+def test_a_date_partitioned_table_is_not_listed_a_request_per_partition() -> None:
+    """Partitions keyed by date alone are folders at the table's top: each was listed on its
+    own by every write (about one LIST request per partition per upsert)."""
+    rows = s3_requests.run(steps=2, step_partitions=30, rounds=2, partitioning="flat")
+    assert [r["partitions"] for r in rows] == [30, 30, 60, 60]
+    assert all(r["list_requests"] < 30 for r in rows), rows

@@ -22,7 +22,8 @@ def _config(tmp_path: Path) -> PipelineConfig:
     (src / "a.jsonl").write_text("".join(json.dumps({"id": i, "v": f"v{i}"}) + "\n"
                                          for i in range(500)))
     return config_from_dict({
-        "source": {"type": "files", "format": "json", "options": {"path": str(src), "format": "jsonl"}},
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "jsonl"}},
         "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
         "schema": {"id": "int64", "v": "string"},
         "runtime": {"round": {"max-records": 100, "min-interval": 0}},

@@ -139,8 +139,8 @@ def test_the_file_groups_of_a_partitioned_table_take_one_listing_outside_the_tim
     delimited: list[str] = []
     real_walk, real_listing = ObjectPath.walk_objects, ObjectPath.listing
 
-    def walk(self: ObjectPath):  # type: ignore[no-untyped-def]
-        for rel, size, mtime in real_walk(self):
+    def walk(self: ObjectPath, after: str | None = None):  # type: ignore[no-untyped-def]
+        for rel, size, mtime in real_walk(self, after):
             walked.append(f"{self.key}/{rel}")
             yield rel, size, mtime
 
@@ -158,3 +158,30 @@ def test_the_file_groups_of_a_partitioned_table_take_one_listing_outside_the_tim
     assert not [k for k in walked if "/.hoodie/" in k], walked
     assert not [k for k in delimited if k.endswith(tuple(partitions))], delimited
     assert delimited.count(reopened.base_path.key) == 1  # type: ignore[union-attr]
+
+
+def test_the_partition_listing_steps_over_the_timeline_and_other_tables_folders(
+    store: Store
+) -> None:
+    """The partition folders are listed in key order, a stretch between skipped folders at a
+    time (a request per partition had made every write to a date-partitioned table list each
+    date); folders whose names sort around the skipped ones and objects at the top are handled."""
+    from hoodline.table.fs_view import _object_files, list_partitions
+
+    base = parse_location(store.url("lake/t"), store.options)
+    assert isinstance(base, ObjectPath)
+    keys = ["-5/a.parquet",  # sorts before ".hoodie/"
+            ".hoodie-x/b.parquet", ".hoodie/hoodie.properties", ".hoodie/1.commit",
+            ".hoodie/archived/c.parquet", "2024-01-01/c.parquet", "2024-01-01/d.parquet",
+            "_delta_log/0.json", "_delta_log0/e.parquet", "day=2/h=1/f.parquet",
+            "metadata/g.parquet", "metadata-x/h.parquet", "top.parquet"]
+    for key in keys:
+        (base / key).write_bytes(b"x")
+    (base.parent / "t2" / "other.parquet").write_bytes(b"x")  # a table beside it
+    listed = {folder: sorted(e.name for e in entries)
+              for folder, entries in _object_files(base).items()}
+    assert listed == {"-5": ["a.parquet"], ".hoodie-x": ["b.parquet"],
+                      "2024-01-01": ["c.parquet", "d.parquet"], "_delta_log0": ["e.parquet"],
+                      "day=2/h=1": ["f.parquet"], "metadata-x": ["h.parquet"]}
+    assert list_partitions(base, True) == ["-5", ".hoodie-x", "2024-01-01", "_delta_log0",
+                                           "day=2/h=1", "metadata-x"]

@@ -585,15 +585,21 @@ class ObjectPath:
         for name in sorted([*(o[0] for o in objects), *folders]):
             yield self / name
 
-    def walk_objects(self) -> Iterator[tuple[str, int, float]]:
-        """(key relative to this path, size, modification time) of every object under it."""
+    def walk_objects(self, after: str | None = None) -> Iterator[tuple[str, int, float]]:
+        """(key relative to this path, size, modification time) of every object under it, in
+        key order; with ``after``, only the keys that sort after that relative key (S3 and GCS
+        skip the others server-side; Azure lists them, and they are dropped here). Pages are
+        fetched as the iteration goes on."""
         import obstore
 
         prefix = f"{self.key}/" if self.key else ""
+        offset = prefix + after if after is not None else None
         with storage_errors(self, "list"):
-            for chunk in obstore.list(self.store, prefix or None):
+            for chunk in obstore.list(self.store, prefix or None, offset=offset):
                 for o in chunk:
-                    yield o["path"][len(prefix):], int(o["size"]), o["last_modified"].timestamp()
+                    rel = o["path"][len(prefix):]
+                    if after is None or rel > after:
+                        yield rel, int(o["size"]), o["last_modified"].timestamp()
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ObjectPath, (self.root, self.key))

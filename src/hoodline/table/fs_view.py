@@ -178,7 +178,8 @@ class FileGroup:
 
 def list_partitions(base_path: TablePath, partitioned: bool) -> list[str]:
     """Partition paths relative to ``base_path`` (``""`` for a non-partitioned table): the
-    leaf folders outside ``.hoodie`` (on an object store, from one listing of every key)."""
+    leaf folders outside ``.hoodie`` (on an object store, from the keys under them, listed in
+    key order: see ``_object_files``)."""
     if not partitioned:
         return [""]
     if isinstance(base_path, ObjectPath):
@@ -212,17 +213,30 @@ def _object_partitions(base_path: ObjectPath) -> list[str]:
 
 def _object_files(base_path: ObjectPath) -> dict[str, list[Entry]]:
     """The files of a partitioned table on an object store by folder (relative), outside
-    ``.hoodie``: one delimited listing of the table's top, then one listing of every key under
-    each other top-level folder. Listing every key of the table listed the timeline too, and
-    each partition was listed once more for its files."""
+    ``.hoodie`` and the other :data:`NON_PARTITION_DIRS`: one delimited listing of the table's
+    top, then the keys of the partition folders in key order, a page of up to 1,000 keys per
+    request, each stretch between two skipped folders from where it starts. Listing every
+    key of the table listed the timeline too; listing each top-level folder on its own made a
+    table partitioned by date cost a request per partition on every write."""
     _objects, top = base_path.listing()
+    skipped = sorted(name for name in top if name in NON_PARTITION_DIRS)
+    wanted = [name for name in top if name not in NON_PARTITION_DIRS]
     files: dict[str, list[Entry]] = {}
-    for name in top:
-        if name in NON_PARTITION_DIRS:
-            continue
-        for rel, size, mtime in (base_path / name).walk_objects():
-            folder, _, file_name = f"{name}/{rel}".rpartition("/")
-            files.setdefault(folder, []).append(Entry(file_name, False, size, mtime))
+    start: str | None = None  # the stretch begins after the keys of this skipped folder
+    for stop in [*skipped, None]:
+        # (folders compared as their keys' prefixes: "a-b/" sorts before "a/")
+        if any((start is None or f"{name}/" > f"{start}/")
+               and (stop is None or f"{name}/" < f"{stop}/") for name in wanted):
+            # keys under "name/" sort after every "name<c>" with c < "/" and before "name0"
+            end = None if stop is None else stop + "/"
+            for rel, size, mtime in base_path.walk_objects(
+                    after=None if start is None else start + "0"):
+                if end is not None and rel >= end:
+                    break  # (pages are fetched as iterated: the skipped folder is not listed)
+                folder, sep, file_name = rel.rpartition("/")
+                if sep and folder.partition("/")[0] not in NON_PARTITION_DIRS:
+                    files.setdefault(folder, []).append(Entry(file_name, False, size, mtime))
+        start = stop
     return files
 
 
