@@ -372,7 +372,15 @@ def test_cleans_after_the_first_list_only_the_partitions_written_since(
         listed.append(partition)
         return real(base, partition)
 
+    real_all = clean_module.list_table_data_files
+
+    def counting_all(base: Any, partitioned: bool) -> Any:
+        found = real_all(base, partitioned)
+        listed.extend(found)
+        return found
+
     monkeypatch.setattr(clean_module, "list_data_files", counting)
+    monkeypatch.setattr(clean_module, "list_table_data_files", counting_all)
     t = HudiTable.create(tmp_path / "t", TableConfig("t", ("id",), ("p",)))
     per_clean: list[list[str]] = []
     with WriteClient(t, {"hoodie.cleaner.commits.retained": "2"}) as client:

@@ -38,7 +38,7 @@ from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.fs_view import (
     CommittedInstants,
     list_data_files,
-    list_partitions,
+    list_table_data_files,
     parse_base_file_name,
 )
 from hoodline.table.instant import CLEAN, REPLACE_COMMIT, SAVEPOINT, Instant, State
@@ -110,12 +110,13 @@ def plan_clean(table: HudiTable, retain_commits: int) -> tuple[str | None, dict[
 
     to_delete: dict[str, list[str]] = {}
     partitions = _partitions_since(table, earliest)
-    if partitions is None:
-        partitions = list_partitions(table.base_path, table.config.is_partitioned)
-    for part in partitions:
+    # every partition: on an object store one listing of the table, not a request per partition
+    listed = (list_table_data_files(table.base_path, table.config.is_partitioned)
+              if partitions is None
+              else {part: list_data_files(table.base_path, part) for part in partitions})
+    for part, (bases, logs) in listed.items():
         # file group -> slice (base instant) -> its files: base file and log files
         versions: dict[str, dict[str, list[str]]] = {}
-        bases, logs = list_data_files(table.base_path, part)
         for name, _size in bases:
             rel = f"{part}/{name}" if part else name
             fid, _tok, ts = parse_base_file_name(rel)

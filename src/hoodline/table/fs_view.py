@@ -255,6 +255,18 @@ def list_data_files(
     return _data_files(list_dir(folder))
 
 
+def list_table_data_files(
+    base_path: TablePath, partitioned: bool
+) -> dict[str, tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]]:
+    """Every partition's data files (as :func:`list_data_files` gives them), by partition: on an
+    object store from one listing of the partition folders' keys, else folder by folder."""
+    if partitioned and isinstance(base_path, ObjectPath):
+        listed = _object_files(base_path)
+        return {part: _data_files(listed[part]) for part in _leaf_folders(listed)}
+    return {part: list_data_files(base_path, part)
+            for part in list_partitions(base_path, partitioned)}
+
+
 def _data_files(
     entries: Iterable[Entry],
 ) -> tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]:
@@ -318,11 +330,8 @@ class FileSystemView:
         if self._groups is not None:
             return self._groups
         groups: dict[str, list[FileGroup]] = {}
-        listed = (_object_files(self.base_path)
-                  if self.partitioned and isinstance(self.base_path, ObjectPath) else None)
-        for part in self.partitions() if listed is None else _leaf_folders(listed):
-            bases, logs = (list_data_files(self.base_path, part) if listed is None
-                           else _data_files(listed[part]))
+        for part, (bases, logs) in list_table_data_files(self.base_path,
+                                                         self.partitioned).items():
             by_id: dict[str, list[FileSlice]] = {}
             log_map: dict[tuple[str, str], list[str]] = {}
             log_size: dict[tuple[str, str], int] = {}
