@@ -35,6 +35,7 @@ from typing import Any, TypeAlias
 from hoodline.config.masking import mask_all_but
 from hoodline.config.units import Duration
 from hoodline.errors import ConfigError, StorageError
+from hoodline.storage.slow import watched
 
 #: URL schemes of object stores, and the scheme obstore knows them by
 OBJECT_SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "abfs": "abfs", "abfss": "abfs",
@@ -399,11 +400,13 @@ def storage_error(exc: BaseException, path: ObjectPath, action: str) -> StorageE
 def storage_errors(path: ObjectPath, action: str) -> Iterator[None]:
     """Run obstore calls on ``path``: their errors leave as one :class:`StorageError` (see
     :func:`storage_error`); a missing object as ``FileNotFoundError(url)``, unless the store
-    says the bucket itself is missing."""
+    says the bucket itself is missing. A call that runs long is reported while it runs
+    (:mod:`hoodline.storage.slow`)."""
     from obstore.exceptions import BaseError
 
     try:
-        yield
+        with watched(f"{action} {path}"):
+            yield
     except FileNotFoundError as exc:
         code = _XML_CODE.search(error_head(str(exc)))
         if code and code.group(1) in _NO_BUCKET:
