@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from hoodline.table.index.bloom_index import _FooterCache, _footprint, read_footer_index
+from hoodline.table.index.bloom_index import _footprint, _PathCache, read_footer_index
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
@@ -28,7 +28,7 @@ def test_the_footer_cache_holds_at_most_its_bytes_of_filters(tmp_path: Path) -> 
     assert len(paths) == 6
     each = _footprint(read_footer_index(paths[0]))
     assert each > 1000  # the filter's bits are counted
-    cache = _FooterCache(max_bytes=int(each * 2.5))
+    cache = _PathCache(read_footer_index, _footprint, max_bytes=int(each * 2.5))
     for path in paths:
         assert cache.get(path).num_rows == 1000
     assert len(cache) == 2 and cache.nbytes <= each * 2.5

@@ -7,6 +7,13 @@ For every partition of the incoming records and every latest base file of that p
 3. exact check: the remaining candidates are looked up in the file's ``_hoodie_record_key``
    column (one column read per candidate file).
 
+Keys no base file holds are then looked up among the records of the slices' log files
+(merge-on-read). Inserts go to base files, but a key can still live in a log only: deleted,
+then compacted out of the base file by a compaction planned before it was written again,
+which logged it against that compaction. Missed there, its next write went to another file
+group as an insert, and the table held the key twice (a review, 3 of 3 runs with async
+compaction).
+
 A base file without these footer keys (e.g. written by another tool) is a candidate for every
 key, so correctness never depends on the footers — only speed does. Footers of base files are
 cached per path (base files are immutable). Works per file, vectorised over keys; never one
@@ -18,7 +25,9 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +47,9 @@ from hoodline.table.bloom import (
     KeyFilter,
     deserialize,
 )
-from hoodline.table.fs_view import FileSystemView
+from hoodline.table.fs_view import FileSlice, FileSystemView
+from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
+from hoodline.table.log.content import read_data_blocks, same_records_schema
 from hoodline.table.parallel import map_in_threads
 from hoodline.table.write.records import (
     FILE_ID,
@@ -47,6 +58,8 @@ from hoodline.table.write.records import (
     dictionary_codes,
     group_slices,
 )
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -96,12 +109,15 @@ def _footprint(info: FooterIndex) -> int:
     return 256 + sum(r.bits.nbytes for r in rows)
 
 
-class _FooterCache:
-    """Footer indexes of base files, least recently used first out, bounded by entries and by
-    the bytes of their filters (:data:`FOOTER_CACHE_BYTES`)."""
+class _PathCache(Generic[T]):
+    """What ``load`` makes of a file, by path, least recently used first out, bounded by
+    entries and by the bytes ``footprint`` says each holds."""
 
-    def __init__(self, capacity: int = 4096, max_bytes: int = FOOTER_CACHE_BYTES) -> None:
-        self._data: OrderedDict[str, tuple[FooterIndex, int]] = OrderedDict()
+    def __init__(self, load: Callable[[TablePath], T], footprint: Callable[[T], int],
+                 capacity: int = 4096, max_bytes: int = FOOTER_CACHE_BYTES) -> None:
+        self._load = load
+        self._footprint = footprint
+        self._data: OrderedDict[str, tuple[T, int]] = OrderedDict()
         self._capacity = capacity
         self._max_bytes = max_bytes
         self._bytes = 0
@@ -114,7 +130,7 @@ class _FooterCache:
     def __len__(self) -> int:
         return len(self._data)
 
-    def get(self, path: TablePath) -> FooterIndex:
+    def get(self, path: TablePath) -> T:
         if isinstance(path, ObjectPath):  # written once under a unique name, never replaced
             key = str(path)
         else:
@@ -125,22 +141,65 @@ class _FooterCache:
             if hit is not None:
                 self._data.move_to_end(key)
                 return hit[0]
-        info = read_footer_index(path)
-        size = _footprint(info)
+        value = self._load(path)
+        size = self._footprint(value)
         with self._lock:
             old = self._data.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
-            self._data[key] = (info, size)
+            self._data[key] = (value, size)
             self._bytes += size
             while len(self._data) > 1 and (len(self._data) > self._capacity
                                            or self._bytes > self._max_bytes):
                 _, (_, dropped) = self._data.popitem(last=False)
                 self._bytes -= dropped
-        return info
+        return value
 
 
-FOOTERS = _FooterCache()
+#: footer indexes of base files (see :data:`FOOTER_CACHE_BYTES`)
+FOOTERS: _PathCache[FooterIndex] = _PathCache(read_footer_index, _footprint)
+
+
+
+#: the column read from log data blocks
+_KEY_ONLY = pa.schema([pa.field(RECORD_KEY, pa.string())])
+
+
+def _log_file_keys(path: TablePath) -> list[tuple[str, pa.Array]]:
+    """(instant, record keys) of each data block of a log file; a rollback command block drops
+    the blocks of its target instant read before it, as readers do."""
+    data = path.read_bytes()
+    found: list[tuple[str, pa.Array]] = []
+    run: list[LogBlock] = []
+
+    def flush() -> None:
+        if run:
+            keys = read_data_blocks(run, _KEY_ONLY).column(RECORD_KEY).combine_chunks()
+            found.append((run[0].instant, keys))
+            run.clear()
+
+    for block in read_blocks(data):
+        if block.type is LogBlockType.COMMAND:
+            flush()
+            target = block.header.get(HeaderKey.TARGET_INSTANT_TIME)
+            found[:] = [(ts, keys) for ts, keys in found if ts != target]
+        elif block.type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA):
+            if run and not (same_records_schema(run[0], block) and run[0].instant == block.instant):
+                flush()
+            run.append(block)
+        else:
+            flush()
+    flush()
+    return found
+
+
+def _keys_footprint(blocks: list[tuple[str, pa.Array]]) -> int:
+    return 256 + sum(int(keys.nbytes) for _, keys in blocks)
+
+
+#: record keys of log files' data blocks (log files are written once, under unique names)
+LOG_KEYS: _PathCache[list[tuple[str, pa.Array]]] = _PathCache(
+    _log_file_keys, _keys_footprint, max_bytes=64 * 1024 * 1024)
 
 
 @dataclass
@@ -150,6 +209,8 @@ class LookupStats:
     files_considered: int = 0
     files_read: int = 0
     keys_checked_exactly: int = 0
+    #: log files whose keys were looked at (merge-on-read: keys no base file holds)
+    log_files_read: int = 0
 
 
 def candidate_mask(keys: pa.Array, info: FooterIndex) -> np.ndarray:
@@ -215,6 +276,7 @@ class BloomIndex:
                 stats.files_considered += part.stats.files_considered
                 stats.files_read += part.stats.files_read
                 stats.keys_checked_exactly += part.stats.keys_checked_exactly
+                stats.log_files_read += part.stats.log_files_read
         self.last_stats = stats
         col = file_id_column(found, file_ids, dictionary)
         if FILE_ID in records.schema.names:
@@ -266,7 +328,39 @@ class BloomIndex:
             if len(hit_idx):
                 out.hits.append((sl.file_id, rows[hit_idx]))
             unresolved[hit_idx] = False
+        for sl in slices:  # keys that live in a log file only (see module docs)
+            if not unresolved.any():
+                break
+            logged = self._log_keys(sl, view)
+            if logged is None:
+                continue
+            idx = np.flatnonzero(unresolved)
+            stats.log_files_read += len(sl.log_files)
+            hit_np = np.asarray(pc.is_in(keys.take(pa.array(idx)), value_set=logged)
+                                .to_numpy(zero_copy_only=False), dtype=bool)
+            hit_idx = idx[hit_np]
+            if len(hit_idx):
+                out.hits.append((sl.file_id, rows[hit_idx]))
+            unresolved[hit_idx] = False
         return out
+
+    def _log_keys(self, sl: FileSlice, view: FileSystemView) -> pa.Array | None:
+        """The record keys of the slice's log files' data blocks of visible instants; None
+        without log files."""
+        if not sl.log_files:
+            return None
+        found: list[pa.Array] = []
+        for rel in sl.log_files:
+            path = self.base_path / rel
+            try:
+                blocks = LOG_KEYS.get(path)
+            except FileNotFoundError:
+                raise TableError(
+                    f"log file '{path}' of file group {sl.file_id} is missing; the BLOOM index "
+                    "cannot tell which keys it held"
+                ) from None
+            found.extend(keys for ts, keys in blocks if view.is_visible(ts))
+        return pa.concat_arrays(found) if found else None
 
 
 @dataclass
