@@ -9,7 +9,9 @@ import pytest
 
 from hoodline.errors import StorageError, WriterLockError
 from hoodline.table.lock import WriterLock
+from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
+from tests.helpers.moto_s3 import MotoS3
 
 
 def test_second_live_writer_refused_naming_holder(table: HudiTable) -> None:
@@ -150,3 +152,82 @@ def test_a_writer_dropped_without_closing_gives_its_lock_up(
     assert not heartbeat.is_alive()
     with WriteClient(table) as again:  # at once, not after the lock's expiry
         assert again.table.base_path == table.base_path
+
+
+def test_a_contender_goes_by_the_holders_expiry_not_its_own(
+    table: HudiTable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A WriteClient with a 5-s expiry took the lock of a healthy pipeline (a heartbeat every
+    10 s, expiry 60 s) between two of its heartbeats, and the pipeline died: whether a lock is
+    stale is the holder's expiry to say, which the lock records."""
+    path = table.meta_path / ".hoodline" / "writer.lock"
+    # the holder's heartbeat thread does not beat within the test (interval 30 s)
+    holder = WriterLock(table, owner="pipeline", heartbeat_interval=30, expiry=60).acquire()
+    try:
+        body = json.loads(path.read_text())
+        assert (body["expiry"], body["heartbeat"]) == (60, 30)
+        old = time.time() - 10
+        os.utime(path, (old, old))  # 10 s since the last heartbeat: live by the holder's 60 s
+        with pytest.raises(WriterLockError, match=r"'pipeline'.*wait 60s \(the holder's expiry"):
+            WriterLock(table, owner="notebook", heartbeat_interval=1, expiry=5).acquire()
+        holder.ensure_held()
+        # a holder with a longer expiry than the contender's is live beyond the contender's
+        old = time.time() - 61
+        os.utime(path, (old, old))
+        with caplog.at_level("WARNING", logger="hoodline.table.lock"):
+            taker = WriterLock(table, owner="notebook", heartbeat_interval=1, expiry=120)
+            taker.acquire()
+        try:
+            assert "takes over the lock" in caplog.text
+            assert "older than the holder's expiry of 60s" in caplog.text
+            with pytest.raises(WriterLockError, match="lost the lock"):
+                holder.ensure_held()
+        finally:
+            taker.release()
+    finally:
+        holder.release()
+
+
+def test_a_lock_that_records_no_expiry_goes_by_the_contenders(
+    table: HudiTable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lock written by an older hoodline records no expiry: the contender's own decides."""
+    lock_dir = table.meta_path / ".hoodline"
+    lock_dir.mkdir()
+    body = {"owner": "old", "pid": 1, "host": "elsewhere", "since": "x", "token": "t"}
+    path = lock_dir / "writer.lock"
+    path.write_text(json.dumps(body))
+    old = time.time() - 10
+    os.utime(path, (old, old))
+    with pytest.raises(WriterLockError, match=r"wait 60s \(this writer's expiry"):
+        WriterLock(table, owner="new", heartbeat_interval=1, expiry=60).acquire()
+    with caplog.at_level("WARNING", logger="hoodline.table.lock"):
+        with WriterLock(table, owner="new", heartbeat_interval=1, expiry=5) as lock:
+            assert lock.held
+    assert "older than this writer's expiry (the lock records none) of 5s" in caplog.text
+
+
+@pytest.mark.s3
+def test_an_object_store_lock_goes_by_the_holders_expiry(moto_s3: MotoS3) -> None:
+    """The same on an object store, where each generation of the lock records its holder's
+    expiry (the contenders' clocks run ahead instead of the heartbeat being made old)."""
+    url = f"s3://{moto_s3.new_bucket()}/t"
+    table = HudiTable.create(url, TableConfig("t", ("id",)), storage_options=moto_s3.options)
+    holder = WriterLock(table, owner="pipeline", heartbeat_interval=30, expiry=60).acquire()
+    try:
+        def contender(ahead: float) -> WriterLock:
+            return WriterLock(HudiTable.open(url, storage_options=moto_s3.options),
+                              owner="notebook", heartbeat_interval=1, expiry=5,
+                              clock=lambda: time.time() + ahead)
+
+        with pytest.raises(WriterLockError, match=r"'pipeline'.*wait 60s \(the holder's expiry"):
+            contender(10).acquire()
+        holder.ensure_held()
+        taker = contender(120).acquire()
+        try:
+            with pytest.raises(WriterLockError, match="lost the lock"):
+                holder.ensure_held()
+        finally:
+            taker.release()
+    finally:
+        holder.release()

@@ -1,10 +1,14 @@
 """Single-writer lock with heartbeat and expiry.
 
 The lock is the file ``.hoodie/.hoodline/writer.lock`` holding JSON ``{owner, pid, host, since,
-token}``; its modification time is the heartbeat, refreshed by a background thread. Another writer
-is refused with :class:`WriterLockError` naming the holder while the lock is live. A lock is
-stale, and may be taken over, when its heartbeat is older than the expiry, or at once when its
-holder ran on this host and that process no longer exists (e.g. killed with ``kill -9``).
+token, expiry, heartbeat}``; its modification time is the heartbeat, refreshed by a background
+thread. Another writer is refused with :class:`WriterLockError` naming the holder while the lock
+is live. A lock is stale, and may be taken over, when its heartbeat is older than the expiry *its
+holder* recorded (the contender's own only for a lock that records none, written by an older
+hoodline), or at once when its holder ran on this host and that process no longer exists (e.g.
+killed with ``kill -9``). The holder's expiry decides because the holder paces its heartbeat by
+it: a contender with a short expiry took the lock of a healthy pipeline between two of its
+heartbeats, and the pipeline died.
 
 Acquisition and takeover happen under an ``fcntl`` lock on a guard file, so two contenders
 cannot both take a stale lock. On an object store (no ``fcntl``, no atomic rename) the lock is a
@@ -43,8 +47,9 @@ LOCK_EXPIRY_SECONDS = option(
     "hoodline.writer.lock.expiry.seconds",
     float,
     60.0,
-    "Seconds without a heartbeat after which a writer lock counts as abandoned and another "
-    "writer may take it over (a holder on the same host that no longer runs is detected at once).",
+    "Seconds without a heartbeat after which this writer's lock counts as abandoned and another "
+    "writer may take it over (a holder on the same host that no longer runs is detected at once). "
+    "The lock records it: other writers go by the holder's expiry, not by their own.",
     minimum=0.1,
 )
 LOCK_HEARTBEAT_SECONDS = option(
@@ -161,10 +166,14 @@ class WriterLock:
             "host": socket.gethostname(),
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
             "token": self._token,
+            # what contenders go by (see the module docs); the heartbeat interval for people
+            "expiry": self.expiry,
+            "heartbeat": self.heartbeat_interval,
         }
 
     def _acquire_object(self, files: _ObjectLockFiles) -> None:
         gen, holder = files.current()
+        reason: str | None = None
         if holder is not None:
             reason = self._stale_reason(holder)
             if reason is None:
@@ -172,6 +181,8 @@ class WriterLock:
         if not files.create(gen + 1, self._body()):
             _gen, winner = files.current()
             raise WriterLockError(self._describe_refusal(winner or {"owner": "another writer"}))
+        if holder is not None and reason is not None:
+            self._log_takeover(holder, reason)
         self.path = files.path(gen + 1)
         files.remove_below(gen + 1)
 
@@ -190,6 +201,7 @@ class WriterLock:
                 reason = self._stale_reason(holder)
                 if reason is None:
                     raise WriterLockError(self._describe_refusal(holder))
+                self._log_takeover(holder, reason)
                 os.replace(self.path, self.dir / f"{LOCK_FILE}.stale-{uuid.uuid4().hex[:8]}")
                 self._cleanup_stale_files()
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -326,12 +338,21 @@ class WriterLock:
         except FileNotFoundError:
             return None
 
+    def _holder_expiry(self, holder: dict[str, Any]) -> tuple[float, str]:
+        """The expiry that decides whether ``holder``'s lock is stale, and whose it is: the one
+        the holder recorded, else (a lock of an older hoodline, or unreadable) this writer's."""
+        recorded = holder.get("expiry")
+        if isinstance(recorded, int | float) and not isinstance(recorded, bool) and recorded > 0:
+            return float(recorded), "the holder's expiry"
+        return self.expiry, "this writer's expiry (the lock records none)"
+
     def _stale_reason(self, holder: dict[str, Any]) -> str | None:
         age = self._age()
         if age is None:
             return "lock file vanished"
-        if age > self.expiry:
-            return f"heartbeat {age:.1f}s old > expiry {self.expiry}s"
+        expiry, whose = self._holder_expiry(holder)
+        if age > expiry:
+            return f"its heartbeat is {age:.1f}s old, older than {whose} of {expiry:g}s"
         pid = holder.get("pid")
         if holder.get("host") == socket.gethostname() and isinstance(pid, int):
             if pid != os.getpid() and not _pid_alive(pid):
@@ -348,11 +369,16 @@ class WriterLock:
     def _describe_refusal(self, holder: dict[str, Any]) -> str:
         age = self._age()
         beat = f"last heartbeat {age:.1f}s ago" if age is not None else "no heartbeat"
+        expiry, whose = self._holder_expiry(holder)
         return (
             f"table '{self.table.base_path}' is locked by writer {self._who(holder)}, {beat}; "
-            f"only one writer may write at a time. Stop that writer, or wait {self.expiry:.0f}s "
-            "after it died for the lock to expire."
+            f"only one writer may write at a time. Stop that writer, or wait {expiry:g}s "
+            f"({whose}) after it died for the lock to expire."
         )
+
+    def _log_takeover(self, holder: dict[str, Any], reason: str) -> None:
+        log.warning("writer '%s' takes over the lock on '%s' from writer %s: %s", self.owner,
+                    self.table.base_path, self._who(holder), reason)
 
     def _cleanup_stale_files(self) -> None:
         assert isinstance(self.dir, Path)
