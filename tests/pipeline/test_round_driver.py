@@ -28,6 +28,7 @@ from hoodline.errors import (
     FileSourceError,
     PipelineError,
     RoundFailedError,
+    WriterLockError,
 )
 from hoodline.faults import FaultAction, FaultPoint
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
@@ -762,3 +763,58 @@ def test_a_round_of_many_tiny_files_warns_once_naming_the_partition_fields(
     with caplog.at_level("WARNING", logger="hoodline"):
         _driver(_config(root, tmp_path / "t2"), InProcessEngine())[0].run(once=True)
     assert not [r for r in caplog.records if "files of" in r.getMessage()]
+
+
+def _taken_over_during_the_round(table: Path) -> tuple[Any, list[str]]:
+    """A ``before_job`` hook: while the round's instant is started (the pipeline "frozen" past
+    its lock's expiry), a WriteClient ('backfill') takes the lock over, rolls the instant back,
+    writes one row and closes; the job then runs and its tasks write their files. Returns the
+    hook and the list the round's instant time is put in."""
+    instants: list[str] = []
+
+    def hook(job: RoundJob) -> None:
+        if instants:
+            return
+        instants.append(job.spec.ctx.instant_ts)
+        lock = table / ".hoodie" / ".hoodline" / "writer.lock"
+        old = time.time() - 120
+        os.utime(lock, (old, old))
+        with WriteClient(HudiTable.open(table), {
+                "hoodline.write.lock.owner": "backfill",
+                "hoodie.datasource.write.payload.class":
+                    "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}) as c:
+            c.upsert(pa.table({"id": pa.array([999], pa.int64()), "v": ["backfill"],
+                               "ts": pa.array([9], pa.int64())}))
+
+    return hook, instants
+
+
+#: the pipeline's heartbeat thread does not beat within a test (30 s); its lock lives 60 s
+_SLOW_HEARTBEAT = {"options": {
+    "hoodie.datasource.write.payload.class":
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+    "hoodline.writer.lock.heartbeat.seconds": 30, "hoodline.writer.lock.expiry.seconds": 60}}
+
+
+def test_a_pipeline_that_lost_its_lock_ends_with_one_line_saying_who_took_it(
+    src: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pipeline whose lock was taken over (paused past the expiry, or a contender with a
+    shorter expiry) ended with a false "rollback ... failed (tried again before the next
+    round)" warning and "the write client ... is not open; use 'with WriteClient(...)'" or
+    "lost the lock (now held by nobody)": the error says who took the lock and that the
+    pipeline stopped, and nothing claims a retry."""
+    table = tmp_path / "t"
+    hook, instants = _taken_over_during_the_round(table)
+    cfg = _config(src, table, table_options=_SLOW_HEARTBEAT)
+    driver, sleeps = _driver(cfg, InProcessEngine(before_job=hook))
+    with caplog.at_level("WARNING", logger="hoodline"), \
+            pytest.raises(WriterLockError) as err:
+        driver.run(once=True)
+    msg = str(err.value)
+    assert "lost the lock on table" in msg and "writer 'backfill' (pid " in msg, msg
+    assert "older than the holder's expiry of 60s" in msg
+    assert f"this pipeline stopped without committing round 1 (instant {instants[0]})" in msg
+    assert "not open" not in msg
+    assert "tried again" not in caplog.text and "rollback of instant" not in caplog.text
+    assert sleeps.calls == []  # not retried

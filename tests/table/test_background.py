@@ -184,3 +184,40 @@ def test_async_compaction_is_off_by_default() -> None:
     options = WriteOptions.from_mapping({})
     assert options.compact_async is False and options.compact_inline is True
     assert WriteOptions.from_mapping({"hoodline.compaction.async": "true"}).compact_async
+
+
+def test_a_compaction_stopped_by_a_lock_takeover_does_not_claim_its_plan_stays_pending(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pipeline paused past its lock's expiry resumed to "compaction ... failed in the
+    background: ...; its plan stays pending and is executed again after the next write" and a
+    hundred lines of traceback, while the writer that took the lock over had finished that
+    plan: it says the lock was lost, to whom, and that the new holder finishes the plan."""
+    import os
+    import time
+
+    table = mor_table(tmp_path, "BUCKET", bucket_count=1, partition_fields=())
+    finished: list[list[Any]] = []
+
+    def taken_over(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        lock = table.meta_path / ".hoodline" / "writer.lock"
+        old = time.time() - 120
+        os.utime(lock, (old, old))
+        with WriteClient(HudiTable.open(table.base_path),
+                         {"hoodline.write.lock.owner": "backfill"}) as other:
+            finished.append(other.repaired)  # opening finished the pending compaction
+        raise OSError("a log file disappeared while it was read (injected)")
+
+    slow = {"hoodline.writer.lock.heartbeat.seconds": 30, "hoodline.writer.lock.expiry.seconds": 60}
+    with caplog.at_level(logging.WARNING, logger="hoodline.table.background"), \
+            WriteClient(table, {**ASYNC, **slow}) as client:
+        client.task_runner = taken_over
+        for t in range(1, 10):
+            client.upsert(rows([t], ts=t))
+            if client._background.running is not None:
+                break
+        assert client._background.collect(wait=True) is None
+    assert finished and finished[0]
+    assert "stays pending" not in caplog.text
+    assert "stopped in the background" in caplog.text and "writer 'backfill'" in caplog.text
+    assert "the lock's new holder finishes its plan" in caplog.text

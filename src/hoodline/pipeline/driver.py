@@ -53,6 +53,7 @@ from hoodline.errors import (
     RoundFailedError,
     SchemaChangedError,
     SchemaEvolutionError,
+    WriterLockError,
     is_retryable,
 )
 from hoodline.faults import FaultPoint
@@ -493,7 +494,13 @@ class RoundDriver:
         for failed in list(run.unrolled):
             self._rollback(run, failed)
         self._follow_schema(run)
-        ts = run.client.start_instant()
+        try:
+            ts = run.client.start_instant()
+        except WriterLockError as error:
+            lost = run.client.lost_lock()
+            if lost is None:
+                raise
+            raise self._lost_lock_error(lost, planned.round_id, None) from error
         try:
             ctx = run.client.context(
                 ts, PreparedBatch(run.operation, run.data_schema.empty_table(), run.data_schema)
@@ -506,6 +513,11 @@ class RoundDriver:
                     self.engine.wait_until_idle(FAILED_JOB_DRAIN_S)
                 except Exception as exc:
                     log.warning("tasks still running while rolling back %s: %s", ts, exc)
+                lost = run.client.lost_lock()
+                if lost is not None:
+                    # whatever failed, the lock taken over is the cause, and the job ends: no
+                    # rollback "tried again before the next round" (the new holder did it)
+                    raise self._lost_lock_error(lost, planned.round_id, ts) from error
             self._rollback(run, ts)
             raise
         run.round_id = planned.round_id
@@ -645,6 +657,16 @@ class RoundDriver:
         )
 
     # -- safety ---------------------------------------------------------------------------------
+    @staticmethod
+    def _lost_lock_error(lost: str, round_id: int, ts: str | None) -> WriterLockError:
+        """The error that ends a run whose writer lost the table's lock (``lost``: who took it):
+        said plainly, as the run's last line."""
+        instant = f" (instant {ts})" if ts is not None else ""
+        return WriterLockError(
+            f"{lost}; this pipeline stopped without committing round {round_id}{instant}. "
+            "Restart it once the other writer is done: it resumes from the table's checkpoint"
+        )
+
     @staticmethod
     def _guard(table: HudiTable, round_id: int) -> None:
         """Never commit a round twice: the table's checkpoint must be the previous round's."""

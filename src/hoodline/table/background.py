@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from hoodline.storage.paths import TablePath
@@ -27,7 +28,10 @@ log = logging.getLogger(__name__)
 class BackgroundCompactor:
     """Runs one compaction at a time on a thread of this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, lost_lock: Callable[[], str | None] = lambda: None) -> None:
+        """``lost_lock``: why the writer lost its lock, if it did (a compaction that fails then
+        was stopped by the lock's new holder, which finishes its plan: not "stays pending")."""
+        self._lost_lock = lost_lock
         self._pool: ThreadPoolExecutor | None = None
         self._running: tuple[Instant, Future[Instant]] | None = None
 
@@ -71,6 +75,11 @@ class BackgroundCompactor:
         try:
             return future.result()
         except Exception as exc:
+            lost = self._lost_lock()
+            if lost is not None:
+                log.warning("compaction %s stopped in the background (%s): %s; the lock's new "
+                            "holder finishes its plan", instant.timestamp, exc, lost)
+                return None
             log.error("compaction %s failed in the background: %s; its plan stays pending and "
                       "is executed again after the next write (or when a writer next opens the "
                       "table)", instant.timestamp, exc, exc_info=True)

@@ -18,6 +18,10 @@ contenders exactly one succeeds — and the heartbeat rewrites the holder's own 
 
 If the heartbeat thread finds the lock taken over (this process was considered dead), the lock
 is marked lost and :meth:`WriterLock.ensure_held` raises — call it right before committing.
+A writer that takes a lock over because its heartbeat expired leaves a note
+``writer.lock.taken-<old token>`` naming itself and why: the old holder, when it wakes up and
+finds the lock lost, reads it to say who took the lock, also when the taker has released it
+since (notes nobody came back for are removed by a later takeover after :data:`NOTE_KEEP_S`).
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ LOCK_HEARTBEAT_SECONDS = option(
 LOCK_DIR = ".hoodline"
 LOCK_FILE = "writer.lock"
 GUARD_FILE = "writer.lock.guard"
+TAKEN_NOTE = "writer.lock.taken-"
+#: takeover notes older than this are removed by the next takeover (their holder never woke up)
+NOTE_KEEP_S = 7 * 86400.0
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +166,25 @@ class WriterLock:
     def held(self) -> bool:
         return self._held and self._lost is None
 
+    @property
+    def lost(self) -> str | None:
+        """Why this writer no longer holds the lock it took (who took it over), once the
+        heartbeat or :meth:`ensure_held` found out; None while it holds it."""
+        return self._lost
+
+    def lost_reason(self) -> str | None:
+        """:attr:`lost`, finding out now (one read of the lock): for a writer that failed and
+        must tell a lost lock from other errors. None when it holds the lock, never took it, or
+        the lock cannot be read."""
+        if self._lost is None and self._held:
+            try:
+                self.ensure_held()
+            except WriterLockError:
+                pass
+            except (OSError, HoodlineError):
+                return None
+        return self._lost
+
     def _body(self) -> dict[str, Any]:
         return {
             "owner": self.owner,
@@ -183,6 +209,7 @@ class WriterLock:
             raise WriterLockError(self._describe_refusal(winner or {"owner": "another writer"}))
         if holder is not None and reason is not None:
             self._log_takeover(holder, reason)
+            self._leave_note(holder, reason)
         self.path = files.path(gen + 1)
         files.remove_below(gen + 1)
 
@@ -202,6 +229,7 @@ class WriterLock:
                 if reason is None:
                     raise WriterLockError(self._describe_refusal(holder))
                 self._log_takeover(holder, reason)
+                self._leave_note(holder, reason)
                 os.replace(self.path, self.dir / f"{LOCK_FILE}.stale-{uuid.uuid4().hex[:8]}")
                 self._cleanup_stale_files()
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -257,20 +285,14 @@ class WriterLock:
             raise WriterLockError(self._lost)
         holder = self._read()
         if holder is None or holder.get("token") != self._token:
-            self._lost = (
-                f"writer '{self.owner}' lost the lock on '{self.path}' "
-                f"(now held by {self._who(holder) if holder else 'nobody'}); stop writing"
-            )
+            self._lost = self._lost_message(holder)
             raise WriterLockError(self._lost)
 
     def heartbeat(self) -> None:
         """Refresh the heartbeat now (the background thread does this periodically)."""
         holder = self._read()
         if holder is None or holder.get("token") != self._token:
-            self._lost = (
-                f"writer '{self.owner}' lost the lock on '{self.path}': it was taken over "
-                f"by {self._who(holder) if holder else 'nobody'} after its heartbeat expired"
-            )
+            self._lost = self._lost_message(holder)
             return
         if self._objects is not None:
             self._objects.touch(self.path, holder)
@@ -352,12 +374,17 @@ class WriterLock:
             return "lock file vanished"
         expiry, whose = self._holder_expiry(holder)
         if age > expiry:
-            return f"its heartbeat is {age:.1f}s old, older than {whose} of {expiry:g}s"
-        pid = holder.get("pid")
-        if holder.get("host") == socket.gethostname() and isinstance(pid, int):
-            if pid != os.getpid() and not _pid_alive(pid):
-                return f"process {pid} on this host is gone"
+            return f"the heartbeat was {age:.1f}s old, older than {whose} of {expiry:g}s"
+        if self._gone(holder):
+            return f"process {holder.get('pid')} on this host is gone"
         return None
+
+    @staticmethod
+    def _gone(holder: dict[str, Any]) -> bool:
+        """Whether ``holder`` ran on this host in a process that no longer exists."""
+        pid = holder.get("pid")
+        return (holder.get("host") == socket.gethostname() and isinstance(pid, int)
+                and pid != os.getpid() and not _pid_alive(pid))
 
     @staticmethod
     def _who(holder: dict[str, Any]) -> str:
@@ -379,6 +406,72 @@ class WriterLock:
     def _log_takeover(self, holder: dict[str, Any], reason: str) -> None:
         log.warning("writer '%s' takes over the lock on '%s' from writer %s: %s", self.owner,
                     self.table.base_path, self._who(holder), reason)
+
+    @staticmethod
+    def _note_name(token: object) -> str | None:
+        """The takeover note's name for a holder's ``token`` (None: no usable token)."""
+        if not isinstance(token, str) or not token.isalnum():
+            return None
+        return f"{TAKEN_NOTE}{token}"
+
+    def _leave_note(self, holder: dict[str, Any], reason: str) -> None:
+        """Tell ``holder``, should it still run, who took its lock over and why (best effort:
+        without the note it is told less). A holder whose process is gone gets none."""
+        name = self._note_name(holder.get("token"))
+        if name is None or self._gone(holder):
+            return
+        note = json.dumps({"by": self._body(), "reason": reason}).encode()
+        try:
+            (self.dir / name).write_bytes(note)
+            self._remove_old_notes()
+        except (OSError, HoodlineError) as exc:
+            log.debug("cannot leave a takeover note in '%s': %s", self.dir, exc)
+
+    def _remove_old_notes(self) -> None:
+        now = self._clock()
+        if isinstance(self.dir, ObjectPath):
+            objects, _folders = self.dir.listing()
+            old = [n for n, _size, mtime in objects
+                   if n.startswith(TAKEN_NOTE) and now - mtime > NOTE_KEEP_S]
+        else:
+            old = [p.name for p in self.dir.glob(f"{TAKEN_NOTE}*")
+                   if now - p.stat().st_mtime > NOTE_KEEP_S]
+        for n in old:
+            (self.dir / n).unlink(missing_ok=True)
+
+    def _taken_by(self) -> tuple[dict[str, Any], str] | None:
+        """The note a writer that took this one's lock over left (and removed here): the
+        taker's lock body and its reason; None if there is none."""
+        name = self._note_name(self._token)
+        assert name is not None
+        path = self.dir / name
+        try:
+            note = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, HoodlineError):
+            note = None
+        with contextlib.suppress(OSError, HoodlineError):
+            path.unlink(missing_ok=True)
+        if not isinstance(note, dict) or not isinstance(note.get("by"), dict):
+            return None
+        return note["by"], str(note.get("reason") or "")
+
+    def _lost_message(self, holder: dict[str, Any] | None) -> str:
+        """What a writer that lost its lock is told: who took it (from the taker's note, else
+        the lock's present holder) and why. Callers add what they stopped."""
+        base = f"writer '{self.owner}' lost the lock on table '{self.table.base_path}'"
+        taken = self._taken_by()
+        if taken is not None:
+            taker, reason = taken
+            current = holder is not None and holder.get("token") == taker.get("token")
+            since = "" if current else ", and has released it since"
+            why = f" ({reason})" if reason else ""
+            return f"{base}: writer {self._who(taker)} took it over{why}{since}"
+        if holder is not None:
+            return f"{base}: it is now held by writer {self._who(holder)}"
+        return (f"{base}: another writer took it over (its heartbeat had expired) and has "
+                "released it since")
 
     def _cleanup_stale_files(self) -> None:
         assert isinstance(self.dir, Path)

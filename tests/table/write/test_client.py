@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -685,3 +688,62 @@ def test_the_reads_take_a_path_and_refuse_a_reversed_range(tmp_path: Path) -> No
         assert read_incremental(where, first, columns=["id"]).column("id").to_pylist() == [2]
     with pytest.raises(TableError, match=rf"incremental start {second} is after its end {first}"):
         read_incremental(table, second, first)
+
+
+#: a writer whose heartbeat thread does not beat within a test (30 s), live for 60 s
+SLOW_HEARTBEAT = {"hoodline.writer.lock.heartbeat.seconds": 30,
+                  "hoodline.writer.lock.expiry.seconds": 60}
+
+
+def take_over_before_files_are_written(
+    monkeypatch: pytest.MonkeyPatch, table: HudiTable, batch: pa.Table
+) -> list[str]:
+    """The next write of this process's writer is "frozen" after starting its instant, past its
+    lock's expiry: another writer ('backfill') takes the lock over, which rolls the instant
+    back, writes ``batch`` and closes; then the frozen writer goes on writing its files. Returns
+    the list the frozen writer's instant time is put in."""
+    from hoodline.table.write import client as client_module
+
+    real = client_module.write_file_groups
+    frozen: list[str] = []
+
+    def frozen_then_resumed(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        if not frozen:
+            frozen.append(ctx.instant_ts)
+            lock = table.meta_path / ".hoodline" / "writer.lock"
+            old = time.time() - 120
+            os.utime(lock, (old, old))
+            other = HudiTable.open(table.base_path)
+            with WriteClient(other, {"hoodline.write.lock.owner": "backfill"}) as backfill:
+                assert [i.timestamp for i in other.timeline.instants()
+                        if i.action == "rollback"], "the frozen instant was not rolled back"
+                backfill.upsert(batch)
+        return real(ctx, *args, **kwargs)
+
+    monkeypatch.setattr(client_module, "write_file_groups", frozen_then_resumed)
+    return frozen
+
+
+def test_a_writer_that_lost_its_lock_says_who_took_it_and_that_it_stopped(
+    new_table: Callable[..., HudiTable], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer resumed after its lock was taken over failed with whatever its next file
+    operation met (FileNotFoundError, FileExistsError), or "lost the lock ... (now held by
+    nobody)" when the taker had finished, and later calls said "not open; use 'with
+    WriteClient(...)'": it says who took the lock, why, and that it stopped."""
+    table = new_table("BLOOM")
+    with WriteClient(table, {"hoodline.write.lock.owner": "notebook", **SLOW_HEARTBEAT}) as a:
+        a.upsert(rows([1, 2]))
+        frozen = take_over_before_files_are_written(monkeypatch, table, rows([9], v="b"))
+        with pytest.raises(WriterLockError) as err:
+            a.upsert(rows([3, 4], v="a"))
+        msg = str(err.value)
+        assert msg.startswith(f"writer 'notebook' lost the lock on table '{table.base_path}': "
+                              "writer 'backfill' (pid "), msg
+        assert "older than the holder's expiry of 60s" in msg
+        assert "and has released it since" in msg
+        assert msg.endswith(f"this writer stopped: instant {frozen[0]} is not committed")
+        with pytest.raises(WriterLockError) as again:
+            a.upsert(rows([5]))
+        assert "writer 'backfill'" in str(again.value) and "not open" not in str(again.value)
+    assert sorted(i for _r, i in snapshot_dict(HudiTable.open(table.base_path))) == [1, 2, 9]

@@ -249,7 +249,7 @@ class WriteClient:
         self.repaired: list[Instant] = []
         #: runs table-service tasks (compaction's file groups); None: threads of this process
         self.task_runner: TaskRunner | None = None
-        self._background = BackgroundCompactor()
+        self._background = BackgroundCompactor(self._lock.lost_reason)
         self.archival_policy()  # refuses inconsistent hoodie.keep.* settings before writing
         config = self.table.config
         config.check_key_generator()
@@ -315,7 +315,15 @@ class WriteClient:
     ) -> None:
         self.close()
 
+    def lost_lock(self) -> str | None:
+        """Why this writer no longer holds the table's writer lock -- who took it over -- found
+        out now; None while it holds it (see :meth:`WriterLock.lost_reason`)."""
+        return self._lock.lost_reason()
+
     def _require_open(self) -> None:
+        lost = self._lock.lost
+        if lost is not None:  # not "not open": it was, and another writer took the lock
+            raise WriterLockError(f"{lost}; this writer stopped")
         if not self._lock.held:
             raise WriterLockError(
                 f"the write client of '{self.table.base_path}' is not open; use "
@@ -356,7 +364,6 @@ class WriteClient:
         prepared = self._prepare(batch, operation, dictionary=True)
         if extra_metadata:
             self._check_extra(extra_metadata)
-        self._lock.ensure_held()
         ts = self.start_instant()
         try:
             ctx = self.context(ts, prepared)
@@ -365,8 +372,13 @@ class WriteClient:
             stats = write_file_groups(ctx, tagged, view=view)
             faults.reach(FaultPoint.FILES_WRITTEN)
             self.commit(ctx, stats, extra_metadata)
-        except BaseException:
-            self._abort(ts)
+        except BaseException as exc:
+            lost = self._abort(ts)
+            if lost is not None and isinstance(exc, Exception):
+                # whatever failed (a file the new holder's rollback deleted, a file name it
+                # wrote first, the commit's lock check), the lock taken over is the cause
+                raise WriterLockError(
+                    f"{lost}; this writer stopped: instant {ts} is not committed") from exc
             raise
         faults.reach(FaultPoint.COMMITTED)
         self.after_commit()
@@ -485,8 +497,10 @@ class WriteClient:
 
     def start_instant(self) -> str:
         """Create ``<ts>.commit.requested`` and ``<ts>.inflight`` (``deltacommit`` states on a
-        merge-on-read table); returns ``ts``."""
+        merge-on-read table); returns ``ts``. Checks the lock first: a writer that lost it
+        between heartbeats must not start an instant under the new holder."""
         self._require_open()
+        self._lock.ensure_held()
         self.table.timeline.reload()
         if not self.options.compact_async and self.table.timeline.pending([COMPACTION]):
             # a compaction that failed earlier in this process: inline compaction never lets a
@@ -570,9 +584,12 @@ class WriteClient:
         return clean(self.table, retain_commits or self.options.clean_commits_retained)
 
     # -- internals ------------------------------------------------------------------------------
-    def _abort(self, ts: str) -> None:
-        if not self._lock.held:
-            return  # the lock was taken over: its new holder rolls this instant back
+    def _abort(self, ts: str) -> str | None:
+        """Roll the failed instant ``ts`` back; returns why the lock was lost instead, when it
+        was (its new holder rolled the instant back when it opened the table)."""
+        lost = self._lock.lost_reason()
+        if lost is not None:
+            return lost
         try:
             self.table.timeline.reload()
             inst = self.table.timeline.find(ts, self.table.write_action)
@@ -580,6 +597,7 @@ class WriteClient:
                 rollback_instant(self.table, inst)
         except Exception:
             pass
+        return None
 
     @staticmethod
     def _check_extra(extra: Mapping[str, str]) -> None:
