@@ -818,3 +818,21 @@ def test_a_pipeline_that_lost_its_lock_ends_with_one_line_saying_who_took_it(
     assert "not open" not in msg
     assert "tried again" not in caplog.text and "rollback of instant" not in caplog.text
     assert sleeps.calls == []  # not retried
+
+
+def test_a_pipeline_that_lost_its_lock_deletes_what_its_tasks_wrote_for_the_round(
+    src: Path, tmp_path: Path
+) -> None:
+    """The round's tasks wrote their files after the new holder had rolled the round's instant
+    back; left behind, readers counted them as committed once the active timeline started after
+    that instant (here at once: it was the table's first), and the rolled-back round was read.
+    Once its tasks stopped, the pipeline deletes them."""
+    table = tmp_path / "t"
+    hook, instants = _taken_over_during_the_round(table)
+    cfg = _config(src, table, table_options=_SLOW_HEARTBEAT)
+    with pytest.raises(WriterLockError, match="writer 'backfill'"):
+        _driver(cfg, InProcessEngine(before_job=hook))[0].run(once=True)
+    left = [p.name for p in table.rglob("*") if instants[0] in p.name and ".hoodie" not in p.parts]
+    assert left == []
+    assert not (table / ".hoodie" / ".temp" / instants[0]).exists()
+    assert _table_rows(table) == {999: "backfill"}

@@ -516,7 +516,9 @@ class RoundDriver:
                 lost = run.client.lost_lock()
                 if lost is not None:
                     # whatever failed, the lock taken over is the cause, and the job ends: no
-                    # rollback "tried again before the next round" (the new holder did it)
+                    # rollback "tried again before the next round" (the new holder did it);
+                    # the files the tasks wrote since then go, now that no task runs
+                    run.client.discard_lost_instant(ts)
                     raise self._lost_lock_error(lost, planned.round_id, ts) from error
             self._rollback(run, ts)
             raise

@@ -37,7 +37,7 @@ from typing import Any
 
 import fastavro
 
-from hoodline.errors import TableError, TimelineError, WriterLockError
+from hoodline.errors import HoodlineError, TableError, TimelineError, WriterLockError
 from hoodline.storage.ops import remove_tree
 from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.clean import finish_pending_cleans
@@ -232,6 +232,52 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
     plan = _plan(table, current, files)
     rb = table.timeline.create_requested(ROLLBACK, rb_ts, serialize(ActionBody.ROLLBACK_PLAN, plan))
     return _finish(table, rb, current, plan, started)
+
+
+def discard_lost_instant(table: HudiTable, instant_ts: str) -> tuple[list[str], list[str]]:
+    """Delete the files a writer that lost the writer lock wrote for its instant ``instant_ts``;
+    returns (deleted, left) as paths relative to the table. Best effort: call it once nothing of
+    this writer writes any more (on a pipeline, once its tasks have stopped).
+
+    The lock's new holder rolled the instant back when it took the lock, but a writer that was
+    paused (SIGSTOP, a laptop asleep) wrote on when it resumed, and nobody rolls back an instant
+    that is no longer on the timeline: once archival moved the active timeline past it, readers
+    count its files as committed (instants older than the active timeline are, as in Java), and
+    rolled-back data came back. Its markers name the files; only files of this instant are
+    deleted -- a base file named with it, a log file whose first block carries it. A log file
+    the markers name but another writer wrote (the same log version taken first) is left, and
+    so is one without a whole block yet (it may be the new holder's, being written): ``left``.
+    """
+    deleted: list[str] = []
+    left: list[str] = []
+    markers = Markers(table, instant_ts)
+    for rel in markers.marked_files():
+        name = os.path.basename(rel)
+        try:
+            if LogFileName.parse(name) is not None:
+                try:
+                    data = table.absolute(rel).read_bytes()
+                except FileNotFoundError:
+                    continue
+                first = first_block_instant(data)
+                if first != instant_ts:
+                    if first is None:
+                        left.append(rel)
+                    continue
+            elif not _written_by(table, rel, instant_ts):
+                continue
+            table.absolute(rel).unlink()
+            deleted.append(rel)
+        except FileNotFoundError:
+            continue
+        except (OSError, HoodlineError):
+            left.append(rel)
+    if not left:
+        try:
+            markers.delete_all()
+        except (OSError, HoodlineError) as exc:
+            log.debug("cannot remove the markers of %s: %s", instant_ts, exc)
+    return deleted, left
 
 
 def describe_repair(table: HudiTable, done: Instant) -> str:

@@ -747,3 +747,71 @@ def test_a_writer_that_lost_its_lock_says_who_took_it_and_that_it_stopped(
             a.upsert(rows([5]))
         assert "writer 'backfill'" in str(again.value) and "not open" not in str(again.value)
     assert sorted(i for _r, i in snapshot_dict(HudiTable.open(table.base_path))) == [1, 2, 9]
+
+
+def files_of_instant(table: HudiTable, instant_ts: str) -> list[str]:
+    """Data files under the table that hold data of ``instant_ts``: base files named with it,
+    log files whose first block carries it."""
+    from hoodline.table.fs_view import parse_base_file_name
+    from hoodline.table.log.blocks import first_block_instant
+    from hoodline.table.log.names import LogFileName
+
+    root = Path(str(table.base_path))
+    found = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".hoodie") or not path.is_file():
+            continue
+        if LogFileName.parse(path.name) is not None:
+            if first_block_instant(path.read_bytes()) == instant_ts:
+                found.append(rel)
+        elif path.name.endswith(".parquet") and parse_base_file_name(rel)[2] == instant_ts:
+            found.append(rel)
+    return found
+
+
+@pytest.mark.parametrize(("table_type", "index"), [("COPY_ON_WRITE", "BLOOM"),
+                                                   ("MERGE_ON_READ", "BUCKET")])
+def test_a_writer_that_lost_its_lock_deletes_the_files_it_wrote_after_the_rollback(
+    new_table: Callable[..., HudiTable], monkeypatch: pytest.MonkeyPatch, table_type: str,
+    index: str
+) -> None:
+    """A writer frozen past its lock's expiry wrote its files after the new holder had rolled
+    its instant back, and left them: nobody rolls back an instant no longer on the timeline,
+    and once the active timeline starts after it (archival; here: it was the table's first)
+    readers count its files as committed -- the failed write reappeared. The writer that finds
+    it lost the lock deletes them."""
+    table = new_table(index, table_type=table_type)
+    with WriteClient(table, {"hoodline.write.lock.owner": "notebook", **SLOW_HEARTBEAT}) as a:
+        frozen = take_over_before_files_are_written(monkeypatch, table, rows([9], v="b"))
+        with pytest.raises(WriterLockError, match="writer 'backfill'"):
+            a.upsert(rows(list(range(20)), v="a"))
+    reopened = HudiTable.open(table.base_path)
+    assert files_of_instant(reopened, frozen[0]) == []
+    assert not (reopened.meta_path / ".temp" / frozen[0]).exists()
+    assert sorted(i for _r, i in snapshot_dict(reopened)) == [9]
+    assert_hudi_matches_hoodline(reopened)
+
+
+def test_discarding_a_lost_instant_leaves_a_log_file_another_writer_wrote(
+    new_table: Callable[..., HudiTable]
+) -> None:
+    """A writer that lost its lock marks a log version, and the new holder writes that name
+    first (the frozen writer then fails with FileExistsError): its marker names the other
+    writer's committed file, which must stay."""
+    from hoodline.table.markers import Markers
+    from hoodline.table.rollback import discard_lost_instant
+
+    table = new_table("BUCKET", table_type="MERGE_ON_READ")
+    with WriteClient(table) as client:
+        client.upsert(rows([1]))
+        client.upsert(rows([1], v="b"))
+    logs = [p for p in Path(str(table.base_path)).rglob(".*.log.*")]
+    assert logs
+    lost = "20000101000000000"
+    for log in logs:
+        Markers(table, lost).create(log.parent.name, log.name, "APPEND")
+    assert discard_lost_instant(table, lost) == ([], [])
+    assert all(log.exists() for log in logs)
+    assert not (table.meta_path / ".temp" / lost).exists()
+    assert snapshot_dict(HudiTable.open(table.base_path)) == {("eu", 1): (1, "b1")}

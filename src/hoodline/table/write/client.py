@@ -49,6 +49,7 @@ from hoodline import faults
 from hoodline.errors import (
     CommitError,
     CommitOutcomeUnknownError,
+    HoodlineError,
     InvalidRecordsError,
     TableError,
     UnsupportedTableError,
@@ -75,7 +76,7 @@ from hoodline.table.properties import (
     TableConfig,
     record_payload_class,
 )
-from hoodline.table.rollback import rollback_instant, rollback_pending
+from hoodline.table.rollback import discard_lost_instant, rollback_instant, rollback_pending
 from hoodline.table.schema import (
     arrow_to_avro_schema_json,
     avro_schema_json_to_arrow,
@@ -584,11 +585,34 @@ class WriteClient:
         return clean(self.table, retain_commits or self.options.clean_commits_retained)
 
     # -- internals ------------------------------------------------------------------------------
+    def discard_lost_instant(self, instant_ts: str) -> None:
+        """After this writer lost the lock: delete the files it wrote for its instant
+        ``instant_ts`` (see :func:`~hoodline.table.rollback.discard_lost_instant`: the new
+        holder rolled the instant back before they existed, and archival would make them
+        count as committed), warning about any it could not delete. Call it once nothing
+        writes for the instant any more."""
+        try:
+            deleted, left = discard_lost_instant(self.table, instant_ts)
+        except (OSError, HoodlineError) as exc:
+            deleted, left = [], [f"(its markers under .hoodie/.temp/{instant_ts}: {exc})"]
+        if deleted:
+            log.info("deleted %d file(s) this writer wrote for its instant %s after it lost the "
+                     "lock", len(deleted), instant_ts)
+        if left:
+            log.warning(
+                "writer lost the lock of '%s'; these files it may have written for its "
+                "instant %s after the new holder rolled it back are left: %s. Delete those "
+                "whose log blocks or name carry %s (readers count them as committed once "
+                "archival passes that instant)", self.table.base_path, instant_ts,
+                ", ".join(left), instant_ts)
+
     def _abort(self, ts: str) -> str | None:
         """Roll the failed instant ``ts`` back; returns why the lock was lost instead, when it
-        was (its new holder rolled the instant back when it opened the table)."""
+        was (its new holder rolled the instant back when it opened the table; the files this
+        writer wrote for it since are deleted here)."""
         lost = self._lock.lost_reason()
         if lost is not None:
+            self.discard_lost_instant(ts)
             return lost
         try:
             self.table.timeline.reload()
