@@ -573,8 +573,8 @@ class KafkaPlugin(SourcePlugin):
                 if _unknown_partition(exc):
                     raise KafkaMetadataNotReadyError(
                         f"{exc} The brokers list every partition asked for: their metadata "
-                        "is likely still spreading after a topic was created or given more "
-                        "partitions; the round is retried"
+                        "is likely still spreading (a topic created or given more partitions "
+                        "a moment ago, or a broker restarting); the round is retried"
                     ) from exc
                 raise
             if gone and self.source.config.subscription.pattern is None:
@@ -829,7 +829,9 @@ class KafkaPlugin(SourcePlugin):
 
 def _unknown_partition(exc: BaseException) -> bool:
     """The Kafka error under ``exc`` says a partition or topic is unknown (to the client or to
-    the broker asked)."""
+    the broker asked), or that it has no leader yet: ``_NOENT`` ("No leaders found"), what
+    librdkafka says while a restarted broker takes its partitions back (a review: the
+    pipeline stopped each time the broker came back, 3 of 3)."""
     from confluent_kafka import KafkaError
 
     cause = exc.__cause__
@@ -838,4 +840,4 @@ def _unknown_partition(exc: BaseException) -> bool:
     return callable(code) and code() in (
         KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
         KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION)
+        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._NOENT)
