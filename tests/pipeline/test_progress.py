@@ -45,6 +45,17 @@ def test_plain_mode_prints_one_line_per_round_with_every_metric() -> None:
     assert lines[1].startswith("round 2: no commit; read=2000") and "lag=0" in lines[1]
 
 
+def test_a_round_line_of_many_partitions_names_the_ones_furthest_behind() -> None:
+    """In name order, the one partition of 64 that lagged was among the "+52 more" (Kafka
+    review)."""
+    lag = {f"t-{p}": 0 for p in range(64)}
+    lag["t-9"] = 7005
+    lag["t-40"] = 3
+    line = format_round_line(_report(1, lag=lag))
+    assert "lag=7008 (t-9=7005, t-40=3, t-0=0" in line
+    assert f"+{64 - MAX_LAG_ROWS} more, lag 0)" in line
+
+
 def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=True, color_system=None)

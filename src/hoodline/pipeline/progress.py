@@ -113,8 +113,13 @@ def format_round_line(r: RoundLike) -> str:
     """One plain line for a round (non-terminal output)."""
     what = f"committed {r.instant}" if r.committed and r.instant else "no commit"
     lag = _total_lag(r.lag)
-    parts = ", ".join(f"{tp}={v}" for tp, v in sorted(r.lag.items())[:MAX_LAG_ROWS])
-    more = f", +{len(r.lag) - MAX_LAG_ROWS} more" if len(r.lag) > MAX_LAG_ROWS else ""
+    items = sorted(r.lag.items())
+    if len(items) > MAX_LAG_ROWS:  # the partitions furthest behind (by name, the lagging one
+        # of 64 was hidden behind idle ones: Kafka review)
+        items.sort(key=lambda kv: -max(0, kv[1]))
+    parts = ", ".join(f"{tp}={v}" for tp, v in items[:MAX_LAG_ROWS])
+    rest = items[MAX_LAG_ROWS:]
+    more = f", +{len(rest)} more, lag {_total_lag(dict(rest))}" if rest else ""
     retry = f" retries={r.retries}" if r.retries else ""
     compacted = f"; compacted the table: commit {r.compaction}" if r.compaction else ""
     return (
