@@ -95,7 +95,8 @@ def render_pipeline_options_markdown() -> str:
     markers = "/".join(SECRET_MARKERS)
     parts.append(
         "### Pass-through tables\n\nNested keys are flattened to dotted names; values whose key "
-        f"contains {markers} are masked in logs and output.\n\n"
+        f"contains {markers}, or a word spelt close to password/secret/token/credential "
+        "(`pasword`), are masked in logs and output.\n\n"
         f"| Table | Passed to |\n|---|---|\n{rows}\n"
     )
     return "\n".join(parts)

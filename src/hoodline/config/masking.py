@@ -7,6 +7,7 @@ secret everywhere or nowhere.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 
@@ -24,10 +25,24 @@ SECRET_MARKERS: tuple[str, ...] = (
 MASK = "***"
 
 
+#: words of a key that make it secret however they are spelt: a misspelt key
+#: (``sasl.pasword``) is refused by the client, but not before a log of the configuration
+#: showed its value (Kafka review)
+_SECRET_WORDS = ("password", "passwd", "secret", "token", "credential", "credentials")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _near_secret_word(word: str) -> bool:
+    return len(word) >= 4 and any(
+        difflib.SequenceMatcher(None, word, secret).ratio() >= 0.8 for secret in _SECRET_WORDS)
+
+
 def is_secret_key(key: str) -> bool:
-    """True for keys whose values must never be shown (see :data:`SECRET_MARKERS`)."""
+    """True for keys whose values must never be shown (see :data:`SECRET_MARKERS`), also when a
+    word of the key is a near miss of a secret one (``pasword``, ``secert``)."""
     low = key.lower()
-    return any(marker in low for marker in SECRET_MARKERS)
+    return (any(marker in low for marker in SECRET_MARKERS)
+            or any(_near_secret_word(w) for w in _WORD.findall(low)))
 
 
 #: ``scheme://user:password@`` in a URL (clients such as the Schema Registry's take basic-auth
