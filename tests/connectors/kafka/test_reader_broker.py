@@ -310,3 +310,35 @@ def test_reader_rides_out_a_short_network_outage_without_loss_or_duplicates() ->
             reader.close()
         finally:
             proxy.close()
+
+
+def test_a_message_larger_than_the_consumer_accepts_stops_the_read_naming_the_setting(
+    kafka: KafkaTestCluster,
+) -> None:
+    """librdkafka drops a response over receive.message.max.bytes and asks again forever; the
+    brokers still answered metadata requests, so the outage clock never ran out and the
+    pipeline hung with a warning every 0.2 s (Kafka review, 2 of 2)."""
+    from hoodline.errors import KafkaSourceError
+
+    topic = kafka.create_topic(unique_topic("large"), 1)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers,
+                         "message.max.bytes": 8_000_000})
+    producer.produce(topic, value=b"x" * 3_000_000, partition=0)
+    producer.flush(10)
+    producer.produce(topic, value=b"end", partition=0)
+    producer.flush(10)
+    source = (
+        KafkaSource.builder()
+        .bootstrap_servers(kafka.bootstrap_servers)
+        .topics(topic)
+        .fetch(max_records=50, timeout_s=0.2)
+        .broker_unavailable_timeout(120)
+        .property("fetch.max.bytes", 1_000_000)
+        .property("receive.message.max.bytes", 2_000_000)
+        .build()
+    )
+    started = time.monotonic()
+    with pytest.raises(KafkaSourceError, match=r"properties\.receive\.message\.max\.bytes above"):
+        read_plan(reader_for(source), [KafkaPartitionSplit(topic, 0, 0, 2)], CollectingOutput(),
+                  checkpoint_id=1, timeout=60)
+    assert time.monotonic() - started < 30

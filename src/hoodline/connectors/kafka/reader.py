@@ -89,6 +89,10 @@ CONSUMER_DEFAULTS: Mapping[str, Any] = {
 
 _DEFAULT_GROUP_ID = "hoodline-source"
 _OUTAGE_CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
+#: what librdkafka says of a response larger than ``receive.message.max.bytes`` ("Invalid
+#: response size N (0..M): increase receive.message.max.bytes"); it then drops the connection
+#: and tries again forever, the same response each time
+_TOO_LARGE = "receive.message.max.bytes"
 _OUT_OF_RANGE_CODES = ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE")
 _PARTITION_EOF = "_PARTITION_EOF"
 
@@ -138,6 +142,8 @@ class _Outage:
         #: errors reported through error_cb, and outages (first error to recovery) so far
         self.error_count = 0
         self.outage_count = 0
+        #: a fetch response the client refused for its size (see :data:`_TOO_LARGE`)
+        self.too_large: str | None = None
 
     def on_error(self, err: Any) -> None:
         name = err.name() if hasattr(err, "name") else str(err)
@@ -158,6 +164,10 @@ class _Outage:
                     return
                 self._last_logged = now
                 self.last_error = text
+            elif _TOO_LARGE in text:
+                if self.too_large is None:
+                    self.too_large = text
+                    log.warning("Kafka client error: %s", text)
             else:
                 log.warning("Kafka client error: %s", text)
 
@@ -273,6 +283,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             self._check_outage()
             return result
         self._outage.clear()
+        self._check_too_large()  # (other partitions' messages may still arrive)
         eof: dict[str, int] = {}
         good = [m for m in messages if m.error() is None]
         if len(good) != len(messages):  # events (partition end, out of range, ...)
@@ -409,9 +420,28 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._next[sid] = offset
 
     def _check_outage(self) -> None:
+        self._check_too_large()
         down_for = self._outage.duration()
         if down_for <= 0:
             return
+        self._check_down_for(down_for)
+
+    def _check_too_large(self) -> None:
+        if self._outage.too_large is not None:
+            # retrying cannot help: the brokers answer metadata requests, so this looked like
+            # an outage that never timed out, and the pipeline hung with a warning every 0.2 s
+            # (Kafka review)
+            raise KafkaSourceError(
+                f"a fetch response from the Kafka brokers {self._config.bootstrap_servers} is "
+                f"larger than the consumer accepts ({self._outage.too_large}) while reading "
+                f"splits {sorted(self._splits)}: a message, or a batch of messages, in the "
+                "topic is bigger than 'receive.message.max.bytes'. Set "
+                "properties.receive.message.max.bytes above it (with "
+                "properties.fetch.max.bytes and properties.max.partition.fetch.bytes below it), "
+                "or leave all three at librdkafka's defaults"
+            )
+
+    def _check_down_for(self, down_for: float) -> None:
         try:  # a metadata round trip tells whether the brokers are back (idle partitions)
             self._consumer.list_topics(timeout=min(1.0, self._config.fetch_timeout_s + 0.5))
             self._outage.clear()
