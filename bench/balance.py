@@ -70,6 +70,9 @@ class StaticMetadata:
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: 1000 for tp in tps}
 
+    def stable_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        return self.latest_offsets(tps)
+
     def committed_offsets(
         self, group_id: str, tps: Collection[TopicPartition]
     ) -> dict[TopicPartition, int | None]:

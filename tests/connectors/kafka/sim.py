@@ -60,6 +60,10 @@ class FakeMetadata:
         self.calls.append("latest")
         return {tp: self.end.get(tp, 0) for tp in tps}
 
+    def stable_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        self.calls.append("stable")
+        return {tp: self.end.get(tp, 0) for tp in tps}  # no transactions here
+
     def offsets_for_timestamp(
         self, tps: Collection[TopicPartition], timestamp_ms: int
     ) -> dict[TopicPartition, int | None]:

@@ -23,6 +23,8 @@ def test_metadata_client_lists_topics_and_offsets(kafka: KafkaTestCluster) -> No
         tps = [TopicPartition(topic, p) for p in range(3)]
         assert client.earliest_offsets(tps) == {tp: 0 for tp in tps}
         assert client.latest_offsets(tps) == {tps[0]: 7, tps[1]: 0, tps[2]: 12}
+        # no transaction open: the last stable offsets are the end offsets
+        assert client.stable_offsets(tps) == {tps[0]: 7, tps[1]: 0, tps[2]: 12}
         assert client.committed_offsets(unique_topic("group"), tps) == {tp: None for tp in tps}
     finally:
         client.close()

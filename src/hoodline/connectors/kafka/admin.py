@@ -144,6 +144,11 @@ class KafkaMetadataClient(Protocol):
         """End offset (offset of the next record to be written) of each partition."""
         ...
 
+    def stable_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """Last stable offset of each partition: where a ``read_committed`` consumer stops
+        (the first offset of a transaction still open; the end offset without one)."""
+        ...
+
     def offsets_for_timestamp(
         self, tps: Collection[TopicPartition], timestamp_ms: int
     ) -> dict[TopicPartition, int | None]:
@@ -238,18 +243,22 @@ class ConfluentMetadataClient:
         return out
 
     def _list_offsets(
-        self, tps: Iterable[TopicPartition], spec: Any, what: str
+        self, tps: Iterable[TopicPartition], spec: Any, what: str, committed: bool = False
     ) -> dict[TopicPartition, int]:
+        from confluent_kafka import IsolationLevel
         from confluent_kafka import TopicPartition as CTP
 
         request = {CTP(tp.topic, tp.partition): spec for tp in tps}
         if not request:
             return {}
+        isolation = (IsolationLevel.READ_COMMITTED if committed
+                     else IsolationLevel.READ_UNCOMMITTED)
 
         def call(timeout: float) -> dict[TopicPartition, int]:
             from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
 
-            futures = self._admin.list_offsets(request, request_timeout=timeout)
+            futures = self._admin.list_offsets(request, isolation_level=isolation,
+                                               request_timeout=timeout)
             found = {
                 TopicPartition(k.topic, k.partition): int(f.result().offset)
                 for k, f in futures.items()
@@ -298,6 +307,9 @@ class ConfluentMetadataClient:
 
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return self._list_offsets(tps, _offset_spec().latest(), "latest")
+
+    def stable_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._list_offsets(tps, _offset_spec().latest(), "last stable", committed=True)
 
     def offsets_for_timestamp(
         self, tps: Collection[TopicPartition], timestamp_ms: int

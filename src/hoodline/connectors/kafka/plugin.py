@@ -747,12 +747,13 @@ class KafkaPlugin(SourcePlugin):
         self._moved = bool(past)
         if past:
             held = restarted(held, self._restart_points(past, ends, recreated))
+        readable = self._committed_ends(held, ends)
         if self._targets is None:
             if tps:
-                self._targets = dict(ends)
+                self._targets = dict(readable)
             else:
                 self._unassigned_plans += 1
-        bounded = plan_round(held, ends, max_records)
+        bounded = plan_round(held, readable, max_records)
         lag: dict[str, int] = {}
         for splits in bounded.values():
             for s in splits:
@@ -767,6 +768,31 @@ class KafkaPlugin(SourcePlugin):
             for i in plans
         }
         return RoundPlan(tasks, lag)
+
+    def _committed_ends(
+        self, held: Mapping[int, Sequence[KafkaPartitionSplit]], ends: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Where the round's reads end: the end offsets, or for a ``read_committed`` consumer
+        (librdkafka's default) the last stable offsets, which are lower while a transaction is
+        open. Such a consumer delivers nothing past them, and a round planned to the end offset
+        waited there, with every other partition's records, until the transaction ended or the
+        read timed out (Kafka review: 75 s with nothing said). Never below where a split
+        stands: a broker's odd answer does not move a position back."""
+        level = str(self.source.config.client_properties.get("isolation.level",
+                                                             "read_committed"))
+        if level != "read_committed" or not ends:
+            return dict(ends)
+        assert self._client is not None  # _ends made it
+        stable = self._client.stable_offsets(list(ends))
+        starts = {s.topic_partition: s.starting_offset
+                  for splits in held.values() for s in splits}
+        out: dict[TopicPartition, int] = {}
+        for tp, end in ends.items():
+            out[tp] = max(min(end, stable.get(tp, end)), min(end, starts.get(tp, 0)))
+            if out[tp] < end:
+                log.debug("%s-%s: offsets %d to %d are in a transaction still open; this round "
+                          "reads up to %d", tp.topic, tp.partition, out[tp], end, out[tp])
+        return out
 
     def continuing(self, held: Sequence[SourceSplit], outcome: ReadOutcome) -> list[SourceSplit]:
         read = {s.split_id: s for s in outcome.splits}
