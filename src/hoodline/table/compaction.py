@@ -103,7 +103,8 @@ def planned_slice(op: CompactionOperation) -> FileSlice:
     )
 
 def plan_file_slices(
-    slices: list[FileSlice], due_logs: int | None, log_size_ratio: float = 0.0
+    slices: list[FileSlice], due_logs: int | None, log_size_ratio: float = 0.0,
+    max_log_files: int = 0,
 ) -> list[FileSlice]:
     """The slices a compaction takes (pure policy).
 
@@ -115,14 +116,17 @@ def plan_file_slices(
     only the count), largest log share first, at most ``ceil(slices with logs / due_logs)`` of
     them. Rewriting a base file once its logs reached a share of it keeps the rewriting per
     write proportional to what the writes add, however large the table grows; the bound spreads
-    it over the writes when every group is written each time."""
+    it over the writes when every group is written each time. A slice with ``max_log_files``
+    (> 0) log files is due whatever its share: small writes into a large base file gathered
+    hundreds of log files per slice, every one listed again by each deltacommit."""
     with_logs = [s for s in slices if s.log_files and s.pending_compaction is None]
     if due_logs is None:
         return with_logs
     due = [
         s for s in with_logs
         if len(s.log_files) >= due_logs
-        and (s.base_file is None or s.log_bytes >= log_size_ratio * s.file_size)
+        and (s.base_file is None or s.log_bytes >= log_size_ratio * s.file_size
+             or 0 < max_log_files <= len(s.log_files))
     ]
     if not due:
         return []
@@ -135,7 +139,8 @@ def plan_file_slices(
 
 
 def schedule_compaction(
-    table: HudiTable, due_logs: int | None = None, log_size_ratio: float = 0.0
+    table: HudiTable, due_logs: int | None = None, log_size_ratio: float = 0.0,
+    max_log_files: int = 0,
 ) -> Instant | None:
     """Plan compacting the latest file slices :func:`plan_file_slices` picks; None when it
     picks none."""
@@ -148,7 +153,8 @@ def schedule_compaction(
             s.file_name,
             tuple(f.rsplit("/", 1)[-1] for f in s.log_files),
         )
-        for s in plan_file_slices(view.latest_file_slices(), due_logs, log_size_ratio)
+        for s in plan_file_slices(view.latest_file_slices(), due_logs, log_size_ratio,
+                                  max_log_files)
     ]
     if not operations:
         return None
@@ -346,10 +352,12 @@ def compact(
     runner: TaskRunner | None = None,
     due_logs: int | None = None,
     log_size_ratio: float = 0.0,
+    max_log_files: int = 0,
 ) -> Instant | None:
-    """Schedule and execute one compaction (None: nothing to do); ``due_logs`` and
-    ``log_size_ratio``: see :func:`plan_file_slices`. The caller holds the writer lock."""
-    requested = schedule_compaction(table, due_logs, log_size_ratio)
+    """Schedule and execute one compaction (None: nothing to do); ``due_logs``,
+    ``log_size_ratio`` and ``max_log_files``: see :func:`plan_file_slices`. The caller holds
+    the writer lock."""
+    requested = schedule_compaction(table, due_logs, log_size_ratio, max_log_files)
     if requested is None:
         return None
     return run_compaction(table, requested, options, runner)

@@ -484,6 +484,13 @@ def test_inline_compaction_plans_a_bounded_share_of_the_due_slices() -> None:
     assert plan_file_slices([small], 3, log_size_ratio=0.0) == [small]
     # the largest log share first
     assert plan_file_slices([grown, big], 1, log_size_ratio=0.5) == [big, grown]
+    # many small logs into a large base file: due at max_log_files whatever the share (one-
+    # second rounds had gathered 133 log files of ~4 KB on a slice in a soak review)
+    many = dataclasses.replace(_slice("m", 100), base_file="p/m.parquet", file_size=10**7,
+                               log_bytes=400_000)
+    assert plan_file_slices([many], 5, log_size_ratio=2.0) == []
+    assert plan_file_slices([many], 5, log_size_ratio=2.0, max_log_files=100) == [many]
+    assert plan_file_slices([many], 5, log_size_ratio=2.0, max_log_files=101) == []
 
 
 def test_inline_compaction_runs_when_a_slice_has_enough_log_files(tmp_path: Path) -> None:

@@ -420,8 +420,8 @@ class WriteClient:
         if o.compact_async:
             return self._compact_in_background()
         return compact(
-            self.table, o, self.task_runner, o.compact_max_delta_commits, o.compact_log_size_ratio
-        )
+            self.table, o, self.task_runner, o.compact_max_delta_commits, o.compact_log_size_ratio,
+            o.compact_max_log_files)
 
     def _compact_in_background(self) -> Instant | None:
         done = self._background.collect()
@@ -435,8 +435,8 @@ class WriteClient:
             instant: Instant | None = pending[0]
         else:
             instant = schedule_compaction(
-                self.table, o.compact_max_delta_commits, o.compact_log_size_ratio
-            )
+                self.table, o.compact_max_delta_commits, o.compact_log_size_ratio,
+                o.compact_max_log_files)
         if instant is not None:
             self._background.submit(self.table.base_path, instant, o, self.task_runner)
         return done

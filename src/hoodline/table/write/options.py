@@ -278,6 +278,17 @@ COMPACT_LOG_SIZE_RATIO = cfg.option(
     "hold roughly 40 % as many rows as the base. 0: the log-file count alone decides.",
     minimum=0.0,
 )
+COMPACT_MAX_LOG_FILES = cfg.option(
+    "hoodline.compaction.max-log-files",
+    int,
+    100,
+    "Merge-on-read tables: a file slice with this many log files is due for inline compaction "
+    "whatever 'hoodline.compaction.log-size-ratio' says. With small rounds into a growing "
+    "table the size ratio alone let a slice gather hundreds of log files (and every "
+    "deltacommit list them all): 4,200 more files an hour in a review at 300 records/s. "
+    "0: no bound.",
+    minimum=0,
+)
 LOG_BLOCK_FORMAT = cfg.option(
     "hoodie.logfile.data.block.format",
     LogBlockFormat,
@@ -327,6 +338,7 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     ARCHIVAL_BATCH,
     COMPACT_MAX_DELTA_COMMITS,
     COMPACT_LOG_SIZE_RATIO,
+    COMPACT_MAX_LOG_FILES,
     LOG_BLOCK_FORMAT,
     LOCK_OWNER,
     LOCK_EXPIRY_SECONDS,
@@ -365,6 +377,7 @@ class WriteOptions:
     archival_batch: int = ARCHIVAL_BATCH.default
     compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
     compact_log_size_ratio: float = COMPACT_LOG_SIZE_RATIO.default
+    compact_max_log_files: int = COMPACT_MAX_LOG_FILES.default
     log_block_format: LogBlockFormat = LOG_BLOCK_FORMAT.default
     lock_owner: str = LOCK_OWNER.default
     lock_expiry_seconds: float = LOCK_EXPIRY_SECONDS.default
@@ -401,6 +414,7 @@ class WriteOptions:
             archival_batch=o.get(ARCHIVAL_BATCH),
             compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
             compact_log_size_ratio=o.get(COMPACT_LOG_SIZE_RATIO),
+            compact_max_log_files=o.get(COMPACT_MAX_LOG_FILES),
             log_block_format=o.get(LOG_BLOCK_FORMAT),
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
