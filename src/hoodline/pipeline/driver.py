@@ -606,7 +606,7 @@ class RoundDriver:
         else:
             if compacted is not None:
                 compaction = compacted.timestamp
-                log.info("round %d: compacted the table (commit %s)", run.round_id, compaction)
+                log.info("round %d: compaction %s committed", run.round_id, compaction)
         seconds = self._clock() - started
         try:
             pending = (len(run.table.timeline.pending([COMPACTION]))

@@ -121,7 +121,7 @@ def format_round_line(r: RoundLike) -> str:
     rest = items[MAX_LAG_ROWS:]
     more = f", +{len(rest)} more, lag {_total_lag(dict(rest))}" if rest else ""
     retry = f" retries={r.retries}" if r.retries else ""
-    compacted = f"; compacted the table: commit {r.compaction}" if r.compaction else ""
+    compacted = f"; compaction committed: {r.compaction}" if r.compaction else ""
     return (
         f"round {r.round_id}: {what}; read={r.records_read} written={r.records_written} "
         f"deleted={r.records_deleted} errors={r.error_records} files={r.files_written} "
@@ -324,7 +324,7 @@ def _rounds_table(recent: list[RoundLike], width: int) -> Table:
             instant = Text(_short_instant(r.instant) if narrow else r.instant)
         else:
             instant = Text("no commit", style="dim")
-        if r.compaction:  # the writer compacted the table after the round
+        if r.compaction:  # a compaction (of some file groups) committed after the round
             instant.append(" +compaction", style="dim")
         cells: list[str | Text] = [
             str(r.round_id), instant,
