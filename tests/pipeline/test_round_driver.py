@@ -523,9 +523,8 @@ def test_a_round_followed_by_an_inline_compaction_says_so(src: Path, tmp_path: P
             if i.action == "commit"]
     assert compacted and compacted == done
     lines = [format_round_line(r) for r in reports if r.compaction]
-    assert [line.rsplit(": commit ", 1)[1] for line in lines] == compacted
-    assert all("; compaction committed: " in line for line in lines)
-    assert not any("compacted" in format_round_line(r) for r in reports if not r.compaction)
+    assert [line.rsplit("; compaction committed: ", 1)[1] for line in lines] == compacted
+    assert not any("compaction" in format_round_line(r) for r in reports if not r.compaction)
     # the metrics say so too: compactions, the services' time, the backlog (none left)
     from hoodline.pipeline.metrics import PipelineMetrics
 
