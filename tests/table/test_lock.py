@@ -177,15 +177,20 @@ def test_a_contender_goes_by_the_holders_expiry_not_its_own(
         with caplog.at_level("WARNING", logger="hoodline.table.lock"):
             taker = WriterLock(table, owner="notebook", heartbeat_interval=1, expiry=120)
             taker.acquire()
-        try:
-            assert "takes over the lock" in caplog.text
-            assert "older than the holder's expiry of 60s" in caplog.text
-            with pytest.raises(WriterLockError, match="lost the lock"):
-                holder.ensure_held()
-        finally:
-            taker.release()
+        assert "takes over the lock" in caplog.text
+        assert "older than the holder's expiry of 60s" in caplog.text
+        _assert_taken_over(holder, taker)
     finally:
         holder.release()
+
+
+def _assert_taken_over(holder: WriterLock, taker: WriterLock) -> None:
+    """``taker`` took the lock over: ``holder`` finds it lost (``taker`` released after)."""
+    try:
+        with pytest.raises(WriterLockError, match="lost the lock"):
+            holder.ensure_held()
+    finally:
+        taker.release()
 
 
 def test_a_lock_that_records_no_expiry_goes_by_the_contenders(
@@ -223,11 +228,6 @@ def test_an_object_store_lock_goes_by_the_holders_expiry(moto_s3: MotoS3) -> Non
         with pytest.raises(WriterLockError, match=r"'pipeline'.*wait 60s \(the holder's expiry"):
             contender(10).acquire()
         holder.ensure_held()
-        taker = contender(120).acquire()
-        try:
-            with pytest.raises(WriterLockError, match="lost the lock"):
-                holder.ensure_held()
-        finally:
-            taker.release()
+        _assert_taken_over(holder, contender(120).acquire())
     finally:
         holder.release()
