@@ -159,8 +159,6 @@ class _PathCache(Generic[T]):
 #: footer indexes of base files (see :data:`FOOTER_CACHE_BYTES`)
 FOOTERS: _PathCache[FooterIndex] = _PathCache(read_footer_index, _footprint)
 
-
-
 #: the column read from log data blocks
 _KEY_ONLY = pa.schema([pa.field(RECORD_KEY, pa.string())])
 
