@@ -88,3 +88,26 @@ def test_other_errors_are_not_retried() -> None:
     with pytest.raises(KafkaException) as info:
         retry.run("listing topics", call)
     assert info.value is auth and t.sleeps == []
+
+
+def test_brokers_that_refuse_the_clients_authentication_are_not_retried() -> None:
+    """The metadata call fails as 'transport' while the client reports that the brokers refused
+    its SASL handshake: that was retried for the whole timeout (60 s) as "unreachable" (Kafka
+    review)."""
+    from hoodline.errors import KafkaSourceError, is_retryable
+
+    t = FakeTime()
+    attempts: list[float] = []
+
+    def call(timeout: float) -> None:
+        attempts.append(timeout)
+        raise _unreachable()
+
+    reported = ("sasl_plaintext://b:9092/bootstrap: SASL PLAIN mechanism handshake failed: "
+                "Broker: Request not valid in current SASL state (_AUTHENTICATION)")
+    retry = BrokerRetry("b:9092", 60.0, clock=t.clock, sleep=t.sleep)
+    with pytest.raises(KafkaSourceError, match="refused the client") as info:
+        retry.run("listing topics", call, lambda: reported)
+    assert len(attempts) == 1 and t.sleeps == []
+    assert "properties.sasl.mechanism" in str(info.value) and "SASL PLAIN" in str(info.value)
+    assert not is_retryable(info.value)

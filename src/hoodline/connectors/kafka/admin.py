@@ -34,6 +34,11 @@ UNREACHABLE_CODES = frozenset(
 )
 
 
+#: librdkafka error codes (as :func:`describe_kafka_error` shows them) that mean the brokers
+#: answered and refused this client's authentication or TLS handshake
+REFUSED_CODES = ("(_AUTHENTICATION)", "(SASL_AUTHENTICATION_FAILED)", "(_SSL)")
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """True if ``exc`` is a confluent-kafka error saying that no broker answered."""
     err = exc.args[0] if exc.args else None
@@ -92,6 +97,16 @@ class BrokerRetry:
                 if not is_unreachable(exc):
                     raise
                 reported = after_failure()
+                if any(code in reported for code in REFUSED_CODES):
+                    # the brokers answer but refuse this client: retrying cannot help (a SASL
+                    # mechanism they do not take was retried for the whole timeout, 60 s,
+                    # labelled "unreachable": Kafka review)
+                    raise KafkaSourceError(
+                        f"Kafka brokers {self.servers} refused the client: {what} failed: "
+                        f"{reported}. Check that the security settings match the brokers' "
+                        "listener: properties.security.protocol, properties.sasl.mechanism, "
+                        "properties.sasl.username / sasl.password, properties.ssl.*"
+                    ) from exc
                 now = self.clock()
                 elapsed = now - started
                 detail = describe_kafka_error(exc) + (
