@@ -10,7 +10,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from hoodline.errors import ConfigError
+from hoodline.errors import ConfigError, TableError
 from hoodline.table.archive import (
     ARCHIVED_META_ENTRY_SCHEMA,
     ArchivalPolicy,
@@ -162,3 +162,30 @@ def test_writers_archive_old_instants_and_the_table_stays_whole(
     since_start = read_incremental(table, "0" * 17, columns=["region", "id"])
     assert sorted(zip(since_start.column("region").to_pylist(),
                       since_start.column("id").to_pylist(), strict=True)) == sorted(model)
+
+
+def test_an_incremental_range_of_archived_commits_is_read_or_refused_not_empty(
+    tmp_path: Path,
+) -> None:
+    """A consumer catching up in windows read a range whose commits were all archived and got
+    no rows and no error (incremental review, 3 tables): the range is read with the full
+    scan when its versions are still there, and refused as cleaned otherwise."""
+    def load(path: Path, options: dict[str, object]) -> list[str]:
+        HudiTable.create(path, make_config("BLOOM", partition_fields=()))
+        with WriteClient(HudiTable.open(path), options) as client:
+            return [client.upsert(rows([i], ts=i)) for i in range(1, 16)]  # each a new key
+
+    archiving = {"hoodie.cleaner.commits.retained": 3, "hoodie.keep.min.commits": 6,
+                 "hoodie.keep.max.commits": 8}
+    # cleaning off: every file version stays, the range is read
+    kept = tmp_path / "kept"
+    ts = load(kept, {**archiving, "hoodie.clean.automatic": False})
+    table = HudiTable.open(kept)
+    assert table.timeline.start() is not None and table.timeline.start() > ts[5]
+    got = read_incremental(table, ts[1], ts[4], columns=["id"])
+    assert sorted(got.column("id").to_pylist()) == [3, 4, 5]
+    # cleaned: the versions of that time are gone, said so
+    cleaned = tmp_path / "cleaned"
+    ts = load(cleaned, archiving)
+    with pytest.raises(TableError, match="older than the oldest instant kept by cleaning"):
+        read_incremental(HudiTable.open(cleaned), ts[1], ts[4])

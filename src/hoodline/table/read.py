@@ -378,13 +378,17 @@ def read_incremental(
         if i.timestamp > start and (end is None or i.timestamp <= end)
     ]
     schema = table_schema(table)
-    if not commits:
+    timeline_start = table.timeline.start()
+    archived = (end is not None and timeline_start is not None and start < timeline_start
+                and end < timeline_start and has_archived_instants(table))
+    if not commits and not archived:
         return _select(schema, columns).empty_table()
+    # a range of archived commits only (a consumer catching up in windows) is read like any
+    # other, or refused when cleaning took its versions: it silently gave no rows
     end_ts = end if end is not None else commits[-1].timestamp
     _check_not_cleaned(table, end_ts, "incremental end")
     view = table.fs_view(as_of=end_ts)
     slices = view.latest_file_slices()
-    timeline_start = table.timeline.start()
     if timeline_start is None or start >= timeline_start or not has_archived_instants(table):
         # the commits' write stats name every file group they touched
         touched: set[tuple[str, str]] = set()
