@@ -835,3 +835,28 @@ def test_a_pipeline_that_lost_its_lock_deletes_what_its_tasks_wrote_for_the_roun
     assert left == []
     assert not (table / ".hoodie" / ".temp" / instants[0]).exists()
     assert _table_rows(table) == {999: "backfill"}
+
+
+def test_a_table_with_archived_instants_and_no_checkpoint_is_started_with_a_warning(
+    src: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hoodline before this fix archived a pipeline's last checkpoint behind a long backfill,
+    and the next run started over as on a new table without a word (upgrade review)."""
+    from hoodline.table import archive
+
+    table = tmp_path / "t"
+    cfg = _config(src, table)
+    _driver(cfg, InProcessEngine())[0].run(once=True)  # makes the table
+    # archival as an older hoodline did it: the checkpoint commit not kept
+    monkeypatch.setattr(archive, "_newest_checkpoint", lambda timeline: None)
+    with WriteClient(HudiTable.open(table), {
+            "hoodie.keep.min.commits": 3, "hoodie.keep.max.commits": 4,
+            "hoodie.cleaner.commits.retained": 2,
+            "hoodie.datasource.write.payload.class":
+                "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}) as client:
+        for i in range(8):  # another writer's commits, none with a checkpoint
+            client.upsert(pa.table({"id": [1000 + i], "v": ["x"], "ts": [9]}))
+    assert read_checkpoint(HudiTable.open(table)) is None  # archived
+    with caplog.at_level("WARNING", logger="hoodline.pipeline.driver"):
+        _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert "has no pipeline checkpoint on its active timeline but has archived" in caplog.text

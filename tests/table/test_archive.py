@@ -189,3 +189,36 @@ def test_an_incremental_range_of_archived_commits_is_read_or_refused_not_empty(
     ts = load(cleaned, archiving)
     with pytest.raises(TableError, match="older than the oldest instant kept by cleaning"):
         read_incremental(HudiTable.open(cleaned), ts[1], ts[4])
+
+
+def test_the_newest_commit_with_a_writers_checkpoint_is_not_archived(tmp_path: Path) -> None:
+    """A backfill of more commits than hoodie.keep.max.commits (the README's way: stop the
+    pipeline, write, start it again) archived the pipeline's last commit, and the pipeline
+    then started over as on a new table (upgrade review: with latest-offset, 100 of 100
+    records produced meanwhile were lost). Archival keeps it; the backfill's older commits
+    and those after it are archived as usual once the pipeline commits again."""
+    from hoodline.table.commit_metadata import PIPELINE_CHECKPOINT_KEY
+
+    path = tmp_path / "t"
+    HudiTable.create(path, make_config("BLOOM", partition_fields=()))
+    options = {"hoodie.cleaner.commits.retained": 2, "hoodie.keep.min.commits": 3,
+               "hoodie.keep.max.commits": 5}
+    with WriteClient(HudiTable.open(path), options) as client:
+        for i in range(3):
+            client.upsert(rows([i], ts=i))
+        pipeline_commit = client.upsert(rows([10], ts=10),
+                                        extra_metadata={PIPELINE_CHECKPOINT_KEY: "round 7"})
+        for i in range(20, 45):  # the backfill
+            client.upsert(rows([i], ts=i))
+    table = HudiTable.open(path)
+    found = table.timeline.latest_commit_with(PIPELINE_CHECKPOINT_KEY)
+    assert found is not None and found[0].timestamp == pipeline_commit
+    assert table.timeline.start() == pipeline_commit  # everything before it was archived
+    assert len(table.timeline.completed_commits()) == 26  # it and the backfill stay for now
+    with WriteClient(table, options) as client:  # the pipeline commits again
+        latest = client.upsert(rows([11], ts=11),
+                               extra_metadata={PIPELINE_CHECKPOINT_KEY: "round 8"})
+    table = HudiTable.open(path)
+    assert len(table.timeline.completed_commits()) <= 5
+    found = table.timeline.latest_commit_with(PIPELINE_CHECKPOINT_KEY)
+    assert found is not None and found[0].timestamp == latest

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from hoodline.errors import CheckpointMismatchError, SplitSerializationError
 from hoodline.runtime.source_rounds import SourceCheckpoint
 from hoodline.source.serialization import BinaryReader, BinaryWriter, frame, unframe
+from hoodline.table.commit_metadata import PIPELINE_CHECKPOINT_KEY
 
-CHECKPOINT_KEY = "hoodline.checkpoint"
+CHECKPOINT_KEY = PIPELINE_CHECKPOINT_KEY
 _MAGIC = b"HLPC"
 _VERSION = 1
 

@@ -68,6 +68,7 @@ from hoodline.pipeline.target import open_target_table, settle_after_commit
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
+from hoodline.table.archive import has_archived_instants
 from hoodline.table.instant import COMPACTION
 from hoodline.table.rollback import describe_repair
 from hoodline.table.schema import nested_evolution, widens
@@ -293,6 +294,15 @@ class RoundDriver:
                     describe_repair(client.table, i) for i in client.repaired))
             restored, metadata = _checkpoint_commit(client.table)
             plugin = load_plugin(cfg)
+            if restored is None and has_archived_instants(client.table):
+                log.warning(
+                    "table '%s' has no pipeline checkpoint on its active timeline but has "
+                    "archived instants: this run reads its source as for a new table. If a "
+                    "pipeline wrote this table before, its last checkpoint may have been "
+                    "archived (before hoodline kept it, more than 'hoodie.keep.max.commits' "
+                    "commits of another writer did that); stop now if so and restart with "
+                    "scan.startup.mode = 'specific-offsets' (or the file source's start) at "
+                    "where it stopped", cfg.table.path)
             if restored is not None:
                 restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
                 plugin.restored(metadata)

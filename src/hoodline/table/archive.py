@@ -45,6 +45,7 @@ from hoodline.table.action_metadata import (
     deserialize,
 )
 from hoodline.table.clean import earliest_retained_commit
+from hoodline.table.commit_metadata import CHECKPOINT_KEYS
 from hoodline.table.compaction_plan import COMPACTION_PLAN_SCHEMA, read_plan_record
 from hoodline.table.instant import (
     CLEAN,
@@ -160,10 +161,14 @@ class ArchivalPolicy:
 
 
 def instants_to_archive(
-    instants: Sequence[Instant], policy: ArchivalPolicy, clean_retains: str | None = None
+    instants: Sequence[Instant], policy: ArchivalPolicy, clean_retains: str | None = None,
+    checkpoint: str | None = None,
 ) -> list[Instant]:
     """The instants (latest states, ordered) to archive (pure policy, see module docs).
-    ``clean_retains``: ``earliestCommitToRetain`` of the newest completed clean."""
+    ``clean_retains``: ``earliestCommitToRetain`` of the newest completed clean;
+    ``checkpoint``: the newest commit carrying a writer's checkpoint, which stays (a backfill
+    of more commits than ``hoodie.keep.max.commits`` archived it, and the pipeline then started
+    over as on a new table: with ``latest-offset`` what was produced meanwhile was lost)."""
     commits = [i for i in instants if i.is_completed and i.action in DATA_ACTIONS]
     lo, hi = policy.bounds(len(commits))
     out: list[Instant] = []
@@ -189,10 +194,22 @@ def instants_to_archive(
             limits.append(replaced[0])
         if policy.merge_on_read:
             limits.append(_oldest_for_compaction(commits, policy.compact_max_delta_commits))
+        if checkpoint is not None:
+            limits.append(checkpoint)
         limit = min(limits) if limits else None
         eligible = [c for c in commits if limit is None or c.timestamp < limit]
         out += eligible[: len(commits) - lo]
     return sorted(out, key=Instant.sort_key)
+
+
+def _newest_checkpoint(timeline: Timeline) -> str | None:
+    """The newest completed commit whose extra metadata holds a writer's checkpoint
+    (:data:`~hoodline.table.commit_metadata.CHECKPOINT_KEYS`); None when none does."""
+    for inst in reversed(timeline.completed_commits()):
+        extra = timeline.read_commit_metadata(inst).extra_metadata
+        if any(key in extra for key in CHECKPOINT_KEYS):
+            return inst.timestamp
+    return None
 
 
 def _oldest_for_compaction(commits: Sequence[Instant], max_delta_commits: int) -> str:
@@ -310,8 +327,10 @@ def archive(
     instants = tl.instants()
     commits = sum(1 for i in instants if i.is_completed and i.action in DATA_ACTIONS)
     # the last clean's body is read only when commits may be archived (not after every write)
-    retains = earliest_retained_commit(table) if commits > policy.bounds(commits)[1] else None
-    chosen = instants_to_archive(instants, policy, retains)
+    due = commits > policy.bounds(commits)[1]
+    retains = earliest_retained_commit(table) if due else None
+    chosen = instants_to_archive(instants, policy, retains,
+                                 _newest_checkpoint(tl) if due else None)
     if not chosen:
         return []
     keys = {(i.timestamp, i.comparable_action) for i in chosen}

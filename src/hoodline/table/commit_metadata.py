@@ -22,6 +22,15 @@ from hoodline.errors import TimelineError
 
 #: Key of the Avro schema (data columns, no ``_hoodie_`` columns) in ``extraMetadata``.
 SCHEMA_KEY = "schema"
+#: extra-metadata key of a hoodline pipeline's source checkpoint (see
+#: :mod:`hoodline.pipeline.checkpoint`)
+PIPELINE_CHECKPOINT_KEY = "hoodline.checkpoint"
+#: extra-metadata keys of writers' checkpoints: hoodline's pipelines, and Java's Hudi Streamer
+#: (``deltastreamer.checkpoint.key`` before 0.14's rename). Writers look for theirs on the active
+#: timeline only, so archival keeps the newest commit that carries one there
+#: (:func:`~hoodline.table.archive.instants_to_archive`)
+CHECKPOINT_KEYS = (PIPELINE_CHECKPOINT_KEY, "streamer.checkpoint.key",
+                   "deltastreamer.checkpoint.key")
 
 #: Operation types as Hudi spells them (``WriteOperationType``).
 OPERATION_TYPES: tuple[str, ...] = (
