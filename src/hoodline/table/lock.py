@@ -362,11 +362,14 @@ class WriterLock:
 
     def _holder_expiry(self, holder: dict[str, Any]) -> tuple[float, str]:
         """The expiry that decides whether ``holder``'s lock is stale, and whose it is: the one
-        the holder recorded, else (a lock of an older hoodline, or unreadable) this writer's."""
+        the holder recorded, else (a lock of an older hoodline, or unreadable) this writer's,
+        but not below the default: an older hoodline paced its heartbeat for that, and a
+        writer with a short expiry took the lock of a live older pipeline (upgrade review)."""
         recorded = holder.get("expiry")
         if isinstance(recorded, int | float) and not isinstance(recorded, bool) and recorded > 0:
             return float(recorded), "the holder's expiry"
-        return self.expiry, "this writer's expiry (the lock records none)"
+        return (max(self.expiry, LOCK_EXPIRY_SECONDS.default),
+                "this writer's expiry, at least the default (the lock records none)")
 
     def _stale_reason(self, holder: dict[str, Any]) -> str | None:
         age = self._age()
