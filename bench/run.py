@@ -25,6 +25,7 @@ NAMES = (
     "appends",
     "jsonl_read",
     "s3_requests",
+    "bloom_log_lookup",
 )
 
 
