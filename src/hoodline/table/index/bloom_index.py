@@ -48,8 +48,9 @@ from hoodline.table.bloom import (
     deserialize,
 )
 from hoodline.table.fs_view import FileSlice, FileSystemView
-from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
+from hoodline.table.log.blocks import LogBlock, LogBlockType
 from hoodline.table.log.content import read_data_blocks, same_records_schema
+from hoodline.table.log.merge import committed_blocks
 from hoodline.table.parallel import map_in_threads
 from hoodline.table.write.records import (
     FILE_ID,
@@ -164,9 +165,9 @@ _KEY_ONLY = pa.schema([pa.field(RECORD_KEY, pa.string())])
 
 
 def _log_file_keys(path: TablePath) -> list[tuple[str, pa.Array]]:
-    """(instant, record keys) of each data block of a log file; a rollback command block drops
-    the blocks of its target instant read before it, as readers do."""
-    data = path.read_bytes()
+    """(instant, record keys) of the data blocks of a log file, consecutive blocks of one instant
+    and schema together; blocks a rollback command block dropped are left out, as readers do
+    (:func:`~hoodline.table.log.merge.committed_blocks`: visibility is the view's to decide)."""
     found: list[tuple[str, pa.Array]] = []
     run: list[LogBlock] = []
 
@@ -176,17 +177,13 @@ def _log_file_keys(path: TablePath) -> list[tuple[str, pa.Array]]:
             found.append((run[0].instant, keys))
             run.clear()
 
-    for block in read_blocks(data):
-        if block.type is LogBlockType.COMMAND:
+    for block in committed_blocks([path], lambda _instant: True):
+        if block.type is LogBlockType.DELETE:
             flush()
-            target = block.header.get(HeaderKey.TARGET_INSTANT_TIME)
-            found[:] = [(ts, keys) for ts, keys in found if ts != target]
-        elif block.type in (LogBlockType.AVRO_DATA, LogBlockType.PARQUET_DATA):
-            if run and not (same_records_schema(run[0], block) and run[0].instant == block.instant):
-                flush()
-            run.append(block)
-        else:
+            continue
+        if run and not (same_records_schema(run[0], block) and run[0].instant == block.instant):
             flush()
+        run.append(block)
     flush()
     return found
 
