@@ -203,13 +203,10 @@ def instants_to_archive(
 
 
 def _newest_checkpoint(timeline: Timeline) -> str | None:
-    """The newest completed commit whose extra metadata holds a writer's checkpoint
+    """The newest completed commit carrying a writer's checkpoint
     (:data:`~hoodline.table.commit_metadata.CHECKPOINT_KEYS`); None when none does."""
-    for inst in reversed(timeline.completed_commits()):
-        extra = timeline.read_commit_metadata(inst).extra_metadata
-        if any(key in extra for key in CHECKPOINT_KEYS):
-            return inst.timestamp
-    return None
+    found = timeline.latest_commit_with(*CHECKPOINT_KEYS)
+    return found[0].timestamp if found is not None else None
 
 
 def _oldest_for_compaction(commits: Sequence[Instant], max_delta_commits: int) -> str:

@@ -268,11 +268,11 @@ class Timeline:
         found = self.latest_commit_with(key)
         return None if found is None else (found[0], found[1].extra_metadata[key])
 
-    def latest_commit_with(self, key: str) -> tuple[Instant, CommitMetadata] | None:
-        """The newest completed commit carrying ``key`` in ``extraMetadata``, with its whole
-        metadata (see :meth:`latest_extra_metadata`)."""
+    def latest_commit_with(self, *keys: str) -> tuple[Instant, CommitMetadata] | None:
+        """The newest completed commit carrying one of ``keys`` in ``extraMetadata``, with its
+        whole metadata (see :meth:`latest_extra_metadata`)."""
         for inst in reversed(self.completed_commits()):
             metadata = self.read_commit_metadata(inst)
-            if key in metadata.extra_metadata:
+            if any(key in metadata.extra_metadata for key in keys):
                 return inst, metadata
         return None
