@@ -65,6 +65,11 @@ class UnsupportedTableError(TableError):
     """The table exists but its version, timeline layout or type is not supported."""
 
 
+class DamagedFileError(TableError):
+    """A file of the table cannot be read as what its name says it is (truncated or overwritten
+    outside hoodline): reading it again would fail again."""
+
+
 class TimelineError(TableError):
     """The timeline is inconsistent or a state transition is not allowed."""
 

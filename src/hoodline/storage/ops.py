@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoodline.errors import DamagedFileError
 from hoodline.storage.paths import ObjectPath, TablePath, storage_errors
 
 
@@ -221,9 +222,16 @@ def parquet_file(path: TablePath, read_dictionary: Sequence[str] = ()) -> pq.Par
     """A Parquet file to read; the columns ``read_dictionary`` read as dictionary arrays (a
     dictionary-encoded column then comes as its dictionary and indices, no value per row)."""
     dictionary = list(read_dictionary) or None
-    if isinstance(path, ObjectPath):
-        return pq.ParquetFile(open_input(path), read_dictionary=dictionary)
-    return pq.ParquetFile(path, memory_map=True, read_dictionary=dictionary)
+    try:
+        if isinstance(path, ObjectPath):
+            return pq.ParquetFile(open_input(path), read_dictionary=dictionary)
+        return pq.ParquetFile(path, memory_map=True, read_dictionary=dictionary)
+    except pa.ArrowInvalid as exc:  # no footer: truncated, or not Parquet at all
+        raise DamagedFileError(
+            f"'{path}' is not a readable Parquet file ({exc}): it was truncated or overwritten "
+            "outside hoodline; restore it from a backup (`hoodline table files` names the "
+            "commit it belongs to)"
+        ) from exc
 
 
 def read_parquet(path: TablePath, columns: list[str] | None = None) -> pa.Table:
