@@ -92,6 +92,69 @@ def test_open_non_table_names_path(tmp_path: Path) -> None:
         HudiTable.open(tmp_path)
 
 
+def _table_with_a_commit(tmp_path: Path) -> tuple[Path, Path]:
+    from hoodline.table.write.client import WriteClient
+    from tests.table.write.helpers import make_config, rows
+
+    base = tmp_path / "t"
+    with WriteClient(HudiTable.create(base, make_config("BUCKET"))) as client:
+        client.upsert(rows([1, 2]))
+    return base, base / ".hoodie" / "hoodie.properties"
+
+
+def test_a_table_whose_properties_file_is_lost_is_not_taken_for_no_table(
+    tmp_path: Path,
+) -> None:
+    """With hoodie.properties deleted, the pipeline said "no .hoodie folder" and the table
+    commands "create the table first" (damaged-table review): an invitation to create a new
+    table over the data. The message says the timeline is there and what to do."""
+    base, props = _table_with_a_commit(tmp_path)
+    props.unlink()
+    with pytest.raises(TableError, match=r"does not exist, but .* holds a timeline of 3 "
+                                         r"instant file\(s\).*Do not create a new table") as err:
+        HudiTable.open(base)
+    assert not isinstance(err.value, TableNotFoundError)  # the pipeline would create a table
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda text: "", r"is empty or truncated \(it has no 'hoodie.table.name'\)"),
+        (lambda text: text[: text.index("hoodie.table.name")], "is empty or truncated"),
+        (
+            lambda text: text.replace("hoodie.table.name=trips", "hoodie.table.name=trip"),
+            r"is damaged \('hoodie.table.checksum' does not match",
+        ),
+    ],
+    ids=["empty", "truncated", "edited"],
+)
+def test_a_damaged_properties_file_is_named_and_its_backup_read(
+    tmp_path: Path, damage: object, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A truncated hoodie.properties was refused as "not a valid table", and Java's
+    hoodie.properties.backup was ignored (damaged-table review). Java reads the backup when
+    the file is missing or invalid; so does hoodline, and the next change writes it again."""
+    from hoodline.table.properties import update_properties
+
+    base, props = _table_with_a_commit(tmp_path)
+    good = props.read_text()
+    props.write_text(damage(good))  # type: ignore[operator]
+    with pytest.raises(TableError, match=problem + ".*, and there is no readable"):
+        HudiTable.open(base)
+    (props.parent / "hoodie.properties.backup").write_text(good)
+    assert HudiTable.open(base).config.name == "trips"
+    assert "the table's configuration is read from" in caplog.text
+    update_properties(base, {"hoodie.table.precombine.field": "ts"})
+    assert read_table_config(base).name == "trips"
+    assert "hoodie.table.name=trips" in props.read_text()
+
+
+def test_a_missing_properties_file_is_read_from_its_backup(tmp_path: Path) -> None:
+    base, props = _table_with_a_commit(tmp_path)
+    props.rename(props.parent / "hoodie.properties.backup")
+    assert HudiTable.open(base).config.record_key_fields == ("id",)
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

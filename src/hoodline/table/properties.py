@@ -8,6 +8,7 @@ existing file are kept and written back unchanged.
 
 from __future__ import annotations
 
+import logging
 import os
 import zlib
 from collections.abc import Iterable, Mapping
@@ -35,7 +36,11 @@ from hoodline.table.keygen.kinds import (
     timestamp_layout_problem,
 )
 
+log = logging.getLogger(__name__)
+
 PROPERTIES_FILE = "hoodie.properties"
+#: the copy Java Hudi writes while it changes ``hoodie.properties``, read when that is missing
+BACKUP_FILE = "hoodie.properties.backup"
 META_FOLDER = ".hoodie"
 
 SUPPORTED_TABLE_VERSION = 6
@@ -571,25 +576,79 @@ def properties_path(base_path: str | os.PathLike[str] | TablePath) -> TablePath:
 
 
 def read_table_config(base_path: str | os.PathLike[str] | TablePath) -> TableConfig:
-    """Read ``<base>/.hoodie/hoodie.properties``.
+    """Read ``<base>/.hoodie/hoodie.properties``, or Java Hudi's ``hoodie.properties.backup``
+    when that file is missing or unreadable (as Java does; the next change of the
+    configuration writes ``hoodie.properties`` again).
 
-    Raises :class:`TableNotFoundError` when the path holds no table,
-    :class:`UnsupportedTableError` for a version/type/layout hoodline cannot handle and
-    :class:`~hoodline.errors.StorageError` when the object store refuses (a missing bucket too).
+    Raises :class:`TableNotFoundError` when the path holds no table, :class:`TableError` when
+    ``.hoodie`` holds a timeline but no readable configuration (never "no table": a pipeline
+    would create one over it), :class:`UnsupportedTableError` for a version/type/layout
+    hoodline cannot handle and :class:`~hoodline.errors.StorageError` when the object store
+    refuses (a missing bucket too).
     """
+    props, path = _read_properties(base_path)
+    return TableConfig.from_properties(props, source=str(path))
+
+
+def _read_properties(
+    base_path: str | os.PathLike[str] | TablePath,
+) -> tuple[dict[str, str], TablePath]:
+    """The table's properties and the file they came from (see :func:`read_table_config`)."""
     path = properties_path(base_path)
-    if not path.is_file():
-        if isinstance(path, ObjectPath):
-            path.check_bucket()  # a missing bucket says so (StorageError), not "no table"
-        raise TableNotFoundError(
-            f"no Hudi table at '{base_path}': '{path}' does not exist; "
-            "create the table first or check the path"
+    backup = path.parent / BACKUP_FILE
+    problem = _properties_problem(path)
+    if problem is None:
+        return loads_properties(path.read_text(encoding="utf-8")), path
+    if isinstance(path, ObjectPath) and problem == "does not exist":
+        path.check_bucket()  # a missing bucket says so (StorageError), not "no table"
+    if _properties_problem(backup) is None:
+        log.warning("'%s' %s; the table's configuration is read from '%s' (the copy Java Hudi "
+                    "keeps while it changes the file), and the next change of the "
+                    "configuration writes '%s' again", path, problem, backup, PROPERTIES_FILE)
+        return loads_properties(backup.read_text(encoding="utf-8")), backup
+    if problem != "does not exist":
+        raise TableError(
+            f"'{path}' {problem}, and there is no readable '{BACKUP_FILE}' beside it: the "
+            "table's configuration is damaged; restore the file from a backup (hoodline writes "
+            "it in one step, so it was changed outside hoodline)"
         )
+    instants = _timeline_files(path.parent)
+    if instants:
+        raise TableError(
+            f"'{path}' does not exist, but '{path.parent}' holds a timeline of {instants} "
+            f"instant file(s): the table's configuration file was deleted or lost; restore it "
+            "from a backup. Do not create a new table here: it would not know the data "
+            "already written"
+        )
+    raise TableNotFoundError(
+        f"no Hudi table at '{base_path}': '{path}' does not exist; "
+        "create the table first or check the path"
+    )
+
+
+def _properties_problem(path: TablePath) -> str | None:
+    """What makes ``path`` unusable as the table's properties, or None."""
+    if not path.is_file():
+        return "does not exist"
     try:
-        text = path.read_text(encoding="utf-8")
+        props = loads_properties(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise TableNotFoundError(f"cannot read '{path}': {exc}") from None
-    return TableConfig.from_properties(loads_properties(text), source=str(path))
+        return f"cannot be read ({exc})"
+    if K_NAME not in props:
+        return f"is empty or truncated (it has no '{K_NAME}')"
+    if K_CHECKSUM in props and props[K_CHECKSUM] != str(
+        table_checksum(props[K_NAME], props.get(K_DATABASE, ""))
+    ):
+        return f"is damaged ('{K_CHECKSUM}' does not match the table's name)"
+    return None
+
+
+def _timeline_files(meta: TablePath) -> int:
+    """How many instant files ``meta`` (a ``.hoodie`` folder) holds; 0 when it does not exist."""
+    try:
+        return sum(1 for p in meta.iterdir() if p.name[:17].isdigit())
+    except FileNotFoundError:
+        return 0
 
 
 def _replace_properties(path: TablePath, props: Mapping[str, str]) -> None:
@@ -612,7 +671,7 @@ def update_properties(
     """Set ``changes`` in ``hoodie.properties``, every other key as written (also ones
     hoodline does not know, as Java wrote them); returns the table's new config."""
     path = properties_path(base_path)
-    props = loads_properties(path.read_text(encoding="utf-8"))
+    props, _ = _read_properties(base_path)
     props.update(changes)
     _replace_properties(path, props)
     return TableConfig.from_properties(props, source=str(path))
@@ -624,7 +683,7 @@ def remove_properties(
     """Remove ``keys`` from ``hoodie.properties``, every other key as written; returns the
     table's new config."""
     path = properties_path(base_path)
-    props = loads_properties(path.read_text(encoding="utf-8"))
+    props, _ = _read_properties(base_path)
     for key in keys:
         props.pop(key, None)
     _replace_properties(path, props)
