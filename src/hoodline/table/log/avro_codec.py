@@ -478,12 +478,42 @@ def record_list(
 
 def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
     parsed = fastavro.parse_schema(_without_raw_logical(schema))
+    rows = table.to_pylist()
+    if any(_has_map(f.type) for f in table.schema):
+        rows = [_maps_as_dicts(row, table.schema) for row in rows]
     out = []
-    for row in table.to_pylist():
+    for row in rows:
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, parsed, row)
         out.append(buf.getvalue())
     return pa.array(out, pa.large_binary())
+
+
+def _has_map(t: pa.DataType) -> bool:
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_map(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_map(t.value_type)
+    return False
+
+
+def _maps_as_dicts(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    """``row`` (of ``to_pylist``, which gives a map as a list of (key, value) pairs) with every
+    map as the dict an Avro writer takes."""
+    return {f.name: _map_value(row[f.name], f.type) for f in schema}
+
+
+def _map_value(value: Any, t: pa.DataType) -> Any:
+    if value is None or not _has_map(t):
+        return value
+    if pa.types.is_map(t):
+        return {k: _map_value(v, t.item_type) for k, v in value}
+    if pa.types.is_struct(t):
+        return {t.field(i).name: _map_value(value[t.field(i).name], t.field(i).type)
+                for i in range(t.num_fields)}
+    return [_map_value(v, t.value_type) for v in value]
 
 
 def length_prefixed(datums: pa.Array) -> bytes:
