@@ -292,7 +292,7 @@ def test_empty_string_keys_and_partition_values_are_bad_records_not_a_failed_rou
 
     out = prepare_kafka(spec, _kafka(
         [rec("a", "eu"), rec("", "eu"), rec("c", ""), rec("d", "eu/../x"), rec("e", ".."),
-         rec("", "")], [b"k"] * 6))
+         rec("", ""), rec("f", "x\x00y")], [b"k"] * 7))
     assert out.records.column(RECORD_KEY).to_pylist() == ["a"]
     assert [(e["offset"], e["reason"], e["detail"]) for e in out.errors.to_pylist()] == [
         (101, "missing_key", "record key field 'name' value '' is an empty string; every "
@@ -300,20 +300,28 @@ def test_empty_string_keys_and_partition_values_are_bad_records_not_a_failed_rou
         (102, "missing_key", "partition field 'region' value '' is an empty string; every "
          "record needs a non-empty partition"),
         (103, "unreadable_partition", "partition field 'region' value 'eu/../x' is not a valid "
-         "folder name ('/', '.' and '..' are not allowed); clean the value or enable "
+         "folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
+         "value or enable "
          "'hoodie.datasource.write.partitionpath.urlencode' on the table"),
         (104, "unreadable_partition", "partition field 'region' value '..' is not a valid "
-         "folder name ('/', '.' and '..' are not allowed); clean the value or enable "
+         "folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
+         "value or enable "
          "'hoodie.datasource.write.partitionpath.urlencode' on the table"),
         (105, "missing_key", "record key field 'name' value '' is an empty string; every "
          "record needs a non-empty record key"),
+        # a NUL failed the round in mkdir ("embedded null byte"; data-types review)
+        (106, "unreadable_partition", "partition field 'region' value 'x\x00y' is not a "
+         "valid folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
+         "value or enable 'hoodie.datasource.write.partitionpath.urlencode' on the table"),
     ]
     # with URL encoding the odd values are paths; only the empty ones stay bad
     encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True)
     spec = RecordSpec(WriteContext("/nonexistent", encoded, WriteOptions(), "20240101000000000",
                                    "UPSERT", DECLARED), DECLARED, "deleted", 7)
-    out = prepare_kafka(spec, _kafka([rec("d", "eu/../x"), rec("c", "")], [b"k"] * 2))
-    assert out.records.column("_hoodie_partition_path").to_pylist() == ["region=eu%2F..%2Fx"]
+    out = prepare_kafka(spec, _kafka([rec("d", "eu/../x"), rec("c", ""), rec("f", "x\x00y")],
+                                     [b"k"] * 3))
+    assert out.records.column("_hoodie_partition_path").to_pylist() == [
+        "region=eu%2F..%2Fx", "region=x%00y"]  # as Java escapes it
     assert [e["offset"] for e in out.errors.to_pylist()] == [101]
 
 

@@ -165,26 +165,23 @@ class KeyGenerator:
                 if folder is not None:
                     out.append(UnusableValues(
                         "partition", name, folder,
-                        "is not a valid folder name ('/', '.' and '..' are not allowed); clean "
-                        "the value or enable 'hoodie.datasource.write.partitionpath.urlencode' "
-                        "on the table", False))
+                        f"is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the value "
+                        "or enable 'hoodie.datasource.write.partitionpath.urlencode' on the "
+                        "table", False))
         return out
 
     def _simple_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
         values, indices = distinct_value_strings(batch, name, "partition")
         if self.config.url_encode_partitions:
             return escape_partition_values(values), indices
-        bad = pc.or_(
-            pc.match_substring(values, "/"),
-            pc.is_in(values, value_set=pa.array([".", ".."])),
-        )
+        bad = _no_folder_name(values)
         row = first_row_of(indices, bad)
         if row >= 0:
             value = values[indices[row].as_py()].as_py()
             raise InvalidRecordsError(
                 f"partition column '{name}' has value {value!r} at row "
-                f"{row}, which is not a valid folder name ('/', '.' and '..' are not "
-                "allowed); clean the value or enable "
+                f"{row}, which is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the "
+                "value or enable "
                 "'hoodie.datasource.write.partitionpath.urlencode' on the table"
             )
         return values, indices
@@ -251,12 +248,18 @@ def _empty_strings(batch: Batch, name: str) -> pa.Array | None:
     return None if text is None else _any_or_none(pc.equal(pc.utf8_length(text), 0))
 
 
+_NOT_IN_FOLDER_NAMES = "'/', '.', '..' and the NUL character are not allowed"
+
+
+def _no_folder_name(text: pa.Array) -> pa.Array:
+    """Per value: whether it cannot be a folder name (a NUL no file system takes)."""
+    return pc.or_(pc.or_(pc.match_substring(text, "/"), pc.match_substring(text, "\x00")),
+                  pc.is_in(text, value_set=pa.array([".", ".."])))
+
+
 def _not_folder_names(batch: Batch, name: str) -> pa.Array | None:
     text = _text_column(batch, name)
-    if text is None:
-        return None
-    return _any_or_none(pc.or_(pc.match_substring(text, "/"),
-                               pc.is_in(text, value_set=pa.array([".", ".."]))))
+    return None if text is None else _any_or_none(_no_folder_name(text))
 
 
 def check_key_generator_settings(config: TableConfig) -> None:

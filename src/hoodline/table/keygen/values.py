@@ -32,7 +32,7 @@ from hoodline.errors import InvalidRecordsError
 Batch: TypeAlias = "pa.Table | pa.RecordBatch"
 
 #: Characters Hive/Hudi escape in partition values when URL encoding is on (``%`` goes first).
-_ESCAPED_CHARS = "%\"#'*/:=?\\\x7f{[]^" + "".join(chr(c) for c in range(1, 32))
+_ESCAPED_CHARS = "%\"#'*/:=?\\\x7f{[]^" + "".join(chr(c) for c in range(0, 32))
 
 
 def _column(batch: Batch, name: str, role: str) -> pa.Array | pa.ChunkedArray:
