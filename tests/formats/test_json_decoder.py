@@ -262,6 +262,11 @@ INT64_RANGE = "an integer from -9223372036854775808 to 9223372036854775807"
         (b'{"id": 1, "day": "2024-02-30"}',
          'field \'day\' holds "2024-02-30", which is not a date32[day] (an ISO-8601 date such '
          'as "2024-03-01")'),
+        # a time in a date field was cut to its UTC date without a word (data-types review)
+        (b'{"id": 1, "day": "2024-03-01T23:30:00-05:00"}',
+         "field 'day' holds a time of day (2024-03-02 04:30:00 UTC), which is not a date32[day] "
+         '(an ISO-8601 date such as "2024-03-01"); declare the field a timestamp to keep the '
+         "time"),
         (b'{"id": 1, "price": 1.234}',
          "field 'price' holds 1.234, which requires scale 3 but the schema's type is "
          "decimal128(10, 2)"),

@@ -217,6 +217,8 @@ class JsonDecoder:
         #: fields holding floats (also in lists and structs): checked for NaN and infinity
         self._float_fields = [str(f.name) for f in self._parse_schema
                               if any(pa.types.is_floating(t) for t in _leaf_types(f.type))]
+        #: top-level date fields (read as timestamps): a time of day there would be cut off
+        self._date_fields = [str(f.name) for f in schema if pa.types.is_date(f.type)]
 
     # -- public ----------------------------------------------------------------------------------
     def decode(self, values: pa.Array | pa.ChunkedArray) -> DecodeResult:
@@ -322,6 +324,27 @@ class JsonDecoder:
                 bad_reason.append(pa.array(odd_reasons, pa.string()))
                 bad_detail.append(pa.array(odd_details, pa.string()))
                 keep = pa.array(~odd_mask)
+                records = records.filter(keep)
+                row_index = pc.filter(row_index, keep)
+
+        # 4c. a date field given a time of day other than midnight UTC ("2024-03-01T23:30:00
+        # -05:00" was stored as 2024-03-02 without a word; data-types review).
+        for name in self._date_fields:
+            if not records.num_rows:
+                break
+            timed = timed_date_rows(records.column(name))
+            if timed.any():
+                declared = self.schema.field(name).type
+                bad_idx.append(pc.filter(row_index, pa.array(timed)))
+                bad_reason.append(pa.array([WRONG_TYPE] * int(timed.sum()), pa.string()))
+                bad_detail.append(pa.array(
+                    [f"does not match the table's schema: field '{name}' holds a time of day "
+                     f"({v} UTC), which is not "
+                     f"{_article(str(declared))} {declared} (an ISO-8601 date such as "
+                     "\"2024-03-01\"); declare the field a timestamp to keep the time"
+                     for v in pc.filter(records.column(name), pa.array(timed)).to_pylist()],
+                    pa.string()))
+                keep = pa.array(~timed)
                 records = records.filter(keep)
                 row_index = pc.filter(row_index, keep)
 
@@ -763,6 +786,16 @@ def _read_json(buf: pa.Buffer, parse_options: pj.ParseOptions) -> pa.Table:
     read_options = pj.ReadOptions(use_threads=False, block_size=max(_MIN_BLOCK, buf.size + 1))
     return pj.read_json(pa.BufferReader(buf), read_options=read_options,
                         parse_options=parse_options)
+
+
+def timed_date_rows(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]:
+    """Per row of a date field as :func:`parse_schema` reads it (a millisecond timestamp):
+    whether it holds a time of day other than midnight UTC, which the date type would cut off."""
+    millis = pc.fill_null(column.cast(pa.int64()), 0)
+    if isinstance(millis, pa.ChunkedArray):
+        millis = millis.combine_chunks()
+    out: npt.NDArray[np.bool_] = millis.to_numpy(zero_copy_only=False) % 86_400_000 != 0
+    return out
 
 
 def nonfinite_rows(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]:

@@ -279,7 +279,9 @@ def test_a_bad_line_is_rejected_also_alone_in_its_chunk(data_dir: Path, bad: lis
 
 def test_dates_in_json_lines_are_read_as_in_kafka_messages(data_dir: Path) -> None:
     p = data_dir / "d.jsonl"
-    p.write_text('{"id": 1, "day": "2024-03-01"}\n{"id": 2, "day": 19000}\n')
+    p.write_text('{"id": 1, "day": "2024-03-01"}\n{"id": 2, "day": 19000}\n'
+                 '{"id": 3, "day": "2024-03-01T00:00:00Z"}\n'
+                 '{"id": 4, "day": "2024-03-01T10:00:00Z"}\n')
     declared = pa.schema([("id", pa.int64()), ("day", pa.date32())])
     config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=declared,
                               tolerate_errors=True)
@@ -288,8 +290,25 @@ def test_dates_in_json_lines_are_read_as_in_kafka_messages(data_dir: Path) -> No
         [{"id": 1, "day": datetime.date(2024, 3, 1)}],
         [{"value": b'{"id": 2, "day": 19000}', "reason": "wrong_type",
           "detail": batches[1].column("detail")[0].as_py()}],
+        [{"id": 3, "day": datetime.date(2024, 3, 1)}],
+        # its time of day was cut off without a word (data-types review)
+        [{"value": b'{"id": 4, "day": "2024-03-01T10:00:00Z"}', "reason": "wrong_type",
+          "detail": batches[3].column("detail")[0].as_py()}],
     ]
     assert batches[1].column("detail")[0].as_py().startswith("line 2: ")
+    assert batches[3].column("detail")[0].as_py().startswith(
+        "line 4: does not match the table's schema: field 'day' holds a time of day")
+
+
+def test_a_time_in_a_date_field_of_a_clean_chunk_is_not_cut_off(data_dir: Path) -> None:
+    """The bulk parse of a chunk without bad lines took the time too (and cut it off)."""
+    p = data_dir / "d.jsonl"
+    p.write_text('{"id": 1, "day": "2024-03-01"}\n{"id": 2, "day": "2024-03-01T10:00:00Z"}\n')
+    declared = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    config = FileSourceConfig(root=str(data_dir), format="jsonl", schema=declared,
+                              tolerate_errors=True)
+    rows = [r for b in read_split(split_of(p), config) for r in b.to_pylist()]
+    assert [r.get("id", r.get("reason")) for r in rows] == [1, "wrong_type"]
 
 
 def test_bad_csv_row_is_named(data_dir: Path) -> None:

@@ -49,7 +49,13 @@ from hoodline.connectors.files.rejections import (
 )
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
-from hoodline.formats.json_decoder import JsonDecoder, is_utf8, nonfinite_rows, parse_schema
+from hoodline.formats.json_decoder import (
+    JsonDecoder,
+    is_utf8,
+    nonfinite_rows,
+    parse_schema,
+    timed_date_rows,
+)
 
 #: Chunks of the record-isolating reader hold this many blocks (``read.block-size``) of lines.
 _BLOCKS_PER_CHUNK = 4
@@ -266,6 +272,9 @@ def _parse_whole(
         return None
     if any(nonfinite_rows(table.column(name)).any() for name in table.column_names):
         return None  # NaN / Infinity, which JSON has not: the decoder refuses such lines
+    if any(timed_date_rows(table.column(f.name)).any()
+           for f in schema if pa.types.is_date(f.type) and f.name in table.column_names):
+        return None  # a time of day in a date field: the decoder refuses such lines
     try:
         return [conform(b, schema, where) for b in table.to_batches() if b.num_rows]
     except FileSourceError:
