@@ -83,7 +83,9 @@ class FakeConsumer:
         for tp in tps:
             self.positions.pop((tp.topic, tp.partition), None)
 
-    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+    def get_watermark_offsets(
+        self, tp: Any, timeout: float, cached: bool = False
+    ) -> tuple[int, int]:
         key = (tp.topic, tp.partition)
         log = self.logs.get(key, [])
         return self.low.get(key, 0), (log[-1] + 1 if log else 0)
@@ -380,3 +382,61 @@ def test_prefetch_defaults_bound_what_a_round_fetches_beyond_its_ranges() -> Non
     )
     assert fake.props["queued.min.messages"] == "100000"
     assert fake.props["queued.max.messages.kbytes"] == "65536"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+def test_a_read_whose_partition_lost_its_planned_records_fails_instead_of_waiting_forever(
+    deleted: bool,
+) -> None:
+    """A topic deleted, or deleted and created again, while a round read it: the records the
+    round was planned to read never came and the pipeline waited forever, silently, not even
+    stopping on SIGTERM (day-two review, 7 of 7). The read now fails retryably once it made no
+    progress for STALL_CHECK_S and the partition no longer holds them."""
+    from hoodline.connectors.kafka.reader import STALL_CHECK_S
+    from hoodline.errors import FetchError
+
+    fake = FakeConsumer({("t", 0): [0, 1, 2]}, {})  # the new topic: 3 records, planned 10
+    if deleted:
+        def gone(tp: Any, timeout: float, cached: bool = False) -> tuple[int, int]:
+            raise RuntimeError("KafkaError{code=UNKNOWN_TOPIC_OR_PART}")
+
+        fake.get_watermark_offsets = gone  # type: ignore[method-assign]
+    clock = Clock()
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake, clock=clock)
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 0, 10)]))
+    offsets, _, finished = drain(reader, rounds=3)  # reads 0..2, then only end-of-partition
+    assert offsets == [0, 1, 2] and not finished
+    clock.now += STALL_CHECK_S - 1
+    reader.fetch()  # not yet
+    clock.now += 2
+    want = ("UNKNOWN_TOPIC_OR_PART" if deleted
+            else "t-0 ends at offset 3 now, before the round's planned end 10")
+    with pytest.raises(FetchError, match=rf"no records for 16s: partition .*{want}.*was the "
+                                         "topic deleted") as info:
+        reader.fetch()
+    assert info.value.retryable
+
+
+def test_a_read_that_waits_for_records_the_brokers_hold_says_so_and_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from hoodline.connectors.kafka.reader import STALL_CHECK_S
+
+    fake = FakeConsumer({("t", 0): [0, 1, 2, 3, 4]}, {})
+    fake.consume = lambda num_messages, timeout: []  # type: ignore[method-assign]
+    clock = Clock()
+    reader = KafkaPartitionSplitReader(config(), consumer_factory=fake, clock=clock)
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 0, 0, 5)]))
+    reader.fetch()
+    clock.now += STALL_CHECK_S + 1
+    with caplog.at_level(logging.WARNING):
+        reader.fetch()
+    assert "no records for 16s though the brokers hold them (t-0 at 0 of 5)" in caplog.text

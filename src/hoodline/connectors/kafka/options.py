@@ -165,7 +165,10 @@ OFFSETS_OUT_OF_RANGE = option(
     "re-created topic is read from its start). A re-created topic is known by its end below "
     "the stored position, or by its topic id, asked at every round and compared with the one "
     "every commit stores beside the positions, also across restarts (brokers that give no "
-    "topic ids: by its end only).",
+    "topic ids: by its end only). A topic deleted (or deleted and created again) while a "
+    "round reads it fails that round once its reads made no progress for 15 s and the "
+    "partition no longer holds the records the round was planned to read; the round is then "
+    "planned again, and this option applies.",
 )
 FETCH_MAX_RECORDS = option(
     "scan.fetch.max-records",

@@ -34,6 +34,7 @@ from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, KafkaPartitionSplitState
 from hoodline.errors import (
     ConfigError,
+    FetchError,
     KafkaBrokerUnavailableError,
     KafkaOffsetOutOfRangeError,
     KafkaSourceError,
@@ -95,6 +96,10 @@ _OUTAGE_CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
 _TOO_LARGE = "receive.message.max.bytes"
 _OUT_OF_RANGE_CODES = ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE")
 _PARTITION_EOF = "_PARTITION_EOF"
+#: seconds a read may go without progress before the partitions it waits for are looked at: a
+#: topic deleted (or deleted and re-created) while a round read it never delivers the records
+#: the round was planned to, and the read waited for them forever (day-two review)
+STALL_CHECK_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,9 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         self._finished_now: list[str] = []
         self._records_read = 0
         self._skipped_out_of_range = 0
+        #: since when no split made progress, and when that was last looked into
+        self._stalled_since: float | None = None
+        self._stall_checked = 0.0
 
     def metrics(self) -> dict[str, float]:
         """Counters for monitoring: records read, client errors, broker outages and the seconds
@@ -281,6 +289,7 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         )
         if not messages:
             self._check_outage()
+            self._check_stalled(progressed=bool(result.finished_splits()))
             return result
         self._outage.clear()
         self._check_too_large()  # (other partitions' messages may still arrive)
@@ -305,7 +314,54 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
                 # Gap at the end (transaction markers, compaction): nothing left below stop.
                 result.add(sid, KafkaFetch(_empty_batch(), stop))
                 self._finish(sid, result)
+        self._check_stalled(progressed=bool(result.records_by_split() or result.finished_splits()))
         return result
+
+    def _check_stalled(self, progressed: bool) -> None:
+        """Fail the read (retryably: the round is planned again, from what the brokers hold
+        then) when a partition it waits for lost the records the round was planned to read:
+        its end offset fell below the planned end (the topic was deleted and re-created, or
+        truncated) or it is gone. Looked at after :data:`STALL_CHECK_S` without progress,
+        then every as many seconds; a partition that still holds its records is only named."""
+        if progressed or not self._splits:
+            self._stalled_since = None
+            return
+        now = self._clock()
+        if self._stalled_since is None:
+            self._stalled_since = now
+            return
+        if (now - self._stalled_since < STALL_CHECK_S or now - self._stall_checked < STALL_CHECK_S
+                or self._outage.duration() > 0):  # an outage has its own clock and message
+            return
+        self._stall_checked = now
+        from confluent_kafka import TopicPartition as CTP
+
+        lost: list[str] = []
+        waiting: list[str] = []
+        for sid, split in self._splits.items():
+            stop = split.stopping_offset
+            if stop is None:
+                continue  # unbounded: waiting for records is what it does
+            name = f"{split.topic}-{split.partition}"
+            try:
+                _, high = self._consumer.get_watermark_offsets(
+                    CTP(split.topic, split.partition), timeout=5.0, cached=False)
+            except Exception as exc:  # named in the error; the round is retried
+                lost.append(f"{name} cannot be read ({exc})")
+                continue
+            if int(high) < stop:
+                lost.append(f"{name} ends at offset {high} now, before the round's planned end "
+                            f"{stop}")
+            else:
+                waiting.append(f"{name} at {self._next[sid]} of {stop}")
+        if lost:
+            raise FetchError(
+                f"no records for {now - self._stalled_since:.0f}s: partition "
+                f"{'; '.join(lost)}: was the topic deleted (or deleted and created again) while "
+                "the round read it? The round is planned again from what the brokers hold")
+        if waiting:
+            log.warning("no records for %.0fs though the brokers hold them (%s); still waiting",
+                        now - self._stalled_since, ", ".join(waiting))
 
     def _group_by_split(self, messages: list[Any]) -> dict[str, list[Any]]:
         """Messages per split id (messages of unknown partitions under ""), in arrival order.
