@@ -89,7 +89,9 @@ def render_pipeline_options_markdown() -> str:
         "is read as UTC wall time and stored as `timestamp[.., UTC]`, which is what the table "
         "gives back. In JSON, timestamp and date fields take ISO-8601 text (`\"2024-03-01\"`, "
         "`\"2024-03-01T10:00:00Z\"`); a number there is a bad record: declare epoch numbers "
-        "`int64`.\n"
+        "`int64`. A date field takes a time only at midnight UTC (`\"2024-03-01T00:00:00Z\"`); "
+        "another time of day is a bad record (`wrong_type`), not cut off: declare such a field "
+        "a timestamp.\n"
     )
     rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
     markers = "/".join(SECRET_MARKERS)
