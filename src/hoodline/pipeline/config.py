@@ -242,9 +242,13 @@ PRECOMBINE_FIELD = option(
     "table.precombine-field",
     str,
     "",
-    "Ordering field: among records with the same key the highest value wins (ties: the last "
-    "read; a record whose value is null or NaN is a bad record, 'missing_key'). Empty: the last "
-    "record read wins. An existing table keeps its ordering field: left "
+    "Ordering field: among records with the same key in one round the highest value wins "
+    "(ties: the last read; a record whose value is null or NaN is a bad record, "
+    "'missing_key'). Against the row the table already holds, the payload class decides "
+    "('hoodie.datasource.write.payload.class'): by default the incoming record replaces it "
+    "whatever its value; DefaultHoodieRecordPayload keeps the stored row when its value is "
+    "greater (late events do not overwrite newer data). Empty: the last record read wins. An "
+    "existing table keeps its ordering field: left "
     "out, the table's is used; another one, or one for a table that has none, is refused.",
 )
 INDEX = option(

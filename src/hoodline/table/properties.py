@@ -647,7 +647,7 @@ def _timeline_files(meta: TablePath) -> int:
     """How many instant files ``meta`` (a ``.hoodie`` folder) holds; 0 when it does not exist."""
     try:
         return sum(1 for p in meta.iterdir() if p.name[:17].isdigit())
-    except FileNotFoundError:
+    except OSError:  # no such folder (or a file on the way): no timeline
         return 0
 
 
