@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -578,13 +578,7 @@ class KafkaPlugin(SourcePlugin):
                     ) from exc
                 raise
             if gone and self.source.config.subscription.pattern is None:
-                raise KafkaSourceError(
-                    f"topic(s) {', '.join(repr(t) for t in gone)} no longer exist on the "
-                    f"brokers ({self._servers}), but the table's checkpoint holds positions in "
-                    "them: they were deleted. Create them again to go on "
-                    "('offsets.out-of-range' decides where a re-created topic is read from), "
-                    "or write to a new table"
-                ) from exc
+                raise self._deleted(gone) from exc
             if missing:
                 self._refuse_missing(missing, present)
             left = [tp for tp in tps if tp.topic not in gone and tp not in missing]
@@ -693,6 +687,15 @@ class KafkaPlugin(SourcePlugin):
         return {t: (stored[t], self._ids[t]) for t in sorted(topics)
                 if t in stored and t in self._ids and stored[t] != self._ids[t]}
 
+    def _deleted(self, topics: Collection[str]) -> KafkaSourceError:
+        """The error of topics named by option 'topic' or 'partitions' that no longer exist."""
+        return KafkaSourceError(
+            f"topic(s) {', '.join(repr(t) for t in sorted(topics))} no longer exist on the "
+            f"brokers ({self._servers}), but the table's checkpoint holds positions in them: "
+            "they were deleted. Create them again to go on ('offsets.out-of-range' decides "
+            "where a re-created topic is read from), or write to a new table"
+        )
+
     def _restart_points(
         self, past: list[KafkaPartitionSplit], ends: Mapping[TopicPartition, int],
         recreated: Mapping[str, tuple[str, str]],
@@ -730,12 +733,15 @@ class KafkaPlugin(SourcePlugin):
         self._holding = bool(tps)
         ends, gone, missing = self._ends(tps) if tps else ({}, set(), set())
         past = past_end(held, ends)
-        if past and self.source.config.subscription.pattern is not None:
+        if past:
             # positions past their partition's end: a deleted topic may still answer with end
             # offsets (some brokers give 0 for a topic they no longer have)
             assert self._client is not None  # _ends made it
             present = self._client.topic_partition_counts()
-            gone |= {s.topic for s in past if s.topic not in present}
+            deleted = {s.topic for s in past if s.topic not in present}
+            if deleted and self.source.config.subscription.pattern is None:
+                raise self._deleted(deleted)  # not "re-created", nor "check the brokers"
+            gone |= deleted
             ends = {tp: e for tp, e in ends.items() if tp.topic not in gone}
             past = [s for s in past if s.topic not in gone]
         self._drop_deleted(held, gone, missing)
