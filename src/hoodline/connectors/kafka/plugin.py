@@ -708,11 +708,14 @@ class KafkaPlugin(SourcePlugin):
         more = f" and {len(past) - 5} more" if len(past) > 5 else ""
         again = "".join(f"; topic '{t}' has another id than when it was read ({old} -> {new})"
                         for t, (old, new) in recreated.items())
+        other = (f" (or 'properties.bootstrap.servers', now {self._servers}, names another "
+                 "cluster than the one they were read from: then set it back; 'earliest' would "
+                 "mix the two clusters' records in one table)") if recreated else ""
         if self.source.config.offsets_out_of_range is not OffsetsOutOfRange.EARLIEST:
             raise KafkaOffsetOutOfRangeError(
                 f"the table's checkpoint holds positions of partition(s) {where}{more} that no "
                 f"longer mean the records they were read at{again}: the topic was deleted and "
-                "re-created, or its records were deleted, after they were read. Set "
+                f"re-created, or its records were deleted, after they were read{other}. Set "
                 "'offsets.out-of-range' = 'earliest' to read such partitions from their "
                 "earliest offset, or write to a new table"
             )
