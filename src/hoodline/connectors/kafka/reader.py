@@ -551,16 +551,23 @@ class KafkaRecordEmitter(RecordEmitter[KafkaFetch, KafkaPartitionSplitState]):
             split_state.advance_to(element.next_offset)
 
 
+#: consumer properties the readers set whatever ``properties.*`` says, and what decides instead
+_OWN_PROPERTIES: dict[str, tuple[Any, str]] = {
+    "enable.auto.commit": (False, "offsets are stored in the table's commits (consumer group "
+                                  "offsets: 'commit.offsets.on.checkpoint')"),
+    "enable.auto.offset.store": (False, "offsets are stored in the table's commits"),
+    "enable.partition.eof": (True, "the readers need it to end their ranges"),
+    "auto.offset.reset": ("error", "where a partition without a position starts is "
+                                   "'scan.startup.mode', and offsets deleted by retention "
+                                   "follow 'offsets.out-of-range'"),
+}
+
+
 def consumer_properties(config: KafkaSourceConfig) -> dict[str, Any]:
     """The librdkafka properties of the readers' consumers (without callbacks)."""
     props: dict[str, Any] = {**CONSUMER_DEFAULTS, **config.client_properties}
     props.setdefault("group.id", _DEFAULT_GROUP_ID)
-    props.update({
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "error",
-    })
+    props.update({key: value for key, (value, _) in _OWN_PROPERTIES.items()})
     return props
 
 
@@ -582,6 +589,11 @@ def check_consumer_properties(config: KafkaSourceConfig) -> None:
     answer are reported by the metadata client, naming the option.)"""
     from confluent_kafka import Consumer, KafkaException
 
+    for key, (value, instead) in _OWN_PROPERTIES.items():
+        given = config.client_properties.get(key)
+        if given is not None and str(given).lower() != str(value).lower():
+            log.warning("properties.%s = %r is not used: the readers set it to %r (%s)",
+                        key, given, value, instead)
     try:
         Consumer({**consumer_properties(config), "logger": _DROPPED_CLIENT_LOG}).close()
     except KafkaException as exc:
