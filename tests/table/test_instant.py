@@ -158,6 +158,22 @@ def test_generator_after_other_process_instant() -> None:
         gen.next(after="123")
 
 
+def test_a_timeline_far_ahead_of_the_clock_is_named_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An instant of 2099 on the timeline (a writer with a wrong clock) moved every later
+    commit to 2099 with nothing said (damaged-table review)."""
+    t0 = datetime(2024, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
+    gen = InstantTimeGenerator(lambda: t0)
+    with caplog.at_level("WARNING"):
+        gen.next(after="20240102033000000")  # 25 min ahead: skew, nothing said
+        assert caplog.text == ""
+        assert gen.next(after="20990101000000000") == "20990101000000001"
+        gen.next(after="20990101000000001")
+    assert caplog.text.count("is 27392 days, 20:55:54 ahead of this machine's clock") == 1
+    assert "'20990101000000000'" in caplog.text
+
+
 def test_generator_naive_clock_is_utc() -> None:
     gen = InstantTimeGenerator(lambda: datetime(2024, 1, 2, 3, 4, 5, 678_000))
     assert gen.next() == TS

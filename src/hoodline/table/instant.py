@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from hoodline.errors import TableError, TimelineError
+
+log = logging.getLogger(__name__)
 
 COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"
@@ -229,6 +232,11 @@ def parse_timestamp(ts: str) -> datetime:
     return base + timedelta(milliseconds=int(ts[14:]))
 
 
+#: how far the timeline may be ahead of the clock before a writer says so (clock skew between
+#: writers is normal; a day ahead is a wrong clock, and every later instant follows it)
+AHEAD_OF_CLOCK = timedelta(hours=1)
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -245,6 +253,7 @@ class InstantTimeGenerator:
         self._clock = clock or _utc_now
         self._last: str | None = None
         self._mutex = threading.Lock()
+        self._said_ahead = False
 
     def next(self, after: str | None = None) -> str:
         if after is not None and not is_valid_timestamp(after):
@@ -255,6 +264,15 @@ class InstantTimeGenerator:
             candidate = format_timestamp(self._clock())
             floor = max((t for t in (self._last, after) if t is not None), default=None)
             if floor is not None and candidate <= floor:
+                ahead = parse_timestamp(floor) - parse_timestamp(candidate)
+                if ahead > AHEAD_OF_CLOCK and not self._said_ahead:
+                    self._said_ahead = True  # once: every later instant follows it
+                    log.warning(
+                        "the timeline's newest instant '%s' is %s ahead of this machine's clock "
+                        "('%s'), so new instants follow it: written by a machine whose clock "
+                        "was wrong? Check the clocks of every writer; time travel and incremental "
+                        "reads by time see these instants at the wrong time", floor,
+                        str(ahead).split(".")[0], candidate)
                 candidate = format_timestamp(parse_timestamp(floor) + timedelta(milliseconds=1))
             if len(candidate) != TIMESTAMP_LENGTH:
                 raise TimelineError(f"instant time '{candidate}' does not have 17 digits")
