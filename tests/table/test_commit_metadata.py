@@ -72,9 +72,11 @@ def test_invalid_json_names_source() -> None:
         CommitMetadata.from_json_bytes(b'{"partitionToWriteStats": {"p": [{"path": "x"}]}}')
 
 
-def test_empty_body_is_empty_metadata() -> None:
-    md = CommitMetadata.from_json_bytes(b"")
-    assert md.partition_to_write_stats == {} and md.operation_type == "UNKNOWN"
+def test_an_empty_body_is_lost_metadata_not_an_empty_commit() -> None:
+    # (Java reads it as a commit that wrote nothing; a pipeline's checkpoint then moved back)
+    for body in (b"", b"\n "):
+        with pytest.raises(TimelineError, match=r"'x\.commit' is empty.*Remove the file"):
+            CommitMetadata.from_json_bytes(body, source="x.commit")
 
 
 def test_reads_java_shaped_commit_with_unknown_fields() -> None:

@@ -197,8 +197,20 @@ class CommitMetadata:
 
     @classmethod
     def from_json_bytes(cls, data: bytes, source: str = "<bytes>") -> CommitMetadata:
+        if not data.strip():
+            # Java reads an empty body as a commit that wrote nothing (HoodieCommitMetadata's
+            # fromJsonString); hudi-rs fails. Completed instants are written in one atomic step
+            # (by hoodline, and by Java on its file systems): an empty one is damage from outside
+            # (a crash on a file system without atomic rename, a power loss), and reading it as
+            # "nothing written" moves a pipeline's checkpoint back a round and hides its files
+            raise TimelineError(
+                f"completed instant '{source}' is empty: its commit metadata (the files it wrote, "
+                "the schema, a pipeline's checkpoint) is lost. Remove the file; the instant is "
+                "then pending, and the next writer (or 'hoodline table rollback') rolls it back, "
+                "and a pipeline writes its round again"
+            )
         try:
-            parsed = json.loads(data.decode("utf-8")) if data.strip() else {}
+            parsed = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TimelineError(f"commit metadata in '{source}' is not valid JSON: {exc}") from None
         if not isinstance(parsed, dict):

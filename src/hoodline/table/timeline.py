@@ -36,7 +36,14 @@ class Timeline:
         self.meta_path = parse_location(meta_path)
         self._files: list[Instant] = []
         self._latest: list[Instant] = []
+        #: parsed commit metadata by completed instant file name: a completed instant is never
+        #: rewritten, so a round reads each once (dropped when the file leaves the timeline)
+        self._metadata: dict[str, CommitMetadata] = {}
         self.reload()
+
+    def __getstate__(self) -> dict[str, object]:
+        # tasks that receive a view need the instants, not every parsed commit
+        return {**self.__dict__, "_metadata": {}}
 
     # -- listing --------------------------------------------------------------------------------
     def reload(self) -> Timeline:
@@ -61,6 +68,9 @@ class Timeline:
                 latest[key] = inst
         self._files = files
         self._latest = sorted(latest.values(), key=Instant.sort_key)
+        if self._metadata:
+            names = {i.file_name for i in files}
+            self._metadata = {n: md for n, md in self._metadata.items() if n in names}
 
     def _added(self, instant: Instant) -> None:
         """Record a state file this object just created (saves a directory listing)."""
@@ -244,13 +254,17 @@ class Timeline:
             raise TimelineError(f"instant file '{path}' does not exist") from None
 
     def read_commit_metadata(self, instant: Instant) -> CommitMetadata:
-        """Commit metadata of a completed data instant."""
+        """Commit metadata of a completed data instant (parsed once per instant: callers must
+        not change it)."""
         if instant.action not in DATA_ACTIONS:
             raise TimelineError(f"{instant} is not a data instant; it has no commit metadata")
         done = instant.with_state(State.COMPLETED)
-        return CommitMetadata.from_json_bytes(
-            self.read_instant_bytes(done), source=str(self.path_of(done))
-        )
+        cached = self._metadata.get(done.file_name)
+        if cached is None:
+            cached = CommitMetadata.from_json_bytes(
+                self.read_instant_bytes(done), source=str(self.path_of(done)))
+            self._metadata[done.file_name] = cached
+        return cached
 
     def latest_schema(self) -> str | None:
         """``extraMetadata.schema`` of the newest completed commit that has one."""
