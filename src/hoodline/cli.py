@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
     from hoodline.pipeline.metrics import PipelineMetrics
     from hoodline.pipeline.report import RoundReport, RunSummary
+    from hoodline.table.fs_view import FileSystemView
     from hoodline.table.properties import TableConfig
     from hoodline.table.table import HudiTable
     from hoodline.table.write.client import WriteClient
@@ -425,6 +426,7 @@ def table_show(path: TablePath) -> None:
     cfg = table.config
     view = table.fs_view()
     slices = view.latest_file_slices()
+    _warn_damage(table, view)
     last = table.timeline.last_completed_commit()
     grid = RichTable(show_header=False, box=None)
     grid.add_column(style="bold")
@@ -474,6 +476,22 @@ def table_show(path: TablePath) -> None:
                  f"up to {_count(max(len(s.log_files) for s in slices), 'log file')} per "
                  "slice")
     console.print(grid)
+
+
+def _warn_damage(table: HudiTable, view: FileSystemView) -> None:
+    """Warn about committed files of the latest slices that are missing or cut short (the
+    table stays readable: this is how one inspects it)."""
+    from hoodline.table.integrity import accepted_losses, find_damage
+
+    damage = find_damage(view, accepted_losses(table.meta_path))
+    for d in damage:
+        err_console.print(f"warning: {d.describe()}", markup=False, highlight=False)
+    if damage:
+        err_console.print(
+            "warning: these file groups show an older version or a torn log, and writers "
+            "refuse the table: restore the files, or accept each loss with "
+            f"`hoodline table accept-loss {table.base_path} FILE` (README: 'Inspecting and "
+            "repairing a table')", markup=False, highlight=False)
 
 
 #: partitions whose positions `table show` lists before it says how many more there are
@@ -600,6 +618,8 @@ def table_files(
             raise ConfigError(f"{exc}, e.g. {example}; `hoodline table commits {path}` lists "
                               "the table's instants") from None
     slices = read.file_slices(table, as_of)
+    if as_of is None:
+        _warn_damage(table, table.fs_view())
     if partition is not None:
         import fnmatch
 
@@ -692,6 +712,30 @@ def table_rollback(
             console.print("nothing to roll back: no pending instants")
     for inst in done:
         console.print(describe_repair(table, inst), markup=False, highlight=False)
+
+
+@table_app.command("accept-loss")
+@_friendly_errors
+def table_accept_loss(
+    path: TablePath,
+    files: Annotated[list[str], typer.Argument(
+        help="Each missing or shortened file as `hoodline table files` names it (relative to "
+        "the table).", metavar="FILE")],
+) -> None:
+    """Go on without the rows of committed files that are missing or cut short.
+
+    Writers refuse a table whose latest file slices lack what their commits recorded. This
+    records, file by file, that the loss is accepted: writers then merge into the older version
+    (a base file) or what is left of the log. Restoring the files keeps the rows instead."""
+    from hoodline.table.integrity import accept_loss
+    from hoodline.table.lock import WriterLock
+    from hoodline.table.table import HudiTable
+
+    table = HudiTable.open(path)
+    with WriterLock(table, owner="hoodline table accept-loss"):
+        chosen = accept_loss(table.fs_view(), table.meta_path, files)
+    for d in chosen:
+        console.print(f"accepted the loss: {d.describe()}", markup=False, highlight=False)
 
 
 @contextmanager

@@ -543,7 +543,7 @@ class RoundDriver:
         cfg = self.config
         spec = RecordSpec(ctx, run.record_schema, cfg.table.delete_field, planned.round_id,
                           cfg.runtime.writer_buffer_bytes)
-        layout = run.client.table.fs_view()
+        layout = run.client.table.write_view()
         layout.file_groups()  # listed here, once: the tasks receive it loaded (RoundJob.layout)
         # 0: the engine's parallelism now (a cluster's executors register after its start)
         writers = run.writers or max(1, self.engine.default_parallelism)

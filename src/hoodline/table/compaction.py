@@ -144,7 +144,7 @@ def schedule_compaction(
 ) -> Instant | None:
     """Plan compacting the latest file slices :func:`plan_file_slices` picks; None when it
     picks none."""
-    view = table.fs_view()
+    view = table.write_view()
     operations = [
         CompactionOperation(
             s.partition_path,
@@ -310,6 +310,7 @@ def run_compaction(
     passes its engine's, so they run as one job on the workers."""
     tl = table.timeline
     operations = read_plan(tl, instant)
+    table.write_view()  # the slices the plan merges must hold what their commits recorded
     markers = Markers(table, instant.timestamp)
     for rel in markers.marked_files():  # a crashed attempt's files: written again below
         (table.base_path / rel).unlink(missing_ok=True)

@@ -317,6 +317,18 @@ class FileSystemView:
                 for op in read_plan(timeline, inst):
                     self._pending[(op.partition_path, op.file_id)] = inst.timestamp
         self._groups: dict[str, list[FileGroup]] | None = None
+        #: size of every base and log file listed, by path relative to the base path
+        self._sizes: dict[str, int] = {}
+
+    @property
+    def replaced(self) -> frozenset[tuple[str, str]]:
+        """``(partition, file id)`` of the file groups completed replacecommits replaced."""
+        return frozenset(self._replaced)
+
+    def listed_size(self, rel_path: str) -> int | None:
+        """The size of a data file the view listed (None: not in the table's folders)."""
+        self._load()
+        return self._sizes.get(rel_path)
 
     def is_visible(self, instant_ts: str) -> bool:
         """True when ``instant_ts`` is a completed data instant at or before the view's time, or
@@ -330,6 +342,7 @@ class FileSystemView:
         if self._groups is not None:
             return self._groups
         groups: dict[str, list[FileGroup]] = {}
+        sizes = self._sizes
         for part, (bases, logs) in list_table_data_files(self.base_path,
                                                          self.partitioned).items():
             by_id: dict[str, list[FileSlice]] = {}
@@ -339,14 +352,16 @@ class FileSystemView:
                 if (part, log.file_id) in self._replaced:
                     continue
                 rel = f"{part}/{log.name}" if part else log.name
+                sizes[rel] = nbytes
                 key = (log.file_id, log.base_instant)
                 log_map.setdefault(key, []).append(rel)
                 log_size[key] = log_size.get(key, 0) + nbytes
             for name, size in bases:
-                file_id, _token, ts = parse_base_file_name(f"{part}/{name}" if part else name)
+                rel = f"{part}/{name}" if part else name
+                file_id, _token, ts = parse_base_file_name(rel)
+                sizes[rel] = size
                 if not self.committed(ts) or (part, file_id) in self._replaced:
                     continue
-                rel = f"{part}/{name}" if part else name
                 slice_logs = tuple(log_map.pop((file_id, ts), ()))
                 nbytes = log_size.get((file_id, ts), 0)
                 by_id.setdefault(file_id, []).append(

@@ -13,6 +13,7 @@ from hoodline.errors import TableError
 from hoodline.storage.paths import ObjectPath, TablePath, parse_location
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.instant import COMMIT, DELTA_COMMIT, InstantTimeGenerator
+from hoodline.table.integrity import check_writable
 from hoodline.table.properties import (
     META_FOLDER,
     TableConfig,
@@ -120,6 +121,14 @@ class HudiTable:
         return FileSystemView(
             self.base_path, self.timeline, self.config.is_partitioned, as_of=as_of
         )
+
+    def write_view(self) -> FileSystemView:
+        """The latest committed file slices for a writer to merge into or append to; a
+        :class:`TableError` when one lacks a file its commit recorded
+        (:func:`~hoodline.table.integrity.check_writable`)."""
+        view = self.fs_view()
+        check_writable(view, self.meta_path)
+        return view
 
     @property
     def on_object_store(self) -> bool:

@@ -368,7 +368,7 @@ class WriteClient:
         ts = self.start_instant()
         try:
             ctx = self.context(ts, prepared)
-            view = self.table.fs_view()
+            view = self.table.write_view()
             tagged = tag_and_assign(ctx, prepared.records, view=view, dictionary_file_ids=True)
             stats = write_file_groups(ctx, tagged, view=view)
             faults.reach(FaultPoint.FILES_WRITTEN)

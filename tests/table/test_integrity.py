@@ -1,0 +1,141 @@
+"""Committed files that went missing or were cut short are not read silently (review of a
+damaged table, findings 1, 2 and 6)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hoodline.cli import app
+from hoodline.errors import TableError, TimelineError
+from hoodline.table.compaction import compact
+from hoodline.table.integrity import accept_loss, accepted_losses, find_damage
+from hoodline.table.read import read_snapshot
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+from hoodline.table.write.options import WriteOptions
+from tests.table.write.helpers import make_config, mor_table, rows
+
+NO_SERVICES = {"hoodie.compact.inline": False, "hoodie.clean.automatic": False}
+
+
+def _files(table: HudiTable, pattern: str) -> list[Path]:
+    return sorted(Path(str(table.base_path)).glob(pattern))
+
+
+def _two_rounds(table: HudiTable) -> tuple[str, str]:
+    with WriteClient(table, NO_SERVICES) as client:
+        first = client.upsert(rows(list(range(30)), ts=1))
+        second = client.upsert(rows(list(range(30)), ts=2, v="new"))
+    return first, second
+
+
+def test_a_deleted_newest_base_file_is_refused_not_merged_into_the_older_version(
+        tmp_path: Path) -> None:
+    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
+    _first, second = _two_rounds(table)
+    newest = [f for f in _files(table, "region=eu/*.parquet") if second in f.name][0]
+    newest.unlink()
+    rel = f"region=eu/{newest.name}"
+    (damage,) = find_damage(table.fs_view())
+    assert (damage.file.path, damage.file.instant, damage.found) == (rel, second, None)
+    done = len(table.timeline.completed_commits())
+    with WriteClient(table, NO_SERVICES) as client, pytest.raises(TableError) as err:
+        client.upsert(rows([1], ts=3))
+    message = str(err.value)
+    assert rel in message and f"commit {second}" in message and "is missing" in message
+    assert "hoodline table accept-loss" in message
+    assert len(table.timeline.reload().completed_commits()) == done  # nothing committed
+
+
+def test_an_accepted_loss_lets_writers_go_on_with_the_older_version(tmp_path: Path) -> None:
+    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
+    _first, second = _two_rounds(table)
+    newest = [f for f in _files(table, "region=eu/*.parquet") if second in f.name][0]
+    newest.unlink()
+    rel = f"region=eu/{newest.name}"
+    with pytest.raises(TableError, match="not a missing or shortened committed file"):
+        accept_loss(table.fs_view(), table.meta_path, ["region=eu/other.parquet"])
+    accept_loss(table.fs_view(), table.meta_path, [rel])
+    assert accepted_losses(table.meta_path) == {(rel, second)}
+    assert find_damage(table.fs_view(), accepted_losses(table.meta_path)) == []
+    with WriteClient(table, NO_SERVICES) as client:
+        client.upsert(rows([1], ts=3, v="after"))
+    assert len(read_snapshot(table)) == 30
+
+
+@pytest.mark.parametrize("damage", ["deleted", "truncated"])
+def test_a_lost_or_torn_committed_log_file_stops_writes_and_compaction(
+        tmp_path: Path, damage: str) -> None:
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    _first, second = _two_rounds(table)
+    (log,) = [f for f in _files(table, ".*.log.*") if ".log.2_" in f.name]
+    recorded = log.stat().st_size
+    if damage == "deleted":
+        log.unlink()
+    else:
+        with log.open("r+b") as f:
+            f.truncate(recorded // 2)
+    (found,) = find_damage(table.fs_view())
+    assert (found.file.path, found.file.instant, found.file.size) == (log.name, second, recorded)
+    assert found.found == (None if damage == "deleted" else recorded // 2)
+    with WriteClient(table, NO_SERVICES) as client:
+        with pytest.raises(TableError, match=rf"{log.name}.*deltacommit {second}"):
+            client.upsert(rows([1], ts=3))
+        with pytest.raises(TableError, match=log.name):
+            compact(table, WriteOptions(), due_logs=1)
+    assert not list(Path(str(table.base_path)).glob(".*.log.3_*"))  # the name was not reused
+
+
+def test_grown_logs_cleaned_versions_and_time_travel_are_no_damage(tmp_path: Path) -> None:
+    table = mor_table(tmp_path, "BUCKET", partition_fields=(), bucket_count=1)
+    first, _second = _two_rounds(table)
+    (log,) = [f for f in _files(table, ".*.log.*") if ".log.2_" in f.name]
+    with log.open("ab") as f:  # Java appends to a log file: it only grows
+        f.write(b"#HUDI#")
+    assert find_damage(table.fs_view()) == []
+    log.unlink()
+    assert find_damage(table.fs_view(as_of=first)) == []  # not what a writer merges into
+    cow = HudiTable.create(tmp_path / "cow", make_config("BUCKET", partition_fields=(),
+                                                         bucket_count=1))
+    with WriteClient(cow, {"hoodie.cleaner.commits.retained": 1}) as client:
+        for ts in range(4):
+            client.upsert(rows([1, 2], ts=ts))
+    assert len(_files(cow, "*.parquet")) < 4  # older versions were cleaned
+    assert find_damage(cow.fs_view()) == []
+
+
+def test_an_empty_completed_commit_is_refused_with_its_repair(tmp_path: Path) -> None:
+    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
+    _first, second = _two_rounds(table)
+    done = table.meta_path / f"{second}.commit"
+    done.write_bytes(b"")
+    with pytest.raises(TimelineError) as err, WriteClient(table, NO_SERVICES) as client:
+        client.upsert(rows([1], ts=3))
+    assert str(done) in str(err.value) and "Remove the file" in str(err.value)
+
+
+def test_commit_metadata_is_parsed_once_per_instant_and_not_shipped_to_tasks(
+        tmp_path: Path) -> None:
+    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
+    _two_rounds(table)
+    timeline = table.timeline.reload()
+    last = timeline.completed_commits()[-1]
+    assert timeline.read_commit_metadata(last) is timeline.read_commit_metadata(last)
+    shipped = pickle.loads(pickle.dumps(timeline))
+    assert shipped._metadata == {}
+    assert shipped.read_commit_metadata(last).write_stats()
+
+
+def test_show_and_files_warn_about_damage_and_still_list(tmp_path: Path) -> None:
+    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
+    _first, second = _two_rounds(table)
+    newest = [f for f in _files(table, "region=eu/*.parquet") if second in f.name][0]
+    newest.unlink()
+    for command in ("show", "files"):
+        result = CliRunner().invoke(app, ["table", command, str(table.base_path)])
+        assert result.exit_code == 0, result.output
+        assert newest.name in result.output and "accept-loss" in result.output, command
