@@ -28,6 +28,7 @@ from hoodline.errors import (
     FileSourceError,
     PipelineError,
     RoundFailedError,
+    TableError,
     WriterLockError,
 )
 from hoodline.faults import FaultAction, FaultPoint
@@ -860,3 +861,33 @@ def test_a_table_with_archived_instants_and_no_checkpoint_is_started_with_a_warn
     with caplog.at_level("WARNING", logger="hoodline.pipeline.driver"):
         _driver(cfg, InProcessEngine())[0].run(once=True)
     assert "has no pipeline checkpoint on its active timeline but has archived" in caplog.text
+
+
+def test_a_round_refuses_a_table_whose_newest_base_file_was_deleted(
+    src: Path, tmp_path: Path
+) -> None:
+    """(review finding 1) The round merged into the previous version and committed the loss."""
+    table = tmp_path / "t"
+    _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(once=True)
+    last = HudiTable.open(table).timeline.completed_commits()[-1].timestamp
+    (newest,) = [f for f in table.glob("*.parquet") if last in f.name][:1]
+    newest.unlink()
+    _write_file(src, "c.jsonl", _rows(range(190, 210), version=3))
+    with pytest.raises(TableError, match=rf"'{newest.name}' is missing; commit {last}"):
+        _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(once=True)
+    assert HudiTable.open(table).timeline.completed_commits()[-1].timestamp == last
+
+
+def test_an_empty_last_commit_stops_the_pipeline_instead_of_replaying_its_round(
+    src: Path, tmp_path: Path
+) -> None:
+    """(review finding 6) Read as "nothing written", it moved the checkpoint back a round."""
+    table = tmp_path / "t"
+    _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(once=True)
+    last = HudiTable.open(table).timeline.completed_commits()[-1]
+    done = table / ".hoodie" / last.file_name
+    done.write_bytes(b"")
+    _write_file(src, "c.jsonl", _rows(range(190, 210), version=3))
+    with pytest.raises(TableError, match=rf"'{done}' is empty"):
+        _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(once=True)
+    assert done.read_bytes() == b""

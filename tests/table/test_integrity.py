@@ -26,6 +26,10 @@ def _files(table: HudiTable, pattern: str) -> list[Path]:
     return sorted(Path(str(table.base_path)).glob(pattern))
 
 
+def _newest_base(table: HudiTable, written_by: str) -> Path:
+    return next(f for f in _files(table, "region=eu/*.parquet") if written_by in f.name)
+
+
 def _two_rounds(table: HudiTable) -> tuple[str, str]:
     with WriteClient(table, NO_SERVICES) as client:
         first = client.upsert(rows(list(range(30)), ts=1))
@@ -37,7 +41,7 @@ def test_a_deleted_newest_base_file_is_refused_not_merged_into_the_older_version
         tmp_path: Path) -> None:
     table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
     _first, second = _two_rounds(table)
-    newest = [f for f in _files(table, "region=eu/*.parquet") if second in f.name][0]
+    newest = _newest_base(table, second)
     newest.unlink()
     rel = f"region=eu/{newest.name}"
     (damage,) = find_damage(table.fs_view())
@@ -54,7 +58,7 @@ def test_a_deleted_newest_base_file_is_refused_not_merged_into_the_older_version
 def test_an_accepted_loss_lets_writers_go_on_with_the_older_version(tmp_path: Path) -> None:
     table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
     _first, second = _two_rounds(table)
-    newest = [f for f in _files(table, "region=eu/*.parquet") if second in f.name][0]
+    newest = _newest_base(table, second)
     newest.unlink()
     rel = f"region=eu/{newest.name}"
     with pytest.raises(TableError, match="not a missing or shortened committed file"):
@@ -133,7 +137,7 @@ def test_commit_metadata_is_parsed_once_per_instant_and_not_shipped_to_tasks(
 def test_show_and_files_warn_about_damage_and_still_list(tmp_path: Path) -> None:
     table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
     _first, second = _two_rounds(table)
-    newest = [f for f in _files(table, "region=eu/*.parquet") if second in f.name][0]
+    newest = _newest_base(table, second)
     newest.unlink()
     for command in ("show", "files"):
         result = CliRunner().invoke(app, ["table", command, str(table.base_path)])

@@ -80,27 +80,29 @@ def latest_recorded_files(view: FileSystemView) -> list[RecordedFile]:
     them (see the module's text)."""
     timeline = view.timeline
     replaced = view.replaced
-    # (partition, file id) -> path -> (slice instant, is base, recorded file)
-    groups: dict[tuple[str, str], dict[str, tuple[str, bool, RecordedFile]]] = {}
-    for inst in timeline.completed_commits():
+    #: (partition, file id) -> instant of its newest recorded base file
+    newest_base: dict[tuple[str, str], str] = {}
+    #: (partition, file id) -> path -> (slice instant, as the newest commit recorded it)
+    kept: dict[tuple[str, str], dict[str, tuple[str, RecordedFile]]] = {}
+    # newest commit first: older versions of a group are skipped before anything is built
+    for inst in reversed(timeline.completed_commits()):
         metadata = timeline.read_commit_metadata(inst)
         for part, stats in metadata.partition_to_write_stats.items():
             for stat in stats:
-                if not stat.path or stat.path == "null" or (part, stat.file_id) in replaced:
+                key = (part, stat.file_id)
+                path = stat.path
+                slice_ts = _slice_instant(path) if path and key not in replaced else None
+                floor = newest_base.get(key)
+                if slice_ts is None or (floor is not None and slice_ts < floor):
                     continue
-                slice_ts = _slice_instant(stat.path)
-                if slice_ts is None:
-                    continue
-                files = groups.setdefault((part, stat.file_id), {})
-                files[stat.path] = (
-                    slice_ts, stat.path.endswith(BASE_FILE_EXTENSION),
-                    RecordedFile(stat.path, inst.timestamp, inst.action, stat.file_size_in_bytes))
-    out: list[RecordedFile] = []
-    for files in groups.values():
-        bases = [ts for ts, is_base, _ in files.values() if is_base]
-        latest = max(bases, default="")
-        out += [rec for ts, _, rec in files.values() if ts >= latest]
-    return out
+                files = kept.setdefault(key, {})
+                if path not in files:
+                    files[path] = (slice_ts, RecordedFile(
+                        path, inst.timestamp, inst.action, stat.file_size_in_bytes))
+                    if floor is None and path.endswith(BASE_FILE_EXTENSION):
+                        newest_base[key] = slice_ts
+    return [rec for key, files in kept.items() for ts, rec in files.values()
+            if ts >= newest_base.get(key, "")]
 
 
 def find_damage(view: FileSystemView, accepted: frozenset[tuple[str, str]] = frozenset(),
