@@ -317,3 +317,22 @@ def test_the_run_summary_says_when_nothing_was_committed() -> None:
                       last_instant="20261128120000000", stopped_because=StopReason.DRAINED)
     assert summary_line(done, "/t_errors").endswith(
         "1 error record (in the error table /t_errors), last instant 20261128120000000")
+
+
+def test_show_and_files_warn_about_a_lost_committed_file_and_accept_loss_goes_on(
+        table: HudiTable) -> None:
+    last = table.timeline.completed_commits()[-2].timestamp  # the upsert of "a" (region us)
+    (newest,) = Path(str(table.base_path)).glob(f"region=us/*_{last}.parquet")
+    newest.unlink()
+    rel = f"region=us/{newest.name}"
+    for command in ("show", "files"):
+        result = runner.invoke(app, ["table", command, str(table.base_path)])
+        assert result.exit_code == 0, result.output  # a damaged table stays inspectable
+        assert f"'{rel}' is missing; commit {last}" in result.output, command
+        assert "accept-loss" in result.output, command
+    wrong = runner.invoke(app, ["table", "accept-loss", str(table.base_path), "region=us/x"])
+    assert wrong.exit_code == 1 and rel in wrong.output  # names what is damaged
+    result = runner.invoke(app, ["table", "accept-loss", str(table.base_path), rel])
+    assert result.exit_code == 0 and f"accepted the loss: '{rel}'" in result.output
+    shown = runner.invoke(app, ["table", "show", str(table.base_path)])
+    assert "accept-loss" not in shown.output

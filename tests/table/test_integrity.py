@@ -7,9 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from hoodline.cli import app
 from hoodline.errors import TableError, TimelineError
 from hoodline.table.compaction import compact
 from hoodline.table.integrity import accept_loss, accepted_losses, find_damage
@@ -132,14 +130,3 @@ def test_commit_metadata_is_parsed_once_per_instant_and_not_shipped_to_tasks(
     shipped = pickle.loads(pickle.dumps(timeline))
     assert shipped._metadata == {}
     assert shipped.read_commit_metadata(last).write_stats()
-
-
-def test_show_and_files_warn_about_damage_and_still_list(tmp_path: Path) -> None:
-    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
-    _first, second = _two_rounds(table)
-    newest = _newest_base(table, second)
-    newest.unlink()
-    for command in ("show", "files"):
-        result = CliRunner().invoke(app, ["table", command, str(table.base_path)])
-        assert result.exit_code == 0, result.output
-        assert newest.name in result.output and "accept-loss" in result.output, command
