@@ -82,8 +82,11 @@ def render_pipeline_options_markdown() -> str:
     parts.append(
         "### [schema]\n\nOne entry per field: `name = \"type\"`, in column order. Types: "
         "`string`, `int64`, `int32`, `double`, `bool`, `timestamp[ms]`, `timestamp[us, UTC]`, "
-        "`date32`, `decimal(p, s)`, `list<type>`, `struct<name: type, ...>` (and the other "
-        "Arrow integer/float widths, `binary`, other Arrow type names such as `time64[us]`). "
+        "`date32`, `decimal(p, s)`, `list<type>`, `struct<name: type, ...>`, `map<key, value>` "
+        "and `fixed_size_binary[N]` (Parquet files and Avro; JSON cannot be read as them) (and "
+        "the other Arrow integer/float widths, `binary`, other Arrow type names such as "
+        "`time64[us]`; Spark's Parquet reader, so Java Hudi on Spark, reads no `time32`/`time64` "
+        "column). A Parquet file's columns that [schema] does not declare are not read. "
         "The file source's `schema` option writes types the same way. A Hudi table stores "
         "timestamps as instants (Avro `timestamp-millis`/`-micros`): a timestamp without a zone "
         "is read as UTC wall time and stored as `timestamp[.., UTC]`, which is what the table "

@@ -48,6 +48,12 @@ from hoodline.errors import ConfigError
         ("duration[ms]", pa.duration("ms")),
         ("date32[day]", pa.date32()),
         ("timestamp[ us ,UTC ]", pa.timestamp("us", tz="UTC")),
+        # Parquet maps and Avro fixed could not be declared, so their columns were dropped
+        # (data-types review)
+        ("map<string, int64>", pa.map_(pa.string(), pa.int64())),
+        ("map<string, struct<a: list<int32>>>",
+         pa.map_(pa.string(), pa.struct([("a", pa.list_(pa.int32()))]))),
+        ("fixed_size_binary[16]", pa.binary(16)),
     ],
 )
 def test_parse_type(text: str, expected: pa.DataType) -> None:
@@ -71,6 +77,8 @@ def test_parse_type(text: str, expected: pa.DataType) -> None:
         ("int64;", "unexpected character ';'"),
         ("decimal128(39, 2)", "decimal128 precision 39 must be between 1 and 38"),
         ("time32[parsec]", "unknown type 'time32[parsec]'"),
+        ("map<string>", "expected ','"),
+        ("fixed_size_binary[0]", "width 0 must be at least 1"),
     ],
 )
 def test_bad_types_name_the_field_and_the_type(text: str, needle: str) -> None:
@@ -131,6 +139,8 @@ _types = st.recursive(
     _prims,
     lambda inner: st.one_of(
         st.builds(pa.list_, inner),
+        st.builds(pa.map_, st.just(pa.string()), inner),
+        st.integers(1, 64).map(pa.binary),
         st.dictionaries(_names, inner, min_size=1, max_size=3).map(
             lambda d: pa.struct(list(d.items()))
         ),

@@ -560,3 +560,14 @@ def test_rows_stay_in_input_order_when_dense_failures_come_after_a_parsed_range(
     want = [i for i in range(400) if not (i >= 200 and i % 2 == 0) and i != 150]
     assert result.row_index.to_pylist() == want
     assert result.records.column("id").to_pylist() == want
+
+
+@pytest.mark.parametrize("declared", ["map<string, int64>", "struct<a: fixed_size_binary[4]>"])
+def test_types_json_cannot_be_read_as_are_refused_naming_the_field(declared: str) -> None:
+    from hoodline.config.arrow_types import parse_type
+    from hoodline.errors import ConfigError
+
+    schema = pa.schema([("id", pa.int64()), ("m", parse_type(declared))])
+    with pytest.raises(ConfigError, match=r"schema field 'm' is declared .*: JSON values cannot "
+                                          r"be read as (map|fixed_size_binary)"):
+        JsonDecoder(schema, ["id"])

@@ -4,7 +4,7 @@ Used by the pipeline's ``[schema]`` table (``id = "int64"``) and by the file sou
 option (``"id int64 not null, ts timestamp[ms, UTC]"``). Grammar (names case-insensitive,
 spaces allowed)::
 
-    type      := primitive | timestamp | decimal | list | struct | arrow
+    type      := primitive | timestamp | decimal | list | struct | map | fixed | arrow
     primitive := string | utf8 | large_string | binary | large_binary | bool | boolean
                | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64
                | float | float32 | double | float64 | date32 | date64
@@ -13,6 +13,8 @@ spaces allowed)::
                  (decimal: decimal128 up to precision 38, decimal256 above)
     list      := list<type> | large_list<type>
     struct    := struct<name: type, ...>
+    map       := map<type, type>                 (keys, values; JSON sources cannot read it)
+    fixed     := fixed_size_binary[N]            (N bytes; Avro ``fixed``)
     arrow     := any other Arrow type alias: halffloat, time32[ms], time64[us], duration[s], ...
 
     schema    := field, field, ...        (the file source's ``schema`` option)
@@ -58,7 +60,8 @@ _NOT_WRITTEN = ("utf8", "boolean", "float", "float64")
 
 SYNTAX_HELP = (
     "use e.g. string, int64, int32, double, bool, timestamp[ms], timestamp[us, UTC], date32, "
-    "decimal(10, 2), list<string>, struct<a: int64, b: string>"
+    "decimal(10, 2), list<string>, struct<a: int64, b: string>, map<string, int64>, "
+    "fixed_size_binary[16]"
 )
 _TOKEN = re.compile(
     r"\s*(?:([A-Za-z_][A-Za-z0-9_/+\-]*)|([+\-]\d{2}:\d{2})|(-?\d+)|([\[\]<>(),:]))"
@@ -119,6 +122,20 @@ class _Parser:
             return pa.list_(item) if name == "list" else pa.large_list(item)
         if name == "struct":
             return self.struct()
+        if name == "map":
+            self.take("<")
+            key = self.type_()
+            self.take(",")
+            item = self.type_()
+            self.take(">")
+            return pa.map_(key, item)
+        if name == "fixed_size_binary":
+            self.take("[")
+            width = self.integer("fixed_size_binary width")
+            self.take("]")
+            if width < 1:
+                raise ValueError(f"fixed_size_binary width {width} must be at least 1")
+            return pa.binary(width)
         alias = name
         if self.peek() == "[":  # time32[ms], duration[s], date32[day]
             self.take("[")
@@ -209,6 +226,10 @@ def format_type(t: pa.DataType) -> str:
     if pa.types.is_struct(t):
         inner = ", ".join(f"{f.name}: {format_type(f.type)}" for f in t)
         return f"struct<{inner}>"
+    if pa.types.is_map(t):
+        return f"map<{format_type(t.key_type)}, {format_type(t.item_type)}>"
+    if pa.types.is_fixed_size_binary(t):
+        return f"fixed_size_binary[{t.byte_width}]"
     for name, prim in _PRIMITIVES.items():
         if prim == t and name not in _NOT_WRITTEN:
             return name

@@ -109,6 +109,14 @@ def parse_schema(schema: pa.Schema) -> pa.Schema:
     are checked separately, with a clear reason) and dates read from ISO strings (as timestamps,
     cast to the declared date type afterwards). Shared by every JSON reader of hoodline, so
     messages and files accept the same value formats."""
+    for f in schema:
+        odd = [t for t in _leaf_types(f.type)
+               if pa.types.is_map(t) or pa.types.is_fixed_size_binary(t)]
+        if odd:
+            raise ConfigError(
+                f"schema field '{f.name}' is declared {f.type}: JSON values cannot be read as "
+                f"{odd[0]}; declare a map as a struct of its keys, fixed-size bytes as binary "
+                "(pyarrow's JSON reader converts neither)")
     return pa.schema(
         [pa.field(f.name, _parse_type(f.type), nullable=True) for f in schema],
         metadata=schema.metadata,
