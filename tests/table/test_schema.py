@@ -80,6 +80,10 @@ def test_unsupported_types_name_column() -> None:
         arrow_to_avro(pa.schema([pa.field("u", pa.uint64())]), "t")
     with pytest.raises(TableError, match="'m'"):
         arrow_to_avro(pa.schema([pa.field("m", pa.map_(pa.int32(), pa.int32()))]), "t")
+    # was pyarrow's "precision should be between 1 and 38", naming nothing (data-types review)
+    with pytest.raises(TableError, match=r"column 'd' is decimal256\(76, 20\): Hudi tables hold "
+                                         "decimals of up to 38 digits"):
+        arrow_to_avro(pa.schema([pa.field("d", pa.decimal256(76, 20))]), "t")
     with pytest.raises(TableError, match="not valid Avro JSON"):
         avro_schema_json_to_arrow("{oops")
     with pytest.raises(TableError, match="union"):

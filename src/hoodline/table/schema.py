@@ -109,6 +109,11 @@ def _type_to_avro(t: pa.DataType, name: str, namespace: str, column: str) -> Any
     if pa.types.is_time64(t):
         return {"type": "long", "logicalType": "time-micros"}
     if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise TableError(
+                f"column '{column}' is {t}: Hudi tables hold decimals of up to 38 digits "
+                "(Spark's and Java Hudi's limit); declare decimal(38, s) or less, or a string"
+            )
         size = _decimal_fixed_size(t.precision)
         return {
             "type": "fixed",
