@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,15 @@ from hoodline.table.rollback import (
     rollback_pending,
 )
 from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
 from hoodline.testing.hudi_oracle import (
     assert_hudi_matches_hoodline,
     assert_rows_equal,
     hudi_snapshot,
 )
 from tests.table.handwriter import HandWriter, rows
+from tests.table.write.helpers import make_config, snapshot_dict
+from tests.table.write.helpers import rows as wrows
 
 US, EU = ("region=us", "fg-us"), ("region=eu", "fg-eu")
 
@@ -435,3 +439,62 @@ def test_a_clean_that_failed_part_way_is_finished_by_the_next_one(
         t.timeline.reload()
         assert t.timeline.pending(["clean"]) == []
         assert len(t.timeline.completed(["clean"])) == 2
+
+
+def _files_of(table: HudiTable, ts: str) -> list[str]:
+    """Data files an instant wrote, found by looking at every file: base files named with it,
+    log files whose first block carries it."""
+    from hoodline.table.log.blocks import first_block_instant
+    from hoodline.table.log.names import LogFileName
+
+    out = []
+    for path in Path(str(table.base_path)).rglob("*"):
+        if ".hoodie" in path.parts or not path.is_file():
+            continue
+        if LogFileName.parse(path.name) is not None:
+            mine = first_block_instant(path.read_bytes()) == ts
+        else:
+            mine = path.name.endswith(f"_{ts}.parquet")
+        if mine:
+            out.append(str(path.relative_to(str(table.base_path))))
+    return sorted(out)
+
+
+def _uncommit(table: HudiTable, ts: str) -> None:
+    """A round killed after its files were written, whose markers were then deleted: its
+    completed file goes (its requested and inflight files stay; commit removed the markers)."""
+    (done,) = [i for i in table.timeline.completed_commits() if i.timestamp == ts]
+    table.timeline.path_of(done).unlink()
+    table.timeline.reload()
+    assert not Markers(table, ts).exists()
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_pending_instant_without_markers_is_rolled_back_by_listing(
+    tmp_path: Path, table_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its markers gone, the rollback lists the partitions and deletes the files of the instant
+    (as Java's listing-based rollback), records them, and says why it listed: files left behind
+    would count as committed once archival moves the active timeline past the instant."""
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET", table_type=table_type))
+    with WriteClient(table) as client:
+        client.upsert(wrows([1, 2, 3], "eu"))
+        client.upsert(wrows([4], "us"))
+        before = snapshot_dict(table)
+        ts = client.upsert(wrows([1, 2, 5], "eu", ts=2, v="b"))
+    written = _files_of(table, ts)
+    assert written
+    _uncommit(table, ts)
+    with caplog.at_level(logging.WARNING, logger="hoodline.table.rollback"):
+        (done,) = rollback_pending(table)
+    assert _files_of(table, ts) == []
+    assert f"markers of {table.write_action} {ts} are missing" in caplog.text
+    meta = _avro(table.timeline.read_instant_bytes(done), "HoodieRollbackMetadata")
+    assert meta["totalFilesDeleted"] == len(written)
+    deleted = sorted(
+        os.path.relpath(f, str(table.base_path))
+        for p in meta["partitionMetadata"].values() for f in p["successDeleteFiles"]
+    )
+    assert deleted == written
+    assert snapshot_dict(table) == before
+    assert_hudi_matches_hoodline(table)

@@ -7,7 +7,11 @@ A failed (requested/inflight) data instant is rolled back by a ``rollback`` inst
    by full path,
    which are exactly the files its markers list (every data file is marked before it is written;
    on merge-on-read tables that includes the log files it appended: every write creates new log
-   files, so deleting them removes exactly its blocks);
+   files, so deleting them removes exactly its blocks). When its marker folder is gone (deleted
+   by hand, or the instant's commit had removed it), the partitions are listed instead, as Java's
+   listing-based rollback does: the files are the base files named with the instant and the log
+   files whose first block carries it. Files left behind would come back: once archival moves
+   the active timeline past the instant, readers count them as committed;
 2. ``<rb>.rollback.inflight``; the failed instant's inflight/requested files are removed (so it
    can no longer be completed);
 3. the planned files are deleted (missing ones are fine);
@@ -41,7 +45,8 @@ from hoodline.errors import HoodlineError, TableError, TimelineError, WriterLock
 from hoodline.storage.ops import remove_tree
 from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.clean import finish_pending_cleans
-from hoodline.table.fs_view import parse_base_file_name
+from hoodline.table.commit_metadata import CommitMetadata
+from hoodline.table.fs_view import list_data_files, list_table_data_files, parse_base_file_name
 from hoodline.table.instant import (
     COMPACTION,
     DATA_ACTIONS,
@@ -107,6 +112,13 @@ def _plan(table: HudiTable, instant: Instant, files: list[str]) -> dict[str, Any
     }
 
 
+def _log_instant(table: HudiTable, rel: str) -> str | None:
+    """The instant of the first whole block of the log file ``rel`` (every write creates new
+    log files, so it is the instant that wrote the file); None while it holds no whole block.
+    FileNotFoundError when it is gone."""
+    return first_block_instant(table.absolute(rel).read_bytes())
+
+
 def _written_by(table: HudiTable, rel: str, instant_ts: str) -> bool:
     """Whether ``rel`` is a file ``instant_ts`` wrote: a base file named with the instant, or a
     log file whose blocks carry it (or that holds no whole block yet: every write creates a new
@@ -115,10 +127,9 @@ def _written_by(table: HudiTable, rel: str, instant_ts: str) -> bool:
     log = LogFileName.parse(name)
     if log is not None:
         try:
-            data = table.absolute(rel).read_bytes()
+            first = _log_instant(table, rel)
         except FileNotFoundError:
             return True
-        first = first_block_instant(data)
         return first is None or first == instant_ts
     try:
         _fid, _tok, ts = parse_base_file_name(rel)
@@ -127,8 +138,55 @@ def _written_by(table: HudiTable, rel: str, instant_ts: str) -> bool:
     return ts == instant_ts
 
 
+def _partitions_written(table: HudiTable, instant: Instant) -> list[str] | None:
+    """The partitions a pending instant's inflight file names (Java writes its workload profile
+    there before any data file); None when it names none (hoodline's inflight files are empty)
+    or cannot be read: then every partition may hold its files."""
+    try:
+        data = table.timeline.read_instant_bytes(instant.with_state(State.INFLIGHT))
+        metadata = CommitMetadata.from_json_bytes(data)
+    except TimelineError:
+        return None
+    return sorted(metadata.partition_to_write_stats) or None
+
+
+def _listed_files(table: HudiTable, instant: Instant) -> list[str]:
+    """The files of ``instant`` found by listing, when its markers are gone (as Java's
+    listing-based rollback): base files named with the instant, log files whose first block
+    carries it. Log files of slices newer than the instant cannot be its own and are not read."""
+    ts = instant.timestamp
+    partitions = _partitions_written(table, instant)
+    if partitions is None:
+        listed = list_table_data_files(table.base_path, table.config.is_partitioned)
+    else:
+        listed = {part: list_data_files(table.base_path, part) for part in partitions}
+    files: list[str] = []
+    for part, (bases, logs) in sorted(listed.items()):
+        prefix = f"{part}/" if part else ""
+        files += [prefix + name for name, _size in bases
+                  if _written_by(table, prefix + name, ts)]
+        for log_name, _size in logs:
+            if log_name.base_instant > ts:
+                continue
+            try:
+                if _log_instant(table, prefix + log_name.name) == ts:
+                    files.append(prefix + log_name.name)
+            except FileNotFoundError:
+                continue
+    log.warning(
+        "the markers of %s %s are missing ('%s'): listed %s of the table instead and found %d "
+        "files of that instant to delete", instant.action, ts, Markers(table, ts).dir,
+        "every partition" if partitions is None
+        else f"the {len(partitions)} partitions its inflight file names", len(files))
+    return files
+
+
 def _files_to_delete(table: HudiTable, instant: Instant) -> list[str]:
-    files = Markers(table, instant.timestamp).marked_files()
+    markers = Markers(table, instant.timestamp)
+    if not markers.exists():
+        # a requested instant has written nothing yet (Java plans no deletes for it either)
+        return [] if instant.state is State.REQUESTED else _listed_files(table, instant)
+    files = markers.marked_files()
     for f in files:
         # safety: a marker may only point at a file this very instant writes
         if not _written_by(table, f, instant.timestamp):
@@ -256,10 +314,9 @@ def discard_lost_instant(table: HudiTable, instant_ts: str) -> tuple[list[str], 
         try:
             if LogFileName.parse(name) is not None:
                 try:
-                    data = table.absolute(rel).read_bytes()
+                    first = _log_instant(table, rel)
                 except FileNotFoundError:
                     continue
-                first = first_block_instant(data)
                 if first != instant_ts:
                     if first is None:
                         left.append(rel)
