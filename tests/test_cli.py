@@ -336,3 +336,40 @@ def test_show_and_files_warn_about_a_lost_committed_file_and_accept_loss_goes_on
     assert result.exit_code == 0 and f"accepted the loss: '{rel}'" in result.output
     shown = runner.invoke(app, ["table", "show", str(table.base_path)])
     assert "accept-loss" not in shown.output
+
+
+def test_a_pending_compaction_with_an_unreadable_plan_is_rolled_back_by_name(
+    tmp_path: Path,
+) -> None:
+    """Every command stopped on the truncated plan and `rollback` sent the engineer to
+    `compact`, which stopped on it too. The error names the way out, which works: a requested
+    compaction has written nothing, so removing it loses nothing."""
+    from hoodline.table.compaction import schedule_compaction
+    from hoodline.table.read import read_snapshot
+    from tests.table.write.helpers import mor_table, rows
+
+    table = mor_table(tmp_path, "BUCKET")
+    with WriteClient(table, {"hoodie.compact.inline": False}) as client:
+        client.upsert(rows([1, 2], region="eu", ts=1))
+        client.upsert(rows([1], region="eu", ts=2, v="second"))
+    planned = schedule_compaction(table)
+    assert planned is not None
+    plan = table.timeline.path_of(planned)
+    plan.write_bytes(plan.read_bytes()[:100])
+    path = str(table.base_path)
+    way_out = f"`hoodline table rollback {path} --instant {planned.timestamp}`"
+    for command in ("show", "compact"):
+        stopped = runner.invoke(app, ["table", command, path])
+        assert stopped.exit_code == 1
+        assert str(plan) in stopped.output and way_out in " ".join(stopped.output.split())
+    plain = runner.invoke(app, ["table", "rollback", path])
+    assert plain.exit_code == 0
+    assert way_out in " ".join(plain.output.split()), plain.output
+    done = runner.invoke(app, ["table", "rollback", path, "--instant", planned.timestamp])
+    assert done.exit_code == 0, done.output
+    assert f"rolled back compaction {planned.timestamp}" in done.output
+    table.timeline.reload()
+    assert table.timeline.find(planned.timestamp) is None
+    assert runner.invoke(app, ["table", "show", path]).exit_code == 0
+    values = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(path)).to_pylist()}
+    assert values == {1: "second1", 2: "v2"}

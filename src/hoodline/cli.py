@@ -675,13 +675,16 @@ def table_rollback(
     path: TablePath,
     instant: Annotated[
         str | None,
-        typer.Option(help="Roll back only this pending instant (default: every pending instant)."),
+        typer.Option(help="Roll back only this instant (default: every pending instant); "
+                     "also a pending compaction whose plan is unreadable."),
     ] = None,
 ) -> None:
     """Roll back pending (requested/inflight) instants left by a failed or killed writer.
 
+    With --instant, also a pending compaction whose plan file is damaged (it cannot run).
     Takes the table's writer lock, so it refuses to run while a live writer is writing."""
     from hoodline.errors import TimelineError
+    from hoodline.table.compaction_plan import read_plan
     from hoodline.table.instant import COMPACTION
     from hoodline.table.lock import WriterLock
     from hoodline.table.metadata_table import remove_metadata_table
@@ -703,12 +706,20 @@ def table_rollback(
             done = [rollback_instant(table, target)]
     if not done:
         compactions = table.timeline.pending([COMPACTION])
-        if compactions:
+        damaged = []
+        for inst in compactions:
+            try:
+                read_plan(table.timeline, inst)
+            except TimelineError as exc:  # names the plan and the way out
+                damaged.append(str(exc))
+        for problem in damaged:
+            console.print(f"nothing rolled back; {problem}", markup=False, highlight=False)
+        if compactions and not damaged:
             console.print(
                 f"nothing to roll back; {', '.join(i.describe() for i in compactions)} is a "
                 f"pending compaction: `hoodline table compact {table.base_path}` finishes it "
                 "(so does the next writer)", markup=False, highlight=False)
-        else:
+        elif not compactions:
             console.print("nothing to roll back: no pending instants")
     for inst in done:
         console.print(describe_repair(table, inst), markup=False, highlight=False)

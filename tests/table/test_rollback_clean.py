@@ -498,3 +498,62 @@ def test_a_pending_instant_without_markers_is_rolled_back_by_listing(
     assert deleted == written
     assert snapshot_dict(table) == before
     assert_hudi_matches_hoodline(table)
+
+
+def _mor_with_damaged_plan(tmp_path: Path, log_after_plan: bool) -> tuple[HudiTable, Instant]:
+    """A merge-on-read table with a pending compaction whose plan file is truncated."""
+    from hoodline.table.compaction import schedule_compaction
+
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET", table_type="MERGE_ON_READ"))
+    options = {"hoodie.compact.inline": False, "hoodline.compaction.async": True}
+    with WriteClient(table, options) as client:
+        client.upsert(wrows([1, 2], "eu"))
+        client.upsert(wrows([1], "eu", ts=2, v="b"))
+        planned = schedule_compaction(table)
+        assert planned is not None
+        if log_after_plan:
+            client.upsert(wrows([2], "eu", ts=3, v="c"))
+    plan = table.timeline.path_of(planned)
+    plan.write_bytes(plan.read_bytes()[:100])
+    table.timeline.reload()
+    return table, planned
+
+
+def test_an_inflight_compaction_with_an_unreadable_plan_is_rolled_back(tmp_path: Path) -> None:
+    """Nothing can finish it (and every read stopped on it), so it is rolled back: its base
+    files go (listed: its markers are gone too), the slices it planned stay."""
+    table, planned = _mor_with_damaged_plan(tmp_path, log_after_plan=False)
+    inflight = table.timeline.transition_to_inflight(planned)
+    from hoodline.table.log.names import LogFileName
+
+    def data_files() -> list[Path]:
+        return sorted(p for p in Path(str(table.base_path)).rglob("*") if ".hoodie" not in p.parts)
+
+    before = data_files()
+    first_log = next(p for p in before if LogFileName.parse(p.name) is not None)
+    log_name = LogFileName.parse(first_log.name)
+    assert log_name is not None
+    # the base file it was writing when it died
+    half = first_log.with_name(f"{log_name.file_id}_0-1-0_{planned.timestamp}.parquet")
+    half.write_bytes(b"PAR1")
+    with pytest.raises(TimelineError, match="rollback .* --instant " + planned.timestamp):
+        table.fs_view()
+    done = rollback_instant(table, inflight)
+    assert describe_repair(table, done) == (
+        f"rolled back compaction {planned.timestamp} (rollback {done.timestamp})")
+    assert not half.exists()
+    assert data_files() == before
+    assert table.timeline.find(planned.timestamp) is None
+    assert snapshot_dict(table) == {("eu", 1): (2, "b1"), ("eu", 2): (1, "v2")}
+    assert_hudi_matches_hoodline(table)
+
+
+def test_a_compaction_logged_against_is_not_rolled_back_even_with_an_unreadable_plan(
+    tmp_path: Path,
+) -> None:
+    """A write after the plan logged into the slice at the compaction's instant: rolling the
+    compaction back would hide that committed write."""
+    table, planned = _mor_with_damaged_plan(tmp_path, log_after_plan=True)
+    with pytest.raises(TimelineError, match="1 log files were written against it"):
+        rollback_instant(table, planned)
+    assert table.timeline.find(planned.timestamp) is not None

@@ -145,13 +145,35 @@ def parse_plan(data: bytes, source: str) -> list[CompactionOperation]:
 
 
 def read_plan(timeline: Timeline, instant: Instant) -> tuple[CompactionOperation, ...]:
-    """The operations of a pending or completed compaction's plan."""
+    """The operations of a pending or completed compaction's plan; :class:`TimelineError`
+    naming the file and, for a pending compaction, the way out (rolling it back) otherwise."""
+    plan = _load_plan(timeline, instant)
+    if not isinstance(plan, str):
+        return plan
+    if timeline.exists(instant.with_state(State.COMPLETED)):
+        raise TimelineError(plan)
+    raise TimelineError(
+        f"{plan}; compaction {instant.timestamp} is pending and cannot run without its plan: "
+        f"`hoodline table rollback {timeline.meta_path.parent} --instant {instant.timestamp}` "
+        "removes it and what it wrote (the file slices it planned stay as they are, for a "
+        "later compaction)"
+    )
+
+
+def plan_problem(timeline: Timeline, instant: Instant) -> str | None:
+    """Why a compaction's plan cannot be read (missing, not an Avro plan); None if it can."""
+    plan = _load_plan(timeline, instant)
+    return plan if isinstance(plan, str) else None
+
+
+def _load_plan(timeline: Timeline, instant: Instant) -> tuple[CompactionOperation, ...] | str:
     path = timeline.path_of(instant.with_state(State.REQUESTED))
     try:
-        size = path.stat().st_size
+        return _read_plan_file(path, path.stat().st_size)
     except FileNotFoundError:
-        raise TimelineError(f"compaction plan '{path}' does not exist") from None
-    return _read_plan_file(path, size)
+        return f"compaction plan '{path}' does not exist"
+    except TimelineError as exc:
+        return str(exc)
 
 
 @functools.lru_cache(maxsize=256)

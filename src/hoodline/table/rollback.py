@@ -46,6 +46,7 @@ from hoodline.storage.ops import remove_tree
 from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.clean import finish_pending_cleans
 from hoodline.table.commit_metadata import CommitMetadata
+from hoodline.table.compaction_plan import plan_problem
 from hoodline.table.fs_view import list_data_files, list_table_data_files, parse_base_file_name
 from hoodline.table.instant import (
     COMPACTION,
@@ -278,18 +279,41 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
             "is not supported (only what a killed writer left pending)"
         )
     if current.action == COMPACTION:
-        raise TimelineError(
-            f"{current.describe()} is a pending compaction, which is finished, not rolled back: "
-            "writes after it may have logged against its plan, and would be lost with it. "
-            f"`hoodline table compact {table.base_path}` finishes it from its plan (so does "
-            "the next writer of the table)"
-        )
+        _require_unrunnable_compaction(table, current)
     started = time.monotonic()
     files = _files_to_delete(table, current)
     rb_ts = table.new_instant_time()
     plan = _plan(table, current, files)
     rb = table.timeline.create_requested(ROLLBACK, rb_ts, serialize(ActionBody.ROLLBACK_PLAN, plan))
     return _finish(table, rb, current, plan, started)
+
+
+def _require_unrunnable_compaction(table: HudiTable, compaction: Instant) -> None:
+    """Refuse to roll back a pending compaction unless its plan is unreadable (so nothing can
+    finish it) and no write logged against it (rolling it back would hide those logs: a slice
+    whose base instant is not on the timeline is not read). Java's CLI unschedules such a plan;
+    hoodline rolls it back, which also deletes what an inflight one wrote."""
+    damage = plan_problem(table.timeline, compaction)
+    if damage is None:
+        raise TimelineError(
+            f"{compaction.describe()} is a pending compaction, which is finished, not rolled "
+            "back: writes after it may have logged against its plan, and would be lost with it. "
+            f"`hoodline table compact {table.base_path}` finishes it from its plan (so does "
+            "the next writer of the table)"
+        )
+    ts = compaction.timestamp
+    logged = [f"{part}/{name.name}" if part else name.name
+              for part, (_bases, logs) in sorted(list_table_data_files(
+                  table.base_path, table.config.is_partitioned).items())
+              for name, _size in logs if name.base_instant == ts]
+    if logged:
+        raise TimelineError(
+            f"{compaction.describe()} cannot be rolled back: {damage}, and {len(logged)} log "
+            f"files were written against it (e.g. '{logged[0]}'), whose rows would be lost "
+            f"with it. Restore '{table.timeline.path_of(compaction.with_state(State.REQUESTED))}'"
+            " from a copy, then `hoodline table compact` finishes it"
+        )
+    log.warning("rolling back %s, whose plan is unreadable (%s)", compaction.describe(), damage)
 
 
 def discard_lost_instant(table: HudiTable, instant_ts: str) -> tuple[list[str], list[str]]:
