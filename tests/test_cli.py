@@ -373,3 +373,28 @@ def test_a_pending_compaction_with_an_unreadable_plan_is_rolled_back_by_name(
     assert runner.invoke(app, ["table", "show", path]).exit_code == 0
     values = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(path)).to_pylist()}
     assert values == {1: "second1", 2: "v2"}
+
+
+def test_a_truncated_newest_commit_names_the_way_out_which_works(tmp_path: Path) -> None:
+    """`show` stopped on the truncated commit file and `rollback --instant` refused completed
+    instants: the engineer had to know to delete the file by hand."""
+    from hoodline.table.read import read_snapshot
+    from tests.table.write.helpers import mor_table, rows
+
+    table = mor_table(tmp_path, "BUCKET")
+    with WriteClient(table) as client:
+        client.upsert(rows([1, 2], region="eu", ts=1))
+        ts = client.upsert(rows([1], region="eu", ts=2, v="second"))
+    commit = table.timeline.path_of(table.timeline.completed_commits()[-1])
+    commit.write_bytes(commit.read_bytes()[:300])
+    path = str(table.base_path)
+    stopped = runner.invoke(app, ["table", "show", path])
+    assert stopped.exit_code == 1
+    way_out = f"`hoodline table rollback {path} --instant {ts}`"
+    assert str(commit) in stopped.output and way_out in " ".join(stopped.output.split())
+    done = runner.invoke(app, ["table", "rollback", path, "--instant", ts])
+    assert done.exit_code == 0, done.output
+    assert f"rolled back deltacommit {ts}" in done.output
+    assert runner.invoke(app, ["table", "show", path]).exit_code == 0
+    values = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(path)).to_pylist()}
+    assert values == {1: "v1", 2: "v2"}

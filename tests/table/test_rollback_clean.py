@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def test_rollback_of_requested_only_instant(table: HudiTable, writer: HandWriter
     done = table.timeline.completed_commits()[0]
     with pytest.raises(TimelineError, match=rf"^commit {done.timestamp} completed; rolling back "
                        r"completed instants is not supported \(only what a killed writer left "
-                       r"pending\)$"):
+                       r"pending, and the newest commit when its file cannot be read\)$"):
         rollback_instant(table, done)
     assert_hudi_matches_hoodline(table)
 
@@ -557,3 +558,80 @@ def test_a_compaction_logged_against_is_not_rolled_back_even_with_an_unreadable_
     with pytest.raises(TimelineError, match="1 log files were written against it"):
         rollback_instant(table, planned)
     assert table.timeline.find(planned.timestamp) is not None
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_the_newest_commit_with_an_unreadable_file_is_rolled_back_by_name(
+    tmp_path: Path, table_type: str
+) -> None:
+    """A truncated completed commit file stops every read; the error names the way out, and
+    rolling that commit back by name removes its files (listed: commit removed its markers),
+    as the manual repair did (delete the file, roll back the pending instant)."""
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET", table_type=table_type))
+    with WriteClient(table) as client:
+        client.upsert(wrows([1, 2, 3], "eu"))
+        before = snapshot_dict(table)
+        ts = client.upsert(wrows([1, 4], "eu", ts=2, v="b"))
+    written = _files_of(table, ts)
+    (done,) = [i for i in table.timeline.completed_commits() if i.timestamp == ts]
+    path = table.timeline.path_of(done)
+    path.write_bytes(path.read_bytes()[:300])
+    way_out = f"`hoodline table rollback {table.base_path} --instant {ts}`"
+    with pytest.raises(TimelineError) as stopped:
+        table.timeline.read_commit_metadata(done)
+    assert str(path) in str(stopped.value) and way_out in str(stopped.value)
+    rb = rollback_instant(table, done)
+    assert describe_repair(table, rb) == f"rolled back {done.action} {ts} (rollback {rb.timestamp})"
+    assert table.timeline.find(ts) is None and _files_of(table, ts) == []
+    meta = _avro(table.timeline.read_instant_bytes(rb), "HoodieRollbackMetadata")
+    assert meta["totalFilesDeleted"] == len(written)
+    assert snapshot_dict(table) == before
+    assert_hudi_matches_hoodline(table)
+
+
+def test_an_older_commit_with_an_unreadable_file_is_not_rolled_back(tmp_path: Path) -> None:
+    """Rolling back a commit that later commits wrote on top of would lose their data."""
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
+    with WriteClient(table) as client:
+        client.upsert(wrows([1, 2, 3], "eu"))
+        ts = client.upsert(wrows([1], "eu", ts=2, v="b"))
+        newer = client.upsert(wrows([2], "eu", ts=3, v="c"))
+    (done,) = [i for i in table.timeline.completed_commits() if i.timestamp == ts]
+    path = table.timeline.path_of(done)
+    path.write_bytes(path.read_bytes()[:300])
+    with pytest.raises(TimelineError, match=f"not the table's newest commit: commit {newer}"):
+        rollback_instant(table, done)
+    assert table.timeline.find(ts) == done and path.exists()
+
+
+def test_a_commit_whose_replaced_files_were_cleaned_is_not_rolled_back(tmp_path: Path) -> None:
+    """A clean after the commit deleted the file versions it replaced (Java's
+    KEEP_LATEST_FILE_VERSIONS=1 does): rolling it back would leave those file groups with no
+    version at all. A clean that left an older version does not stand in the way."""
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
+    with WriteClient(table, {"hoodie.clean.automatic": "false"}) as client:
+        client.upsert(wrows([1, 2, 3], "eu"))
+        previous = client.upsert(wrows([1], "eu", ts=2, v="b"))
+        ts = client.upsert(wrows([1], "eu", ts=3, v="c"))
+    cleaned = clean(table, 1)  # deletes the first version, keeps the previous one
+    assert cleaned is not None
+    (done,) = [i for i in table.timeline.completed_commits() if i.timestamp == ts]
+    path = table.timeline.path_of(done)
+    damaged = path.read_bytes()[:300]
+    path.write_bytes(damaged)
+    snapshot = tmp_path / "copy"
+    shutil.copytree(str(table.base_path), snapshot)
+    rollback_instant(table, done)
+    assert snapshot_dict(table)[("eu", 1)] == (2, "b1")
+
+    # the same, but the clean deleted the previous version too
+    table = HudiTable.open(snapshot)
+    (prev_file,) = _files_of(table, previous)
+    (snapshot / prev_file).unlink()
+    md = _avro(table.timeline.read_instant_bytes(cleaned), "HoodieCleanMetadata")
+    for part in md["partitionMetadata"].values():
+        part["successDeleteFiles"].append(os.path.basename(prev_file))
+    table.timeline.path_of(cleaned).write_bytes(serialize(ActionBody.CLEAN_METADATA, md))
+    with pytest.raises(TimelineError, match=f"clean {cleaned.timestamp} deleted file versions"):
+        rollback_instant(table, done)
+    assert table.timeline.path_of(done).exists() and _files_of(table, ts)

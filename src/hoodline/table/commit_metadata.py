@@ -205,9 +205,7 @@ class CommitMetadata:
             # "nothing written" moves a pipeline's checkpoint back a round and hides its files
             raise TimelineError(
                 f"completed instant '{source}' is empty: its commit metadata (the files it wrote, "
-                "the schema, a pipeline's checkpoint) is lost. Remove the file; the instant is "
-                "then pending, and the next writer (or 'hoodline table rollback') rolls it back, "
-                "and a pipeline writes its round again"
+                "the schema, a pipeline's checkpoint) is lost"
             )
         try:
             parsed = json.loads(data.decode("utf-8"))

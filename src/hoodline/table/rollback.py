@@ -274,10 +274,7 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
     if current is None:
         raise TimelineError(f"instant {instant} is not on the timeline of '{table.base_path}'")
     if current.is_completed:
-        raise TimelineError(
-            f"{current.action} {current.timestamp} completed; rolling back completed instants "
-            "is not supported (only what a killed writer left pending)"
-        )
+        current = _uncommit_damaged(table, current)
     if current.action == COMPACTION:
         _require_unrunnable_compaction(table, current)
     started = time.monotonic()
@@ -286,6 +283,87 @@ def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
     plan = _plan(table, current, files)
     rb = table.timeline.create_requested(ROLLBACK, rb_ts, serialize(ActionBody.ROLLBACK_PLAN, plan))
     return _finish(table, rb, current, plan, started)
+
+
+def _uncommit_damaged(table: HudiTable, done: Instant) -> Instant:
+    """Turn the table's newest commit whose file cannot be read back into a pending instant (its
+    completed file goes), to be rolled back as a failed write; returns that pending instant.
+    Nothing reads past such a file, and nothing else gets it out; refused for a commit that
+    reads fine, one that later commits wrote on top of, and one a later clean undermined (it
+    deleted file versions the commit replaced): rolling those back loses data."""
+    tl = table.timeline
+    path = tl.path_of(done)
+    try:
+        if done.action not in DATA_ACTIONS:
+            raise TimelineError(f"{done} is not a data instant")
+        CommitMetadata.from_json_bytes(tl.read_instant_bytes(done), str(path))
+    except TimelineError as exc:
+        damage = str(exc)
+    else:
+        raise TimelineError(
+            f"{done.action} {done.timestamp} completed; rolling back completed instants is not "
+            "supported (only what a killed writer left pending, and the newest commit when its "
+            "file cannot be read)"
+        )
+    newer = [f"{i.action} {i.timestamp}" for i in tl.completed_commits()
+             if i.timestamp > done.timestamp]
+    if newer:
+        raise TimelineError(
+            f"{done.action} {done.timestamp} cannot be rolled back: {damage}, and it is not the "
+            f"table's newest commit: {', '.join(newer)} wrote on top of it and would lose data. "
+            f"Restore '{path}' from a copy"
+        )
+    if not any(tl.exists(done.with_state(s)) for s in (State.REQUESTED, State.INFLIGHT)):
+        raise TimelineError(
+            f"{done.action} {done.timestamp} cannot be rolled back: {damage}, and its requested "
+            f"and inflight files are gone too. Restore '{path}' from a copy"
+        )
+    # groups it wrote a new base file version in, and that have no older version left
+    bare = {_group_of(f) for f in _listed_files(table, done)
+            if LogFileName.parse(os.path.basename(f)) is None}
+    bare -= _groups_with_versions_before(table, {part for part, _fid in bare}, done.timestamp)
+    for clean in tl.completed(["clean"]):
+        if bare and clean.timestamp > done.timestamp:
+            md = deserialize(ActionBody.CLEAN_METADATA, tl.read_instant_bytes(clean),
+                             str(tl.path_of(clean)))
+            gone = [str(f) for p in (md.get("partitionMetadata") or {}).values()
+                    for f in p.get("successDeleteFiles") or []
+                    if _group_of(f"{p.get('partitionPath')}/{os.path.basename(str(f))}")
+                    in bare]
+            if gone:
+                raise TimelineError(
+                    f"{done.action} {done.timestamp} cannot be rolled back: {damage}, and clean "
+                    f"{clean.timestamp} deleted file versions it replaced (e.g. '{gone[0]}'). "
+                    f"Restore '{path}' from a copy"
+                )
+    log.warning("removing %s, which cannot be read (%s), to roll back %s %s", path, damage,
+                done.action, done.timestamp)
+    path.unlink()
+    tl.reload()
+    pending = tl.find(done.timestamp, done.action)
+    if pending is None or pending.is_completed:
+        raise TimelineError(f"{done} changed on the timeline while it was rolled back; retry")
+    return pending
+
+
+def _groups_with_versions_before(
+    table: HudiTable, partitions: set[str], instant_ts: str
+) -> set[tuple[str, str]]:
+    """(partition, file id) of the file groups with a slice older than ``instant_ts``."""
+    out: set[tuple[str, str]] = set()
+    for part in partitions:
+        bases, logs = list_data_files(table.base_path, part)
+        out.update((part, fid) for fid, _tok, ts in (parse_base_file_name(n) for n, _ in bases)
+                   if ts < instant_ts)
+        out.update((part, n.file_id) for n, _ in logs if n.base_instant < instant_ts)
+    return out
+
+
+def _group_of(rel: str) -> tuple[str, str]:
+    """(partition, file id) of a data file path relative to the table."""
+    part, _, name = rel.rpartition("/")
+    log_name = LogFileName.parse(name)
+    return part, log_name.file_id if log_name is not None else parse_base_file_name(name)[0]
 
 
 def _require_unrunnable_compaction(table: HudiTable, compaction: Instant) -> None:

@@ -261,8 +261,18 @@ class Timeline:
         done = instant.with_state(State.COMPLETED)
         cached = self._metadata.get(done.file_name)
         if cached is None:
-            cached = CommitMetadata.from_json_bytes(
-                self.read_instant_bytes(done), source=str(self.path_of(done)))
+            try:
+                cached = CommitMetadata.from_json_bytes(
+                    self.read_instant_bytes(done), source=str(self.path_of(done)))
+            except TimelineError as exc:
+                raise TimelineError(
+                    f"{exc}. If {instant.action} {instant.timestamp} is the table's newest "
+                    f"commit, `hoodline table rollback {self.meta_path.parent} --instant "
+                    f"{instant.timestamp}` removes it and its files (a pipeline then writes that "
+                    "round again, from the checkpoint of the commit before; other writers must "
+                    "write its data again); an older commit can only be restored from a copy of "
+                    "the file"
+                ) from None
             self._metadata[done.file_name] = cached
         return cached
 
