@@ -635,3 +635,25 @@ def test_a_commit_whose_replaced_files_were_cleaned_is_not_rolled_back(tmp_path:
     with pytest.raises(TimelineError, match=f"clean {cleaned.timestamp} deleted file versions"):
         rollback_instant(table, done)
     assert table.timeline.path_of(done).exists() and _files_of(table, ts)
+
+
+def test_a_java_inflight_without_markers_lists_only_the_partitions_it_names(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Java writes its workload profile (the partitions it writes) into the inflight file
+    before any data file: only those partitions are listed (a table may have many)."""
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
+    with WriteClient(table) as client:
+        client.upsert(wrows([1, 2], "eu"))
+        client.upsert(wrows([3], "us"))
+        ts = client.upsert(wrows([1], "eu", ts=2, v="b"))
+    written = _files_of(table, ts)
+    _uncommit(table, ts)
+    inflight = table.timeline.path_of(Instant(ts, "commit", State.INFLIGHT))
+    inflight.write_text(json.dumps({"partitionToWriteStats": {"region=eu": []},
+                                    "compacted": False, "extraMetadata": {},
+                                    "operationType": "UPSERT"}))
+    with caplog.at_level(logging.WARNING, logger="hoodline.table.rollback"):
+        rollback_pending(table)
+    assert "listed the 1 partitions its inflight file names" in caplog.text
+    assert written and _files_of(table, ts) == []
