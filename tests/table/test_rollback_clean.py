@@ -121,6 +121,11 @@ def test_rollback_of_requested_only_instant(table: HudiTable, writer: HandWriter
                        r"completed instants is not supported \(only what a killed writer left "
                        r"pending, and the newest commit when its file cannot be read\)$"):
         rollback_instant(table, done)
+    rb_file = table.timeline.path_of(rb)
+    rb_file.write_bytes(rb_file.read_bytes()[:20])  # not a commit file, damaged or not
+    with pytest.raises(TimelineError, match="rolling back completed instants is not supported"):
+        rollback_instant(table, rb)
+    assert rb_file.exists()
     assert_hudi_matches_hoodline(table)
 
 

@@ -293,13 +293,12 @@ def _uncommit_damaged(table: HudiTable, done: Instant) -> Instant:
     deleted file versions the commit replaced): rolling those back loses data."""
     tl = table.timeline
     path = tl.path_of(done)
+    damage = ""
     try:
-        if done.action not in DATA_ACTIONS:
-            raise TimelineError(f"{done} is not a data instant")
         CommitMetadata.from_json_bytes(tl.read_instant_bytes(done), str(path))
     except TimelineError as exc:
         damage = str(exc)
-    else:
+    if done.action not in DATA_ACTIONS or not damage:
         raise TimelineError(
             f"{done.action} {done.timestamp} completed; rolling back completed instants is not "
             "supported (only what a killed writer left pending, and the newest commit when its "
