@@ -75,7 +75,8 @@ def test_invalid_json_names_source() -> None:
 def test_an_empty_body_is_lost_metadata_not_an_empty_commit() -> None:
     # (Java reads it as a commit that wrote nothing; a pipeline's checkpoint then moved back)
     for body in (b"", b"\n "):
-        with pytest.raises(TimelineError, match=r"'x\.commit' is empty.*Remove the file"):
+        with pytest.raises(TimelineError,
+                           match=r"'x\.commit' is empty: its commit metadata .* is lost"):
             CommitMetadata.from_json_bytes(body, source="x.commit")
 
 

@@ -117,7 +117,8 @@ def test_an_empty_completed_commit_is_refused_with_its_repair(tmp_path: Path) ->
     done.write_bytes(b"")
     with pytest.raises(TimelineError) as err, WriteClient(table, NO_SERVICES) as client:
         client.upsert(rows([1], ts=3))
-    assert str(done) in str(err.value) and "Remove the file" in str(err.value)
+    assert str(done) in str(err.value) and "is empty" in str(err.value)
+    assert f"`hoodline table rollback {table.base_path} --instant {second}`" in str(err.value)
 
 
 def test_commit_metadata_is_parsed_once_per_instant_and_not_shipped_to_tasks(

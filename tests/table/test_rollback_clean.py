@@ -581,6 +581,7 @@ def test_the_newest_commit_with_an_unreadable_file_is_rolled_back_by_name(
     (done,) = [i for i in table.timeline.completed_commits() if i.timestamp == ts]
     path = table.timeline.path_of(done)
     path.write_bytes(path.read_bytes()[:300])
+    table = HudiTable.open(tmp_path / "t")  # a process that had not read it yet (it caches)
     way_out = f"`hoodline table rollback {table.base_path} --instant {ts}`"
     with pytest.raises(TimelineError) as stopped:
         table.timeline.read_commit_metadata(done)
