@@ -891,3 +891,39 @@ def test_an_empty_last_commit_stops_the_pipeline_instead_of_replaying_its_round(
     with pytest.raises(TableError, match=rf"'{done}' is empty"):
         _driver(_config(src, table, continuous=True), InProcessEngine())[0].run(once=True)
     assert done.read_bytes() == b""
+
+
+def test_the_error_table_is_locked_with_the_tables_lock_settings(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error table's writer was made with default options, so its lock kept a 60-s expiry
+    whatever [table.options] said: a writer that took over the table's stale lock (3 s) then
+    stopped half-way at the error table's (chaos review, 2 of 2)."""
+    import hoodline.pipeline.driver as driver_module
+
+    made: list[tuple[str, Any]] = []
+    real = driver_module.WriteClient
+
+    def spy(table: Any, options: Any = None) -> Any:
+        client = real(table, options)
+        made.append((str(client.table.base_path), client.options))
+        return client
+
+    monkeypatch.setattr(driver_module, "WriteClient", spy)
+    _write_file(src, "a.jsonl", _rows(range(3)))
+    table = tmp_path / "t"
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": "jsonl"}},
+        "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts",
+                  "options": {"hoodline.writer.lock.expiry.seconds": 3,
+                              "hoodline.writer.lock.heartbeat.seconds": 0.5,
+                              "hoodline.write.lock.owner": "ingest-7"}},
+        "schema": {"id": "int64", "v": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    (errors,) = [o for path, o in made if path.endswith("t_errors")]
+    assert (errors.lock_expiry_seconds, errors.lock_heartbeat_seconds, errors.lock_owner) == (
+        3.0, 0.5, "ingest-7")

@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -76,6 +76,7 @@ from hoodline.table.table import HudiTable
 from hoodline.table.write.client import PreparedBatch, WriteClient, table_data_schema
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
+from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.prepare import type_conflicts
 
 __all__ = ["RoundDriver", "open_target_table"]
@@ -314,7 +315,12 @@ class RoundDriver:
             if cfg.errors.tolerance is ErrorTolerance.ALL:
                 errors_client = WriteClient(
                     open_error_table(cfg.errors.table_path, f"{client.table.config.name}_errors",
-                                     cfg.table.storage_options)
+                                     cfg.table.storage_options),
+                    # the table's lock settings: a takeover of the table's lock (expired by
+                    # them) failed half-way at the error table's default 60-s lock (chaos review)
+                    replace(WriteOptions(), **{
+                        f: getattr(client.options, f)
+                        for f in ("lock_owner", "lock_expiry_seconds", "lock_heartbeat_seconds")}),
                 ).open()
             rounds: SourceRounds[Any, Any] = SourceRounds(
                 plugin.source, cfg.runtime.reader_parallelism,
