@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from hoodline.errors import WriterLockError
 from hoodline.storage.paths import TablePath
 from hoodline.table.compaction import run_compaction
 from hoodline.table.instant import Instant
@@ -51,9 +52,14 @@ class BackgroundCompactor:
         if self._running is not None:
             raise RuntimeError(f"compaction {self._running[0].timestamp} is still running")
 
+        def holds_lock() -> None:
+            lost = self._lost_lock()
+            if lost is not None:
+                raise WriterLockError(lost)
+
         def work() -> Instant:
             # a table object of its own: the writer's timeline is reloaded by the writer thread
-            return run_compaction(HudiTable.open(base_path), instant, options, runner)
+            return run_compaction(HudiTable.open(base_path), instant, options, runner, holds_lock)
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="hoodline-compaction")

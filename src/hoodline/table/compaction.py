@@ -37,7 +37,7 @@ next writer (:func:`finish_pending_compactions`) when it opens.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodline import faults
+from hoodline.errors import WriterLockError
 from hoodline.faults import FaultPoint
 from hoodline.table.bloom import KeyFilter
 from hoodline.table.commit_metadata import SCHEMA_KEY, CommitMetadata, WriteStat
@@ -303,11 +304,14 @@ def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def run_compaction(
-    table: HudiTable, instant: Instant, options: WriteOptions, runner: TaskRunner | None = None
+    table: HudiTable, instant: Instant, options: WriteOptions, runner: TaskRunner | None = None,
+    holds_lock: Callable[[], None] = lambda: None,
 ) -> Instant:
     """Execute a requested or inflight compaction; returns its completed commit. ``runner``
     runs the file groups' tasks (default: threads, ``hoodline.write.threads``); a pipeline
-    passes its engine's, so they run as one job on the workers."""
+    passes its engine's, so they run as one job on the workers. ``holds_lock`` raises when the
+    writer lost its lock meanwhile (paused past its expiry: the new holder finishes the plan),
+    checked before the commit."""
     tl = table.timeline
     operations = read_plan(tl, instant)
     table.write_view()  # the slices the plan merges must hold what their commits recorded
@@ -342,6 +346,11 @@ def run_compaction(
         metadata.partition_to_write_stats.setdefault(stat.partition_path, []).append(stat)
     markers.require([s.path for s in stats])
     faults.reach(FaultPoint.COMPACTION_WRITTEN)
+    try:
+        holds_lock()
+    except WriterLockError as exc:
+        raise WriterLockError(f"{exc}; compaction {instant.timestamp} is not committed by this "
+                              "writer (the lock's new holder finishes it)") from None
     done = tl.complete(instant, metadata)
     markers.delete_all()
     return done
@@ -354,14 +363,15 @@ def compact(
     due_logs: int | None = None,
     log_size_ratio: float = 0.0,
     max_log_files: int = 0,
+    holds_lock: Callable[[], None] = lambda: None,
 ) -> Instant | None:
     """Schedule and execute one compaction (None: nothing to do); ``due_logs``,
     ``log_size_ratio`` and ``max_log_files``: see :func:`plan_file_slices`. The caller holds
-    the writer lock."""
+    the writer lock (``holds_lock``: see :func:`run_compaction`)."""
     requested = schedule_compaction(table, due_logs, log_size_ratio, max_log_files)
     if requested is None:
         return None
-    return run_compaction(table, requested, options, runner)
+    return run_compaction(table, requested, options, runner, holds_lock)
 
 
 def finish_pending_compactions(

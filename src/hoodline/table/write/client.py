@@ -389,9 +389,13 @@ class WriteClient:
         """Table services after a commit: an inline compaction when due (merge-on-read), then
         cleaning when automatic. Returns the compaction's commit, if one ran."""
         compacted = self.maybe_compact()
+        # each service checks the lock first: a writer paused past its expiry (the new holder
+        # runs them) went on with them when it resumed (chaos review)
         if self.options.clean_automatic:
+            self._lock.ensure_held()
             clean(self.table, self.options.clean_commits_retained)
         if self.options.archive_automatic:
+            self._lock.ensure_held()
             archive(self.table, self.archival_policy(), self.options.archival_batch)
         return compacted
 
@@ -421,7 +425,7 @@ class WriteClient:
             return self._compact_in_background()
         return compact(
             self.table, o, self.task_runner, o.compact_max_delta_commits, o.compact_log_size_ratio,
-            o.compact_max_log_files)
+            o.compact_max_log_files, self._lock.ensure_held)
 
     def _compact_in_background(self) -> Instant | None:
         done = self._background.collect()
@@ -445,7 +449,8 @@ class WriteClient:
         """Compact every file slice with log files now (None: there were none)."""
         self._require_open()
         self._lock.ensure_held()
-        return compact(self.table, self.options, self.task_runner)
+        return compact(self.table, self.options, self.task_runner,
+                       holds_lock=self._lock.ensure_held)
 
     # -- split API ----------------------------------------------------------------------------
     def prepare(self, batch: Batch, operation: str) -> PreparedBatch:
