@@ -927,3 +927,56 @@ def test_the_error_table_is_locked_with_the_tables_lock_settings(
     (errors,) = [o for path, o in made if path.endswith("t_errors")]
     assert (errors.lock_expiry_seconds, errors.lock_heartbeat_seconds, errors.lock_owner) == (
         3.0, 0.5, "ingest-7")
+
+
+def test_an_engine_that_died_while_rounds_were_idle_stops_the_run(
+    src: Path, tmp_path: Path
+) -> None:
+    """Spark's JVM killed while the source had nothing new: the run went on reporting idle
+    rounds for minutes, and failed only once data came (chaos review). Idle rounds ask the
+    engine whether it is alive."""
+    from hoodline.errors import SparkRuntimeError
+
+    class DiesWhenIdle(InProcessEngine):
+        checks = 0
+
+        def check_alive(self) -> None:
+            DiesWhenIdle.checks += 1
+            if DiesWhenIdle.checks >= 3:
+                raise SparkRuntimeError("Spark's JVM (pid 1) is gone (killed by signal 9)")
+
+    import threading
+
+    stop = threading.Event()
+    reports: list[RoundReport] = []
+
+    def on_round(report: RoundReport) -> None:
+        reports.append(report)
+        if len(reports) >= 30:  # the old driver went on forever: end it
+            stop.set()
+
+    with pytest.raises(SparkRuntimeError, match="is gone"):
+        _driver(_config(src, tmp_path / "t", continuous=True), DiesWhenIdle())[0].run(
+            on_round=on_round, stop=stop)
+    assert DiesWhenIdle.checks == 3 and len(reports) < 30
+    assert _table_rows(tmp_path / "t")  # the data before was committed
+
+
+def test_a_raw_error_of_a_dead_engine_is_named_as_that(src: Path, tmp_path: Path) -> None:
+    """A round failing with py4j's ConnectionRefusedError (the JVM gone) was retried with that
+    text: the engine is asked, and its answer stops the run."""
+    from hoodline.errors import SparkRuntimeError
+
+    class Dead(InProcessEngine):
+        def run_round(self, job: Any) -> Any:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+        def check_alive(self) -> None:
+            raise SparkRuntimeError("Spark's JVM (pid 1) is gone (exit code 137)")
+
+    failures: list[tuple[str, bool]] = []
+    with pytest.raises(SparkRuntimeError, match="is gone") as info:
+        _driver(_config(src, tmp_path / "t"), Dead())[0].run(
+            once=True, on_failure=lambda exc, retried: failures.append((str(exc), retried)))
+    assert isinstance(info.value.__cause__, ConnectionRefusedError)
+    assert failures == [("Spark's JVM (pid 1) is gone (exit code 137)", False)]

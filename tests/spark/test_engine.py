@@ -112,6 +112,49 @@ def test_a_job_of_a_stopped_application_names_the_master_and_is_not_retried() ->
     assert "spark://127.0.0.1:7077" in str(error) and "runtime.master" in str(error)
 
 
+class _DeadJvm:
+    """A context whose JVM (the gateway's process) was killed: py4j calls are refused."""
+
+    master = "local[2]"
+
+    class _gateway:
+        class proc:
+            pid = 4242
+
+            @staticmethod
+            def poll() -> int:
+                return -9
+
+    class _jsc:
+        @staticmethod
+        def sc() -> object:
+            raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_a_job_whose_jvm_was_killed_says_so_and_is_not_retried() -> None:
+    """A JVM killed (OOM) made every round fail with py4j's "[Errno 111] Connection refused",
+    which sent a Kafka user to the brokers, and was retried (chaos review, 2 of 2)."""
+    spark = type("Spark", (), {"context": _DeadJvm()})()
+    engine = SparkEngine(spark)  # type: ignore[arg-type]
+    error = engine._job_error("the round's Spark job", ConnectionRefusedError(111, "refused"))
+    assert isinstance(error, SparkRuntimeError) and not is_retryable(error)
+    assert ("Spark's JVM (pid 4242) is gone (killed by signal 9 (SIGKILL: out of memory?))"
+            in str(error))
+    with pytest.raises(SparkRuntimeError, match=r"Spark's JVM \(pid 4242\) is gone"):
+        engine.check_alive()
+    # stopping it afterwards raised py4j's error over the run's own (the last line printed)
+    stops: list[bool] = []
+
+    def stop() -> None:
+        stops.append(True)
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    spark.stop = stop  # type: ignore[attr-defined]
+    owning = SparkEngine(spark, owns_session=True)  # type: ignore[arg-type]
+    owning.close()
+    assert stops == [True]
+
+
 def test_other_job_failures_are_retried() -> None:
     running = type("Spark", (), {"context": type("Ctx", (), {
         "master": "local[2]", "_jsc": type("J", (), {"sc": staticmethod(lambda: type(

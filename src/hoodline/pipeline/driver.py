@@ -53,6 +53,7 @@ from hoodline.errors import (
     RoundFailedError,
     SchemaChangedError,
     SchemaEvolutionError,
+    SparkRuntimeError,
     WriterLockError,
     is_retryable,
 )
@@ -417,6 +418,13 @@ class RoundDriver:
             except BaseException as exc:
                 run.rounds.round_failed()
                 run.plugin.reset()
+                if isinstance(exc, Exception) and not isinstance(exc, HoodlineError):
+                    # py4j's "Connection refused" when Spark's JVM died: say that, and stop
+                    try:
+                        self.engine.check_alive()
+                    except SparkRuntimeError as dead:
+                        on_failure(dead, False)
+                        raise dead from exc
                 if isinstance(exc, SchemaChangedError) and schema_changes < _MAX_SCHEMA_CHANGES:
                     # not a failure: records of a newer schema version met on the way; the
                     # round is planned again with the subject's latest version (the plugin
@@ -456,6 +464,8 @@ class RoundDriver:
                 return totals.summary(StopReason.END_OF_INPUT)
             if once and run.plugin.drained():
                 return totals.summary(StopReason.DRAINED)
+            # no job ran: a dead engine (Spark's JVM killed) would go unnoticed until data came
+            self.engine.check_alive()
             idle = min(rt.round_max_interval_s, max(rt.round_min_interval_s, 0.2))
             if self._wait(idle - (self._clock() - last_start), stop):
                 break

@@ -138,6 +138,11 @@ class Engine(ABC):
         This default runs them here, one after the other."""
         return [fn(item) for item in items]
 
+    def check_alive(self) -> None:
+        """Raise a non-retryable error when the engine can run no job any more (a process it
+        needs died); called while rounds find nothing to do, when no job would notice."""
+        return None
+
     def close(self) -> None:
         """Release the engine's resources (e.g. stop the Spark session it started)."""
         return None

@@ -198,11 +198,32 @@ class SparkEngine(Engine):
                 waited, context.master, conf.get("spark.executor.memory", "1g"),
                 conf.get("spark.executor.cores", "all of a worker's"), asked)
 
+    def _jvm_gone(self) -> str | None:
+        """Why Spark's JVM (the driver this process started) is gone, or None while it runs
+        (or when this process did not start it: nothing to watch)."""
+        proc = getattr(getattr(self.spark.context, "_gateway", None), "proc", None)
+        code = proc.poll() if proc is not None else None
+        if proc is None or code is None:
+            return None
+        how = (f"killed by signal {-code}{' (SIGKILL: out of memory?)' if code == -9 else ''}"
+               if code < 0 else f"exit code {code}")
+        return (f"Spark's JVM (pid {proc.pid}) is gone ({how}); every round needs it: check "
+                "its log above and the machine's memory (dmesg), then start the pipeline again")
+
+    def check_alive(self) -> None:
+        gone = self._jvm_gone()
+        if gone is not None:
+            raise SparkRuntimeError(gone)
+
     def _job_error(self, what: str, exc: Exception) -> HoodlineError:
         """The error of a failed Spark job: :class:`EngineJobError` (retryable) unless retrying
-        cannot help -- Spark stopped the application (its master did not answer, the cluster
-        killed it), or the executors' Python cannot import what the tasks need."""
+        cannot help -- Spark's JVM is gone, Spark stopped the application (its master did not
+        answer, the cluster killed it), or the executors' Python cannot import what the tasks
+        need."""
         summary = _summary(exc)
+        gone = self._jvm_gone()
+        if gone is not None:  # what py4j says of it is "Connection refused" (chaos review)
+            return SparkRuntimeError(f"{what} failed: {gone}")
         if self.spark.context._jsc is None or self.spark.context._jsc.sc().isStopped():
             return SparkRuntimeError(
                 f"{what} failed and Spark has stopped the application ({summary}); on a "
@@ -249,4 +270,10 @@ class SparkEngine(Engine):
     def close(self) -> None:
         if self._owns:
             self._owns = False
-            self.spark.stop()
+            if self._jvm_gone() is None:
+                self.spark.stop()
+                return
+            try:  # its Python side: temporary files, the zygote (the JVM calls fail)
+                self.spark.stop()
+            except Exception as exc:  # the run's error says the JVM is gone; not this one
+                log.debug("stopping Spark after its JVM was gone: %s", exc)
