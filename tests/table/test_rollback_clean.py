@@ -475,6 +475,31 @@ def _uncommit(table: HudiTable, ts: str) -> None:
     assert not Markers(table, ts).exists()
 
 
+def test_a_write_killed_before_its_first_file_is_rolled_back_without_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Most of a pipeline round is reading, before any file: an instant killed then had no
+    marker folder, and its rollback listed every partition and read log files. The folder is
+    made when the instant starts (with Java's MARKERS.type), so only a deleted one is listed."""
+    from hoodline.table import rollback as rollback_module
+
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
+    with WriteClient(table) as client:
+        client.upsert(wrows([1, 2], "eu"))
+        ts = client.start_instant()  # ... and killed here
+    markers = Markers(table, ts)
+    assert markers.exists() and (markers.dir / "MARKERS.type").read_bytes() == b"DIRECT"
+    assert markers.marked_files() == []
+
+    def no_listing(*args: object) -> object:
+        raise AssertionError("the table was listed")
+
+    monkeypatch.setattr(rollback_module, "list_table_data_files", no_listing)
+    monkeypatch.setattr(rollback_module, "list_data_files", no_listing)
+    (done,) = rollback_pending(HudiTable.open(tmp_path / "t"))
+    assert done.action == "rollback" and not markers.exists()
+
+
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_a_pending_instant_without_markers_is_rolled_back_by_listing(
     tmp_path: Path, table_type: str, caplog: pytest.LogCaptureFixture

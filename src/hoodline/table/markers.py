@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 MARKER_ROOT = ".temp"
 MARKER_SUFFIX = ".marker."
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
+#: Java's record of a marker folder's kind (``MarkerType``), written when an instant starts
+MARKER_TYPE_FILE = "MARKERS.type"
 
 
 class Markers:
@@ -29,6 +31,14 @@ class Markers:
         self.base_path = table.base_path
         self.instant_ts = instant_ts
         self.dir = table.meta_path / MARKER_ROOT / instant_ts
+
+    def begin(self) -> None:
+        """Make the instant's marker folder before its first file: ``MARKERS.type`` saying
+        ``DIRECT`` (Java reads that kind from it). A rollback that finds no folder then knows it
+        was deleted and lists the table for the instant's files, which costs a listing of every
+        partition and a read of log files; an instant killed before its first file (most of a
+        pipeline round is reading) had no folder, and was rolled back that way."""
+        ops.replace(self.dir / MARKER_TYPE_FILE, b"DIRECT")
 
     def create(self, partition_path: str, file_name: str, io_type: str = "CREATE") -> TablePath:
         """Record that ``<partition>/<file_name>`` is about to be written. Idempotent."""

@@ -611,7 +611,7 @@ def test_a_commit_refuses_files_whose_markers_it_cannot_see(
         ctx = client.context(ts, prepared)
         stats = write_file_groups(ctx, tag_and_assign(ctx, prepared.records))
         markers = Markers(table, ts)
-        hidden = sorted(p for p in Path(str(markers.dir)).rglob("*") if p.is_file())[0]
+        hidden = sorted(p for p in Path(str(markers.dir)).rglob("*.marker.*"))[0]
         hidden.unlink()  # as if written on another node
         with pytest.raises(UnsharedTableError, match=rf"1 of the {len(stats)} files instant "
                            rf"{ts} wrote are not visible here.*is not on storage the "

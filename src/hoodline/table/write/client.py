@@ -514,6 +514,7 @@ class WriteClient:
             finish_pending_compactions(self.table, self.options, self.task_runner)
         ts = self.table.new_instant_time()
         requested = self.table.timeline.create_requested(self.table.write_action, ts)
+        Markers(self.table, ts).begin()  # files come after inflight: its folder is there first
         self.table.timeline.transition_to_inflight(requested)
         return ts
 
