@@ -856,3 +856,32 @@ def test_a_compaction_of_a_writer_that_lost_its_lock_is_not_committed(
     assert finished  # the new holder finished the plan itself
     assert snapshot_dict(HudiTable.open(table.base_path)) == {("eu", 1): (2, "b1"),
                                                                ("eu", 2): (1, "v2")}
+
+
+def test_a_writer_that_lost_its_lock_does_not_clean_or_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paused between its commit and its table services past its lock's expiry, a writer
+    cleaned and archived beside the new holder when it resumed (chaos review)."""
+    from hoodline.table.write import client as client_module
+    from tests.table.write.helpers import make_config
+
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
+    cleaned: list[bool] = []
+    monkeypatch.setattr(client_module, "clean", lambda *a, **k: cleaned.append(True))
+    with WriteClient(table, {"hoodline.write.lock.owner": "notebook", **SLOW_HEARTBEAT}) as a:
+        a.upsert(rows([1]))
+        assert cleaned == [True]
+
+        def paused_then_resumed() -> None:
+            lock = table.meta_path / ".hoodline" / "writer.lock"
+            old = time.time() - 120
+            os.utime(lock, (old, old))
+            with WriteClient(HudiTable.open(table.base_path),
+                             {"hoodline.write.lock.owner": "backfill"}):
+                pass
+
+        monkeypatch.setattr(a, "maybe_compact", paused_then_resumed)
+        with pytest.raises(WriterLockError, match="writer 'backfill'"):
+            a.upsert(rows([2]))
+    assert cleaned == [True]  # not again

@@ -389,13 +389,13 @@ class WriteClient:
         """Table services after a commit: an inline compaction when due (merge-on-read), then
         cleaning when automatic. Returns the compaction's commit, if one ran."""
         compacted = self.maybe_compact()
-        # each service checks the lock first: a writer paused past its expiry (the new holder
-        # runs them) went on with them when it resumed (chaos review)
-        if self.options.clean_automatic:
+        if self.options.clean_automatic or self.options.archive_automatic:
+            # a writer paused past its lock's expiry went on with them when it resumed, beside
+            # the new holder (chaos review); one read of the lock (a GET and a LIST on S3)
             self._lock.ensure_held()
+        if self.options.clean_automatic:
             clean(self.table, self.options.clean_commits_retained)
         if self.options.archive_automatic:
-            self._lock.ensure_held()
             archive(self.table, self.archival_policy(), self.options.archival_batch)
         return compacted
 
