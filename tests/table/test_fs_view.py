@@ -68,11 +68,37 @@ def test_slices_from_completed_commits_only(table: HudiTable) -> None:
     assert table.fs_view(as_of="20230101000000000").latest_file_slices() == []
 
 
-def test_nested_partitions_are_leaf_dirs(tmp_path: Path) -> None:
+def test_partitions_are_the_folders_with_partition_metadata(tmp_path: Path) -> None:
+    """As Java finds them. A folder inside a partition (a notebook's .ipynb_checkpoints,
+    someone's old/ with copies) was a leaf folder, so it was taken for the partition and the
+    partition's own files vanished from the view: the write check called them missing, and
+    accepting that lost them (damaged-table review, 3 of 3, local and S3)."""
     for rel in ("a=1/b=x", "a=1/b=y", "a=2/b=x", ".hoodie/.temp/zzz"):
         (tmp_path / rel).mkdir(parents=True)
-    assert list_partitions(tmp_path, True) == ["a=1/b=x", "a=1/b=y", "a=2/b=x"]
+        (tmp_path / rel / ".hoodie_partition_metadata").write_text("commitTime=1\n")
+    (tmp_path / "a=1/b=x/.ipynb_checkpoints").mkdir()
+    (tmp_path / "a=1/b=y/old").mkdir()
+    (tmp_path / f"a=1/b=y/old/fg1_0-1-0_{T1}.parquet").write_bytes(b"copy")  # not a partition
+    (tmp_path / "a=3/b=z").mkdir(parents=True)  # an empty folder: no partition
+    (tmp_path / "c=1").mkdir()  # written without the metadata file: its data files tell
+    (tmp_path / f"c=1/fg2_0-1-0_{T1}.parquet").write_bytes(b"x")
+    assert list_partitions(tmp_path, True) == ["a=1/b=x", "a=1/b=y", "a=2/b=x", "c=1"]
     assert list_partitions(tmp_path, False) == [""]
+
+
+def test_object_store_partitions_follow_the_same_rule() -> None:
+    from hoodline.storage.ops import Entry
+    from hoodline.table.fs_view import _partition_folders
+
+    meta = Entry(".hoodie_partition_metadata", False, 10)
+    files = {
+        "day=1": [meta, Entry(f"fg1_0-1-0_{T1}.parquet", False, 10)],
+        "day=1/backup": [Entry("notes.txt", False, 3)],
+        "day=1/old": [Entry(f"fg1_0-1-0_{T1}.parquet", False, 10)],
+        "day=2": [meta],
+        "x": [Entry(f"fg3_0-1-0_{T1}.parquet", False, 10)],
+    }
+    assert _partition_folders(files) == ["day=1", "day=2", "x"]
 
 
 def test_foreign_parquet_and_duplicate_slices_raise(table: HudiTable) -> None:

@@ -39,17 +39,24 @@ def list_dir(folder: TablePath) -> list[Entry]:
         objects, folders = folder.listing()
         return [Entry(n, False, s, m) for n, s, m in objects] + [Entry(n, True) for n in folders]
     try:
-        with os.scandir(folder) as it:
-            out = []
-            for e in it:
+        it = os.scandir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    with it:
+        out = []
+        for e in it:
+            try:
                 if e.is_dir():
                     out.append(Entry(e.name, True))
                 else:
                     st = e.stat()
                     out.append(Entry(e.name, False, st.st_size, st.st_mtime))
-            return out
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+            except FileNotFoundError:
+                # deleted since the folder was read (a clean beside this listing): it is
+                # gone, the rest is not -- the whole folder was listed empty, and a reader
+                # lost a partition's rows without a word (chaos review)
+                continue
+        return out
 
 
 def list_names(folder: TablePath) -> list[str]:

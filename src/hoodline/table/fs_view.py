@@ -178,37 +178,49 @@ class FileGroup:
 
 def list_partitions(base_path: TablePath, partitioned: bool) -> list[str]:
     """Partition paths relative to ``base_path`` (``""`` for a non-partitioned table): the
-    leaf folders outside ``.hoodie`` (on an object store, from the keys under them, listed in
-    key order: see ``_object_files``)."""
+    folders outside ``.hoodie`` that hold ``.hoodie_partition_metadata`` (Java's rule: every
+    writer puts it there first), or Hudi data files when no folder above is a partition (tables
+    written without it). Any other folder is not the table's: a notebook's
+    ``.ipynb_checkpoints`` or someone's ``old/`` inside a partition made that partition's own
+    files disappear from the view, when partitions were the leaf folders (damaged-table
+    review). On an object store from the keys under them, listed in key order: see
+    ``_object_files``."""
     if not partitioned:
         return [""]
     if isinstance(base_path, ObjectPath):
         return _object_partitions(base_path)
     result: list[str] = []
 
-    def walk(rel: str) -> None:
-        here = base_path / rel if rel else base_path
-        try:
-            children = sorted(e.name for e in os.scandir(here) if e.is_dir())
-        except FileNotFoundError:
-            return
+    def walk(rel: str, in_partition: bool) -> None:
+        entries = list_dir(base_path / rel if rel else base_path)
+        children = sorted(e.name for e in entries if e.is_dir)
         if not rel:
             children = [c for c in children if c not in NON_PARTITION_DIRS]
-            for c in children:
-                walk(c)
-            return
-        if not children:
-            result.append(rel)
-            return
+        else:
+            names = [e.name for e in entries if not e.is_dir]
+            if _is_partition(names, in_partition):
+                result.append(rel)
+                in_partition = True
         for c in children:
-            walk(f"{rel}/{c}")
+            walk(f"{rel}/{c}" if rel else c, in_partition)
 
-    walk("")
+    walk("", False)
     return result
 
 
+def _is_partition(names: Iterable[str], in_partition: bool) -> bool:
+    """Whether a folder whose files are ``names`` is a partition (see :func:`list_partitions`);
+    ``in_partition``: a folder above it is one."""
+    names = list(names)
+    if any(n.startswith(PARTITION_METADATA_FILE) for n in names):
+        return True
+    return not in_partition and any(
+        n.endswith(BASE_FILE_EXTENSION) or (n.startswith(".") and LogFileName.parse(n))
+        for n in names)
+
+
 def _object_partitions(base_path: ObjectPath) -> list[str]:
-    return _leaf_folders(_object_files(base_path))
+    return _partition_folders(_object_files(base_path))
 
 
 def _object_files(base_path: ObjectPath) -> dict[str, list[Entry]]:
@@ -240,10 +252,14 @@ def _object_files(base_path: ObjectPath) -> dict[str, list[Entry]]:
     return files
 
 
-def _leaf_folders(files: dict[str, list[Entry]]) -> list[str]:
-    folders = set(files)
-    parents = {f.rsplit("/", i)[0] for f in folders for i in range(1, f.count("/") + 1)}
-    return sorted(folders - parents)
+def _partition_folders(files: dict[str, list[Entry]]) -> list[str]:
+    """The partitions among the folders of ``files`` (see :func:`list_partitions`)."""
+    out: list[str] = []
+    for folder in sorted(files):  # a folder sorts before the folders under it
+        above = any(folder.startswith(f"{p}/") for p in out)
+        if _is_partition((e.name for e in files[folder]), above):
+            out.append(folder)
+    return out
 
 
 def list_data_files(
@@ -262,7 +278,7 @@ def list_table_data_files(
     object store from one listing of the partition folders' keys, else folder by folder."""
     if partitioned and isinstance(base_path, ObjectPath):
         listed = _object_files(base_path)
-        return {part: _data_files(listed[part]) for part in _leaf_folders(listed)}
+        return {part: _data_files(listed[part]) for part in _partition_folders(listed)}
     return {part: list_data_files(base_path, part)
             for part in list_partitions(base_path, partitioned)}
 
