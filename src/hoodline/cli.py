@@ -484,6 +484,9 @@ def _warn_damage(table: HudiTable, view: FileSystemView) -> None:
     from hoodline.table.integrity import accepted_losses, find_damage
 
     damage = find_damage(view, accepted_losses(table.meta_path))
+    if damage:  # a writer's commit and clean between reading the timeline and the listing
+        # make an older version look missing (damaged-table re-review): look once more
+        damage = find_damage(table.fs_view(), accepted_losses(table.meta_path))
     for d in damage:
         err_console.print(f"warning: {d.describe()}", markup=False, highlight=False)
     if damage:

@@ -261,9 +261,9 @@ class Timeline:
         done = instant.with_state(State.COMPLETED)
         cached = self._metadata.get(done.file_name)
         if cached is None:
+            data = self.read_instant_bytes(done)  # gone (archived meanwhile): said as it is
             try:
-                cached = CommitMetadata.from_json_bytes(
-                    self.read_instant_bytes(done), source=str(self.path_of(done)))
+                cached = CommitMetadata.from_json_bytes(data, source=str(self.path_of(done)))
             except TimelineError as exc:
                 raise TimelineError(
                     f"{exc}. If {instant.action} {instant.timestamp} is the table's newest "
