@@ -36,9 +36,10 @@ next writer (:func:`finish_pending_compactions`) when it opens.
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,6 +86,8 @@ from hoodline.table.write.file_writer import (
 from hoodline.table.write.operation import WriteOperation
 from hoodline.table.write.options import WriteOptions
 from hoodline.table.write.records import FILE_NAME, RECORD_KEY
+
+log = logging.getLogger(__name__)
 
 
 def planned_slice(op: CompactionOperation) -> FileSlice:
@@ -313,7 +316,7 @@ def run_compaction(
     writer lost its lock meanwhile (paused past its expiry: the new holder finishes the plan),
     checked before the commit."""
     tl = table.timeline
-    operations = read_plan(tl, instant)
+    operations = _without_accepted_losses(table, read_plan(tl, instant))
     table.write_view()  # the slices the plan merges must hold what their commits recorded
     markers = Markers(table, instant.timestamp)
     for rel in markers.marked_files():  # a crashed attempt's files: written again below
@@ -354,6 +357,34 @@ def run_compaction(
     done = tl.complete(instant, metadata)
     markers.delete_all()
     return done
+
+
+def _without_accepted_losses(
+    table: HudiTable, operations: Sequence[CompactionOperation]
+) -> list[CompactionOperation]:
+    """The plan's operations without the files it names that are gone and whose loss was
+    accepted (``hoodline table accept-loss``): a plan made before the loss could neither run
+    ("disappeared while it was read") nor be rolled back (damaged-table re-review)."""
+    from hoodline.table.integrity import accepted_losses
+
+    lost = {path for path, _instant in accepted_losses(table.meta_path)}
+    if not lost:
+        return list(operations)
+    out = []
+    for op in operations:
+        def gone(name: str, part: str = op.partition_path) -> bool:
+            rel = f"{part}/{name}" if part else name
+            return rel in lost and not table.absolute(rel).exists()
+
+        logs = tuple(f for f in op.log_files if not gone(f))
+        base = "" if op.base_file and gone(op.base_file) else op.base_file
+        if (logs, base) != (op.log_files, op.base_file):
+            log.warning("compaction of file group %s in '%s' goes on without %d file(s) whose "
+                        "loss was accepted", op.file_id, op.partition_path,
+                        len(op.log_files) - len(logs) + (base != op.base_file))
+            op = replace(op, log_files=logs, base_file=base)
+        out.append(op)
+    return out
 
 
 def compact(
