@@ -334,6 +334,10 @@ def test_show_and_files_warn_about_a_lost_committed_file_and_accept_loss_goes_on
     assert wrong.exit_code == 1 and rel in wrong.output  # names what is damaged
     result = runner.invoke(app, ["table", "accept-loss", str(table.base_path), rel])
     assert result.exit_code == 0 and f"accepted the loss: '{rel}'" in result.output
+    assert "do not restore these files once a write went on" in result.output
+    # naming it again is no error (it said the file was not missing or shortened)
+    again = runner.invoke(app, ["table", "accept-loss", str(table.base_path), rel])
+    assert again.exit_code == 0 and "every file named was accepted before" in again.output
     shown = runner.invoke(app, ["table", "show", str(table.base_path)])
     assert "accept-loss" not in shown.output
 

@@ -750,6 +750,13 @@ def table_accept_loss(
         chosen = accept_loss(table.fs_view(), table.meta_path, files)
     for d in chosen:
         console.print(f"accepted the loss: {d.describe()}", markup=False, highlight=False)
+    if chosen:
+        console.print("do not restore these files once a write went on: a new log file may "
+                      "take a lost one's name (restore before accepting instead)",
+                      markup=False, highlight=False)
+    else:
+        console.print("nothing to accept: every file named was accepted before",
+                      markup=False, highlight=False)
 
 
 @contextmanager

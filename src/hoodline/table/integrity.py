@@ -166,6 +166,8 @@ def accept_loss(view: FileSystemView, meta_path: TablePath, paths: list[str]) ->
     entries = _entries(meta_path)
     accepted = frozenset((str(e["path"]), str(e["instant"])) for e in entries)
     damage = {d.file.path: d for d in find_damage(view, accepted)}
+    before = {str(e["path"]) for e in entries}
+    paths = [p for p in paths if p not in before or p in damage]  # accepted already: nothing to do
     unknown = [p for p in paths if p not in damage]
     if unknown:
         listed = ", ".join(f"'{p}'" for p in sorted(damage)) or "none"
