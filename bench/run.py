@@ -26,6 +26,7 @@ NAMES = (
     "jsonl_read",
     "s3_requests",
     "bloom_log_lookup",
+    "integrity_check",
 )
 
 
