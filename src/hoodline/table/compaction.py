@@ -308,16 +308,18 @@ def _conformed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def run_compaction(
     table: HudiTable, instant: Instant, options: WriteOptions, runner: TaskRunner | None = None,
-    holds_lock: Callable[[], None] = lambda: None,
+    holds_lock: Callable[[], None] = lambda: None, checked: bool = False,
 ) -> Instant:
     """Execute a requested or inflight compaction; returns its completed commit. ``runner``
     runs the file groups' tasks (default: threads, ``hoodline.write.threads``); a pipeline
     passes its engine's, so they run as one job on the workers. ``holds_lock`` raises when the
     writer lost its lock meanwhile (paused past its expiry: the new holder finishes the plan),
-    checked before the commit."""
+    checked before the commit. ``checked``: the plan was made just now from a checked view
+    (:func:`schedule_compaction`), so the slices are not listed and checked again."""
     tl = table.timeline
     operations = _without_accepted_losses(table, read_plan(tl, instant))
-    table.write_view()  # the slices the plan merges must hold what their commits recorded
+    if not checked:
+        table.write_view()  # the slices the plan merges must hold what their commits recorded
     markers = Markers(table, instant.timestamp)
     for rel in markers.marked_files():  # a crashed attempt's files: written again below
         (table.base_path / rel).unlink(missing_ok=True)
@@ -402,7 +404,7 @@ def compact(
     requested = schedule_compaction(table, due_logs, log_size_ratio, max_log_files)
     if requested is None:
         return None
-    return run_compaction(table, requested, options, runner, holds_lock)
+    return run_compaction(table, requested, options, runner, holds_lock, checked=True)
 
 
 def finish_pending_compactions(

@@ -596,16 +596,17 @@ def _read_properties(
     """The table's properties and the file they came from (see :func:`read_table_config`)."""
     path = properties_path(base_path)
     backup = path.parent / BACKUP_FILE
-    problem = _properties_problem(path)
-    if problem is None:
-        return loads_properties(path.read_text(encoding="utf-8")), path
+    problem = _load_properties(path)
+    if isinstance(problem, dict):
+        return problem, path
     if isinstance(path, ObjectPath) and problem == "does not exist":
         path.check_bucket()  # a missing bucket says so (StorageError), not "no table"
-    if _properties_problem(backup) is None:
+    copy = _load_properties(backup)
+    if isinstance(copy, dict):
         log.warning("'%s' %s; the table's configuration is read from '%s' (the copy Java Hudi "
                     "keeps while it changes the file), and the next change of the "
                     "configuration writes '%s' again", path, problem, backup, PROPERTIES_FILE)
-        return loads_properties(backup.read_text(encoding="utf-8")), backup
+        return copy, backup
     if problem != "does not exist":
         raise TableError(
             f"'{path}' {problem}, and there is no readable '{BACKUP_FILE}' beside it: the "
@@ -626,8 +627,8 @@ def _read_properties(
     )
 
 
-def _properties_problem(path: TablePath) -> str | None:
-    """What makes ``path`` unusable as the table's properties, or None."""
+def _load_properties(path: TablePath) -> dict[str, str] | str:
+    """The properties in ``path``, or what makes it unusable as the table's properties."""
     if not path.is_file():
         return "does not exist"
     try:
@@ -640,7 +641,7 @@ def _properties_problem(path: TablePath) -> str | None:
         table_checksum(props[K_NAME], props.get(K_DATABASE, ""))
     ):
         return f"is damaged ('{K_CHECKSUM}' does not match the table's name)"
-    return None
+    return props
 
 
 def _timeline_files(meta: TablePath) -> int:
