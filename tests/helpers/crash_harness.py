@@ -241,9 +241,10 @@ class PipelineProcess:
             time.sleep(0.1)
 
 
-def spark_running_tasks(ui_port: int) -> int:
-    """Tasks running right now in the Spark application whose UI listens on ``ui_port``
-    (REST API of the driver; 0 when the UI is not up yet)."""
+def spark_executors(ui_port: int) -> list[dict[str, object]]:
+    """Every executor (live or removed, not the driver) of the Spark application whose UI
+    listens on ``ui_port``, as its REST API describes them (``id``, ``isActive``,
+    ``activeTasks``, ``removeReason``...); [] when the UI is not up yet."""
     import urllib.request
 
     base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
@@ -251,13 +252,12 @@ def spark_running_tasks(ui_port: int) -> int:
         with urllib.request.urlopen(base, timeout=2) as resp:
             apps = json.loads(resp.read())
         if not apps:
-            return 0
-        url = f"{base}/{apps[0]['id']}/stages?status=active"
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            stages = json.loads(resp.read())
+            return []
+        with urllib.request.urlopen(f"{base}/{apps[0]['id']}/allexecutors", timeout=2) as resp:
+            executors = json.loads(resp.read())
     except (OSError, ValueError):
-        return 0
-    return sum(int(st.get("numActiveTasks", 0)) for st in stages)
+        return []
+    return [e for e in executors if e.get("id") != "driver"]
 
 
 # -- table checks -------------------------------------------------------------------------------

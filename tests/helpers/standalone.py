@@ -140,6 +140,15 @@ class StandaloneCluster:
         return [p for p in self.worker(i).pids()
                 if "CoarseGrainedExecutorBackend" in cmdline(p)]
 
+    def executor_ids(self, i: int) -> list[str]:
+        """Spark's ids (``--executor-id``) of the executor JVMs worker ``i`` runs."""
+        ids = []
+        for pid in self.executor_pids(i):
+            args = cmdline(pid).split()
+            if "--executor-id" in args[:-1]:
+                ids.append(args[args.index("--executor-id") + 1])
+        return ids
+
     def kill_worker(self, i: int) -> None:
         """SIGKILL worker ``i``, its executors and their Python workers."""
         self.worker(i).kill()
