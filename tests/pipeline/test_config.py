@@ -366,6 +366,16 @@ def test_avro_format_refusals_name_what_to_fix() -> None:
         config_from_dict(files)
 
 
+def test_a_file_source_is_described_by_its_own_format_not_the_message_format() -> None:
+    doc = {"source": {"type": "files", "options": {"path": "/tmp/in", "format": "csv"}},
+           "table": {"path": "/tmp/t", "record-key": ["id"]}, "schema": {"id": "int64"}}
+    shown = config_from_dict(doc).describe()
+    assert shown["source.options.format"] == "csv"
+    # the message format's default 'json' read as if the CSV files were taken for JSON
+    assert "source.format" not in shown
+    assert parse_config(FULL).describe()["source.format"] == "json"
+
+
 def test_the_file_sources_schema_option_points_a_pipeline_to_its_schema_section() -> None:
     doc = {"source": {"type": "files", "options": {"path": "/tmp/in", "format": "jsonl",
                                                     "schema": "id int64"}},

@@ -517,10 +517,11 @@ class PipelineConfig:
 
     def describe(self) -> dict[str, object]:
         """Flat ``section.key -> value`` view for logs/CLI, secrets masked."""
-        out: dict[str, object] = {
-            SOURCE_TYPE.key: self.source.type.config_text,
-            SOURCE_FORMAT.key: self.source.format.config_text,
-        }
+        out: dict[str, object] = {SOURCE_TYPE.key: self.source.type.config_text}
+        if self.source.type is not SourceType.FILES or self.source.format is not SourceFormat.JSON:
+            # a file source's format is its own option; the default message format would read
+            # as if its CSV or Parquet files were taken for JSON
+            out[SOURCE_FORMAT.key] = self.source.format.config_text
         if self.source.format.uses_registry:
             out[SCHEMA_SUBJECT.key] = self.source.schema_subject or "<topic>-value"
             out[SCHEMA_VERSION.key] = (str(self.source.schema_version)
