@@ -97,3 +97,48 @@ def test_bulk_insert_writes_every_record_unless_combining(
         assert all(r["ts"] == latest[r["id"]] for r in snap)
     else:
         assert sorted(r["id"] for r in snap) == sorted(ids)
+
+
+def _produce(bs: str, topic: str, ids: range, ts: int,
+             model: dict[int, dict[str, object]]) -> None:
+    with ExactEndProducer(bs) as prod:
+        for i in ids:
+            rec = {"id": i, "name": f"{topic}-{ts}", "region": region(i), "ts": ts,
+                   "deleted": False}
+            prod.produce(topic, i % 2, json.dumps(rec).encode())
+            model[i] = rec
+
+
+def test_a_topic_list_gains_and_loses_topics_and_each_record_is_read_once(
+    spark: HoodlineSpark, broker: EmbeddedBroker, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Day two: a topic added to a pipeline's list is read from its start into the same table,
+    the positions of the topics it kept go on (nothing read twice); a topic taken out is no
+    longer read. It was refused: a table could only ever be fed by its first topic list."""
+    bs = broker.bootstrap_servers
+    a, b = create_topic(bs, unique("sub-a"), 2), create_topic(bs, unique("sub-b"), 2)
+    table, model = tmp_path / "t", {}
+    _produce(bs, a, range(0, 40), 1, model)
+    _produce(bs, b, range(1000, 1030), 1, model)  # before b joins: read all the same
+    with Pipeline(kafka_config(table, bs, a), SparkEngine(spark)) as p:
+        assert p.run(once=True).records_read == 40
+    _produce(bs, a, range(0, 10), 2, model)
+    with caplog.at_level("WARNING", logger="hoodline"):
+        with Pipeline(kafka_config(table, bs, f"{a},{b}"), SparkEngine(spark)) as p:
+            assert p.run(once=True).records_read == 10 + 30  # a's new ones, all of b
+    assert f"topic(s) {b} joined it and are read from their earliest offset" in caplog.text
+    assert table_rows(table) == model
+    caplog.clear()
+    _produce(bs, a, range(20, 30), 3, {})  # after a left: never read
+    _produce(bs, b, range(1000, 1005), 3, model)
+    with caplog.at_level("WARNING", logger="hoodline"):
+        with Pipeline(kafka_config(table, bs, b), SparkEngine(spark)) as p:
+            assert p.run(once=True).records_read == 5
+    assert f"topic(s) {a} left it: their positions are dropped" in caplog.text
+    assert table_rows(table) == model
+    # a list sharing no topic with the table's is still refused
+    with Pipeline(kafka_config(table, bs, a), SparkEngine(spark)) as p:
+        with pytest.raises(CheckpointMismatchError, match="keeping at least one"):
+            p.run(once=True)
+    assert table_rows(table) == model

@@ -306,7 +306,10 @@ class RoundDriver:
                     "scan.startup.mode = 'specific-offsets' (or the file source's start) at "
                     "where it stopped", cfg.table.path)
             if restored is not None:
-                restored.check_compatible(plugin.name, plugin.identity, cfg.table.path)
+                changed = restored.check_compatible(plugin.name, plugin.identity,
+                                                    cfg.table.path, plugin.identity_change)
+                if changed is not None:
+                    log.warning("table '%s': %s", cfg.table.path, changed)
                 plugin.restored(metadata)
             operation = cfg.table.operation
             source_schema = plugin.table_schema(cfg)

@@ -198,6 +198,12 @@ class SourcePlugin(ABC):
         """What must not change between runs for stored positions to mean the same records
         (Kafka: the subscription; files: the root directory and format). No secrets."""
 
+    def identity_change(self, stored: str) -> str | None:
+        """Whether positions a table stored under identity ``stored`` (another than
+        :attr:`identity`) still apply to this source: ``None`` = they do not and the run is
+        refused; else what changed, which the run names in a warning. Default: none do."""
+        return None
+
     @abstractmethod
     def table_schema(self, config: PipelineConfig) -> pa.Schema:
         """The record schema the table gets (the declared one, or the connector's raw one)."""

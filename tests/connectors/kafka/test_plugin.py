@@ -4,6 +4,7 @@ error table says about messages that cannot become records or deletes."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -176,3 +177,55 @@ def test_partitions_the_brokers_list_but_cannot_answer_for_yet_fail_the_round_re
     with pytest.raises(KafkaSourceError) as info:
         plugin._ends(tps)
     assert not is_retryable(info.value)
+
+
+@pytest.mark.parametrize(("stored", "now", "says"), [
+    ("topics:a,b", "a,c", ["topic(s) c joined it", "topic(s) b left it"]),
+    ("topics:a", "a,b", ["topic(s) b joined it"]),
+    ("topics:a,b", "b", ["topic(s) a left it: their positions are dropped"]),
+])
+def test_a_topic_list_may_gain_and_lose_topics_keeping_one(
+    stored: str, now: str, says: list[str]
+) -> None:
+    from hoodline.connectors.kafka.plugin import KafkaPlugin
+    from tests.helpers.pipeline_stream import kafka_config
+
+    plugin = KafkaPlugin.from_config(kafka_config(Path("/nonexistent"), "127.0.0.1:9", now))
+    note = plugin.identity_change(stored)
+    assert note is not None
+    for text in says:
+        assert text in note, note
+    assert ("joined" in note) == ("joined" in " ".join(says))
+    assert ("left" in note) == ("left" in " ".join(says))
+
+
+@pytest.mark.parametrize(("stored", "options"), [
+    ("topics:a,b", {"topic": "c"}),  # shares nothing: more likely another pipeline's table
+    ("pattern:a.*", {"topic": "a"}),
+    ("topics:a", {"topic-pattern": "a.*"}),
+    ("pattern:a.*", {"topic-pattern": "[ab].*"}),
+    ("partitions:a:0", {"topic": "a"}),
+])
+def test_other_subscription_changes_are_not_accepted(
+    stored: str, options: dict[str, str]
+) -> None:
+    from hoodline.connectors.kafka.plugin import KafkaPlugin
+    from hoodline.pipeline.config import config_from_dict
+
+    cfg = config_from_dict({
+        "source": {"type": "kafka", "options": {
+            **options, "properties": {"bootstrap.servers": "127.0.0.1:9"}}},
+        "table": {"path": "/nonexistent", "record-key": ["id"]}, "schema": {"id": "int64"}})
+    assert KafkaPlugin.from_config(cfg).identity_change(stored) is None
+
+
+def test_a_partition_list_may_gain_and_lose_partitions() -> None:
+    from hoodline.connectors.kafka.plugin import KafkaPlugin
+    from hoodline.pipeline.config import config_from_dict
+
+    cfg = config_from_dict({
+        "source": {"type": "kafka", "options": {
+            "partitions": "a:0,a:2", "properties": {"bootstrap.servers": "127.0.0.1:9"}}},
+        "table": {"path": "/nonexistent", "record-key": ["id"]}, "schema": {"id": "int64"}})
+    note = KafkaPlugin.from_config(cfg).identity_change("partitions:a:0,a:1")
+    assert note is not None and "partition(s) a:2 joined" in note and "a:1 left" in note

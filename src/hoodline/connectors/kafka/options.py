@@ -44,12 +44,14 @@ TOPIC = option(
     tuple,
     (),
     "Topics to read (list or comma-separated). Exactly one of 'topic', 'topic-pattern' and "
-    "'partitions' must be set. A table keeps the subscription its first commit was read with "
-    "(the positions in its checkpoint are of those topics): a pipeline that subscribes "
-    "otherwise (another topic list, a pattern instead) is refused; write it to a new table "
-    "(`hoodline table show` lists the old table's next offsets, for the new pipeline's "
-    "'scan.startup.specific-offsets'). To take in topics created later, subscribe with "
-    "'topic-pattern'.",
+    "'partitions' must be set. A table's checkpoint holds positions of the topics it was "
+    "read from. The list may gain and lose topics between runs, keeping at least one: a run "
+    "names the change in a warning, reads a topic that joined from its earliest offset, and "
+    "drops the positions of one that left (its unread records stay unread). Any other change "
+    "(a list sharing no topic with the stored one, a pattern instead) is refused; write it to a "
+    "new table (`hoodline table show` lists the old table's next offsets, for the new "
+    "pipeline's 'scan.startup.specific-offsets'). To take in topics created later without "
+    "changing the pipeline, subscribe with 'topic-pattern'.",
 )
 TOPIC_PATTERN = option(
     "topic-pattern",
@@ -61,14 +63,15 @@ TOPIC_PATTERN = option(
     "picked up by partition discovery and read from their earliest offset. A matching topic "
     "that is deleted stops being read, with a warning naming the offsets its partitions were "
     "read up to (a topic named by 'topic' that is deleted stops the pipeline instead). The "
-    "pattern itself is kept by the table, as 'topic' is.",
+    "pattern itself is kept by the table: a pipeline with another pattern or a topic list is "
+    "refused.",
 )
 PARTITIONS = option(
     "partitions",
     tuple,
     (),
-    "Explicit partitions to read, as 'topic:partition' items (list or comma-separated). Kept by "
-    "the table, as 'topic' is.",
+    "Explicit partitions to read, as 'topic:partition' items (list or comma-separated). The "
+    "list may gain and lose partitions between runs, as 'topic' may topics.",
 )
 STARTUP_MODE = option(
     "scan.startup.mode",

@@ -517,6 +517,32 @@ class KafkaPlugin(SourcePlugin):
         parts = sorted(f"{tp.topic}:{tp.partition}" for tp in sub.partitions or ())
         return "partitions:" + ",".join(parts)
 
+    def identity_change(self, stored: str) -> str | None:
+        """A topic list that gains or loses topics (or a partition list partitions) and keeps
+        at least one: the enumerator drops the positions of what left the subscription
+        (FLIP-537's removed topics) and reads what joined it from the earliest offset, as any
+        partition found after the first discovery. Anything else (a pattern, a list sharing
+        nothing with the stored one, which is more likely another pipeline's table) is refused."""
+        kind, _, items = stored.partition(":")
+        new_kind, _, new_items = self.identity.partition(":")
+        if kind != new_kind or kind not in ("topics", "partitions"):
+            return None
+        old, new = set(items.split(",")) - {""}, set(new_items.split(",")) - {""}
+        if not old & new:
+            return None
+        noun = "topic" if kind == "topics" else "partition"
+        changes = []
+        if added := sorted(new - old):
+            changes.append(f"{noun}(s) {', '.join(added)} joined it and are read from their "
+                           "earliest offset")
+        if removed := sorted(old - new):
+            changes.append(
+                f"{noun}(s) {', '.join(removed)} left it: their positions are dropped and "
+                "records not read yet stay unread (named again later, they are read from "
+                "their earliest offset)")
+        return ("the Kafka subscription changed since the table's last checkpoint: "
+                + "; ".join(changes))
+
     def preflight(self) -> None:
         """librdkafka takes the readers' consumer properties (no broker is asked)."""
         check_consumer_properties(self.source.config)
