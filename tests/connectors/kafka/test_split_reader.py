@@ -297,6 +297,26 @@ def test_out_of_range_earliest_skips_with_warning(caplog: pytest.LogCaptureFixtu
     assert nexts == {"t-3": 110}
 
 
+def test_out_of_range_earliest_whose_lookup_fails_is_retried_not_refused() -> None:
+    """The earliest offset's lookup failed silently and the round stopped for good with
+    'set offsets.out-of-range to earliest', which was set (code review)."""
+    from hoodline.errors import FetchError
+
+    fake = FakeConsumer({("t", 3): list(range(100, 120))}, {("t", 3): 100})
+
+    def timed_out(tp: Any, timeout: float, cached: bool = False) -> tuple[int, int]:
+        raise RuntimeError("KafkaError{code=_TIMED_OUT}")
+
+    fake.get_watermark_offsets = timed_out  # type: ignore[method-assign]
+    reader = KafkaPartitionSplitReader(
+        config(**{"offsets.out-of-range": "earliest"}), consumer_factory=fake
+    )
+    reader.handle_splits_changes(SplitsAddition([KafkaPartitionSplit("t", 3, 40, 110)]))
+    with pytest.raises(FetchError, match=r"could not be looked up .*_TIMED_OUT") as err:
+        drain(reader)
+    assert err.value.retryable
+
+
 def test_outage_is_retried_then_fails_with_clear_error(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     fake = FakeConsumer({("t", 0): [0, 1]}, {})

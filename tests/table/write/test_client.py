@@ -426,6 +426,34 @@ def test_failure_mid_write_rolls_the_instant_back(
     check_all(table)
 
 
+def test_a_failed_write_whose_rollback_fails_says_so_and_raises_the_writes_error(
+    new_table: Callable[..., HudiTable],
+    client_for: Callable[..., WriteClient],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The rollback's failure was swallowed without a word (code review)."""
+    from hoodline.table.write import client as client_module
+
+    table = new_table("BUCKET")
+    client = client_for(table, SMALL_FILES)
+
+    def failing_write(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk full")
+
+    def failing_rollback(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(client_module, "write_file_groups", failing_write)
+    monkeypatch.setattr(client_module, "rollback_instant", failing_rollback)
+    with caplog.at_level("WARNING", logger="hoodline"), pytest.raises(OSError, match="disk full"):
+        client.insert(rows(list(range(10)), region=["eu", "us"] * 5))
+    table.timeline.reload()
+    assert table.timeline.pending(), "the instant left behind is pending"
+    assert "could not be rolled back (OSError: read-only file system)" in caplog.text
+    assert "hoodline table rollback" in caplog.text
+
+
 def test_bloom_index_without_footer_keys_still_finds_existing_keys(
     new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
 ) -> None:

@@ -444,7 +444,14 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
         if name in _OUT_OF_RANGE_CODES and sid is not None:
             split = self._splits[sid]
             offset = self._next[sid]
-            earliest = self._earliest(split)
+            earliest, lookup_error = self._earliest(split)
+            if (earliest is None
+                    and self._config.offsets_out_of_range is OffsetsOutOfRange.EARLIEST):
+                # the refusal below would ask for 'earliest', which is set: try the round again
+                raise FetchError(
+                    f"offset {offset} of {split.topic}-{split.partition} is out of range and "
+                    f"its earliest available offset could not be looked up "
+                    f"({lookup_error}); the round is tried again")
             new_start = self._out_of_range(split.topic, split.partition, offset, earliest)
             self._reposition(sid, new_start)
             return
@@ -455,16 +462,17 @@ class KafkaPartitionSplitReader(SplitReader[KafkaFetch, KafkaPartitionSplit]):
             )
         log.warning("Kafka consumer error on %s-%s: %s", m.topic(), m.partition(), err)
 
-    def _earliest(self, split: KafkaPartitionSplit) -> int | None:
+    def _earliest(self, split: KafkaPartitionSplit) -> tuple[int | None, str]:
+        """The partition's earliest available offset, or None and why it is not known."""
         from confluent_kafka import TopicPartition as CTP
 
         try:
             low, _ = self._consumer.get_watermark_offsets(
                 CTP(split.topic, split.partition), timeout=10.0
             )
-            return int(low)
-        except Exception:
-            return None
+            return int(low), ""
+        except Exception as exc:  # librdkafka's KafkaException, timeouts
+            return None, f"{type(exc).__name__}: {exc}"
 
     def _reposition(self, sid: str, offset: int) -> None:
         from confluent_kafka import TopicPartition as CTP

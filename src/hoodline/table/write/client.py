@@ -625,8 +625,13 @@ class WriteClient:
             inst = self.table.timeline.find(ts, self.table.write_action)
             if inst is not None and inst.state is not State.COMPLETED:
                 rollback_instant(self.table, inst)
-        except Exception:
-            pass
+        except Exception as exc:  # the write's own error is the one raised
+            # the next writer to open the table rolls it back; say so, the write's error
+            # follows (it was silent: code review)
+            log.warning("the failed instant %s of '%s' could not be rolled back (%s: %s); "
+                        "the next write to the table rolls it back, or run `hoodline table "
+                        "rollback %s`", ts, self.table.base_path, type(exc).__name__, exc,
+                        self.table.base_path)
         return None
 
     @staticmethod
