@@ -115,3 +115,16 @@ def test_allowed_values_are_written_as_in_configuration() -> None:
     assert WARM.allowed_values() == ("red",)
     assert MODE.allowed_values() == ("hash", "round-robin")
     assert SIZE.allowed_values() is None
+
+
+@pytest.mark.parametrize("raw", [float("nan"), float("inf"), "nan", "-inf"])
+def test_a_number_option_refuses_nan_and_infinity(raw: object) -> None:
+    """TOML's nan passed every range check: a broker-outage timeout of nan never ran out and
+    the outage was retried forever (code review)."""
+    from hoodline.config.units import Duration
+
+    for opt in (option("t", float, 1.0, "d", minimum=0), option("d", Duration, Duration(1), "d")):
+        if isinstance(raw, str) and opt.type is Duration:
+            continue  # a duration's text never reads as nan: refused as not a duration
+        with pytest.raises(ConfigError, match=f"option '{opt.key}' has invalid value .*finite"):
+            opt.convert(raw)

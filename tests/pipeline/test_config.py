@@ -344,6 +344,8 @@ def test_avro_format_registry_options_subject_and_version() -> None:
     assert (pinned.source.schema_subject, pinned.source.schema_version) == ("orders-v", 3)
     with pytest.raises(ConfigError, match=r"source\.schema-version"):
         config_from_dict(_avro_doc(**{"schema-version": "newest"}))
+    with pytest.raises(ConfigError, match=r"source\.schema-version"):  # int() refuses it
+        config_from_dict(_avro_doc(**{"schema-version": "\u00b2"}))
 
 
 def test_avro_format_refusals_name_what_to_fix() -> None:

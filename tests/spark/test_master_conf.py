@@ -179,6 +179,7 @@ def test_standalone_master_addresses_and_reachability() -> None:
 
     assert standalone_addresses("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
     assert standalone_addresses("local[2]") == [] and unreachable_master("yarn") is None
+    assert standalone_addresses("spark://h1:\u00b2") == []  # int() refuses it
     with socket.socket() as listening:  # one of a standby list answers: reachable
         listening.bind(("127.0.0.1", 0))
         listening.listen()

@@ -15,6 +15,7 @@ members, written as its text (``"BLOOM"``); an invalid value is refused with the
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
@@ -48,6 +49,12 @@ class ConfigOption(Generic[T]):
     def convert(self, raw: object) -> T:
         """Convert ``raw`` (from TOML, CLI strings or Python) to this option's type and check it."""
         value = self._coerce(raw)
+        if isinstance(value, float) and not math.isfinite(value):
+            # TOML's nan and inf: nan passed every range check (a timeout that never ran out)
+            raise ConfigError(
+                f"option '{self.key}' has invalid value {self._show(raw)}; must be a finite "
+                "number"
+            )
         if self.choices is not None and value not in self.choices:
             allowed = ", ".join(repr(c) for c in self.allowed_values() or ())
             raise ConfigError(

@@ -191,7 +191,7 @@ SCHEMA_VERSION = option(
     "With a Schema Registry format: `latest` (the table follows the subject's newest version: a "
     "compatible new version adds its fields to the table in the next commit) or a version "
     "number to pin.",
-    validator=lambda v: None if v == "latest" or (v.isdigit() and int(v) > 0)
+    validator=lambda v: None if v == "latest" or (v.isascii() and v.isdigit() and int(v) > 0)
     else "give 'latest' or a version number (1, 2, ...)",
 )
 

@@ -81,7 +81,7 @@ def standalone_addresses(url: str) -> list[tuple[str, int]]:
     out = []
     for part in url.removeprefix("spark://").split(","):
         host, _, port = part.strip().rpartition(":")
-        if host and port.isdigit():
+        if host and port.isascii() and port.isdigit():
             out.append((host.strip("[]"), int(port)))
     return out
 

@@ -67,6 +67,15 @@ def test_defaults() -> None:
         ({}, "exactly one"),
         ({"topic-pattern": "(unclosed"}, "topic-pattern"),
         ({"partitions": "a:x"}, "partitions"),
+        # '²' is a digit to str.isdigit but not to int(): a bare ValueError (code review)
+        ({"partitions": "a:\u00b2"}, "partitions"),
+        ({"topic": "a", "scan.startup.mode": "specific-offsets",
+          "scan.startup.specific-offsets": "a:0:\u00b2"}, "scan.startup.specific-offsets"),
+        # the offset was cut off and the form named 'topic:partition' (code review)
+        ({"topic": "a", "scan.startup.mode": "specific-offsets",
+          "scan.startup.specific-offsets": "a:-3:5"},
+         "invalid item 'a:-3:5'; expected 'topic:partition:offset' with a non-negative "
+         "partition and offset"),
         ({"topic": "bad topic!"}, "topic"),
         ({"topic": "a", "scan.split-assigners": "hash"}, "unknown option 'scan.split-assigners'"),
     ],

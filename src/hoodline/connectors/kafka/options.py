@@ -222,25 +222,40 @@ ALL_OPTIONS: tuple[ConfigOption[Any], ...] = (
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
-def _parse_partition(opt: ConfigOption[Any], item: str) -> TopicPartition:
+def _number(text: str) -> int | None:
+    """A non-negative decimal number written in ASCII digits (``str.isdigit`` also takes
+    '²', which ``int`` refuses), else None."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _split_partition(item: str) -> TopicPartition | None:
     topic, sep, part = item.rpartition(":")
-    if not sep or not _TOPIC_RE.match(topic) or not part.strip().isdigit():
+    number = _number(part)
+    return TopicPartition(topic, number) if sep and _TOPIC_RE.match(topic) and number is not None \
+        else None
+
+
+def _parse_partition(opt: ConfigOption[Any], item: str) -> TopicPartition:
+    tp = _split_partition(item)
+    if tp is None:
         raise ConfigError(
             f"option '{opt.key}' has invalid item {item!r}; expected 'topic:partition'"
         )
-    return TopicPartition(topic, int(part))
+    return tp
 
 
 def _parse_offsets(opt: ConfigOption[Any], items: tuple[str, ...]) -> dict[TopicPartition, int]:
     out: dict[TopicPartition, int] = {}
     for item in items:
         head, sep, off = str(item).rpartition(":")
-        if not sep or not off.strip().isdigit():
+        tp, offset = _split_partition(head), _number(off)
+        if not sep or tp is None or offset is None:
             raise ConfigError(
                 f"option '{opt.key}' has invalid item {item!r}; expected 'topic:partition:offset' "
-                f"with a non-negative offset"
+                f"with a non-negative partition and offset"
             )
-        out[_parse_partition(opt, head)] = int(off)
+        out[tp] = offset
     return out
 
 
