@@ -90,12 +90,6 @@ class StreamTotals:
     def messages(self) -> int:
         return self.insert + self.update + self.delete + self.tombstone + self.malformed
 
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "insert": self.insert, "update": self.update, "delete": self.delete,
-            "tombstone": self.tombstone, "malformed": self.malformed,
-        }
-
 
 def _region(key: int) -> str:
     return REGIONS[key % len(REGIONS)]

@@ -56,8 +56,6 @@ NULL_VALUE = "null_value"
 #: a partition value the table's key generator cannot read as a time
 UNREADABLE_PARTITION = "unreadable_partition"
 
-REASONS = (UNPARSEABLE, NOT_OBJECT, WRONG_TYPE, MISSING_KEY, NULL_VALUE, UNREADABLE_PARTITION)
-
 _OBJECT_SHAPE = r"^[ \t\r\n]*\{(?s:.*)\}[ \t\r\n]*$"
 _MIN_BLOCK = 1 << 20
 _FANOUT = 8

@@ -91,7 +91,6 @@ class ProgressTotals:
     error_records: int = 0
     files_written: int = 0
     retries: int = 0
-    busy_seconds: float = 0.0
 
     def add(self, r: RoundLike) -> None:
         self.rounds += 1
@@ -102,7 +101,6 @@ class ProgressTotals:
         self.error_records += r.error_records
         self.files_written += r.files_written
         self.retries += r.retries
-        self.busy_seconds += r.duration_seconds
 
 
 def _total_lag(lag: Mapping[str, int]) -> int:

@@ -328,12 +328,6 @@ class SourceCoordinator(Generic[SplitT, CheckpointT]):
         self._tracker.on_checkpoint_complete(checkpoint_id)
         self.enumerator.notify_checkpoint_complete(checkpoint_id)
 
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        """Checkpoint ``checkpoint_id`` will not complete (its assignments stay tracked)."""
-        if checkpoint_id in self._pending_checkpoints:
-            self._pending_checkpoints.discard(checkpoint_id)
-            self._aborted_checkpoints.add(checkpoint_id)
-
     def __repr__(self) -> str:
         readers: Any = sorted(self._context.registered_readers())
         return (

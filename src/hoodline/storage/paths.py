@@ -565,9 +565,6 @@ class ObjectPath:
     def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
         """Nothing to do: an object store has no folders."""
 
-    def rmdir(self) -> None:
-        """Nothing to do: an object store has no folders."""
-
     def listing(self) -> tuple[list[tuple[str, int, float]], list[str]]:
         """(name, size, mtime) of the objects directly under this "folder", and the names of
         its sub-folders."""
@@ -639,7 +636,3 @@ def parse_location(
         raise ConfigError(f"table location {text!r} names no bucket")
     root = ObjectRoot(scheme, bucket, tuple(sorted((options or {}).items())))
     return ObjectPath(root) / key if key.strip("/") else ObjectPath(root)
-
-
-def is_object_path(path: object) -> bool:
-    return isinstance(path, ObjectPath)

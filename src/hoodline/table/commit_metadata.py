@@ -32,20 +32,6 @@ PIPELINE_CHECKPOINT_KEY = "hoodline.checkpoint"
 CHECKPOINT_KEYS = (PIPELINE_CHECKPOINT_KEY, "streamer.checkpoint.key",
                    "deltastreamer.checkpoint.key")
 
-#: Operation types as Hudi spells them (``WriteOperationType``).
-OPERATION_TYPES: tuple[str, ...] = (
-    "INSERT",
-    "UPSERT",
-    "DELETE",
-    "BULK_INSERT",
-    "INSERT_OVERWRITE",
-    "INSERT_OVERWRITE_TABLE",
-    "DELETE_PARTITION",
-    "CLUSTER",
-    "COMPACT",
-    "UNKNOWN",
-)
-
 
 @dataclass
 class WriteStat:
@@ -71,10 +57,6 @@ class WriteStat:
     #: compaction: log files and records merged
     total_log_files_compacted: int = 0
     total_log_records: int = 0
-
-    @property
-    def is_delta(self) -> bool:
-        return self.log_version is not None
 
     def to_dict(self) -> dict[str, Any]:
         body = self._base_dict()

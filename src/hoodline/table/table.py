@@ -130,10 +130,6 @@ class HudiTable:
         check_writable(view, self.meta_path)
         return view
 
-    @property
-    def on_object_store(self) -> bool:
-        return isinstance(self.base_path, ObjectPath)
-
     def absolute(self, relative_path: str) -> TablePath:
         return self.base_path / relative_path
 

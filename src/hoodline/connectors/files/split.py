@@ -62,11 +62,6 @@ class FileSourceSplit:
         """Bytes of the file this split covers (at least 1: an empty file still costs)."""
         return max(1, self.end - self.start)
 
-    @property
-    def file_key(self) -> tuple[str, int, int]:
-        """(path, size, mtime_ns): identifies the file version the split was cut from."""
-        return (self.path, self.size, self.mtime_ns)
-
     def describe(self) -> str:
         """Human-readable location for error messages."""
         if self.kind is SplitKind.FILE:

@@ -22,6 +22,7 @@ Python call per record.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -61,6 +62,8 @@ from hoodline.table.write.records import (
 )
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,7 @@ LOG_KEYS: _PathCache[list[tuple[str, pa.Array]]] = _PathCache(
 
 @dataclass
 class LookupStats:
-    """Counters of one lookup, to see how well footers prune (for tests and logs)."""
+    """Counters of one lookup, to see how well footers prune (logged at debug level)."""
 
     files_considered: int = 0
     files_read: int = 0
@@ -245,7 +248,6 @@ class BloomIndex:
     def __init__(self, base_path: str | TablePath, threads: int = 1) -> None:
         self.base_path = parse_location(base_path)
         self.threads = threads
-        self.last_stats = LookupStats()
 
     def tag(self, records: pa.Table, view: FileSystemView, dictionary: bool = False) -> pa.Table:
         """``records`` + ``_hoodline_file_id`` (null where the key is not in the table; strings,
@@ -272,7 +274,7 @@ class BloomIndex:
                 stats.files_read += part.stats.files_read
                 stats.keys_checked_exactly += part.stats.keys_checked_exactly
                 stats.log_files_read += part.stats.log_files_read
-        self.last_stats = stats
+        log.debug("bloom index lookup of %d keys: %s", n, stats)
         col = file_id_column(found, file_ids, dictionary)
         if FILE_ID in records.schema.names:
             records = records.drop_columns([FILE_ID])

@@ -55,10 +55,6 @@ class KeyGenerator:
             settings = tuple(sorted(timestamp_settings(config.extra).items()))
             self._timestamp = _timestamp_options(settings, config.name)
 
-    @property
-    def is_complex(self) -> bool:
-        return len(self.config.record_key_fields) > 1
-
     def record_keys(self, batch: Batch) -> pa.Array | pa.ChunkedArray:
         fields = self.config.record_key_fields
         if len(fields) == 1 and not self._single_key_with_name():

@@ -56,12 +56,6 @@ def as_table(batch: Batch) -> pa.Table:
     )
 
 
-def data_column_names(table: pa.Table | pa.Schema) -> list[str]:
-    """Columns that are neither Hudi meta columns nor hoodline-internal ones."""
-    names = table.names if isinstance(table, pa.Schema) else table.schema.names
-    return [n for n in names if n not in META_COLUMNS and n not in INTERNAL_COLUMNS]
-
-
 def group_slices(codes: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
     """Stable order grouping equal ``codes`` together, and ``(code, start, stop)`` per group
     (groups in ascending code order)."""
