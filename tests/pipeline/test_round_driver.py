@@ -385,6 +385,25 @@ def test_a_declared_field_of_another_kind_than_the_tables_column_is_refused_at_s
     assert _table_rows(table)[501] == "y"
 
 
+def test_a_declared_nested_field_wider_than_the_tables_is_refused_at_start(
+    src: Path, tmp_path: Path
+) -> None:
+    """[schema] widened a field inside a struct (only top-level columns widen): every round
+    then failed on a value that did not fit, with pyarrow's 'Integer value ... not in range',
+    five times, and the run died, nothing going to the error table (schema-evolution review)."""
+    table = tmp_path / "t"
+    schema = {"id": "int64", "v": "string", "ts": "int64", "info": "struct<a: int32>"}
+    _write_file(src, "a.jsonl", [{"id": 1, "v": "a", "ts": 1, "info": {"a": 1}}])
+    _driver(_config(src, table, schema=schema), InProcessEngine())[0].run(once=True)
+    before = _actions(table)
+    _write_file(src, "b.jsonl", [{"id": 2, "v": "b", "ts": 2, "info": {"a": 3_000_000_000}}])
+    wider = _config(src, table, schema={**schema, "info": "struct<a: int64>"})
+    with pytest.raises(ConfigError, match=r"'info\.a' is int64, the table stores int32 "
+                                          r"\(fields inside nested columns do not widen\)"):
+        _driver(wider, InProcessEngine())[0].run(once=True)
+    assert _actions(table) == before
+
+
 def test_a_json_line_without_its_key_reaches_the_error_table_as_written(
     src: Path, tmp_path: Path
 ) -> None:

@@ -60,3 +60,28 @@ def test_struct_fields_added_by_later_writes_read_back_everywhere(
             assert c.compact()
         check(read_snapshot(HudiTable.open(path)))
     check(hudi_snapshot(path))
+
+
+def test_a_nested_field_of_another_kind_is_refused_not_cast(tmp_path: Path) -> None:
+    """An int64 field into the table's string field of a struct was stored as the text '5'
+    (a top-level column of another kind is refused); a narrower one that fits is still read
+    into the table's type (schema-evolution review)."""
+    from hoodline.errors import InvalidRecordsError
+
+    path = tmp_path / "t"
+    info = pa.struct([("a", pa.int32()), ("b", pa.string())])
+    HudiTable.create(path, TableConfig(name="n", record_key_fields=("id",)))
+
+    def batch(i: int, info_type: pa.DataType, value: dict[str, object]) -> pa.Table:
+        return pa.table({"id": pa.array([i], pa.int64()), "info": pa.array([value], info_type)})
+
+    with WriteClient(HudiTable.open(path)) as c:
+        c.upsert(batch(1, info, {"a": 1, "b": "x"}))
+        other = pa.struct([("a", pa.int32()), ("b", pa.int64())])
+        with pytest.raises(InvalidRecordsError,
+                           match=r"column 'info': 'info\.b' is int64, the table stores string"):
+            c.upsert(batch(2, other, {"a": 2, "b": 5}))
+        narrower = pa.struct([("a", pa.int16()), ("b", pa.string())])
+        c.upsert(batch(3, narrower, {"a": 3, "b": "z"}))
+    rows = {r["id"]: r["info"] for r in read_snapshot(path).to_pylist()}
+    assert rows == {1: {"a": 1, "b": "x"}, 3: {"a": 3, "b": "z"}}

@@ -215,15 +215,56 @@ def _same_nesting(have: pa.DataType, want: pa.DataType) -> bool:
                for test in (pa.types.is_struct, pa.types.is_list, pa.types.is_map))
 
 
+def _nested_conflict(have: pa.DataType, want: pa.DataType, path: str,
+                     widening: bool) -> str | None:
+    """A field inside the nested ``have`` (data) that cannot go into the same field of the
+    table's ``want`` whatever its values: another kind of type, or with ``widening`` also a
+    promotion (only top-level columns widen). Its dotted path and both types, else None.
+    Fields only one side has are not conflicts (new ones evolve the table, missing ones read
+    as null)."""
+    if pa.types.is_struct(have) and pa.types.is_struct(want):
+        for i in range(have.num_fields):
+            child = have.field(i)
+            j = want.get_field_index(child.name)
+            if j < 0:
+                continue
+            stored = want.field(j).type
+            sub = f"{path}.{child.name}"
+            if child.type == stored or pa.types.is_null(child.type):
+                continue
+            if _same_nesting(child.type, stored):
+                found = _nested_conflict(child.type, stored, sub, widening)
+                if found is not None:
+                    return found
+            elif _other_kind(child.type, stored) or (widening and widens(stored, child.type)):
+                return f"'{sub}' is {child.type}, the table stores {stored}"
+        return None
+    if pa.types.is_list(have) and pa.types.is_list(want):
+        return _nested_conflict(have.value_type, want.value_type, f"{path}[]", widening)
+    if pa.types.is_map(have) and pa.types.is_map(want):
+        return _nested_conflict(have.item_type, want.item_type, f"{path}{{}}", widening)
+    return None
+
+
 def type_conflicts(incoming: pa.Schema, table_schema: pa.Schema | None) -> list[str]:
-    """The columns of ``incoming`` that :func:`conform_types` refuses whatever their values
-    (:func:`_other_kind`). One text per column: name, both types."""
+    """The columns of ``incoming`` (a declared schema) that cannot go into the table's:
+    another kind of type (:func:`_other_kind`), or inside a nested column another kind or a
+    wider type, since only top-level columns widen (values would fail the round, not go to
+    the error table). One text per column: name, both types."""
     if table_schema is None:
         return []
     stored = {f.name: f.type for f in table_schema}
-    return [f"'{f.name}' is {f.type}, the table stores {stored[f.name]}"
-            for f in incoming if f.name in stored and _other_kind(f.type, stored[f.name])
-            and not _same_nesting(f.type, stored[f.name])]
+    out = []
+    for f in incoming:
+        if f.name not in stored:
+            continue
+        if _same_nesting(f.type, stored[f.name]):
+            nested = _nested_conflict(f.type, stored[f.name], f.name, widening=True)
+            if nested is not None:
+                out.append(f"{nested} (fields inside nested columns do not widen)")
+        elif _other_kind(f.type, stored[f.name]):
+            out.append(f"'{f.name}' is {f.type}, the table stores {stored[f.name]}")
+    return out
 
 
 def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
@@ -249,11 +290,20 @@ def conform_types(batch: Batch, table_schema: pa.Schema | None) -> pa.Table:
                 continue  # new struct fields: the table's column evolves (check_evolution)
             want = grown  # new fields, and some of the table's missing: those read as null
         col = table.column(i)
-        sample = next((v for v in col.to_pylist()[:1000] if v is not None), None)
         if _other_kind(fld.type, want) and not _same_nesting(fld.type, want):
+            # one value to show (not the whole column as Python objects, as it was)
+            sample = next((v for v in col.drop_null().slice(0, 1).to_pylist()), None)
             raise InvalidRecordsError(
                 f"column '{fld.name}' has type {fld.type} but the table stores {want} "
                 f"(sample value {sample!r}); convert the column to {want} before writing"
+            )
+        nested = (_nested_conflict(fld.type, want, fld.name, widening=False)
+                  if _same_nesting(fld.type, want) else None)
+        if nested is not None:
+            # a cast made an int field text ('5') where a top-level column is refused
+            raise InvalidRecordsError(
+                f"column '{fld.name}': {nested}; convert it to the table's {want} before "
+                "writing"
             )
         try:
             cast = pc.cast(col, want, safe=True)
