@@ -401,7 +401,8 @@ def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[
 
     Allowed: same columns (any order); new *nullable* columns; a column widened (:func:`widens`;
     a key column only from integer to integer, which keeps its key text); new nullable fields
-    of a struct column, also in lists and maps (:func:`nested_evolution`). Refused with
+    of a struct column, also in lists and maps (:func:`nested_evolution`); a required column
+    the data declares optional becomes optional. Refused with
     :class:`SchemaEvolutionError` naming the column: a changed type, a dropped column, a dropped
     key column, a new non-nullable column, a column that became non-nullable, or a new field
     whose name is not an Avro name or differs from another's only in case. The returned
@@ -440,10 +441,14 @@ def check_evolution(old: pa.Schema | None, new: pa.Schema, key_fields: Sequence[
                 f"column '{f.name}' changes type from {f.type} to {nf.type}; "
                 "type changes are not supported: cast the data to the table's type"
             )
-        if f.nullable and not nf.nullable:
-            # data without nulls may be declared non-nullable; the table column stays nullable
-            result.append(f)
+        if not f.nullable and nf.nullable:
+            # a column made optional (an Avro field gaining a null branch, as Java Hudi's
+            # schema evolution allows): its older files hold no nulls, readers take them as
+            # optional; it stayed required, and nulls were refused (or, written through
+            # fastavro, stored as false or 0: schema-evolution review)
+            result.append(f.with_nullable(True))
             continue
+        # data without nulls may be declared non-nullable; the table column stays as it is
         result.append(f)
     old_names = set(old.names)
     for nf in new:

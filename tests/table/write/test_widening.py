@@ -99,3 +99,36 @@ def test_spark_parquet_reader_reads_widened_base_files_with_the_table_schema(
           .parquet(*files))
     got = {r["id"]: (r["qty"], r["price"]) for r in df.collect()}
     assert got == {1: (1, 0.25), 2: (2, 0.5), 3: (2**40, 2**40 / 4)}
+
+
+@pytest.mark.parametrize("table_type", list(TableType))
+def test_a_required_column_made_optional_takes_nulls_through_merges_and_compaction(
+    tmp_path: Path, table_type: TableType
+) -> None:
+    """Data declaring a required column optional: the table's column becomes optional (an Avro
+    field gaining a null branch). It stayed required: nulls were refused with pyarrow's error,
+    or on a merge-on-read table with a struct column (its log blocks written by fastavro)
+    stored as false and 0, read so by hoodline and hudi-rs (schema-evolution review)."""
+    path = tmp_path / "t"
+    HudiTable.create(path, TableConfig(name="n", record_key_fields=("id",), bucket_count=1,
+                                       table_type=table_type))
+    info = pa.struct([("a", pa.int32())])
+    required = pa.schema([pa.field("id", pa.int64(), False), pa.field("flag", pa.bool_(), False),
+                          pa.field("n", pa.int64(), False), pa.field("info", info)])
+    optional = pa.schema([pa.field("id", pa.int64(), False), pa.field("flag", pa.bool_()),
+                          pa.field("n", pa.int64()), pa.field("info", info)])
+    with WriteClient(HudiTable.open(path), {"hoodie.compact.inline": False}) as c:
+        c.upsert(pa.Table.from_pylist([{"id": 1, "flag": True, "n": 5, "info": {"a": 1}}],
+                                      schema=required))
+        c.upsert(pa.Table.from_pylist([{"id": 2, "flag": None, "n": None, "info": {"a": 2}},
+                                       {"id": 3, "flag": False, "n": 7, "info": None}],
+                                      schema=optional))
+        want = {1: (True, 5), 2: (None, None), 3: (False, 7)}
+        for read in (read_snapshot, hudi_snapshot):
+            assert {r["id"]: (r["flag"], r["n"]) for r in read(path).to_pylist()} == want
+        if table_type is TableType.MERGE_ON_READ:
+            assert c.compact() is not None
+            for read in (read_snapshot, hudi_snapshot):
+                assert {r["id"]: (r["flag"], r["n"]) for r in read(path).to_pylist()} == want
+    schema = read_snapshot(path).schema
+    assert schema.field("flag").nullable and schema.field("n").nullable

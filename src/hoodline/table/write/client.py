@@ -488,9 +488,11 @@ class WriteClient:
             return normalize_schema(pa.schema(keys), config.name)
         if old is not None:
             # narrower data is cast to the table's type; a promotion (int -> long, float ->
-            # double) or new struct fields widen the table's column
+            # double) or new struct fields widen the table's column; data declaring a
+            # required column optional makes it optional (check_evolution)
             incoming = pa.schema(
-                [old.field(f.name) if f.name in old.names
+                [old.field(f.name).with_nullable(old.field(f.name).nullable or f.nullable)
+                 if f.name in old.names
                  and not widens(old.field(f.name).type, f.type)
                  and nested_evolution(old.field(f.name).type, f.type) is None else f
                  for f in incoming]
