@@ -202,6 +202,18 @@ def test_nested_records_take_the_generic_path_and_still_match_fastavro() -> None
     assert decode_records(content, starts, ends, schema).to_pylist() == table.to_pylist()
 
 
+def test_the_generic_path_refuses_nulls_where_the_avro_type_takes_none() -> None:
+    """fastavro wrote a null boolean as false and the write went on (schema-evolution
+    review); the columnar path refused it already."""
+    flag = pa.array([True, None])
+    table = pa.table({"flag": flag, "pos": pa.array([{"x": 1.0}, {"x": 2.0}])})
+    schema = arrow_to_avro(pa.schema([pa.field("flag", pa.bool_(), False),
+                                      pa.field("pos", table.schema.field("pos").type)]), "n")
+    assert flat_fields(schema) is None
+    with pytest.raises(TableError, match="column 'flag' has nulls but its Avro type is not "):
+        encode_records(table, schema)
+
+
 def test_logical_types_stored_raw_read_the_same_on_the_generic_path() -> None:
     """A uuid string and a local timestamp are stored as their Avro types (string, long), as
     the columnar path reads them. A nested field sends a record to fastavro, which gave UUID

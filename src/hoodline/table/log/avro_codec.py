@@ -477,6 +477,16 @@ def record_list(
 
 
 def _encode_generic(table: pa.Table, schema: dict[str, Any]) -> pa.Array:
+    for field in schema.get("fields", ()):
+        kind = field["type"]
+        optional = isinstance(kind, list) and "null" in kind
+        if not optional and field["name"] in table.column_names \
+                and table.column(field["name"]).null_count:
+            # fastavro writes a null as false (boolean) where the type takes no null
+            raise TableError(
+                f"column '{field['name']}' has nulls but its Avro type is not nullable; "
+                "declare the column nullable"
+            )
     parsed = fastavro.parse_schema(_without_raw_logical(schema))
     rows = table.to_pylist()
     if any(_has_map(f.type) for f in table.schema):
