@@ -21,7 +21,6 @@ from hoodline.formats.json_decoder import (
     _layout,
     _object_shaped,
     _rows_with_newline,
-    decode_raw,
     iter_bad,
 )
 
@@ -394,12 +393,6 @@ def test_declared_types_timestamp_date_decimal_list() -> None:
     assert str(row["d"]) == "2024-03-01"
     assert str(row["amount"]) == "12.50"
     assert row["tags"] == ["a", "b"]
-
-
-def test_raw_passthrough_keeps_bytes_and_nulls() -> None:
-    values = pa.array([b"\x00\xff", None, b"{}"], pa.binary())
-    table = decode_raw(values)
-    assert table.column("value").to_pylist() == [b"\x00\xff", None, b"{}"]
 
 
 def test_many_bad_records_in_a_large_batch_are_all_isolated() -> None:

@@ -190,17 +190,6 @@ def test_create_schema_known_before_first_commit(tmp_path: Path) -> None:
     assert_hudi_matches_hoodline(table)
 
 
-def test_iter_snapshot_batches_equals_snapshot(table: HudiTable, writer: HandWriter) -> None:
-    writer.upsert({US: rows([f"k{i}" for i in range(50)], "us", list(range(50)))})
-    c2 = writer.upsert({EU: rows(["x"], "eu", [9], note=["n"])})
-    batches = list(read.iter_snapshot_batches(table, batch_size=7))
-    assert max(b.num_rows for b in batches) <= 7
-    got = pa.Table.from_batches(batches)
-    assert_rows_equal(read.read_snapshot(table), got)
-    got = pa.Table.from_batches(list(read.iter_snapshot_batches(table, c2, columns=["id", "note"])))
-    assert got.num_rows == 51 and got.column_names == ["id", "note"]
-
-
 def test_snapshot_row_filter_on_any_column(table: HudiTable, writer: HandWriter) -> None:
     import pyarrow.compute as pc
 

@@ -888,15 +888,6 @@ def _as_int64(arr: pa.Array | pa.ChunkedArray) -> pa.Int64Array:
     return out
 
 
-def decode_raw(values: pa.Array | pa.ChunkedArray, column: str = "value") -> pa.Table:
-    """Raw-bytes passthrough: the values as one binary column, nulls kept (no parsing)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
-        raise TypeError(f"message values must be binary, got {values.type}")
-    return pa.table({column: values})
-
-
 def iter_bad(errors: BadRecords) -> Iterable[tuple[int, str, str]]:
     """(index, reason, detail) tuples; for messages and tests, not for the hot path."""
     return zip(

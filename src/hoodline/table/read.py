@@ -320,32 +320,6 @@ def read_optimized(
     return read_file_slices(table, bases, columns, row_filter, is_visible=view.is_visible)
 
 
-def iter_snapshot_batches(
-    table: HudiTable,
-    as_of: str | None = None,
-    columns: Sequence[str] | None = None,
-    batch_size: int = 65_536,
-) -> Iterator[pa.RecordBatch]:
-    """The snapshot as record batches, one file at a time (bounded memory)."""
-    as_of = _as_of(as_of)
-    if as_of is not None:
-        _check_not_cleaned(table, as_of, "time-travel instant")
-    full = table_schema(table)
-    target = _select(full, columns)
-    view = table.fs_view(as_of=as_of)
-    for s in view.latest_file_slices():
-        if s.log_files or s.base_file is None:
-            merged = read_merged_slice(table, s, full, view.is_visible).rows.select(target.names)
-            yield from merged.to_batches(max_chunksize=batch_size)
-            continue
-        path = table.absolute(s.base_file)
-        pf = open_base_file(path, s)
-        wanted = _stored_columns(pf, target.names)
-        for batch in pf.iter_batches(batch_size=batch_size, columns=wanted):
-            conformed = _conform(pa.Table.from_batches([batch]), target, str(path))
-            yield from conformed.to_batches()
-
-
 def file_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
     """Latest committed file slice of every file group at ``as_of`` (None = latest);
     :class:`TableError` for an instant whose file versions cleaning deleted (the list would be
