@@ -314,6 +314,14 @@ def test_a_java_custom_table_takes_the_pipelines_partition_types_and_settings(
     assert table.config.custom_partition_spec == "day:simple,ts:timestamp"
     with pytest.raises(ConfigError, match="keeps its key generator"):
         open_target_table(_with_default_generator(_custom_cfg(path)))
+    # a table whose recorded partition types differ from the pipeline's is refused
+    props = loads_properties(properties_path(path).read_text())
+    props[K_CUSTOM_PARTITIONS] = "day:simple,ts:simple"
+    properties_path(path).write_text(dumps_properties(props))
+    with pytest.raises(ConfigError, match=r"writes partition fields as 'day:simple,ts:simple', "
+                                          r"but the pipeline's table\.partition-fields say "
+                                          r"\['day:simple', 'ts:timestamp'\]"):
+        open_target_table(_custom_cfg(path, dict(TIME, **zone)))
 
 
 def _with_default_generator(cfg: PipelineConfig) -> PipelineConfig:
