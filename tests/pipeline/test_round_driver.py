@@ -195,6 +195,44 @@ def test_too_many_failures_in_a_row_stop_with_the_cause(src: Path, tmp_path: Pat
     assert all(a == ("rollback", "COMPLETED") for a in _actions(table))
 
 
+def test_a_failed_close_of_the_error_tables_writer_hides_neither_the_cause_nor_the_rest(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import dataclasses
+
+    from hoodline.config import ErrorTolerance
+
+    """In an S3 outage the run gave up, then releasing the error table's lock failed too: that
+    error replaced why the run stopped and the table's own writer was never closed (its lock
+    stayed until it expired; chaos review on S3, 2 of 2)."""
+    table = tmp_path / "t"
+    cfg = _config(src, table, **{"max-consecutive-failures": 2})
+    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(
+        cfg.errors, tolerance=ErrorTolerance.ALL, table_path=str(table) + "_errors"))
+    real_close = WriteClient.close
+    closed: list[str] = []
+
+    def close(self: WriteClient) -> None:
+        closed.append(str(self.table.base_path))
+        real_close(self)
+        if str(self.table.base_path).endswith("_errors"):
+            raise OSError("cannot reach S3: connection refused")
+
+    monkeypatch.setattr(WriteClient, "close", close)
+    driver, _ = _driver(cfg, InProcessEngine(before_job=_failing_jobs(100)))
+    with caplog.at_level("WARNING", logger="hoodline"), \
+            pytest.raises(RoundFailedError, match=r"round 1 failed 2 times"):
+        driver.run(once=True)
+    assert closed == [str(table) + "_errors", str(table)]
+    assert "closing the error table's writer failed too: OSError: cannot reach S3" in caplog.text
+    # the table's lock was released: another writer opens it at once
+    with WriteClient(str(table), {"hoodie.datasource.write.payload.class":
+                                  "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+                                  "hoodline.writer.lock.expiry.seconds": 600}):
+        pass
+
+
 def test_a_non_retryable_task_error_stops_at_once_without_retrying(
     src: Path, tmp_path: Path
 ) -> None:

@@ -212,16 +212,43 @@ class _Run:
     def table(self) -> HudiTable:
         return self.client.table
 
-    def close(self) -> None:
+    def close(self, failing: bool = False) -> None:
+        """Close the source, the error table's writer and the table's writer, each even when
+        an earlier one fails. ``failing``: the run is ending with an error, which a failure
+        to close must not replace (it is logged): the error table's lock release, failing in
+        an S3 outage, hid why the run stopped and left the table's writer open (chaos
+        review). Otherwise the first failure is raised once all were tried."""
+        _close_all([("the source's readers", self.rounds.close),
+                    *_writers_and_source(self.plugin, self.errors_client, self.client)],
+                   failing)
+
+
+def _writers_and_source(
+    plugin: SourcePlugin | None, errors_client: WriteClient | None, client: WriteClient
+) -> list[tuple[str, Callable[[], None]]]:
+    steps: list[tuple[str, Callable[[], None]]] = []
+    if plugin is not None:
+        steps.append(("the source", plugin.close))
+    if errors_client is not None:
+        steps.append(("the error table's writer", errors_client.close))
+    steps.append(("the table's writer", client.close))
+    return steps
+
+
+def _close_all(steps: list[tuple[str, Callable[[], None]]], failing: bool) -> None:
+    """Run every ``(name, close)`` step even when an earlier one fails; with ``failing`` log
+    each failure, else raise the first once all were tried (later ones logged)."""
+    first: Exception | None = None
+    for name, close in steps:
         try:
-            self.rounds.close()
-        finally:
-            try:
-                self.plugin.close()
-            finally:
-                if self.errors_client is not None:
-                    self.errors_client.close()
-                self.client.close()
+            close()
+        except Exception as exc:  # each is tried; see the docstring for which is raised
+            if failing or first is not None:
+                log.warning("closing %s failed too: %s: %s", name, type(exc).__name__, exc)
+            else:
+                first = exc
+    if first is not None:
+        raise first
 
 
 @dataclass
@@ -331,11 +358,7 @@ class RoundDriver:
                 restored.source if restored else None,
             )
         except BaseException:
-            if plugin is not None:
-                plugin.close()
-            if errors_client is not None:
-                errors_client.close()
-            client.close()
+            _close_all(_writers_and_source(plugin, errors_client, client), failing=True)
             raise
         return _Run(cfg, client, errors_client, plugin, plugin.preparer(cfg), rounds,
                     restored.round_id if restored else 0, record_schema, data_schema, operation,
@@ -379,11 +402,14 @@ class RoundDriver:
         source held when the run started is committed (see module docs for failures).
         ``on_failure(error, retried)`` hears of every failed round."""
         run = self._open()
+        ended = False
         try:
-            return self._loop(run, once, on_round or (lambda _: None), stop,
-                              on_failure or (lambda _e, _r: None))
+            summary = self._loop(run, once, on_round or (lambda _: None), stop,
+                                 on_failure or (lambda _e, _r: None))
+            ended = True
+            return summary
         finally:
-            run.close()
+            run.close(failing=not ended)
 
     def _wait(self, seconds: float, stop: threading.Event | None) -> bool:
         """Sleep (interruptible by ``stop``); True when stop was requested."""

@@ -264,18 +264,19 @@ class WriterLock:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(1.0, self.heartbeat_interval * 2))
+        # not held from here on, also when removing the file fails (storage unreachable):
+        # its heartbeat stopped, so it expires for the next writer
+        self._held = False
         if self._objects is not None:
             holder = self._read()
             if holder is not None and holder.get("token") == self._token:
                 self.path.unlink(missing_ok=True)
-            self._held = False
             return
         assert isinstance(self.dir, Path) and isinstance(self.path, Path)
         with _guard(self.dir / GUARD_FILE):
             holder = self._read()
             if holder is not None and holder.get("token") == self._token:
                 os.unlink(self.path)
-        self._held = False
 
     def ensure_held(self) -> None:
         """Raise :class:`WriterLockError` unless this writer still holds the lock."""
