@@ -233,6 +233,46 @@ def test_a_failed_close_of_the_error_tables_writer_hides_neither_the_cause_nor_t
         pass
 
 
+def test_an_object_store_outage_is_waited_out_for_its_retry_timeout(
+    src: Path, tmp_path: Path
+) -> None:
+    """Round failures of a store that does not answer do not use up
+    runtime.max-consecutive-failures until the outage lasted the storage's retry_timeout
+    (default 3 min), as the store client's retries promise: a refused connection gave up in
+    ~3 s, and 5 failed rounds stopped the run within a minute of an S3 outage (chaos review)."""
+    from hoodline.errors import StorageError
+
+    now = [0.0]
+    down = {"until": 100.0}
+
+    def unreachable(job: RoundJob) -> None:
+        now[0] += 10.0
+        if now[0] < down["until"]:
+            raise StorageError("cannot write 's3://b/t/x': cannot reach S3 at "
+                               "http://127.0.0.1:9 (connection refused)", retryable=True)
+
+    table = tmp_path / "t"
+    cfg = _config(src, table, **{"max-consecutive-failures": 2})
+    driver = RoundDriver(cfg, InProcessEngine(before_job=unreachable),
+                         clock=lambda: now[0], sleep=lambda s: None)
+    assert driver.run(once=True).records_read == 250  # ~9 failed rounds in 100 s, then on
+    assert len(_table_rows(table)) == 200
+    # an outage past the retry_timeout stops the run, saying so
+    down["until"] = 10_000.0
+    _write_file(src, "c.jsonl", _rows(range(300, 310)))
+    driver = RoundDriver(cfg, InProcessEngine(before_job=unreachable),
+                         clock=lambda: now[0], sleep=lambda s: None)
+    with pytest.raises(RoundFailedError, match=r"failed 2 times in a row .*the object store "
+                                               r"failed for 1[89]\d s, past its retry_timeout "
+                                               r"of 180 s"):
+        driver.run(once=True)
+    # other failures count at once, as before
+    driver = RoundDriver(cfg, InProcessEngine(before_job=_failing_jobs(100)),
+                         clock=lambda: now[0], sleep=lambda s: None)
+    with pytest.raises(RoundFailedError, match="failed 2 times in a row"):
+        driver.run(once=True)
+
+
 def test_a_non_retryable_task_error_stops_at_once_without_retrying(
     src: Path, tmp_path: Path
 ) -> None:

@@ -33,8 +33,9 @@ def test_a_call_is_reported_once_when_late_and_again_when_it_ends() -> None:
     clock.now += 11
     assert calls.check() == 1
     assert said == ["object store: list s3://b/t has taken 16 s so far; the store may be slow "
-                    "or failing (its client retries failed requests for up to retry_timeout, "
-                    "3 minutes unless set in the storage options)"]
+                    "or failing (its client retries failed requests, and a pipeline its "
+                    "failed rounds, for up to retry_timeout, 3 minutes unless set in the storage "
+                    "options)"]
     clock.now += 30
     assert calls.check() == 0  # once
     calls.end(late)

@@ -223,6 +223,26 @@ def test_an_unreachable_endpoint_is_a_retryable_storage_error() -> None:
     assert "endpoint" in message and "AWS_ENDPOINT_URL" in message
     assert SECRET not in message and "\n" not in message
     assert caught.value.retryable is True and is_retryable(caught.value)
+    # an outage the pipeline waits out, also as the text of a Spark job's error
+    from hoodline.errors import EngineJobError
+    from hoodline.storage.paths import is_store_outage
+
+    assert is_store_outage(caught.value)
+    assert is_store_outage(EngineJobError(f"the round's Spark job failed: StorageError: "
+                                          f"{caught.value}"))
+
+
+def test_only_an_unreachable_or_failing_store_is_an_outage_and_its_patience_is_read() -> None:
+    from hoodline.errors import EngineJobError
+    from hoodline.storage.paths import is_store_outage, retry_timeout_s
+
+    assert is_store_outage(StorageError("cannot read 's3://b/t': S3 failed (503 Slow Down); "
+                                        "a retried round may pass", retryable=True))
+    assert not is_store_outage(StorageError("cannot read 's3://b/t': the bucket 'b' does not "
+                                            "exist", retryable=False))
+    assert not is_store_outage(EngineJobError("the round's Spark job failed: executor lost"))
+    assert retry_timeout_s({}) == 180.0
+    assert retry_timeout_s({"retry_timeout": "10min"}) == 600.0
 
 
 @pytest.mark.s3

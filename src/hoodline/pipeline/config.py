@@ -363,7 +363,10 @@ WRITER_BUFFER = option(
 )
 MAX_CONSECUTIVE_FAILURES = option(
     "runtime.max-consecutive-failures", int, 5,
-    "Failed rounds in a row (each rolled back and retried) before the job stops with an error.",
+    "Failed rounds in a row (each rolled back and retried) before the job stops with an error. "
+    "Rounds that fail because the table's object store does not answer (or fails on its side) "
+    "count only once the outage has lasted the store's `retry_timeout` ([table.storage], "
+    "default 3 min).",
     minimum=1,
 )
 RETRY_BACKOFF = option(

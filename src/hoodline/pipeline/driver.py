@@ -69,6 +69,7 @@ from hoodline.pipeline.target import open_target_table, settle_after_commit
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
+from hoodline.storage.paths import is_store_outage, retry_timeout_s
 from hoodline.table.archive import has_archived_instants
 from hoodline.table.instant import COMPACTION
 from hoodline.table.rollback import describe_repair
@@ -432,6 +433,10 @@ class RoundDriver:
         totals = _Totals()
         failures = 0
         schema_changes = 0  # in a row, without a round that went through
+        #: since when failed rounds met an object store that does not answer, or None
+        outage_since: float | None = None
+        outage_rounds = 0
+        patience = retry_timeout_s(self.config.table.storage_options)
         last_start: float | None = None
         while not (stop is not None and stop.is_set()):
             if last_start is not None:
@@ -462,26 +467,54 @@ class RoundDriver:
                     log.info("round %d: %s", run.round_id + 1, exc)
                     last_start = None
                     continue
-                retried = is_retryable(exc) and failures + 1 < rt.max_consecutive_failures
+                if is_store_outage(exc):
+                    outage_since = self._clock() if outage_since is None else outage_since
+                else:
+                    outage_since = None
+                # an object store's outage is waited out for its retry_timeout, as its
+                # client's own retries promise (they gave up after ~3 s on a refused
+                # connection, and 5 failed rounds stopped the run within a minute of an
+                # outage: chaos review on S3); the failures count again once it ran out
+                outage_s = None if outage_since is None else self._clock() - outage_since
+                waiting = outage_s is not None and outage_s < patience
+                counted = failures + 1
+                if waiting:
+                    counted = min(counted, rt.max_consecutive_failures - 1)
+                retried = is_retryable(exc) and counted < rt.max_consecutive_failures
                 on_failure(exc, retried)
                 if not is_retryable(exc):
                     raise
-                failures += 1
+                failures = counted
                 if failures >= rt.max_consecutive_failures:
+                    outage = ("" if outage_s is None else
+                              f" (the object store failed for {outage_s:.0f} s, past its "
+                              f"retry_timeout of {patience:.0f} s)")
                     raise RoundFailedError(
                         f"round {run.round_id + 1} failed {failures} times in a row (limit "
-                        f"runtime.max-consecutive-failures = {rt.max_consecutive_failures}); "
-                        f"last error: {type(exc).__name__}: {exc}{self._disk_hint(exc)}"
+                        f"runtime.max-consecutive-failures = {rt.max_consecutive_failures})"
+                        f"{outage}; last error: {type(exc).__name__}: {exc}"
+                        f"{self._disk_hint(exc)}"
                     ) from exc
-                backoff = rt.backoff_s(failures)
-                log.warning("round %d failed (%d in a row); retrying in %.1fs: %s: %s%s",
-                            run.round_id + 1, failures, backoff, type(exc).__name__, exc,
-                            self._disk_hint(exc))
+                if waiting:
+                    outage_rounds += 1
+                    backoff = rt.backoff_s(outage_rounds)
+                    log.warning(
+                        "round %d failed: the object store has failed for %.0f s (waited out "
+                        "for up to its retry_timeout, %.0f s); retrying in %.1fs: %s: %s",
+                        run.round_id + 1, outage_s, patience, backoff,
+                        type(exc).__name__, exc)
+                else:
+                    outage_rounds = 0
+                    backoff = rt.backoff_s(failures)
+                    log.warning("round %d failed (%d in a row); retrying in %.1fs: %s: %s%s",
+                                run.round_id + 1, failures, backoff, type(exc).__name__, exc,
+                                self._disk_hint(exc))
                 if self._wait(backoff, stop):
                     break
                 continue
             failures = 0
             schema_changes = 0
+            outage_since, outage_rounds = None, 0
             totals.add(report)
             self._warn_tiny_files(run, report)
             on_round(report)

@@ -119,6 +119,36 @@ def _retry_config(given: Mapping[str, str], root: ObjectRoot) -> dict[str, Any] 
     return out
 
 
+_UNREACHABLE = "cannot reach"
+_SERVER_FAILED = "a retried round may pass"
+
+
+def is_store_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` (also a Spark job's error, which carries only the task's error text)
+    is an object store that did not answer or failed on its side: an outage that may end,
+    unlike a missing bucket or rejected credentials."""
+    text = str(exc)
+    return (isinstance(exc, StorageError) or "StorageError" in text) and (
+        _UNREACHABLE in text or _SERVER_FAILED in text)
+
+
+#: obstore's default ``retry_timeout``: how long its client retries a failed request
+DEFAULT_RETRY_TIMEOUT_S = 180.0
+
+
+def retry_timeout_s(options: Mapping[str, object]) -> float:
+    """The ``retry_timeout`` of storage ``options`` in seconds (its default when not set or
+    not readable: the store's own check names a bad value)."""
+    raw = options.get("retry_timeout")
+    if raw is None:
+        return DEFAULT_RETRY_TIMEOUT_S
+    try:
+        seconds = float(Duration(raw))
+    except ValueError:
+        return DEFAULT_RETRY_TIMEOUT_S
+    return seconds if 0 < seconds < float("inf") else DEFAULT_RETRY_TIMEOUT_S
+
+
 #: storage options whose values messages show; every other value is masked (a misspelt key, or
 #: one of the providers' many aliases, may hold a secret)
 SHOWN_STORAGE_OPTIONS = frozenset({
@@ -383,13 +413,13 @@ def storage_error(exc: BaseException, path: ObjectPath, action: str) -> StorageE
     if kind == "endpoint":
         at = failure.endpoint or "the store"
         return StorageError(
-            f"{where}: cannot reach {store} at {at} ({failure.reason}); check that the store "
+            f"{where}: {_UNREACHABLE} {store} at {at} ({failure.reason}); check that the store "
             f"runs and is reachable there, or fix the endpoint: "
             f"{_hint(path, scheme, 'endpoint')}",
             retryable=True)
     if kind == "server":
         return StorageError(
-            f"{where}: {store} failed ({failure.reason}); a retried round may pass",
+            f"{where}: {store} failed ({failure.reason}); {_SERVER_FAILED}",
             retryable=True)
     if kind == "invalid":
         return StorageError(f"{where}: {store} refused it ({failure.reason})", retryable=False)

@@ -68,8 +68,9 @@ class SlowCalls:
             count += 1
             self.warn(
                 f"object store: {what} has taken {now - started:.0f} s so far; the store may "
-                "be slow or failing (its client retries failed requests for up to "
-                "retry_timeout, 3 minutes unless set in the storage options)")
+                "be slow or failing (its client retries failed requests, and a pipeline "
+                "its failed rounds, for up to retry_timeout, 3 minutes unless set in the "
+                "storage options)")
         return count
 
 
