@@ -29,6 +29,7 @@ from rich.text import Text
 
 from hoodline import __version__
 from hoodline.errors import ConfigError, HoodlineError, SparkRuntimeError
+from hoodline.log_format import plain_handler
 
 if TYPE_CHECKING:
     from hoodline.pipeline.checkpoint import PipelineCheckpoint
@@ -111,9 +112,7 @@ def configure_logging(level: LogLevel) -> None:
                               rich_tracebacks=False, log_time_format="%H:%M:%S")
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(
-            "%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
+        handler = plain_handler()
     root = logging.getLogger("hoodline")
     root.handlers[:] = [handler]
     root.setLevel(level.value.upper())

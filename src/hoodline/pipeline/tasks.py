@@ -39,6 +39,7 @@ import pyarrow as pa
 from hoodline import faults
 from hoodline.errors import HoodlineError, PipelineError, SchemaChangedError, StorageError
 from hoodline.faults import FaultPoint
+from hoodline.log_format import ensure_task_logging
 from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
 from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
 from hoodline.pipeline.write_buffer import WriteBuffer
@@ -115,6 +116,7 @@ def _guarded(items: Iterator[T]) -> Iterator[T | TaskFailure]:
     anew with the newer schema). Other retryable errors fail the task, which the engine may
     run again. A storage error carries the executors' hint either way (an endpoint the
     executors could not reach was a task failure that named the driver's settings only)."""
+    ensure_task_logging()
     try:
         yield from items
     except StorageError as exc:
