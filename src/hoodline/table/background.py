@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from hoodline.errors import WriterLockError
+from hoodline.errors import HoodlineError, WriterLockError
 from hoodline.storage.paths import TablePath
 from hoodline.table.compaction import run_compaction
 from hoodline.table.instant import Instant
@@ -86,9 +86,13 @@ class BackgroundCompactor:
                 log.warning("compaction %s stopped in the background (%s): %s; the lock's new "
                             "holder finishes its plan", instant.timestamp, exc, lost)
                 return None
+            # hoodline's own errors say what failed in one line (a 170-line Python and Java
+            # trace followed an S3 outage's, chaos review); others keep their traceback
             log.error("compaction %s failed in the background: %s; its plan stays pending and "
                       "is executed again after the next write (or when a writer next opens the "
-                      "table)", instant.timestamp, exc, exc_info=True)
+                      "table)", instant.timestamp, exc,
+                      exc_info=not isinstance(exc, HoodlineError)
+                      or log.isEnabledFor(logging.DEBUG))
             return None
 
     def close(self) -> Instant | None:
