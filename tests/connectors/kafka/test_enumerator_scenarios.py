@@ -424,10 +424,14 @@ def test_unbounded_split_no_reader_reported_fails_naming_it() -> None:
     assert "restore from a checkpoint" in str(info.value)
 
 
-def test_bounded_split_no_reader_reported_is_finished() -> None:
+def test_bounded_split_no_reader_reported_is_finished(caplog: pytest.LogCaptureFixture) -> None:
     coordinator, _ = _restored_coordinator({"scan.bounded.mode": "latest-offset"})
     coordinator.register_reader(0, reported_splits=[KafkaPartitionSplit("t", 0, 6, 10)])
-    coordinator.register_reader(1, reported_splits=[])  # t-1 finished: it left reader state
+    with caplog.at_level("WARNING", logger="hoodline"):
+        coordinator.register_reader(1, reported_splits=[])  # t-1 finished: left reader state
+    # a later run read nothing of it and ended as if nothing was new, without a word (review)
+    assert "partition(s) t-1 were read to their end by an earlier bounded run" in caplog.text
+    assert "hoodline run --once" in caplog.text
     coordinator.run_async_calls()  # discovery finds nothing new: t-1 stays known
     events = coordinator.take_all_reader_events()
     assert _assigned(events[0]) == [KafkaPartitionSplit("t", 0, 6, 10)]

@@ -419,10 +419,15 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
                 f"whose reader states hold these splits, or remove the partitions from the "
                 f"subscription to drop them on purpose."
             )
-        log.info(
-            "no reader reported %d known splits after all readers registered; they are finished "
-            "(bounded) and stay known so they are not read again: %s",
-            len(self._awaiting),
+        # a restart of a bounded source whose partitions an earlier run read to its end: a
+        # second run read nothing of them and ended as if nothing was new (review)
+        log.warning(
+            "partition(s) %s were read to their end by an earlier bounded run "
+            "(scan.bounded.mode) and are not read again: a bounded run keeps no position of "
+            "the partitions it finished. For runs that each take in what is new, use "
+            "scan.bounded.mode = 'unbounded' with `hoodline run --once` (it stops at what the "
+            "topics held when it started, and the next run goes on from there); to read such a "
+            "partition again, write to a new table",
             ", ".join(map(str, sorted(self._awaiting))),
         )
         self._finished |= self._awaiting

@@ -112,7 +112,10 @@ BOUNDED_MODE = option(
     BoundedMode.UNBOUNDED,
     "'unbounded' (default, reads forever), 'latest-offset' (stop at the end offsets found when "
     "the source starts) or 'specific-offsets' (see 'scan.bounded.specific-offsets'). A bounded "
-    "source does not discover partitions after its first discovery.",
+    "source does not discover partitions after its first discovery. A partition a bounded run "
+    "read to its end keeps no position: later runs on the table do not read it again (a "
+    "warning names it). For repeated runs that each take in what is new, keep 'unbounded' and "
+    "run `hoodline run --once`.",
 )
 BOUNDED_SPECIFIC_OFFSETS = option(
     "scan.bounded.specific-offsets",
