@@ -354,8 +354,17 @@ def test_avro_format_refusals_name_what_to_fix() -> None:
         config_from_dict(_avro_doc(options=no_url))
     two_topics = {"topic": "a,b", "properties": {"bootstrap.servers": "127.0.0.1:9"},
                   "schema.registry.url": "http://r"}
-    with pytest.raises(ConfigError, match=r"source\.schema-subject"):
+    with pytest.raises(ConfigError) as err:
         config_from_dict(_avro_doc(options=two_topics))
+    # it said "[source.options] (kafka source): option 'source.schema-subject'", where the
+    # option goes under [source] (subscription review)
+    assert ": [source] schema-subject is required with format = 'avro'" in str(err.value)
+    assert "[source.options]" not in str(err.value)
+    assert "a table started from topic 'a' follows 'a-value'" in str(err.value)
+    misplaced = {**two_topics, "schema-subject": "a-value"}
+    with pytest.raises(ConfigError, match=r"unknown option 'schema-subject'.*'schema-subject' "
+                                          r"is an option of \[source\] itself: move it there"):
+        config_from_dict(_avro_doc(options=misplaced))
     json_doc = _avro_doc()
     json_doc["source"]["format"] = "json"  # type: ignore[index]
     json_doc["schema"] = {"id": "int64"}

@@ -137,8 +137,30 @@ def test_a_topic_list_gains_and_loses_topics_and_each_record_is_read_once(
             assert p.run(once=True).records_read == 5
     assert f"topic(s) {a} left it: their positions are dropped" in caplog.text
     assert table_rows(table) == model
+    # a change whose run reads nothing is committed all the same: it was named again at every
+    # start, and the positions of a topic that left were kept until a round read something
+    c = create_topic(bs, unique("sub-c"), 1)
+    caplog.clear()
+    with Pipeline(kafka_config(table, bs, f"{b},{c}"), SparkEngine(spark)) as p:
+        done = p.run(once=True)
+    assert (done.records_read, done.commits) == (0, 1)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hoodline"):
+        with Pipeline(kafka_config(table, bs, f"{b},{c}"), SparkEngine(spark)) as p:
+            assert p.run(once=True).records_read == 0
+    assert "subscription changed" not in caplog.text
+    # named again, a topic is read from its start: all its records, those produced while it
+    # was out of the list included
+    with caplog.at_level("WARNING", logger="hoodline"):
+        with Pipeline(kafka_config(table, bs, f"{a},{b},{c}"), SparkEngine(spark)) as p:
+            assert p.run(once=True).records_read == 40 + 10 + 10
+    assert "one this table read before is read again from its start" in caplog.text
+    for i in range(20, 30):  # a's newest values, produced while it was out of the list
+        model[i] = {"id": i, "name": f"{a}-3", "region": region(i), "ts": 3, "deleted": False}
+    assert table_rows(table) == model
     # a list sharing no topic with the table's is still refused
-    with Pipeline(kafka_config(table, bs, a), SparkEngine(spark)) as p:
+    d = create_topic(bs, unique("sub-d"), 1)
+    with Pipeline(kafka_config(table, bs, d), SparkEngine(spark)) as p:
         with pytest.raises(CheckpointMismatchError, match="keeping at least one"):
             p.run(once=True)
     assert table_rows(table) == model

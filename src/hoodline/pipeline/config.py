@@ -797,7 +797,16 @@ def _check_source(config: PipelineConfig) -> None:
     try:
         plugin_class(config.source.type).from_config(config).close()
     except ConfigError as exc:
-        raise ConfigError(f"[source.options] ({config.source.type} source): {exc}") from None
+        if str(exc).startswith("[source]"):  # about [source] itself, not its options
+            raise
+        # an option of [source] written in [source.options] (schema-subject there read as an
+        # unknown option, naming no section: subscription review)
+        misplaced = [o.key.removeprefix("source.") for o in SECTIONS["source"]
+                     if f"unknown option '{o.key.removeprefix('source.')}'" in str(exc)]
+        hint = (f" ('{misplaced[0]}' is an option of [source] itself: move it there)"
+                if misplaced else "")
+        raise ConfigError(
+            f"[source.options] ({config.source.type} source): {exc}{hint}") from None
 
 
 def _options(values: dict[str, object], known: Iterable[ConfigOption[Any]]) -> Options:

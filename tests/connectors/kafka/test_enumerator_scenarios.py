@@ -213,6 +213,26 @@ def test_restart_after_topic_removed_from_subscription(subscribe: dict[str, str]
     job.check_invariants()
 
 
+def test_a_topic_that_joins_the_list_at_a_restart_must_exist() -> None:
+    """A misspelt topic added to a table's list was read as nothing, without a word (a new
+    table's list is refused for it); a topic the table held positions of that is gone is left
+    to the round planning, which names it as deleted."""
+    from hoodline.errors import KafkaTopicNotFoundError
+
+    meta = FakeMetadata()
+    meta.add_topic("keep", 2, records=6)
+    meta.add_topic("other", 1, records=3)
+    job = SimJob(make_source(meta, topic="keep,other"), 2, meta)
+    job.start()
+    job.discover()
+    job.read_all()
+    job.checkpoint()
+    del meta.topics["other"]  # held by the table, deleted since: not this check's business
+    job = job.restart(source=make_source(meta, topic="keep,other,typo"))
+    with pytest.raises(KafkaTopicNotFoundError, match=r"topic\(s\) 'typo' of option 'topic'"):
+        job.discover()
+
+
 # --- stable / rebalanced assignment, offsets never re-initialized --------------------------------
 def test_same_parallelism_restart_keeps_assignment() -> None:
     meta = FakeMetadata()

@@ -51,7 +51,11 @@ from hoodline.connectors.kafka.events import PartitionsDeletedEvent
 from hoodline.connectors.kafka.offsets import StartingOffsets
 from hoodline.connectors.kafka.options import KafkaSourceConfig
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.errors import KafkaBrokerUnavailableError, KafkaSourceError
+from hoodline.errors import (
+    KafkaBrokerUnavailableError,
+    KafkaSourceError,
+    KafkaTopicNotFoundError,
+)
 from hoodline.source.api import (
     SourceEvent,
     SplitEnumerator,
@@ -116,6 +120,8 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         self._no_more_splits_sent: set[int] = set()
         self._discovery_failures = 0
         self._started = False
+        #: whether the first discovery of a restored run looked for the topics that joined
+        self._joined_checked = False
 
     # --- introspection (tests, metrics) ------------------------------------------------------
     @property
@@ -190,6 +196,14 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
         subscribed = self._subscription.select(
             counts, strict=initial, brokers=self._config.bootstrap_servers
         )
+        if not initial and not self._joined_checked:
+            self._joined_checked = True
+            # a topic that joined the list at this restart must exist, as a new table's must
+            # (a misspelt one was read as nothing, without a word: subscription review)
+            # (the topics it held positions of are looked after where rounds are planned)
+            self._subscription.check_exists(
+                counts, brokers=self._config.bootstrap_servers,
+                held=frozenset(tp.topic for tp in self._known_snapshot))
         if initial and not subscribed and self._subscription.pattern is not None:
             log.warning(
                 "topic-pattern %r matches no topic on brokers %s yet; topics created later are "
@@ -230,8 +244,10 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
                 raise KafkaSourceError(
                     f"first partition discovery of {self._subscription.describe()} failed: {error}"
                 ) from error
-            if isinstance(error, KafkaBrokerUnavailableError):
-                raise error  # the client already retried for 'scan.broker-unavailable.timeout'
+            if isinstance(error, KafkaBrokerUnavailableError | KafkaTopicNotFoundError):
+                # the client already retried for 'scan.broker-unavailable.timeout'; a topic
+                # that joined the list and does not exist will not appear by retrying
+                raise error
             log.warning(
                 "Kafka partition discovery failed (%d in a row): %s",
                 self._discovery_failures,

@@ -472,6 +472,8 @@ class KafkaPlugin(SourcePlugin):
             source.config.starting_offsets.mode is not StartupMode.EARLIEST)
         #: the last plan held splits
         self._holding = False
+        #: the subscription differs from the one the table's checkpoint was stored with
+        self._changed_subscription = False
 
     @classmethod
     def from_config(cls, config: PipelineConfig) -> KafkaPlugin:
@@ -493,10 +495,12 @@ class KafkaPlugin(SourcePlugin):
         if not subject:
             topics = source.config.subscription.topics
             if topics is None or len(topics) != 1:
+                example = (f" (a table started from topic '{topics[0]}' follows "
+                           f"'{topics[0]}-value')" if topics else "")
                 raise ConfigError(
-                    f"option 'source.schema-subject' is required with format = '{fmt}' unless "
-                    "the subscription is one topic (then it is '<topic>-value'); name the "
-                    "subject the table's schema follows"
+                    f"[source] schema-subject is required with format = '{fmt}' unless the "
+                    "subscription is one topic (then it is '<topic>-value'); name the subject "
+                    f"the table's schema follows{example}"
                 )
             subject = f"{next(iter(topics))}-value"
         timeout = take_unavailable_timeout(client)
@@ -533,13 +537,19 @@ class KafkaPlugin(SourcePlugin):
         noun = "topic" if kind == "topics" else "partition"
         changes = []
         if added := sorted(new - old):
-            changes.append(f"{noun}(s) {', '.join(added)} joined it and are read from their "
-                           "earliest offset")
+            changes.append(
+                f"{noun}(s) {', '.join(added)} joined it and are read from their earliest "
+                "offset (one this table read before is read again from its start: its records "
+                "are written again, and unless the payload class compares the ordering field "
+                "an older value of a key replaces a newer one)")
         if removed := sorted(old - new):
             changes.append(
-                f"{noun}(s) {', '.join(removed)} left it: their positions are dropped and "
-                "records not read yet stay unread (named again later, they are read from "
-                "their earliest offset)")
+                f"{noun}(s) {', '.join(removed)} left it: their positions are dropped with the "
+                "next commit and records not read yet stay unread (named again later, they are "
+                "read from their earliest offset)")
+        # the next round commits the new subscription also when it reads nothing: a run that
+        # committed nothing left the old one stored, and named the change again every start
+        self._changed_subscription = True
         return ("the Kafka subscription changed since the table's last checkpoint: "
                 + "; ".join(changes))
 
@@ -863,7 +873,7 @@ class KafkaPlugin(SourcePlugin):
         # round reads nothing (an empty topic created again would be found again every round);
         # so do the first positions of a new table that a restart would not find again
         return (bool(self._dropping) or self._moved
-                or (self._unsaved_starts and self._holding))
+                or ((self._unsaved_starts or self._changed_subscription) and self._holding))
 
     def drained(self) -> bool:
         if self._targets is None:  # no partition found (yet): give discovery a few rounds
@@ -871,7 +881,7 @@ class KafkaPlugin(SourcePlugin):
         return all(self._positions.get(tp, 0) >= end for tp, end in self._targets.items())
 
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
-        self._unsaved_starts = False
+        self._unsaved_starts = self._changed_subscription = False
         self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)

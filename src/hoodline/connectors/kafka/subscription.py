@@ -67,33 +67,41 @@ class Subscription:
         """The subscribed partitions that exist; ``strict`` fails with
         :class:`KafkaTopicNotFoundError` on named topics/partitions that do not (``brokers``
         names where they were looked up, for the message)."""
-        where = f" on brokers {brokers}" if brokers else ""
+        if strict:
+            self.check_exists(partition_counts, brokers=brokers)
         if self.partitions is not None:
-            found = {
+            return {
                 tp for tp in self.partitions if tp.partition < partition_counts.get(tp.topic, 0)
             }
-            missing = sorted(self.partitions - found)
-            if strict and missing:
-                raise KafkaTopicNotFoundError(
-                    f"partition(s) {', '.join(map(str, missing))} of option 'partitions' do not "
-                    f"exist{where} ({_existing(partition_counts)}); create them or fix the option"
-                )
-            return found
-        if self.topics is not None:
-            absent = [t for t in self.topics if t not in partition_counts]
-            if strict and absent:
-                raise KafkaTopicNotFoundError(
-                    f"topic(s) {', '.join(repr(t) for t in absent)} of option 'topic' do not "
-                    f"exist{where} ({_existing(partition_counts)}). hoodline does not create "
-                    f"topics: create them (e.g. kafka-topics.sh --create --topic "
-                    f"{absent[0]} ...) or fix option 'topic'"
-                )
         return {
             TopicPartition(topic, p)
             for topic, count in partition_counts.items()
             if self.matches_topic(topic)
             for p in range(count)
         }
+
+    def check_exists(self, partition_counts: Mapping[str, int], brokers: str = "",
+                     held: frozenset[str] = frozenset()) -> None:
+        """:class:`KafkaTopicNotFoundError` naming the topics of 'topic' (partitions of
+        'partitions') that ``partition_counts`` lacks, except those of topics in ``held``."""
+        where = f" on brokers {brokers}" if brokers else ""
+        if self.partitions is not None:
+            missing = sorted(tp for tp in self.partitions if tp.topic not in held
+                             and tp.partition >= partition_counts.get(tp.topic, 0))
+            if missing:
+                raise KafkaTopicNotFoundError(
+                    f"partition(s) {', '.join(map(str, missing))} of option 'partitions' do not "
+                    f"exist{where} ({_existing(partition_counts)}); create them or fix the option"
+                )
+        elif self.topics is not None:
+            absent = [t for t in self.topics if t not in partition_counts and t not in held]
+            if absent:
+                raise KafkaTopicNotFoundError(
+                    f"topic(s) {', '.join(repr(t) for t in absent)} of option 'topic' do not "
+                    f"exist{where} ({_existing(partition_counts)}). hoodline does not create "
+                    f"topics: create them (e.g. kafka-topics.sh --create --topic "
+                    f"{absent[0]} ...) or fix option 'topic'"
+                )
 
     def describe(self) -> str:
         if self.topics is not None:
