@@ -190,18 +190,24 @@ def test_failover_after_first_checkpoint_returns_split_to_same_reader() -> None:
     job.check_exactly_once()
 
 
+def _read_and_checkpoint(meta: FakeMetadata, topics: str) -> SimJob:
+    """A job of two readers that read every record of ``topics`` and checkpointed."""
+    job = SimJob(make_source(meta, topic=topics), 2, meta)
+    job.start()
+    job.discover()
+    job.read_all()
+    job.checkpoint()
+    return job
+
+
 # --- restart after a topic is removed from the subscription -------------------------------------
 @pytest.mark.parametrize("subscribe", [{"topic": "keep"}, {"topic-pattern": "k.*"}])
 def test_restart_after_topic_removed_from_subscription(subscribe: dict[str, str]) -> None:
     meta = FakeMetadata()
     meta.add_topic("keep", 2, records=6)
     meta.add_topic("gone", 2, records=6)
-    job = SimJob(make_source(meta, topic="keep,gone"), 2, meta)
-    job.start()
-    job.discover()
-    job.read_all()
+    job = _read_and_checkpoint(meta, "keep,gone")
     before = job.enumerator.global_assignment
-    job.checkpoint()
     job = job.restart(source=make_source(meta, **subscribe))
     job.discover()
     held = set().union(*job.holdings().values())
@@ -222,11 +228,7 @@ def test_a_topic_that_joins_the_list_at_a_restart_must_exist() -> None:
     meta = FakeMetadata()
     meta.add_topic("keep", 2, records=6)
     meta.add_topic("other", 1, records=3)
-    job = SimJob(make_source(meta, topic="keep,other"), 2, meta)
-    job.start()
-    job.discover()
-    job.read_all()
-    job.checkpoint()
+    job = _read_and_checkpoint(meta, "keep,other")
     del meta.topics["other"]  # held by the table, deleted since: not this check's business
     job = job.restart(source=make_source(meta, topic="keep,other,typo"))
     with pytest.raises(KafkaTopicNotFoundError, match=r"topic\(s\) 'typo' of option 'topic'"):
