@@ -187,25 +187,7 @@ def list_partitions(base_path: TablePath, partitioned: bool) -> list[str]:
     ``_object_files``."""
     if not partitioned:
         return [""]
-    if isinstance(base_path, ObjectPath):
-        return _object_partitions(base_path)
-    result: list[str] = []
-
-    def walk(rel: str, in_partition: bool) -> None:
-        entries = list_dir(base_path / rel if rel else base_path)
-        children = sorted(e.name for e in entries if e.is_dir)
-        if not rel:
-            children = [c for c in children if c not in NON_PARTITION_DIRS]
-        else:
-            names = [e.name for e in entries if not e.is_dir]
-            if _is_partition(names, in_partition):
-                result.append(rel)
-                in_partition = True
-        for c in children:
-            walk(f"{rel}/{c}" if rel else c, in_partition)
-
-    walk("", False)
-    return result
+    return _partition_folders(_table_files(base_path))
 
 
 def _is_partition(names: Iterable[str], in_partition: bool) -> bool:
@@ -219,8 +201,24 @@ def _is_partition(names: Iterable[str], in_partition: bool) -> bool:
         for n in names)
 
 
-def _object_partitions(base_path: ObjectPath) -> list[str]:
-    return _partition_folders(_object_files(base_path))
+def _table_files(base_path: TablePath) -> dict[str, list[Entry]]:
+    """The files of a partitioned table by folder (relative), outside ``.hoodie`` and the
+    other :data:`NON_PARTITION_DIRS`: every folder listed once, on an object store as
+    :func:`_object_files` lists them."""
+    if isinstance(base_path, ObjectPath):
+        return _object_files(base_path)
+    files: dict[str, list[Entry]] = {}
+
+    def walk(rel: str) -> None:
+        entries = list_dir(base_path / rel if rel else base_path)
+        if rel:
+            files[rel] = [e for e in entries if not e.is_dir]
+        for name in sorted(e.name for e in entries if e.is_dir):
+            if rel or name not in NON_PARTITION_DIRS:
+                walk(f"{rel}/{name}" if rel else name)
+
+    walk("")
+    return files
 
 
 def _object_files(base_path: ObjectPath) -> dict[str, list[Entry]]:
@@ -255,10 +253,13 @@ def _object_files(base_path: ObjectPath) -> dict[str, list[Entry]]:
 def _partition_folders(files: dict[str, list[Entry]]) -> list[str]:
     """The partitions among the folders of ``files`` (see :func:`list_partitions`)."""
     out: list[str] = []
+    found: set[str] = set()
     for folder in sorted(files):  # a folder sorts before the folders under it
-        above = any(folder.startswith(f"{p}/") for p in out)
+        parts = folder.split("/")
+        above = any("/".join(parts[:i]) in found for i in range(1, len(parts)))
         if _is_partition((e.name for e in files[folder]), above):
             out.append(folder)
+            found.add(folder)
     return out
 
 
@@ -275,12 +276,11 @@ def list_table_data_files(
     base_path: TablePath, partitioned: bool
 ) -> dict[str, tuple[list[tuple[str, int]], list[tuple[LogFileName, int]]]]:
     """Every partition's data files (as :func:`list_data_files` gives them), by partition: on an
-    object store from one listing of the partition folders' keys, else folder by folder."""
-    if partitioned and isinstance(base_path, ObjectPath):
-        listed = _object_files(base_path)
-        return {part: _data_files(listed[part]) for part in _partition_folders(listed)}
-    return {part: list_data_files(base_path, part)
-            for part in list_partitions(base_path, partitioned)}
+    object store from one listing of the partition folders' keys; each folder listed once."""
+    if not partitioned:
+        return {"": list_data_files(base_path, "")}
+    listed = _table_files(base_path)
+    return {part: _data_files(listed[part]) for part in _partition_folders(listed)}
 
 
 def _data_files(
