@@ -415,7 +415,9 @@ def table_show(path: TablePath) -> None:
     """Show the table's configuration and a summary of its current state."""
     from hoodline.config.arrow_types import format_type
     from hoodline.pipeline.driver import read_checkpoint
+    from hoodline.storage.ops import list_names
     from hoodline.table.archive import ARCHIVE_FOLDER
+    from hoodline.table.archive_merge import archive_version
     from hoodline.table.metadata_table import METADATA_FOLDER
     from hoodline.table.properties import IndexType
     from hoodline.table.table import HudiTable
@@ -451,7 +453,7 @@ def table_show(path: TablePath) -> None:
     _add_row(grid, "pending instants", pending or "none")
     _add_row(grid, "last commit", _fmt_ts(last.timestamp) if last else "(none)")
     archived = table.meta_path / ARCHIVE_FOLDER
-    files = sorted(str(f) for f in archived.iterdir()) if archived.is_dir() else []
+    files = [n for n in list_names(archived) if archive_version(n) is not None]
     start = table.timeline.start()
     _add_row(grid, "archived", f"{len(files)} archive file(s); the active timeline starts at "
              f"{_fmt_ts(start)}" if files and start else "none")

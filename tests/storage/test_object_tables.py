@@ -185,3 +185,28 @@ def test_the_partition_listing_steps_over_the_timeline_and_other_tables_folders(
                       "day=2/h=1": ["f.parquet"], "metadata-x": ["h.parquet"]}
     assert list_partitions(base, True) == ["-5", ".hoodie-x", "2024-01-01", "_delta_log0",
                                            "day=2/h=1", "metadata-x"]
+
+
+def test_small_archive_files_are_merged_on_the_store(store: Store) -> None:
+    """Every archival writes a new archive file (an object cannot be appended to): they are
+    merged as Java merges them on such stores, keeping every archived instant once."""
+    from collections import Counter
+
+    from tests.table.test_archive import archived_entries
+
+    url = store.url("warehouse/archived")
+    table = HudiTable.create(url, TableConfig("events", ("id",), ("region",), "ts"),
+                             storage_options=store.options)
+    options = {"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 3,
+               "hoodie.cleaner.commits.retained": 1, "hoodie.archive.merge.files.batch.size": 2}
+    with WriteClient(table, options) as client:
+        written = [client.upsert(_rows([i, 100], f"w{i}")) for i in range(9)]
+    keys = [k.rsplit("/", 1)[1] for k in store.keys("warehouse/archived/.hoodie/archived/")]
+    assert len(keys) == 1 and keys[0].startswith(".commits_.archive."), keys
+    assert int(keys[0].split(".")[3].split("_")[0]) > 2  # merged more than once
+    states = Counter((e["commitTime"], e["actionState"]) for e in archived_entries(table)
+                     if e["actionType"] == "commit")
+    active = {i.timestamp for i in table.timeline.reload().completed_commits()}
+    assert set(states.values()) == {1}
+    assert {ts for ts, _ in states} == set(written) - active
+    assert len(states) == 3 * len(set(written) - active)

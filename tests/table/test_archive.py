@@ -14,9 +14,9 @@ from hoodline.errors import ConfigError, TableError
 from hoodline.table.archive import (
     ARCHIVED_META_ENTRY_SCHEMA,
     ArchivalPolicy,
-    archive_file_name,
     instants_to_archive,
 )
+from hoodline.table.archive_merge import archive_file_name
 from hoodline.table.instant import Instant, State
 from hoodline.table.log.blocks import HeaderKey, LogBlockType, read_blocks
 from hoodline.table.read import read_incremental
@@ -98,7 +98,7 @@ def test_archive_files_are_numbered_as_hudi_log_files() -> None:
                               "other"]) == ".commits_.archive.8_1-0-1"
 
 
-def _archived_entries(table: HudiTable) -> list[dict[str, object]]:
+def archived_entries(table: HudiTable) -> list[dict[str, object]]:
     out = []
     schema = fastavro.parse_schema(ARCHIVED_META_ENTRY_SCHEMA)
     for f in sorted((table.meta_path / "archived").iterdir()):
@@ -142,7 +142,7 @@ def test_writers_archive_old_instants_and_the_table_stays_whole(
     assert len(active) <= 4 and written[-1] in active
     gone = [ts for ts in written if ts not in active]
     assert gone, "nothing was archived"
-    entries = _archived_entries(table)
+    entries = archived_entries(table)
     archived = {(e["commitTime"], e["actionState"]) for e in entries}
     for ts in gone:  # every state file of an archived write is in the archive
         assert {(ts, "REQUESTED"), (ts, "INFLIGHT"), (ts, "COMPLETED")} <= archived

@@ -22,20 +22,20 @@ as a new Hudi log file ``.hoodie/archived/.commits_.archive.<N>_1-0-1`` (block h
 schema only). Then the state files are deleted, requested/inflight before completed, so a
 reader never sees a pending instant whose completion was just removed. Readers count files
 and log blocks of instants before the active timeline as committed
-(:class:`~hoodline.table.fs_view.CommittedInstants`).
+(:class:`~hoodline.table.fs_view.CommittedInstants`). Once enough small archive files have
+gathered, they are merged into one (:mod:`~hoodline.table.archive_merge`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hoodline.errors import ConfigError
-from hoodline.storage.ops import create_exclusive, list_names
+from hoodline.storage.ops import Entry, create_exclusive, list_dir
 from hoodline.table.action_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
@@ -43,6 +43,12 @@ from hoodline.table.action_metadata import (
     ROLLBACK_METADATA_SCHEMA,
     ActionBody,
     deserialize,
+)
+from hoodline.table.archive_merge import (
+    MERGE_PLAN_NAME,
+    archive_file_name,
+    finish_interrupted_merge,
+    merge_small_files,
 )
 from hoodline.table.clean import earliest_retained_commit
 from hoodline.table.commit_metadata import CHECKPOINT_KEYS
@@ -67,10 +73,6 @@ from hoodline.table.timeline import STAGING_DIR, Timeline
 log = logging.getLogger(__name__)
 
 ARCHIVE_FOLDER = "archived"
-#: ``.commits_.archive.<version>_<token>``: a log file of file id "commits", base instant ""
-ARCHIVE_FILE_ID = "commits"
-ARCHIVE_EXTENSION = ".archive"
-ARCHIVE_WRITE_TOKEN = "1-0-1"
 _CONTENT_VERSION = 3
 _ROLLING_STAT = "ROLLING_STAT"
 
@@ -141,6 +143,10 @@ class ArchivalPolicy:
     merge_on_read: bool = False
     #: deltacommits compaction scheduling counts (MOR)
     compact_max_delta_commits: int = 5
+    #: merge small archive files (``hoodie.archive.merge.*``, :mod:`~.archive_merge`)
+    merge_small_files: bool = True
+    merge_batch: int = 10
+    merge_small_file_bytes: int = 20 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_commits < self.max_commits:
@@ -299,20 +305,10 @@ def _archive_block(entries: list[dict[str, Any]]) -> LogBlock:
     return LogBlock(LogBlockType.AVRO_DATA, header, b"".join(parts))
 
 
-_ARCHIVE_NAME = re.compile(rf"^\.{ARCHIVE_FILE_ID}_{re.escape(ARCHIVE_EXTENSION)}\.(\d+)_.+$")
-
-
 def has_archived_instants(table: HudiTable) -> bool:
     """Whether any instant of the table was archived (by hoodline or Java)."""
     folder = table.meta_path / ARCHIVE_FOLDER
     return folder.is_dir() and any(folder.iterdir())
-
-
-def archive_file_name(existing: Sequence[str]) -> str:
-    """The next archive log file's name (version = the highest existing + 1)."""
-    versions = [int(m.group(1)) for m in map(_ARCHIVE_NAME.match, existing) if m is not None]
-    version = max(versions, default=0) + 1
-    return f".{ARCHIVE_FILE_ID}_{ARCHIVE_EXTENSION}.{version}_{ARCHIVE_WRITE_TOKEN}"
 
 
 def archive(
@@ -335,12 +331,17 @@ def archive(
     entries = [archived_entry(tl, f) for f in files]
     folder = table.meta_path / ARCHIVE_FOLDER
     folder.mkdir(exist_ok=True)
+    staging = table.meta_path / STAGING_DIR
+    listing = list_dir(folder)
+    if any(e.name == MERGE_PLAN_NAME for e in listing):
+        finish_interrupted_merge(folder)  # before anything else, as Java
+        listing = list_dir(folder)
     data = b"".join(
         _archive_block(entries[i:i + max(1, batch)]).serialize()
         for i in range(0, len(entries), max(1, batch))
     )
-    name = archive_file_name(list_names(folder))
-    create_exclusive(folder / name, data, table.meta_path / STAGING_DIR)
+    name = archive_file_name([e.name for e in listing])
+    create_exclusive(folder / name, data, staging)
     for ts in sorted({i.timestamp for i in chosen}):
         Markers(table, ts).delete_all()
     # requested/inflight before completed: no reader ever sees a pending instant whose
@@ -350,4 +351,7 @@ def archive(
     tl.reload()
     log.info("archived %d instants (%s … %s) into %s", len(chosen), chosen[0].timestamp,
              chosen[-1].timestamp, folder / name)
+    if policy.merge_small_files:
+        merge_small_files(folder, [*listing, Entry(name, False, len(data))],
+                          policy.merge_batch, policy.merge_small_file_bytes, staging)
     return chosen

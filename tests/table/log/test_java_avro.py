@@ -174,6 +174,41 @@ def test_java_avro_reads_the_archived_timeline(tmp_path: Path) -> None:
                                                                             "region=us"}
 
 
+def test_java_avro_reads_merged_archive_files_and_the_merge_plan(tmp_path: Path) -> None:
+    from hoodline.table.action_metadata import avro_container
+    from hoodline.table.archive_merge import MERGE_PLAN_SCHEMA, archive_version
+
+    config = TableConfig(name="t", record_key_fields=("id",), partition_fields=("region",),
+                         precombine_field="ts")
+    table = HudiTable.create(tmp_path / "t", config)
+    options = {"hoodie.keep.min.commits": 3, "hoodie.keep.max.commits": 4,
+               "hoodie.cleaner.commits.retained": 2, "hoodie.archive.merge.files.batch.size": 2}
+    written = []
+    with WriteClient(table, options) as client:
+        for i in range(12):
+            batch = pa.table({"id": ["a", f"n{i}"], "region": ["eu", "us"], "ts": [i, i]})
+            written.append(client.upsert(batch))
+    (archive,) = sorted((table.meta_path / "archived").iterdir())
+    assert (archive_version(archive.name) or 0) > 2  # merged more than once
+    schema_file = tmp_path / "delete_list.avsc"
+    schema_file.write_text(json.dumps(DELETE_RECORD_LIST_SCHEMA))
+    lines = _java("log", str(archive), str(schema_file), tmp=tmp_path)
+    records = [json.loads(line) for line in lines if not line.startswith("block ")]
+    commits = [(r["commitTime"], r["actionState"]) for r in records
+               if r["actionType"] == "commit"]
+    active = {i.timestamp for i in table.timeline.reload().completed_commits()}
+    assert len(commits) == len(set(commits)) == 3 * len(set(written) - active)
+    assert {ts for ts, _ in commits} == set(written) - active
+    plan = tmp_path / "mergeArchivePlan"
+    candidates = [f"file:{tmp_path}/.commits_.archive.{v}_1-0-1" for v in (1, 2)]
+    plan.write_bytes(avro_container(MERGE_PLAN_SCHEMA, {
+        "candidate": candidates, "mergedArchiveFileName": ".commits_.archive.3_1-0-1"}))
+    lines = _java("plan", str(plan), tmp=tmp_path)
+    assert lines[0] == "schema org.apache.hudi.avro.model.HoodieMergeArchiveFilePlan"
+    assert json.loads(lines[1]) == {"candidate": candidates,
+                                    "mergedArchiveFileName": ".commits_.archive.3_1-0-1"}
+
+
 def test_java_avro_reads_the_ordering_values_of_delete_blocks(tmp_path: Path) -> None:
     """Deletes that carry their ordering value (upserts that delete, DefaultHoodieRecordPayload)
     wrap it as Java does: each wrapper a branch of ``orderingVal``, nulls as IntWrapper(0)."""

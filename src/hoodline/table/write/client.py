@@ -407,6 +407,9 @@ class WriteClient:
             cleaner_commits_retained=o.clean_commits_retained,
             merge_on_read=self.table.config.merge_on_read,
             compact_max_delta_commits=o.compact_max_delta_commits,
+            merge_small_files=o.archive_merge,
+            merge_batch=o.archive_merge_batch,
+            merge_small_file_bytes=o.archive_merge_small_file,
         )
 
     def maybe_compact(self) -> Instant | None:

@@ -254,6 +254,35 @@ ARCHIVAL_BATCH = cfg.option(
     "Archived instants per Avro data block of the archive log file.",
     minimum=1,
 )
+ARCHIVE_MERGE_ENABLE = cfg.option(
+    "hoodie.archive.merge.enable",
+    bool,
+    True,
+    "Merge small archive files into one once 'hoodie.archive.merge.files.batch.size' of them "
+    "have gathered, as Java Hudi does on stores that cannot append (plan file "
+    ".hoodie/archived/mergeArchivePlan, finished or undone by the next archival after a crash). "
+    "hoodline never appends to an archive file, so without merging every archival adds a file: "
+    "a pipeline committing every few seconds would add hundreds a day, each opened by every "
+    "reader of the archived timeline. On by default in hoodline (Java's default is off, as it "
+    "appends where it can).",
+)
+ARCHIVE_MERGE_BATCH = cfg.option(
+    "hoodie.archive.merge.files.batch.size",
+    int,
+    10,
+    "Small archive files (the newest ones, down to the first larger than "
+    "'hoodie.archive.merge.small.file.limit.bytes') that must have gathered before they are "
+    "merged.",
+    minimum=2,
+)
+ARCHIVE_MERGE_SMALL_FILE = cfg.option(
+    "hoodie.archive.merge.small.file.limit.bytes",
+    int,
+    20 * MB,
+    "Archive files up to this many bytes are merged; a larger one (a merged file grown past "
+    "it) is kept as it is, and only newer files are merged after it.",
+    minimum=1,
+)
 COMPACT_ASYNC = cfg.option(
     "hoodline.compaction.async",
     bool,
@@ -336,6 +365,9 @@ ALL_OPTIONS: tuple[cfg.ConfigOption[Any], ...] = (
     KEEP_MIN_COMMITS,
     KEEP_MAX_COMMITS,
     ARCHIVAL_BATCH,
+    ARCHIVE_MERGE_ENABLE,
+    ARCHIVE_MERGE_BATCH,
+    ARCHIVE_MERGE_SMALL_FILE,
     COMPACT_MAX_DELTA_COMMITS,
     COMPACT_LOG_SIZE_RATIO,
     COMPACT_MAX_LOG_FILES,
@@ -375,6 +407,9 @@ class WriteOptions:
     keep_min_commits: int = KEEP_MIN_COMMITS.default
     keep_max_commits: int = KEEP_MAX_COMMITS.default
     archival_batch: int = ARCHIVAL_BATCH.default
+    archive_merge: bool = ARCHIVE_MERGE_ENABLE.default
+    archive_merge_batch: int = ARCHIVE_MERGE_BATCH.default
+    archive_merge_small_file: int = ARCHIVE_MERGE_SMALL_FILE.default
     compact_max_delta_commits: int = COMPACT_MAX_DELTA_COMMITS.default
     compact_log_size_ratio: float = COMPACT_LOG_SIZE_RATIO.default
     compact_max_log_files: int = COMPACT_MAX_LOG_FILES.default
@@ -412,6 +447,9 @@ class WriteOptions:
             keep_min_commits=o.get(KEEP_MIN_COMMITS),
             keep_max_commits=o.get(KEEP_MAX_COMMITS),
             archival_batch=o.get(ARCHIVAL_BATCH),
+            archive_merge=o.get(ARCHIVE_MERGE_ENABLE),
+            archive_merge_batch=o.get(ARCHIVE_MERGE_BATCH),
+            archive_merge_small_file=o.get(ARCHIVE_MERGE_SMALL_FILE),
             compact_max_delta_commits=o.get(COMPACT_MAX_DELTA_COMMITS),
             compact_log_size_ratio=o.get(COMPACT_LOG_SIZE_RATIO),
             compact_max_log_files=o.get(COMPACT_MAX_LOG_FILES),
