@@ -7,21 +7,20 @@ from pathlib import Path
 import pytest
 
 from hoodline.errors import ConfigError
-from hoodline.pipeline.master import parse_master
+from hoodline.pipeline.master import MasterKind, parse_master
 from hoodline.spark.session import SparkSettings, spark_conf
 
 
 def test_parse_master() -> None:
     m = parse_master("local-cluster[2,1,1024]")
-    assert (m.kind, m.executors, m.cores_per_executor, m.executor_memory_mb) == (
-        "local-cluster", 2, 1, 1024
-    )
+    assert (m.kind, m.executors, m.cores_per_executor) == (MasterKind.LOCAL_CLUSTER, 2, 1)
     assert parse_master("local[3]").total_cores == 3
     assert parse_master("local").total_cores == 1
-    assert parse_master("local[2,4]").max_task_failures == 4
+    assert parse_master("local[2,4]").total_cores == 2  # 4: task failures allowed
     assert parse_master("local[*]").total_cores >= 1
-    assert parse_master("spark://h:7077").kind == "remote"
-    assert parse_master("yarn").kind == parse_master("k8s://https://h:6443").kind == "remote"
+    assert parse_master("spark://h:7077").kind is MasterKind.REMOTE
+    for remote in ("yarn", "k8s://https://h:6443"):
+        assert parse_master(remote).kind is MasterKind.REMOTE
     for bad in ("local[0]", "local[x]", "local-cluster[2,1]", "localhost", "", "lokal", "spark:/h"):
         with pytest.raises(ConfigError):
             parse_master(bad)

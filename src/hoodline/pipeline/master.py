@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from hoodline.errors import ConfigError
 
@@ -15,17 +15,25 @@ _REMOTE_PREFIXES = ("spark://", "k8s://", "mesos://")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*\]")
 
 
+class MasterKind(enum.Enum):
+    """Where a master URL runs the executors."""
+
+    #: ``local[...]``: in the driver's JVM
+    LOCAL = "local"
+    #: ``local-cluster[...]``: executor JVMs on this machine, started by Spark
+    LOCAL_CLUSTER = "local-cluster"
+    #: ``spark://``, ``yarn``, ``k8s://``, ``mesos://``: elsewhere, sized by the cluster
+    REMOTE = "remote"
+
+
 @dataclass(frozen=True)
 class Master:
     """A parsed Spark master URL."""
 
     url: str
-    kind: Literal["local", "local-cluster", "remote"]
+    kind: MasterKind
     executors: int
     cores_per_executor: int
-    executor_memory_mb: int | None = None
-    #: ``local[N,F]``: how often a task may fail (Spark's local mode default is 1: no retries).
-    max_task_failures: int | None = None
 
     @property
     def total_cores(self) -> int:
@@ -33,7 +41,7 @@ class Master:
 
     @property
     def is_local(self) -> bool:
-        return self.kind != "remote"
+        return self.kind is not MasterKind.REMOTE
 
 
 def parse_master(url: str) -> Master:
@@ -52,11 +60,10 @@ def parse_master(url: str) -> Master:
             cores = os.cpu_count() or 1
         else:
             cores = int(n)
-        failures = int(m.group(2)) if m.group(2) else None
-        return Master(url, "local", 1, cores, max_task_failures=failures)
+        return Master(url, MasterKind.LOCAL, 1, cores)
     m = _LOCAL_CLUSTER.fullmatch(url)
     if m:
-        return Master(url, "local-cluster", int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return Master(url, MasterKind.LOCAL_CLUSTER, int(m.group(1)), int(m.group(2)))
     if not url:
         raise ConfigError("Spark master is empty; use e.g. local[2]")
     if url.startswith("local"):
@@ -70,7 +77,7 @@ def parse_master(url: str) -> Master:
             f"local[N,F], local-cluster[EXECUTORS,CORES_PER_EXECUTOR,MEMORY_MB], "
             f"spark://HOST:PORT, yarn or k8s://API_SERVER_URL"
         )
-    return Master(url, "remote", 0, 0)
+    return Master(url, MasterKind.REMOTE, 0, 0)
 
 
 def standalone_addresses(url: str) -> list[tuple[str, int]]:

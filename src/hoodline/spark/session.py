@@ -45,7 +45,7 @@ from pyspark.sql import SparkSession
 import hoodline
 from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
-from hoodline.pipeline.master import Master, parse_master
+from hoodline.pipeline.master import Master, MasterKind, parse_master
 from hoodline.spark import class_cache, gateway_watchdog, worker_zygote
 from hoodline.spark.java import start_problem
 from hoodline.spark.package_archive import shipped_archive
@@ -197,7 +197,7 @@ def spark_conf(
     if master.is_local:
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
-    if master.kind == "local" and settings.preload_workers:
+    if master.kind is MasterKind.LOCAL and settings.preload_workers:
         conf["spark.python.daemon.module"] = WORKER_DAEMON
         # The daemon is imported before Spark ships hoodline's archive: workers find this
         # installation through their environment (set for them only; this process's
@@ -234,8 +234,8 @@ def spark_conf(
     if java:
         conf["spark.driver.extraJavaOptions"] = " ".join(java)
     conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
-    if (zygote_socket is not None and master.kind == "local" and _runs_hoodline_daemon(conf)
-            and worker_zygote.fits(zygote_socket)):
+    if (zygote_socket is not None and master.kind is MasterKind.LOCAL
+            and _runs_hoodline_daemon(conf) and worker_zygote.fits(zygote_socket)):
         conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"] = str(zygote_socket)
     return conf
 
@@ -305,7 +305,7 @@ class HoodlineSpark:
         """A directory in this session's scratch space where tasks may hand each other files:
         on a ``local[N]`` master, whose tasks all run on this machine; None on other masters
         (their executors need not share a disk)."""
-        if self.master.kind != "local":
+        if self.master.kind is not MasterKind.LOCAL:
             return None
         path = self._scratch.path / "shuffle"
         path.mkdir(exist_ok=True)
@@ -572,7 +572,7 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                     ) from exc
             if interrupted():
                 raise KeyboardInterrupt  # the handler below stops the context it started
-            if master.kind == "local-cluster":  # before anything else (see .work_dir)
+            if master.kind is MasterKind.LOCAL_CLUSTER:  # before anything else (see .work_dir)
                 work_dir = WorkDirClaim(
                     Path(_find_spark_home()) / "work" / context.applicationId
                 )

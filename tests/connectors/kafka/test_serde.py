@@ -13,7 +13,7 @@ from hoodline.connectors.kafka.serde import (
 )
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
 from hoodline.errors import SplitSerializationError
-from hoodline.source.serialization import read_versioned, write_versioned
+from hoodline.source.serialization import BinaryWriter, read_versioned, write_versioned
 
 # Bytes written by version 1 of the enumerator state (before FLIP-537): assigned partitions
 # orders-0 and orders-1, unassigned initial partition pay-0, initial discovery finished.
@@ -81,6 +81,7 @@ def test_state_v1_golden_bytes_restore_without_owners_or_pending() -> None:
     assert state.unassigned_initial_partitions == {TopicPartition("pay", 0)}
     assert state.initial_discovery_finished is True
     assert state.assigned_partitions == {TopicPartition("orders", 0), TopicPartition("orders", 1)}
+    assert _WritesV1().serialize(state) == GOLDEN_STATE_V1  # the test's v1 writer below
 
 
 def test_unknown_version_and_corrupt_bytes_fail_clearly() -> None:
@@ -103,7 +104,15 @@ class _WritesV1(KafkaSourceEnumStateSerializer):
         return 1
 
     def serialize(self, obj: KafkaSourceEnumState) -> bytes:
-        return self.serialize_v1(obj)
+        # version 1: assigned partitions, unassigned initial partitions (each a count, then
+        # topic and partition sorted), whether initial discovery finished
+        out = BinaryWriter()
+        for tps in (obj.assigned_partitions, obj.unassigned_initial_partitions):
+            out.write_int(len(tps))
+            for tp in sorted(tps):
+                out.write_str(tp.topic).write_int(tp.partition)
+        out.write_bool(obj.initial_discovery_finished)
+        return out.to_bytes()
 
 
 def test_enumerator_restores_v1_state_with_a_new_balanced_assignment() -> None:

@@ -119,15 +119,14 @@ def test_delete_on_a_table_without_commits_then_insert(
 def test_executor_side_prepare_with_driver_planned_schema(
     new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient], index_type: str
 ) -> None:
-    """The driver only sees the schema; each task prepares its own share (one share empty,
-    one with int32 ordering values that widen to the table's int64, one with a new column)."""
-    from hoodline.table.write.client import prepare_records
+    """The driver only sees the schema; each task prepares its own share (one with int32
+    ordering values that widen to the table's int64, one with a new column)."""
+    from hoodline.table.write.client import prepare_for_schema
 
     table = new_table(index_type)
     client = client_for(table, SMALL_FILES)
     client.insert(rows(list(range(20))))
     share_a = rows([1, 2, 50], ts=3, v="a")
-    share_b = share_a.slice(0, 0)
     share_c = rows([60, 61], ts=3, v="c")
     share_c = share_c.set_column(2, "ts", pa.array([3, 3], pa.int32()))
     wide = share_a.append_column("note", pa.array(["x", None, "z"]))
@@ -138,10 +137,12 @@ def test_executor_side_prepare_with_driver_planned_schema(
     assert ctx.data_schema == schema
     tagged = pa.concat_tables(
         [
-            tag_and_assign(ctx, prepare_records(ctx, share), task, 3).select(
+            tag_and_assign(ctx, prepare_for_schema(ctx.config, ctx.operation, share,
+                                                   ctx.data_schema, ctx.options),
+                           task, 3).select(
                 ["id", "region", "ts", "v", "note", RECORD_KEY, "_hoodie_partition_path", FILE_ID]
             )
-            for task, share in enumerate([wide, share_b, share_c])
+            for task, share in enumerate([wide, share_c])
         ]
     )
     # two tasks writing the same file groups (no shuffle by file id): the commit refuses

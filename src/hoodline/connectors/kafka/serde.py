@@ -98,14 +98,6 @@ class KafkaSourceEnumStateSerializer(VersionedSerializer[KafkaSourceEnumState]):
         _write_tps(out, obj.unassigned_initial_partitions)
         return out.to_bytes()
 
-    def serialize_v1(self, obj: KafkaSourceEnumState) -> bytes:
-        """Version-1 bytes (the format before FLIP-537); kept to test restoring old checkpoints."""
-        out = BinaryWriter()
-        _write_tps(out, obj.assigned_partitions)
-        _write_tps(out, obj.unassigned_initial_partitions)
-        out.write_bool(obj.initial_discovery_finished)
-        return out.to_bytes()
-
     def deserialize(self, version: int, data: bytes) -> KafkaSourceEnumState:
         if version == 1:
             return self._deserialize_v1(data)

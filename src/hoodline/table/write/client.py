@@ -26,11 +26,12 @@ ties: the last record — for bulk_insert only with ``hoodie.combine.before.inse
   detected with the BLOOM index (duplicates, as in Hudi); with the BUCKET index a key always
   goes to its bucket's file group, so existing keys are updated.
 
-Split API for distributed writers (Spark): :meth:`prepare` (validate, schema),
-:meth:`start_instant`, :meth:`context` (picklable); per task :func:`prepare_records`
-(or :meth:`plan_schema` on the driver when the data lives on executors), :func:`tag_and_assign` and
-:func:`~hoodline.table.write.file_writer.write_file_groups` per task, then :meth:`commit` with all
-tasks' write stats (tasks that saw no data contribute none).
+Split API for distributed writers (Spark): :meth:`prepare` (validate, schema) or
+:meth:`plan_schema` on the driver when the data lives on executors, :meth:`start_instant`,
+:meth:`context` (picklable); per task :func:`prepare_for_schema` (the pipeline reduces its
+records itself), :func:`tag_and_assign` and
+:func:`~hoodline.table.write.file_writer.write_file_groups`, then :meth:`commit` with all tasks'
+write stats (tasks that saw no data contribute none).
 """
 
 from __future__ import annotations
@@ -102,9 +103,6 @@ from hoodline.table.write.prepare import (
 from hoodline.table.write.profile import WriteProfile
 from hoodline.table.write.records import (
     FILE_ID,
-    IS_DELETE,
-    PARTITION_PATH,
-    RECORD_KEY,
     Batch,
     as_table,
 )
@@ -206,22 +204,6 @@ def prepare_for_schema(
     combine = combines(operation, options.combine_before_insert)
     return prepare_upserts(
         table, config, data_schema, operation, combine, dictionary_partitions, threads)
-
-
-def prepare_records(ctx: WriteContext, batch: Batch) -> pa.Table:
-    """Executor side of a distributed write: :func:`prepare_for_schema` for one task's records
-    (an empty share gives an empty table, not an error)."""
-    table = as_table(batch)
-    if table.num_rows == 0:
-        fields = [] if ctx.operation is WriteOperation.DELETE else list(ctx.data_schema)
-        fields += [
-            pa.field(RECORD_KEY, pa.string(), nullable=False),
-            pa.field(PARTITION_PATH, pa.string(), nullable=False),
-        ]
-        if ctx.operation is WriteOperation.DELETE:
-            fields.append(pa.field(IS_DELETE, pa.bool_()))
-        return pa.schema(fields).empty_table()
-    return prepare_for_schema(ctx.config, ctx.operation, table, ctx.data_schema, ctx.options)
 
 
 class WriteClient:

@@ -510,7 +510,7 @@ def write_file_group(
 
     ``records`` are the group's: ``_hoodie_record_key``, the data columns and, for deletes,
     ``_hoodline_is_delete`` (a partition path or file id column is not read). They hold at most
-    one record per key, as :func:`~.client.prepare_records` (or the pipeline's per-round
+    one record per key, as :func:`~.client.prepare_for_schema` (or the pipeline's per-round
     reduction) leaves them; only a bulk_insert that does not combine
     (``hoodie.combine.before.insert``) brings duplicates, and they are written as given.
 
