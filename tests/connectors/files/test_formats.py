@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import json
+import math
 import os
 from pathlib import Path
 
@@ -602,3 +603,38 @@ def test_parquet_maps_and_fixed_bytes_are_read_as_declared(data_dir: Path) -> No
     rows = [r for b in read_split(split_of(data_dir / "m.parquet"), config)
             for r in b.to_pylist()]
     assert rows == table.to_pylist()
+
+
+def test_a_csv_number_too_big_for_its_float_column_is_rejected_not_stored_as_infinity(
+    data_dir: Path,
+) -> None:
+    """pyarrow reads 1e309 as infinity for a double column (1e39 for a float32 one): such a
+    value is a wrong type, as in JSON; an infinity written as one stays a value."""
+    p = data_dir / "big.csv"
+    p.write_text("id,score,small\n1,1.5,1\n2,1e309,2\n3,inf,3\n4,-Infinity,1e39\n5,2.5,4\n")
+    declared = pa.schema([("id", pa.int64()), ("score", pa.float64()),
+                          ("small", pa.float32())])
+    config = FileSourceConfig(root=str(data_dir), format="csv", schema=declared,
+                              tolerate_errors=True)
+    got = [b.to_pylist() for b in read_split(split_of(p), config)]
+    assert got == [
+        [{"id": 1, "score": 1.5, "small": 1.0}],
+        [{"value": b'"2","1e309","2"', "reason": "wrong_type",
+          "detail": "row 1 (counted from 0): column 'score' holds '1e309', which is too big "
+                    "for double (up to about 1.8e+308)"}],
+        [{"id": 3, "score": math.inf, "small": 3.0}],
+        [{"value": b'"4","-Infinity","1e39"', "reason": "wrong_type",
+          "detail": "row 3 (counted from 0): column 'small' holds '1e39', which is too big "
+                    "for float32 (up to about 3.4e+38)"}],
+        [{"id": 5, "score": 2.5, "small": 4.0}],
+    ]
+    strict = FileSourceConfig(root=str(data_dir), format="csv", schema=declared)
+    with pytest.raises(FileSourceError, match=r"big\.csv' row 1 \(counted from 0\): column "
+                       r"'score' holds '1e309', which is too big for double"):
+        list(read_split(split_of(p), strict))
+    # infinities written as such: read as values, in strict mode too
+    spelled = data_dir / "spelled.csv"
+    spelled.write_text("id,score,small\n1,INF,-inf\n2,+Infinity,2\n")
+    assert [r for b in read_split(split_of(spelled), strict) for r in b.to_pylist()] == [
+        {"id": 1, "score": math.inf, "small": -math.inf},
+        {"id": 2, "score": math.inf, "small": 2.0}]

@@ -130,7 +130,8 @@ SCHEMA = option(
     "reader converts them: an empty value and the markers NA, N/A, NULL, null, NaN, nan, #N/A "
     "are null in every column but a string one, where they stay text; booleans are "
     "true/false/1/0 (also True, TRUE, False, FALSE); a timestamp with a zone needs its offset "
-    "('2024-03-01T10:00:00Z').",
+    "('2024-03-01T10:00:00Z'); a number too big for its float column (1e309 for a double) is "
+    "a wrong type, not infinity ('inf', 'Infinity' written as such are infinity).",
 )
 
 SPLIT_TARGET_SIZE = option(

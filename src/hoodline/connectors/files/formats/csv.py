@@ -185,7 +185,8 @@ def read_csv(
                     fresh, to_skip = skip_rows(batch, to_skip)
                     if fresh is not None and fresh.num_rows:
                         rows = conform(fresh, schema, where)
-                        if isolate_records and _lacks_required(rows, required):
+                        if ((isolate_records and _lacks_required(rows, required))
+                                or _has_infinity(rows)):
                             raise _Isolate
                         read += fresh.num_rows
                         yield rows
@@ -206,7 +207,10 @@ def read_csv(
                         reason, detail = batch.column("reason")[0], batch.column("detail")[0]
                         raise FileSourceError(
                             f"file '{split.path}' {detail} ({reason}){STRICT_HINT}") from exc
-                raise
+                    if isinstance(exc, _Isolate):
+                        yield batch  # an infinity written as one: the rows stand
+                if not isinstance(exc, _Isolate):
+                    raise
         else:
             for batch in options.whole(split.path).to_batches():
                 fresh, to_skip = skip_rows(batch, to_skip)
@@ -256,13 +260,33 @@ def _locate_bad_row(
 
 
 class _Isolate(Exception):
-    """A batch holds a row with a null required field: the rest of the file goes through the
-    isolating pass, which rejects such rows one by one with their text."""
+    """A batch holds a row with a null required field, or an infinite float (a number too big
+    for its column reads as infinity): the rest of the file goes through the isolating pass,
+    which rejects such rows one by one with their text."""
 
 
 def _lacks_required(rows: pa.RecordBatch, required: Sequence[str]) -> bool:
     return any(rows.column(name).null_count for name in required
                if name in rows.schema.names)
+
+
+def _has_infinity(rows: pa.RecordBatch) -> bool:
+    return any(pc.any(pc.is_inf(rows.column(i))).as_py() for i, f in enumerate(rows.schema)
+               if pa.types.is_floating(f.type))
+
+
+#: how pyarrow's CSV reader accepts an infinity written as one
+_SPELLED_INFINITY = r"^[+-]?inf(inity)?$"
+
+
+def _overflowed(text: pa.Array, values: pa.Array) -> list[int]:
+    """Rows whose number was too big for the float column: infinity, not written as one (an
+    overflow that would be stored as infinity without a word)."""
+    inf = pc.is_inf(values).fill_null(False)
+    if not pc.any(inf).as_py():
+        return []
+    spelled = pc.match_substring_regex(text, _SPELLED_INFINITY, ignore_case=True)
+    return np.flatnonzero(np.asarray(pc.and_not(inf, spelled.fill_null(False)))).tolist()
 
 
 def _missing_column(
@@ -371,6 +395,14 @@ def _converted(
                 cleared = np.zeros(n, dtype=bool)
                 cleared[bad] = True
                 values = _csv_convert(pc.if_else(pa.array(cleared), "", values), field.type)
+        if pa.types.is_floating(field.type):
+            text = batch.column(field.name)
+            limit = float(np.finfo(field.type.to_pandas_dtype()).max)
+            for i in _overflowed(text, values):
+                if problems[i] is None:
+                    problems[i] = (WRONG_TYPE, f"column '{field.name}' holds "
+                                   f"{_shown(text[i].as_py())}, which is too big for "
+                                   f"{format_type(field.type)} (up to about {limit:.1e})")
         if not field.nullable and values.null_count:
             for row in np.flatnonzero(np.asarray(values.is_null())).tolist():
                 if problems[row] is None:
