@@ -275,6 +275,35 @@ def test_reads_before_cleaned_instants_refused(table: HudiTable, writer: HandWri
     assert _vals(read.read_incremental(table, commits[0], commits[3])) == {"a": 3}
 
 
+def test_a_damaged_newest_clean_is_read_from_its_plan_or_named_with_the_way_out(
+    table: HudiTable, writer: HandWriter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A newest .clean cut short by hand or disk: what cleaning kept comes from the clean's
+    plan (time travel stays refused where files were deleted); with the plan damaged too, the
+    error names both files and 'table clean --retain N'."""
+    from hoodline.table.clean import earliest_retained_commit
+
+    commits = [writer.upsert({US: rows(["a"], "us", [i])}) for i in range(5)]
+    inst = clean(table, retain_commits=2)
+    assert inst is not None and earliest_retained_commit(table) == commits[3]
+    done = table.timeline.path_of(inst)
+    done.write_bytes(done.read_bytes()[:40])
+    with caplog.at_level(logging.WARNING, logger="hoodline.table.clean"):
+        assert earliest_retained_commit(table) == commits[3]
+    assert "taken from its plan" in caplog.text and str(done) in caplog.text
+    with pytest.raises(TableError, match=f"{commits[1]} is older than"):
+        read.read_snapshot(table, as_of=commits[1])
+    requested = table.timeline.path_of(inst.with_state(State.REQUESTED))
+    requested.write_bytes(b"")
+    with pytest.raises(TimelineError, match=r"its plan .* is not readable either: restore the "
+                       r"file from a copy \('hoodline table clean PATH --retain N'"):
+        earliest_retained_commit(table)
+    # cleaning with a retention still runs (the CLI's --retain): the next version goes
+    writer.upsert({US: rows(["a"], "us", [5])})
+    assert clean(table, retain_commits=2) is not None
+    assert _vals(read.read_snapshot(table)) == {"a": 5}
+
+
 def test_rolled_back_instant_cannot_be_completed_later(
     table: HudiTable, writer: HandWriter
 ) -> None:

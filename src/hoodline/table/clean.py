@@ -27,13 +27,14 @@ partition per round.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from hoodline.config.options import option
-from hoodline.errors import TableError
+from hoodline.errors import TableError, TimelineError
 from hoodline.table.action_metadata import ActionBody, deserialize, serialize
 from hoodline.table.fs_view import (
     CommittedInstants,
@@ -54,6 +55,8 @@ CLEANER_COMMITS_RETAINED = option(
 )
 
 POLICY = "KEEP_LATEST_COMMITS"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -246,10 +249,27 @@ def earliest_retained_commit(table: HudiTable) -> str | None:
     if not cleans:
         return None
     tl = table.timeline
-    raw = tl.read_instant_bytes(cleans[-1])
-    value = deserialize(ActionBody.CLEAN_METADATA, raw, str(tl.path_of(cleans[-1]))).get(
-        "earliestCommitToRetain"
-    )
+    last = cleans[-1]
+    try:
+        raw = tl.read_instant_bytes(last)
+        value = deserialize(ActionBody.CLEAN_METADATA, raw, str(tl.path_of(last))).get(
+            "earliestCommitToRetain")
+    except TimelineError as exc:
+        # damaged by hand or by a disk: the clean's plan (same instant) names what it kept
+        requested = last.with_state(State.REQUESTED)
+        try:
+            plan = deserialize(ActionBody.CLEANER_PLAN, tl.read_instant_bytes(requested),
+                               str(tl.path_of(requested)))
+        except (TimelineError, FileNotFoundError):
+            raise TimelineError(
+                f"{exc}. It is the newest clean, whose metadata says which commits cleaning "
+                f"kept whole (for time travel and archival), and its plan "
+                f"'{tl.path_of(requested)}' is not readable either: restore the file from a "
+                "copy ('hoodline table clean PATH --retain N' still cleans, N commits "
+                "kept)") from None
+        value = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+        log.warning("%s; the commits that clean kept are taken from its plan (restore the "
+                    "file from a copy to silence this)", exc)
     return str(value) if value else None
 
 
