@@ -157,3 +157,27 @@ def test_a_planned_compaction_goes_on_without_a_log_file_whose_loss_was_accepted
     snap = read_snapshot(HudiTable.open(table.base_path), columns=["id", "ts", "v"])
     assert sorted(snap.to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "ts": 2, "v": "b1"}, {"id": 2, "ts": 1, "v": "v2"}]  # 2's update was lost
+
+
+def test_a_configuration_that_lost_its_partition_fields_is_named_not_read_empty(
+        tmp_path: Path) -> None:
+    """Without the 'hoodie.table.partition.fields' line the table looked unpartitioned: reads
+    returned no row without a word, and every file was reported missing, its loss acceptable
+    (day-two review)."""
+    table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
+    _first, second = _two_rounds(table)
+    props = table.meta_path / "hoodie.properties"
+    props.write_text("\n".join(line for line in props.read_text().splitlines()
+                               if not line.startswith("hoodie.table.partition.fields=")))
+    damaged = HudiTable.open(table.base_path)
+    assert not damaged.config.partition_fields
+    expected = (rf"not partitioned by its configuration .* but its commit {second} wrote "
+                r"'region=eu/.*' in a partition folder: the configuration file is damaged")
+    with pytest.raises(TableError, match=expected):
+        read_snapshot(damaged)
+    with pytest.raises(TableError, match=expected):
+        find_damage(damaged.fs_view())
+    with pytest.raises(TableError, match="do not accept their loss"):
+        accept_loss(damaged.fs_view(), damaged.meta_path, ["x.parquet"])
+    with pytest.raises(TableError, match=expected), WriteClient(damaged, NO_SERVICES) as client:
+        client.upsert(rows([1], ts=3))

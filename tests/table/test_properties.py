@@ -149,6 +149,19 @@ def test_a_damaged_properties_file_is_named_and_its_backup_read(
     assert "hoodie.table.name=trips" in props.read_text()
 
 
+@pytest.mark.parametrize("key", ["hoodie.table.type", "hoodie.table.version"])
+def test_a_properties_file_that_lost_a_line_every_writer_writes_is_called_damaged(
+    tmp_path: Path, key: str
+) -> None:
+    """Cut off after the name, the file read as an unsupported table (type '')."""
+    base, props = _table_with_a_commit(tmp_path)
+    lines = [ln for ln in props.read_text().splitlines() if not ln.startswith(key + "=")]
+    props.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UnsupportedTableError, match=f"has no '{key}': the file is truncated or "
+                       "damaged .* restore it from a backup or copy"):
+        HudiTable.open(base)
+
+
 def test_a_missing_properties_file_is_read_from_its_backup(tmp_path: Path) -> None:
     base, props = _table_with_a_commit(tmp_path)
     props.rename(props.parent / "hoodie.properties.backup")

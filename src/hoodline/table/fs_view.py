@@ -37,6 +37,7 @@ from hoodline.table.compaction_plan import read_plan
 from hoodline.table.instant import (
     COMPACTION,
     REPLACE_COMMIT,
+    Instant,
     is_timestamp_string,
     is_valid_timestamp,
 )
@@ -301,6 +302,17 @@ def _data_files(
     return sorted(bases), sorted(logs)
 
 
+def unpartitioned_layout_error(base_path: TablePath, commit: Instant, path: str) -> TableError:
+    """The error for a table configured as unpartitioned whose ``commit`` wrote ``path`` into a
+    partition folder (its hoodie.properties lost the partition fields)."""
+    return TableError(
+        f"the table at '{base_path}' is not partitioned by its configuration (hoodie.properties "
+        f"names no 'hoodie.table.partition.fields'), but its {commit.action} {commit.timestamp} "
+        f"wrote '{path}' in a partition folder: the configuration file is damaged (the line was "
+        "lost); restore hoodie.properties from a backup or copy. Its files are not missing: do "
+        "not accept their loss")
+
+
 class FileSystemView:
     """Committed file groups/slices of a table at a point in time (``as_of``; None = latest)."""
 
@@ -408,8 +420,23 @@ class FileSystemView:
                         )
                 part_groups.append(FileGroup(part, file_id, tuple(slices)))
             groups[part] = part_groups
+        if not self.partitioned and not any(groups.values()):
+            self._check_unpartitioned_layout()
         self._groups = groups
         return groups
+
+    def _check_unpartitioned_layout(self) -> None:
+        """An unpartitioned table without a data file whose newest commit wrote into partition
+        folders: its configuration lost the partition fields, and every read would be empty."""
+        commits = self.timeline.completed_commits()
+        if not commits:
+            return
+        newest = commits[-1]
+        metadata = self.timeline.read_commit_metadata(newest)
+        for part, stats in metadata.partition_to_write_stats.items():
+            for stat in stats:
+                if part and stat.path:
+                    raise unpartitioned_layout_error(self.base_path, newest, stat.path)
 
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
         groups = self._load()

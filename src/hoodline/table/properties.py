@@ -389,6 +389,11 @@ class TableConfig:
         name = props.get(K_NAME)
         if not name:
             raise UnsupportedTableError(f"'{source}' has no '{K_NAME}'; it is not a valid table")
+        absent = [k for k in (K_TYPE, K_VERSION) if k not in props]
+        if absent:  # every Hudi writer writes both: the file lost lines
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has no '{absent[0]}': the file is truncated or "
+                "damaged (Hudi writers always write it); restore it from a backup or copy")
         ttype = props.get(K_TYPE, "")
         if ttype not in tuple(TableType):
             raise UnsupportedTableError(

@@ -235,7 +235,12 @@ class WriteClient:
         self._background = BackgroundCompactor(self._lock.lost_reason)
         self.archival_policy()  # refuses inconsistent hoodie.keep.* settings before writing
         config = self.table.config
-        config.check_key_generator()
+        try:
+            config.check_key_generator()
+        except UnsupportedTableError:
+            if not config.partition_fields:  # the properties lost them? (then named so)
+                self.table.fs_view().file_groups()
+            raise
         check_key_generator_settings(config)
         if config.index_type is IndexType.BUCKET and (
                 set(config.bucket_hash_fields) != set(config.record_key_fields)):
