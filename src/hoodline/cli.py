@@ -680,12 +680,15 @@ def table_rollback(
     instant: Annotated[
         str | None,
         typer.Option(help="Roll back only this instant (default: every pending instant); "
-                     "also a pending compaction whose plan is unreadable."),
+                     "also a pending compaction whose plan is unreadable, or the table's "
+                     "newest commit when its file is damaged."),
     ] = None,
 ) -> None:
     """Roll back pending (requested/inflight) instants left by a failed or killed writer.
 
-    With --instant, also a pending compaction whose plan file is damaged (it cannot run).
+    With --instant, also a pending compaction whose plan file is damaged (it cannot run), or
+    the newest completed commit when its file cannot be read (its files are removed; a
+    pipeline writes that round again).
     Takes the table's writer lock, so it refuses to run while a live writer is writing."""
     from hoodline.errors import TimelineError
     from hoodline.table.compaction_plan import read_plan

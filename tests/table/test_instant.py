@@ -240,8 +240,10 @@ def test_string_order_is_time_order(moments: list[datetime]) -> None:
     ("2024-03-01T10:15:30", "20240301101530000"),
     ("2024-03-01 10:15:30.1", "20240301101530100"),
     ("2024-03-01 10:15:30.123456", "20240301101530123"),
+    (20240301101530123, "20240301101530123"),  # an int, as instant times look (a TypeError)
+    (0, "00000000000000000"),
 ])
-def test_query_times_are_read_as_java_hudis_as_of_instant(text: str, bound: str) -> None:
+def test_query_times_are_read_as_java_hudis_as_of_instant(text: str | int, bound: str) -> None:
     assert query_instant(text, "as-of time") == bound
 
 
@@ -255,3 +257,9 @@ def test_query_times_are_read_as_java_hudis_as_of_instant(text: str, bound: str)
 def test_query_times_hoodline_cannot_read_are_refused_by_name(text: str, why: str) -> None:
     with pytest.raises(TableError, match=rf"as-of time '{re.escape(text)}' {why}"):
         query_instant(text, "as-of time")
+
+
+def test_a_query_time_of_another_type_is_refused_by_name() -> None:
+    with pytest.raises(TableError, match=r"as-of time 2024\.5 is a float, not a time: give one "
+                       "of yyyyMMddHHmmssSSS"):
+        query_instant(2024.5, "as-of time")  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,6 +161,15 @@ def test_a_properties_file_that_lost_a_line_every_writer_writes_is_called_damage
     with pytest.raises(UnsupportedTableError, match=f"has no '{key}': the file is truncated or "
                        "damaged .* restore it from a backup or copy"):
         HudiTable.open(base)
+
+
+def test_a_folder_inside_a_table_is_named_as_such(tmp_path: Path) -> None:
+    base, _props = _table_with_a_commit(tmp_path)
+    inner = Path(str(base)) / "region=eu" / "deeper"
+    inner.mkdir(parents=True)
+    with pytest.raises(TableNotFoundError, match=rf"it is a folder inside the table at "
+                       rf"'{re.escape(str(base))}' \(a partition\?\); give the table's own"):
+        HudiTable.open(inner)
 
 
 def test_a_missing_properties_file_is_read_from_its_backup(tmp_path: Path) -> None:

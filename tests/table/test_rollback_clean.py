@@ -662,6 +662,11 @@ def test_an_older_commit_with_an_unreadable_file_is_not_rolled_back(tmp_path: Pa
     with pytest.raises(TimelineError, match=f"not the table's newest commit: commit {newer}"):
         rollback_instant(table, done)
     assert table.timeline.find(ts) == done and path.exists()
+    reader = HudiTable.open(tmp_path / "t")  # the read's error says so too, no rollback offered
+    with pytest.raises(TimelineError, match=f"Commit {ts} is not the table's newest commit .*: "
+                       "restore the file from a copy") as err:
+        reader.timeline.read_commit_metadata(done)
+    assert "table rollback" not in str(err.value)
 
 
 def test_a_commit_whose_replaced_files_were_cleaned_is_not_rolled_back(tmp_path: Path) -> None:

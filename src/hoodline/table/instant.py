@@ -186,12 +186,18 @@ QUERY_TIME_FORMS = ("yyyyMMddHHmmssSSS (an instant), yyyyMMddHHmmss, yyyy-MM-dd,
                     "yyyy-MM-dd HH:mm:ss[.SSS] (also with 'T')")
 
 
-def query_instant(text: str, what: str) -> str:
+def query_instant(text: str | int, what: str) -> str:
     """The 17-digit bound of a query given as Java Hudi's ``as.of.instant`` takes it: an
     instant time, ``yyyyMMddHHmmss``, ``yyyy-MM-dd`` (its first moment) or ``yyyy-MM-dd
     HH:mm:ss[.SSS]``, all read in the table's timeline timezone as its instant times are (so
     only the digits are rearranged); zeros alone (``000``, Java's usual incremental start) are
-    the time before every instant. ``what`` names the argument in the error."""
+    the time before every instant. ``what`` names the argument in the error. An integer is
+    read as its digits (instant times look like numbers: ``20261129155538673``)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str):
+        raise TableError(f"{what} {text!r} is a {type(text).__name__}, not a time: give one of "
+                         f"{QUERY_TIME_FORMS}, as text")
     if _TS_RE.match(text):
         return text  # any 17 digits (also bounds such as 00000000000000000)
     if text and set(text) == {"0"}:

@@ -626,6 +626,15 @@ def _read_properties(
             "from a backup. Do not create a new table here: it would not know the data "
             "already written"
         )
+    ancestor = path.parent.parent
+    for _ in range(8):  # a partition folder given?
+        if ancestor == ancestor.parent:
+            break
+        ancestor = ancestor.parent
+        if (ancestor / META_FOLDER / PROPERTIES_FILE).exists():
+            raise TableNotFoundError(
+                f"no Hudi table at '{base_path}': it is a folder inside the table at "
+                f"'{ancestor}' (a partition?); give the table's own folder")
     raise TableNotFoundError(
         f"no Hudi table at '{base_path}': '{path}' does not exist; "
         "create the table first or check the path"

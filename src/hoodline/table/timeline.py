@@ -265,14 +265,18 @@ class Timeline:
             try:
                 cached = CommitMetadata.from_json_bytes(data, source=str(self.path_of(done)))
             except TimelineError as exc:
+                commits = self.completed_commits()
+                if commits and commits[-1].timestamp == instant.timestamp:
+                    raise TimelineError(
+                        f"{exc}. It is the table's newest commit: `hoodline table rollback "
+                        f"{self.meta_path.parent} --instant {instant.timestamp}` removes it and "
+                        "its files (a pipeline then writes that round again, from the "
+                        "checkpoint of the commit before; other writers must write its data "
+                        "again), or restore the file from a copy") from None
                 raise TimelineError(
-                    f"{exc}. If {instant.action} {instant.timestamp} is the table's newest "
-                    f"commit, `hoodline table rollback {self.meta_path.parent} --instant "
-                    f"{instant.timestamp}` removes it and its files (a pipeline then writes that "
-                    "round again, from the checkpoint of the commit before; other writers must "
-                    "write its data again); an older commit can only be restored from a copy of "
-                    "the file"
-                ) from None
+                    f"{exc}. {instant.action.capitalize()} {instant.timestamp} is not the "
+                    "table's newest commit (later ones wrote on top of it): restore the file "
+                    "from a copy") from None
             self._metadata[done.file_name] = cached
         return cached
 
