@@ -119,6 +119,32 @@ def test_a_retryable_storage_error_of_a_task_carries_the_executors_hint_too() ->
     assert info.value.retryable and str(info.value).endswith(EXECUTOR_STORAGE_HINT)
 
 
+def test_a_store_failing_on_its_side_in_a_task_gets_no_settings_hint() -> None:
+    """A throttled store (503 SlowDown) was answered with the hint to pass the storage
+    settings to the executors, which had reached the store (S3 review)."""
+    from hoodline.errors import StorageError
+    from hoodline.pipeline.tasks import EXECUTOR_STORAGE_HINT, _guarded
+    from hoodline.storage.paths import ObjectPath, parse_location, storage_error
+
+    path = parse_location("s3://b/t/.hoodie", {"region": "us-east-1"})
+    assert isinstance(path, ObjectPath)
+    throttled = storage_error(RuntimeError(
+            "Generic S3 error: Error performing GET http://127.0.0.1:1/b?list-type=2 in 1s - "
+            "Server returned non-2xx status code: 503 Service Unavailable: <?xml version=\"1.0\""
+            "?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
+            "</Error>"), path, "list")
+
+    def failing() -> Iterator[int]:
+        raise throttled
+        yield 1
+
+    with pytest.raises(StorageError) as info:
+        next(_guarded(failing()))
+    assert info.value.retryable and "503 Service Unavailable, SlowDown" in str(info.value)
+    assert EXECUTOR_STORAGE_HINT not in str(info.value)
+    assert "a failure on the store's side, which may pass" in str(info.value)
+
+
 def test_bad_records_come_back_sorted_by_position() -> None:
     b = _complete()
     rows = [{"error_id": f"kafka/t/{p}/{o}", "day": "2024-01-01", "source": "kafka",

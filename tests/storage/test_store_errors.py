@@ -237,7 +237,8 @@ def test_only_an_unreachable_or_failing_store_is_an_outage_and_its_patience_is_r
     from hoodline.storage.paths import is_store_outage, retry_timeout_s
 
     assert is_store_outage(StorageError("cannot read 's3://b/t': S3 failed (503 Slow Down); "
-                                        "a retried round may pass", retryable=True))
+                                        "a failure on the store's side, which may pass",
+                                        retryable=True))
     assert not is_store_outage(StorageError("cannot read 's3://b/t': the bucket 'b' does not "
                                             "exist", retryable=False))
     assert not is_store_outage(EngineJobError("the round's Spark job failed: executor lost"))

@@ -43,6 +43,7 @@ from hoodline.log_format import ensure_task_logging
 from hoodline.pipeline.plugin import PlanReading, ReadOutcome, ReadTask, RecordPreparer
 from hoodline.pipeline.transform import SEQ, RecordSpec, resolve
 from hoodline.pipeline.write_buffer import WriteBuffer
+from hoodline.storage.paths import is_server_failure
 from hoodline.table.fs_view import FileSystemView
 from hoodline.table.properties import IndexType
 from hoodline.table.write.client import tag_and_assign
@@ -120,7 +121,8 @@ def _guarded(items: Iterator[T]) -> Iterator[T | TaskFailure]:
     try:
         yield from items
     except StorageError as exc:
-        hinted = _on_executors(exc)
+        # not where the store failed on its side: the executors' settings were not at fault
+        hinted = exc if is_server_failure(exc) else _on_executors(exc)
         if exc.retryable:
             raise hinted from exc
         yield TaskFailure.of(hinted)

@@ -120,7 +120,7 @@ def _retry_config(given: Mapping[str, str], root: ObjectRoot) -> dict[str, Any] 
 
 
 _UNREACHABLE = "cannot reach"
-_SERVER_FAILED = "a retried round may pass"
+_SERVER_FAILED = "a failure on the store's side, which may pass"
 
 
 def is_store_outage(exc: BaseException) -> bool:
@@ -130,6 +130,12 @@ def is_store_outage(exc: BaseException) -> bool:
     text = str(exc)
     return (isinstance(exc, StorageError) or "StorageError" in text) and (
         _UNREACHABLE in text or _SERVER_FAILED in text)
+
+
+def is_server_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is an object store failing on its side (a 5xx answer, throttling): no
+    setting of the caller's is at fault."""
+    return _SERVER_FAILED in str(exc)
 
 
 #: obstore's default ``retry_timeout``: how long its client retries a failed request
@@ -539,13 +545,19 @@ class ObjectPath:
         """Write the object only if it does not exist (S3 ``If-None-Match: *``, GCS / Azure
         preconditions); False when it exists."""
         import obstore
-        from obstore.exceptions import AlreadyExistsError
+        from obstore.exceptions import AlreadyExistsError, NotFoundError
 
         with storage_errors(self, "create"):
             try:
                 obstore.put(self.store, self.key, data, mode="create")
             except AlreadyExistsError:
-                return False
+                # the client retries a request whose answer was lost (a 5xx after the store
+                # applied it, a dropped connection): its own first attempt may be what exists
+                # (S3 review: an instant file "already existed" and the pipeline stopped)
+                try:
+                    return bytes(obstore.get(self.store, self.key).bytes()) == data
+                except NotFoundError:  # created and deleted since: not this call's
+                    return False
         return True
 
     def stat(self) -> ObjectInfo:
