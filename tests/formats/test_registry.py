@@ -187,3 +187,14 @@ def test_a_latest_version_the_table_cannot_take_says_how_to_go_on(
         fetch_subject_schema(settings)
     pinned = RegistrySettings((("url", schema_registry.url),), subject, version=1)
     assert fetch_subject_schema(pinned).version == 1
+
+
+def test_requests_to_the_registry_time_out_by_default() -> None:
+    """confluent-kafka's client waits for an answer forever: a registry that accepted
+    connections and never answered hung a run without a word (CDC review)."""
+    from hoodline.formats.registry import DEFAULT_REQUEST_TIMEOUT_S, _client
+
+    client = _client(RegistrySettings((("url", "http://127.0.0.1:1"),), "t-value"))
+    assert client._rest_client.session.timeout.read == DEFAULT_REQUEST_TIMEOUT_S == 30
+    own = _client(RegistrySettings((("url", "http://127.0.0.1:1"), ("timeout", "5")), "t-value"))
+    assert own._rest_client.session.timeout.read == 5

@@ -66,6 +66,8 @@ REGISTRY_PREFIX = "schema.registry."
 #: the one ``schema.registry.*`` key that is hoodline's, not the client's: seconds a lookup keeps
 #: retrying while the registry is unreachable or answers "unavailable"
 UNAVAILABLE_TIMEOUT = "unavailable.timeout"
+#: seconds a registry request may take unless ``schema.registry.timeout`` says otherwise
+DEFAULT_REQUEST_TIMEOUT_S = 30
 DEFAULT_UNAVAILABLE_TIMEOUT_S = 60.0
 
 
@@ -158,6 +160,9 @@ def _client(settings: RegistrySettings) -> Any:
             # hoodline asks an unavailable registry again itself (schema.registry.unavailable.
             # timeout); the client's own retries would stretch that time (3 by default)
             conf.setdefault("max.retries", "0")
+            # the client waits for an answer forever by default: a registry that accepted
+            # connections and never answered hung the run without a word (CDC review)
+            conf.setdefault("timeout", str(DEFAULT_REQUEST_TIMEOUT_S))
             numbers: dict[str, type[int] | type[float]] = {
                 "timeout": int, "max.retries": int, "retries.wait.ms": int,
                 "retries.max.wait.ms": int, "cache.capacity": int, "cache.latest.ttl.sec": float}
