@@ -208,6 +208,35 @@ def test_a_double_read_into_an_integer_column_keeps_whole_numbers_in_its_range()
             "column (the writer schema has double)") in result.errors.detail[0].as_py()
 
 
+def test_a_field_inside_a_record_changed_beyond_the_promotions_is_incompatible() -> None:
+    """An int sent for a string field inside a nested record (a Debezium change event's
+    before/after images) was cast into the text '7' (CDC review): the schema version is
+    incompatible, naming the field inside; promotions inside records are read."""
+    after = pa.struct([("id", pa.int64()), ("b", pa.string()), ("n", pa.int64())])
+    reader = pa.schema([("id", pa.int64()), ("after", after)])
+    inner_v = {"type": "record", "name": "Value", "fields": [
+        {"name": "id", "type": "long"}, {"name": "b", "type": "int"},
+        {"name": "n", "type": "int"}]}
+    promoted_v = {**inner_v, "fields": [inner_v["fields"][0],
+                                        {"name": "b", "type": "string"}, inner_v["fields"][2]]}
+
+    def envelope(value: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "record", "name": "Envelope", "fields": [
+            {"name": "id", "type": "long"}, {"name": "after", "type": value}]}
+
+    bad, good = envelope(inner_v), envelope(promoted_v)
+    decoder = RegistryDecoder(reader, _lookup({7: bad, 8: good}), required=["id"])
+    result = decoder.decode(pa.array([
+        _frame(7, bad, {"id": 1, "after": {"id": 1, "b": 7, "n": 3}}),
+        _frame(8, good, {"id": 2, "after": {"id": 2, "b": "x", "n": 4}}),
+    ], pa.binary()))
+    assert result.records.to_pylist() == [{"id": 2, "after": {"id": 2, "b": "x", "n": 4}}]
+    assert result.errors.index.to_pylist() == [0]
+    assert result.errors.reason.to_pylist() == [INCOMPATIBLE_SCHEMA]
+    assert ("field 'after.b' is int32 in the writer schema, the table has string"
+            in result.errors.detail[0].as_py())
+
+
 def test_missing_key_is_a_bad_record() -> None:
     schema = {"type": "record", "name": "R",
               "fields": [{"name": "id", "type": ["null", "long"]}]}

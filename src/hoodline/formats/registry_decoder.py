@@ -136,6 +136,33 @@ def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
             or (pa.types.is_nested(src) and pa.types.is_nested(dst)))
 
 
+def _nested_mismatch(src: pa.DataType, dst: pa.DataType, path: str) -> str | None:
+    """Where a value of nested type ``src`` cannot be read into ``dst`` by Avro's rules (a
+    field inside whose type changed beyond the promotions: Arrow's cast would turn an int
+    into the text '7', as in a Debezium change event's before/after images: CDC review):
+    'path.field is X in the writer schema, the table has Y'; None when readable."""
+    if src == dst:
+        return None
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        have = {src.field(i).name: src.field(i).type for i in range(src.num_fields)}
+        for i in range(dst.num_fields):
+            f = dst.field(i)
+            if f.name in have:
+                found = _nested_mismatch(have[f.name], f.type, f"{path}.{f.name}")
+                if found is not None:
+                    return found
+        return None
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(t(src) for t in lists) and any(t(dst) for t in lists):
+        return _nested_mismatch(src.value_type, dst.value_type, f"{path}[]")
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        return (_nested_mismatch(src.key_type, dst.key_type, f"{path}{{key}}")
+                or _nested_mismatch(src.item_type, dst.item_type, f"{path}{{value}}"))
+    if pa.types.is_nested(src) or pa.types.is_nested(dst) or not _promotable(src, dst):
+        return f"'{path}' is {src} in the writer schema, the table has {dst}"
+    return None
+
+
 def resolve_columns(
     decoded: pa.Table,
     writer_names: Sequence[str],
@@ -159,6 +186,10 @@ def resolve_columns(
                         f"field '{f.name}' is {col.type} in the writer schema, the table has "
                         f"{f.type}"
                     )
+                if pa.types.is_nested(col.type):
+                    inside = _nested_mismatch(col.type, f.type, f.name)
+                    if inside is not None:
+                        raise ValueError(f"field {inside}")
                 if _narrowing(col.type, f.type) and not _promotable(col.type, f.type):
                     out = _unfit(col, f.type)
                     if out.any():
