@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -59,6 +60,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160,
                       soft_wrap=not sys.stderr.isatty())
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 _DEBUG = {"on": os.environ.get("HOODLINE_DEBUG", "") not in ("", "0")}
 
 
@@ -192,9 +194,11 @@ def run(
 
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import load_config
+    from hoodline.pipeline.outage import wait_out_outage
     from hoodline.pipeline.plugins import load_plugin
     from hoodline.pipeline.progress import make_progress_callback
     from hoodline.pipeline.target import open_target_table
+    from hoodline.storage.paths import retry_timeout_s
 
     cfg = load_config(config)
     stop = threading.Event()
@@ -210,12 +214,28 @@ def run(
     # every setting, secrets masked (--log-level info): what the run was given
     logging.getLogger("hoodline.cli").info("configuration: %s", ", ".join(
         f"{k} = {v!r}" for k, v in cfg.describe().items()))
+    def patiently(action: Callable[[], T]) -> T:
+        """An object store that does not answer is waited out as a running pipeline waits."""
+        def sleep(seconds: float) -> bool:
+            time.sleep(seconds)
+            return False
+
+        done = wait_out_outage(action, what="starting", patience_s=retry_timeout_s(
+            cfg.table.storage_options), backoff_s=cfg.runtime.backoff_s,
+            clock=time.monotonic, wait=sleep)
+        assert done is not None  # sleep never asks to stop
+        return done
+
     # the source and the table before Spark: a missing source directory, a path that cannot
     # hold the table or a table that does not match the pipeline file fails in a moment instead
     # of after Spark's start (the source first: a run that cannot read creates no table)
-    load_plugin(cfg).preflight()
+    def preflight() -> bool:
+        load_plugin(cfg).preflight()
+        return True
+
+    patiently(preflight)
     _check_spark_start(cfg.runtime.master)
-    table = open_target_table(cfg)
+    table = patiently(lambda: open_target_table(cfg))
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, table.config.name, metrics_port, metrics_host)
     if metrics is not None:

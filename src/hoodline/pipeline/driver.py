@@ -62,6 +62,7 @@ from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig
 from hoodline.pipeline.engine import Engine, RoundOutput
 from hoodline.pipeline.errors_table import open_error_table, raise_for_bad_records
+from hoodline.pipeline.outage import wait_out_outage
 from hoodline.pipeline.plugin import RecordPreparer, RoundPlan, SourcePlugin
 from hoodline.pipeline.plugins import load_plugin
 from hoodline.pipeline.report import RoundReport, RunSummary, StopReason
@@ -402,7 +403,13 @@ class RoundDriver:
         """Run rounds until ``stop`` is set (continuous), or -- with ``once`` -- until what the
         source held when the run started is committed (see module docs for failures).
         ``on_failure(error, retried)`` hears of every failed round."""
-        run = self._open()
+        run = wait_out_outage(
+            self._open, what="starting", patience_s=retry_timeout_s(
+                self.config.table.storage_options),
+            backoff_s=self.config.runtime.backoff_s, clock=self._clock,
+            wait=lambda seconds: self._wait(seconds, stop))
+        if run is None:  # stopped while the store was out
+            return _Totals().summary(StopReason.STOPPED)
         ended = False
         try:
             summary = self._loop(run, once, on_round or (lambda _: None), stop,

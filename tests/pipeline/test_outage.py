@@ -1,0 +1,147 @@
+"""A start during an object store outage waits it out for the store's retry_timeout, as a
+running pipeline's rounds do (S3 review: a restart while S3 was down exited within seconds)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hoodline.broker import free_port
+from hoodline.cli import app
+from hoodline.errors import StorageError, TableError
+from hoodline.pipeline.outage import wait_out_outage
+from hoodline.table.read import read_snapshot
+from hoodline.table.table import HudiTable
+from tests.helpers.files_pipeline import write_files_pipeline
+from tests.helpers.moto_s3 import MotoS3
+
+OUTAGE = StorageError("cannot list 's3://b/t/.hoodie': cannot reach S3 at http://127.0.0.1:9 "
+                      "(connection refused, after 10 retries)", retryable=True)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(seconds)
+        self.now += seconds
+        return False
+
+
+def _failing(errors: list[Exception]) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def action() -> str:
+        calls.append(1)
+        if errors:
+            raise errors.pop(0)
+        return "opened"
+    return calls, action
+
+
+def test_an_outage_is_waited_out_and_the_start_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    clock = _Clock()
+    calls, action = _failing([OUTAGE, OUTAGE, OUTAGE])
+    with caplog.at_level(logging.WARNING):
+        assert wait_out_outage(action, what="starting", patience_s=180,  # type: ignore[arg-type]
+                               backoff_s=lambda n: float(2 ** n), clock=lambda: clock.now,
+                               wait=clock.wait) == "opened"
+    assert len(calls) == 4 and clock.waits == [2.0, 4.0, 8.0]
+    assert "starting: the object store has failed for 6 s (waited out for up to its " \
+           "retry_timeout, 180 s); trying again in 8.0s: StorageError" in caplog.text
+
+
+def test_an_outage_past_the_patience_and_other_errors_are_raised() -> None:
+    clock = _Clock()
+    calls, action = _failing([OUTAGE] * 10)
+    with pytest.raises(StorageError, match="connection refused"):
+        wait_out_outage(action, what="starting", patience_s=10,  # type: ignore[arg-type]
+                        backoff_s=lambda n: 4.0, clock=lambda: clock.now, wait=clock.wait)
+    assert len(calls) == 4 and sum(clock.waits) == 12.0  # tried at 0, 4, 8, 12 s
+    other = TableError("not a table")
+    calls, action = _failing([other])
+    with pytest.raises(TableError):
+        wait_out_outage(action, what="starting", patience_s=10,  # type: ignore[arg-type]
+                        backoff_s=lambda n: 4.0, clock=lambda: clock.now, wait=clock.wait)
+    assert len(calls) == 1
+
+
+def test_a_stop_while_waiting_ends_the_wait() -> None:
+    calls, action = _failing([OUTAGE] * 3)
+    assert wait_out_outage(action, what="starting", patience_s=100,  # type: ignore[arg-type]
+                           backoff_s=lambda n: 1.0, clock=lambda: 0.0,
+                           wait=lambda s: True) is None
+    assert len(calls) == 1
+
+
+@pytest.fixture
+def late_store(moto_s3: MotoS3) -> Iterator[tuple[str, threading.Event]]:
+    """An endpoint that refuses connections until the event is set, then forwards to moto."""
+    port = free_port()
+    up = threading.Event()
+    done = threading.Event()
+    target = int(moto_s3.endpoint.rsplit(":", 1)[1])
+
+    def pump(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass  # the other direction closed both
+        finally:
+            a.close()
+            b.close()
+
+    def serve() -> None:
+        up.wait()
+        with socket.create_server(("127.0.0.1", port)) as server:
+            server.settimeout(0.2)
+            while not done.is_set():
+                try:
+                    client, _ = server.accept()
+                except TimeoutError:
+                    continue
+                upstream = socket.create_connection(("127.0.0.1", target))
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=pump, args=(a, b), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}", up
+    up.set()
+    done.set()
+    thread.join(5)
+
+
+@pytest.mark.s3
+@pytest.mark.spark
+def test_hoodline_run_started_while_the_store_is_down_waits_for_it(
+    moto_s3: MotoS3, late_store: tuple[str, threading.Event], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    endpoint, up = late_store
+    bucket = moto_s3.new_bucket()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"id": "a", "ts": 1}\n{"id": "b", "ts": 2}\n')
+    storage = {**moto_s3.options, "endpoint": endpoint, "max_retries": "1"}
+    lines = "\n".join(f'{k} = "{v}"' for k, v in storage.items())
+    cfg = write_files_pipeline(
+        tmp_path / "p.toml", tmp_path / "in", f"s3://{bucket}/t", {"id": "string", "ts": "int64"},
+        f'[table.storage]\n{lines}\n[runtime]\nmaster = "local[1]"\nretry-backoff = "200ms"\n'
+        'retry-backoff-max = "1s"', table_lines='precombine-field = "ts"')
+    monkeypatch.chdir(tmp_path)
+    threading.Timer(4.0, up.set).start()  # the store comes back after 4 s
+    result = CliRunner().invoke(app, ["run", str(cfg), "--once"])
+    assert result.exit_code == 0, result.output
+    assert "starting: the object store has failed for" in result.output
+    assert "2 records read, 2 written" in result.output
+    table = HudiTable.open(f"s3://{bucket}/t", storage_options=moto_s3.options)
+    assert sorted(read_snapshot(table, columns=["id"]).column("id").to_pylist()) == ["a", "b"]
