@@ -145,7 +145,7 @@ def test_the_toast_placeholder_in_a_bytes_column_is_a_bad_record() -> None:
         "before": pa.nulls(2, image), "after": after, "op": pa.array(["u", "u"]),
         "ts_ms": pa.array([1, 2], pa.int64()),
         "source": pa.nulls(2, envelope_schema(row, wrapped=False).field("source").type)})
-    rows, _, _, bad = change_rows(envelope, pa.array([0, 1], pa.int64()), row, ["id"])
+    rows, _, _, bad, _ = change_rows(envelope, pa.array([0, 1], pa.int64()), row, ["id"])
     assert rows.column("id").to_pylist() == [2]
     assert bad.reason.to_pylist() == ["unavailable_value"] and "'blob'" in bad.detail[0].as_py()
 

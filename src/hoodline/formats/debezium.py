@@ -49,6 +49,7 @@ __all__ = [
     "ChangeRows",
     "change_rows",
     "envelope_schema",
+    "moved_images",
 ]
 
 EVENT_OP = "_event_op"
@@ -87,10 +88,12 @@ def envelope_schema(row: pa.Schema, *, wrapped: bool = True) -> pa.Schema:
 @dataclass(frozen=True)
 class ChangeRows:
     """Rows (the row's columns + :data:`EVENT_COLUMNS`), whether each is a delete, their input
-    indexes, and the bad records."""
+    indexes, and the bad records; ``before``: each row's before image (null where the event
+    had none), for partition moves (:func:`moved_images`)."""
 
     result: DecodeResult
     deletes: pa.BooleanArray
+    before: pa.StructArray
 
 
 def _digits(arr: pa.Array | pa.ChunkedArray, width: int) -> pa.Array:
@@ -112,9 +115,9 @@ def _event_order(source: pa.StructArray, ts: pa.Array) -> pa.Array:
 
 def change_rows(
     envelope: pa.Table, row_index: pa.Array, row: pa.Schema, required: Sequence[str]
-) -> tuple[pa.Table, pa.Array, pa.Array, BadRecords]:
+) -> tuple[pa.Table, pa.Array, pa.Array, BadRecords, pa.StructArray]:
     """Rows of decoded events ``envelope`` (columns of :func:`envelope_schema`): (rows, their
-    input indexes, delete flags, bad records with input indexes)."""
+    input indexes, delete flags, bad records with input indexes, the rows' before images)."""
     cols = {name: envelope.column(name).combine_chunks() for name in ("before", "after", "op",
                                                                        "ts_ms", "source")}
     if "payload" in envelope.column_names:
@@ -162,6 +165,7 @@ def change_rows(
 
     keep = pc.and_(ok, pc.invert(pc.or_(unordered, placeholder)))
     image = image.filter(keep)
+    before = cols["before"].filter(keep)
     fields = {f.name: pc.struct_field(image, f.name) for f in row}
     ts = pc.if_else(pc.struct_field(cols["source"], "ts_ms").is_valid(),
                     pc.struct_field(cols["source"], "ts_ms"), cols["ts_ms"]).filter(keep)
@@ -185,6 +189,7 @@ def change_rows(
                 for i in np.flatnonzero(nulls))
             mask = pa.array(~nulls)
             table, index, deletes = table.filter(mask), index.filter(mask), deletes.filter(mask)
+            before = before.filter(mask)
     if bad_idx:
         idx = np.concatenate(bad_idx)
         order_ = np.argsort(idx, kind="stable")
@@ -196,7 +201,38 @@ def change_rows(
     else:
         bad = BadRecords(pa.array([], pa.int64()), pa.array([], pa.string()),
                          pa.array([], pa.string()))
-    return table, index, deletes, bad
+    return table, index, deletes, bad, before
+
+
+def moved_images(
+    rows: pa.Table, before: pa.StructArray, row: pa.Schema, fields: Sequence[str]
+) -> tuple[pa.Table, pa.Array]:
+    """The before images of the updates in ``rows`` (from :func:`change_rows`) whose ``fields``
+    (the table's partition fields) changed: (those images as rows, with the update's event
+    columns and ``_event_op`` 'd', and their positions in ``rows``). An update moving its row to
+    another partition must delete it from the old one: Hudi's BUCKET and BLOOM indexes find a
+    key within its partition only (CDC review: the key stayed in the table twice). An image
+    without a value for one of ``fields`` (Postgres logs none for an update unless the table's
+    replica identity is FULL) cannot tell: not taken."""
+    present = [f for f in fields if f in row.names]
+    if not present or not rows.num_rows:
+        return pa.schema([*row, *EVENT_COLUMNS]).empty_table(), pa.array([], pa.int64())
+    moved = pc.and_(pc.fill_null(pc.equal(rows.column(EVENT_OP), "u"), False), before.is_valid())
+    changed = pa.array(np.zeros(rows.num_rows, dtype=bool))
+    for name in present:
+        old = pc.struct_field(before, name)
+        moved = pc.and_(moved, old.is_valid())
+        changed = pc.or_(changed, pc.fill_null(pc.not_equal(old, rows.column(name)), True))
+    at = pa.array(np.flatnonzero(np.asarray(pc.fill_null(pc.and_(moved, changed), False))),
+                  pa.int64())
+    images = pc.take(before, at)
+    taken = rows.take(at)
+    table = pa.Table.from_arrays(
+        [*(pc.struct_field(images, f.name) for f in row),
+         pa.array(["d"] * len(at), pa.string()), taken.column(EVENT_ORDER),
+         taken.column(EVENT_TS)],
+        schema=pa.schema([*(f.with_nullable(True) for f in row), *EVENT_COLUMNS]))
+    return table, at
 
 
 def _unsupported(op: str) -> str:
@@ -276,11 +312,11 @@ class DebeziumJsonDecoder:
 
     def decode(self, values: pa.Array) -> ChangeRows:
         parsed = self._json.decode(values)
-        table, index, deletes, bad = change_rows(parsed.records, parsed.row_index, self.row,
-                                                 self.required)
+        table, index, deletes, bad, before = change_rows(parsed.records, parsed.row_index,
+                                                         self.row, self.required)
         errors = _merge_bad(parsed.errors, bad)
         assert table.num_rows + len(errors) == len(values), "change decoder lost records"
-        return ChangeRows(DecodeResult(table, index, errors), deletes)
+        return ChangeRows(DecodeResult(table, index, errors), deletes, before)
 
 
 def _merge_bad(a: BadRecords, b: BadRecords) -> BadRecords:

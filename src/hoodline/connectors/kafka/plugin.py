@@ -60,6 +60,7 @@ from hoodline.formats.debezium import (
     DebeziumJsonDecoder,
     change_rows,
     envelope_schema,
+    moved_images,
 )
 from hoodline.formats.json_decoder import NULL_VALUE, BadRecords, DecodeResult, JsonDecoder
 from hoodline.formats.registry import (
@@ -95,6 +96,7 @@ from hoodline.pipeline.transform import (
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import SourceSplit
+from hoodline.table.write.records import PARTITION_PATH
 
 __all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugin", "KafkaRecords"]
 
@@ -222,12 +224,12 @@ class KafkaRecords(RecordPreparer):
         taken = pc.take(values, event_rows)
         if self.avro is None:
             changes = DebeziumJsonDecoder(row, required).decode(taken)
-            decoded, deletes = changes.result, changes.deletes
+            decoded, deletes, before = changes.result, changes.deletes, changes.before
         else:
             parsed = self.avro.decoder(envelope_schema(row, wrapped=False),
                                        nested=("before", "after")).decode(taken)
-            data_, index, deletes, more_bad = change_rows(parsed.records, parsed.row_index, row,
-                                                          required)
+            data_, index, deletes, more_bad, before = change_rows(
+                parsed.records, parsed.row_index, row, required)
             decoded = DecodeResult(data_, index, concat_bad([parsed.errors, more_bad]))
         bad_parts = [remap_bad(decoded.errors, event_rows)]
         good_rows = pc.take(event_rows, decoded.row_index)
@@ -238,11 +240,31 @@ class KafkaRecords(RecordPreparer):
             keep = np.ones(data.num_rows, dtype=bool)
             keep[np.asarray(unkeyable.index)] = False
             deletes = deletes.filter(pa.array(keep))
+            before = before.filter(pa.array(keep))
             data, seq = without_rows(data, seq, unkeyable)
         if self.mark_deletes:  # the delete's before image stays as a marked row
             deletes = pa.array(np.zeros(data.num_rows, dtype=bool))
         recs = key_records(spec, data, deletes, seq)
+        moved = self._moved_out(spec, data, before, row, seq, recs)
+        if moved is not None:
+            recs = pa.concat_tables([moved, recs])
         return Prepared(recs, _errors(spec, batch, concat_bad(bad_parts)))
+
+    def _moved_out(self, spec: RecordSpec, data: pa.Table, before: pa.StructArray,
+                   row: pa.Schema, seq: pa.Array, recs: pa.Table) -> pa.Table | None:
+        """Deletes (marked rows with ``change-deletes = mark``) of the rows that updates moved
+        to another partition, from their old partition (:func:`moved_images`); None if none."""
+        images, at = moved_images(data, before, row, spec.ctx.config.partition_fields)
+        if not len(at):
+            return None
+        flags = pa.array(np.full(len(at), not self.mark_deletes))
+        old = key_records(spec, images, flags, pc.take(seq, at))
+        # another partition path (not only other values: a date partition of two times of one
+        # day is the same folder, and the update alone must land there)
+        away = pc.not_equal(old.column(PARTITION_PATH),
+                            pc.take(recs.column(PARTITION_PATH), at))
+        old = old.filter(away)
+        return old if old.num_rows else None
 
 
 def _tombstone_keys(
