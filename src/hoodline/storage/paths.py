@@ -553,7 +553,10 @@ class ObjectPath:
             except AlreadyExistsError:
                 # the client retries a request whose answer was lost (a 5xx after the store
                 # applied it, a dropped connection): its own first attempt may be what exists
-                # (S3 review: an instant file "already existed" and the pipeline stopped)
+                # (S3 review: an instant file "already existed" and the pipeline stopped).
+                # Identical bytes of another writer pass too: only empty requested/inflight
+                # files can be, and a second writer at the same instant is kept out by the
+                # writer lock; its commit file would differ and be refused
                 try:
                     return bytes(obstore.get(self.store, self.key).bytes()) == data
                 except NotFoundError:  # created and deleted since: not this call's

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from hoodline.errors import TableError
 from hoodline.spans import span_bytes
-from hoodline.table.fs_view import FileSystemView
+from hoodline.table.fs_view import FileGroup, FileSystemView
 from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.parallel import map_in_threads
 from hoodline.table.properties import TableConfig
@@ -243,23 +243,26 @@ class BucketIndex:
         codes, partitions = dictionary_codes(records.column(PARTITION_PATH))
         table_ids: list[str] = []
         for part in partitions:
-            existing: dict[int, str] = {}
+            existing: dict[int, FileGroup] = {}
             for group in view.file_groups(part):
                 b = bucket_of_file_id(group.file_id)
                 if b is None or b >= self.num_buckets:
                     raise TableError(
-                        f"file group '{group.file_id}' in partition '{part}' is not a bucket of "
-                        f"this {self.num_buckets}-bucket table; was the table written with "
-                        "another index or bucket count?"
+                        f"file group '{group.file_id}' in partition '{part}' (file "
+                        f"'{_shown_file(group)}') is not a bucket of this {self.num_buckets}-"
+                        "bucket table; was the table written with another index or bucket "
+                        f"count? {_STRAY_HINT}"
                     )
                 if b in existing:
                     raise TableError(
                         f"partition '{part}' has two file groups for bucket {b}: "
-                        f"'{existing[b]}' and '{group.file_id}'"
+                        f"'{existing[b].file_id}' (file '{_shown_file(existing[b])}') and "
+                        f"'{group.file_id}' (file '{_shown_file(group)}'). {_STRAY_HINT}"
                     )
-                existing[b] = group.file_id
+                existing[b] = group
             for b in range(self.num_buckets):
-                table_ids.append(existing.get(b) or new_bucket_file_id(part, b))
+                found = existing.get(b)
+                table_ids.append(found.file_id if found else new_bucket_file_id(part, b))
         flat = codes * self.num_buckets + buckets
         col = pa.DictionaryArray.from_arrays(
             pa.array(flat.astype(np.int32)), pa.array(table_ids or [""], pa.string())
@@ -269,3 +272,15 @@ class BucketIndex:
         if FILE_ID in records.schema.names:
             records = records.drop_columns([FILE_ID])
         return records.append_column(FILE_ID, col)
+
+
+#: what to do about a file group that does not fit the bucket layout
+_STRAY_HINT = ("A file copied into the table by hand reads as a file group of its own (readers "
+               "then return its rows twice): if 'hoodline table commits' shows no commit that "
+               "wrote it, move it out of the table")
+
+
+def _shown_file(group: FileGroup) -> str:
+    """The newest file of ``group``, as the table names it."""
+    latest = group.latest
+    return latest.base_file or (latest.log_files[-1] if latest.log_files else group.file_id)
