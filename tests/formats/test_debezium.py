@@ -169,3 +169,19 @@ def test_an_op_that_is_not_debeziums_is_not_called_a_truncate() -> None:
     out = _decode([{"after": {"id": 1}, "op": "x"}, {"op": "m"}])
     details = out.result.errors.detail.to_pylist()
     assert "not one of Debezium's ops" in details[0] and "truncate and message" in details[1]
+
+
+def test_a_wrong_type_inside_a_change_event_names_the_column() -> None:
+    """Details named the envelope ('after', 'payload'), not the column (CDC review)."""
+    from hoodline.formats.debezium import DebeziumJsonDecoder
+
+    row = pa.schema([("id", pa.int64()), ("qty", pa.int32()), ("at", pa.timestamp("us"))])
+    values = [b'{"op":"c","after":{"id":1,"qty":"abc"},"source":{"lsn":5}}',
+              b'{"payload":{"op":"c","after":{"id":2,"qty":1099511627844},"source":{"lsn":6}}}',
+              b'{"op":"c","after":{"id":4,"at":1700000000000000},"source":{"lsn":8}}']
+    details = DebeziumJsonDecoder(row, ["id"]).decode(
+        pa.array(values, pa.binary())).result.errors.detail.to_pylist()
+    assert [d.split(" holds ")[0].rsplit(" ", 1)[1] for d in details] == [
+        "'after.qty'", "'payload.after.qty'", "'after.at'"]
+    assert "which is not an int32" in details[1]
+    assert "given as ISO-8601 text" in details[2] and "(1700000000000000)" in details[2]

@@ -246,7 +246,7 @@ INT64_RANGE = "an integer from -9223372036854775808 to 9223372036854775807"
         (b'{"id": 1, "qty": 1, "parts": [1, 2.5]}',
          f"field 'parts' holds 2.5, which is not an int64 ({INT64_RANGE})"),
         (b'{"id": 1, "qty": 1, "inner": {"a": 1, "b": 1e3}}',
-         f"field 'inner' holds 1e3, which is not an int64 ({INT64_RANGE})"),
+         f"field 'inner.b' holds 1e3, which is not an int64 ({INT64_RANGE})"),
         (b'{"id": 1, "n": 3000000000}',
          "field 'n' holds 3000000000, which is not an int32 (an integer from -2147483648 to "
          "2147483647)"),

@@ -594,17 +594,24 @@ class JsonDecoder:
         text = _one_record_error(arrow_error)
         changed = _CHANGED.search(arrow_error)
         if changed:
-            name = changed.group(1)
-            declared = (self.schema.field(name).type if name in self.schema.names else None)
+            # pyarrow names a field inside a struct 'after/qty': shown as the others, 'after.qty'
+            name = changed.group(1).replace("/", ".")
+            text = text.replace(f"Column(/{changed.group(1)})", f"Column({name})").replace(
+                f"field '{changed.group(1)}'", f"field '{name}'")
+            try:
+                declared: pa.DataType | None = _type_at(self.schema, name)
+            except (KeyError, AttributeError, TypeError):  # not a field of the schema
+                declared = None
+            value = _value_at(doc, name)
             if (declared is not None and (pa.types.is_timestamp(declared)
                                           or pa.types.is_date(declared))
-                    and changed.group(2) == "string" and name in doc):
+                    and changed.group(2) == "string" and value is not _ABSENT):
                 # read from text: a number there is most often epoch time
                 return (f"field '{name}' holds {_article(changed.group(3))} {changed.group(3)} "
-                        f"({_shown(doc[name])}) where the schema wants {_article(str(declared))} "
+                        f"({_shown(value)}) where the schema wants {_article(str(declared))} "
                         f"{declared}, given as ISO-8601 text such as \"2024-03-01T10:00:00Z\"; "
                         "for epoch numbers declare the field int64")
-            return f"{text}: {_shown(doc[name])}" if name in doc else text
+            return f"{text}: {_shown(value)}" if value is not _ABSENT else text
         convert = _CONVERT.search(arrow_error)
         if convert:
             type_text, value, number, requires = convert.groups()
@@ -626,7 +633,7 @@ class JsonDecoder:
         return text
 
     def _not_convertible(self, name: str, type_text: str, value: str) -> str:
-        declared = self.schema.field(name).type
+        declared = _type_at(self.schema, name)
         if pa.types.is_date(declared):  # read as a timestamp (see parse_schema)
             return (f"field '{name}' holds {_shown(value)}, which is not {_article(str(declared))} "
                     f"{declared} (an ISO-8601 date such as \"2024-03-01\")")
@@ -650,14 +657,10 @@ class JsonDecoder:
         present: list[pa.Field] = [f for f in self._parse_schema if doc.get(f.name) is not None]
         typed = [f for f in present if any(holds(t) for t in _leaf_types(f.type))]
         if len(typed) == 1:
-            return str(typed[0].name)
+            return _inside(raw, typed[0], doc[typed[0].name], holds, ())
         for field in [*typed, *(f for f in present if f not in typed)]:
-            options = pj.ParseOptions(explicit_schema=pa.schema([field]),
-                                      unexpected_field_behavior="ignore")
-            try:
-                _read_json(pa.py_buffer(raw), options)
-            except pa.ArrowInvalid:
-                return str(field.name)
+            if not _parses(raw, [], field):
+                return _inside(raw, field, doc[field.name], holds, ())
         return None
 
     def _missing_details(self, bad_rows: pa.Table) -> pa.Array:
@@ -802,6 +805,61 @@ def timed_date_rows(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]
         millis = millis.combine_chunks()
     out: npt.NDArray[np.bool_] = millis.to_numpy(zero_copy_only=False) % 86_400_000 != 0
     return out
+
+
+_ABSENT = object()
+
+
+def _value_at(doc: dict[str, object], dotted: str) -> object:
+    """The value of field 'a' or 'a.b' of a decoded JSON object; :data:`_ABSENT` if none."""
+    value: object = doc
+    for name in dotted.split("."):
+        if not isinstance(value, dict) or name not in value:
+            return _ABSENT
+        value = value[name]
+    return value
+
+
+def _type_at(schema: pa.Schema, dotted: str) -> pa.DataType:
+    """The type of field 'a' or 'a.b' (inside struct 'a') of ``schema``."""
+    head, *rest = dotted.split(".")
+    t = schema.field(head).type
+    for name in rest:
+        t = t.field(name).type
+    return t
+
+
+def _nest(path: Sequence[str], field: pa.Field) -> pa.Field:
+    """``field`` inside the structs named by ``path``."""
+    for name in reversed(path):
+        field = pa.field(name, pa.struct([field]))
+    return field
+
+
+def _parses(raw: bytes, path: Sequence[str], field: pa.Field) -> bool:
+    """Whether ``raw`` parses with ``field`` (inside the structs of ``path``) alone."""
+    options = pj.ParseOptions(explicit_schema=pa.schema([_nest(path, field)]),
+                              unexpected_field_behavior="ignore")
+    try:
+        _read_json(pa.py_buffer(raw), options)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _inside(raw: bytes, field: pa.Field, value: object,
+            holds: Callable[[pa.DataType], bool], path: Sequence[str]) -> str:
+    """The failing field's name, or 'field.child' down to the value inside its structs that
+    does not convert (a Debezium event's 'after.qty', not 'after'; CDC review)."""
+    here = [*path, field.name]
+    if pa.types.is_struct(field.type) and isinstance(value, dict):
+        children = [field.type.field(i) for i in range(field.type.num_fields)
+                    if value.get(field.type.field(i).name) is not None]
+        typed = [c for c in children if any(holds(t) for t in _leaf_types(c.type))]
+        for child in [*typed, *(c for c in children if c not in typed)]:
+            if not _parses(raw, here, child):
+                return _inside(raw, child, value[child.name], holds, here)
+    return ".".join(here)
 
 
 def nonfinite_rows(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.bool_]:
