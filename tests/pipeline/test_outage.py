@@ -135,7 +135,7 @@ def test_hoodline_run_started_while_the_store_is_down_waits_for_it(
     lines = "\n".join(f'{k} = "{v}"' for k, v in storage.items())
     cfg = write_files_pipeline(
         tmp_path / "p.toml", tmp_path / "in", f"s3://{bucket}/t", {"id": "string", "ts": "int64"},
-        f'[table.storage]\n{lines}\n[runtime]\nmaster = "local[1]"\nretry-backoff = "200ms"\n'
+        f'[table.storage]\n{lines}\n[runtime]\nretry-backoff = "200ms"\n'
         'retry-backoff-max = "1s"', table_lines='precombine-field = "ts"')
     monkeypatch.chdir(tmp_path)
     threading.Timer(4.0, up.set).start()  # the store comes back after 4 s
