@@ -237,3 +237,28 @@ def test_an_object_store_lock_goes_by_the_holders_expiry(moto_s3: MotoS3) -> Non
         _assert_taken_over(holder, contender(120).acquire())
     finally:
         holder.release()
+
+
+def test_a_lock_this_process_failed_to_remove_is_taken_over_at_once(
+    table: HudiTable, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A writer whose release failed (the store did not answer) left its lock with this
+    process's pid: the next writer of the process, a start tried again after the outage,
+    waited for its expiry (S3 review). A lock a live writer of the process holds still stops
+    a second one."""
+    first = WriterLock(table, owner="a", expiry=60).acquire()
+    with pytest.raises(WriterLockError, match="'a'"):
+        WriterLock(table, owner="b", expiry=60).acquire()
+
+    def failing(path: object, *args: object, **kwargs: object) -> None:
+        raise OSError("the store did not answer")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "unlink", failing)
+        with pytest.raises(OSError):
+            first.release()
+    assert first.path.exists() and not first.held  # left behind
+    second = WriterLock(table, owner="b", expiry=60).acquire()
+    assert second.held
+    assert "an earlier writer of this process released it" in caplog.text
+    second.release()

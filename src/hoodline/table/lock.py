@@ -84,11 +84,19 @@ def _heartbeat(ref: weakref.ref[WriterLock], stop: threading.Event, interval: fl
         del lock
 
 
+#: tokens of the locks this process's writers hold now: a lock file of this process with
+#: another token was left by a writer whose release failed (the store did not answer), and
+#: the next writer of the process takes it over instead of waiting for its expiry (S3 review:
+#: a start retried during an outage found its own earlier attempt's lock)
+_HELD_HERE: set[str] = set()
+
+
 def _give_up(stop: threading.Event, path: TablePath, objects: _ObjectLockFiles | None,
              token: str, owner: str) -> None:
     """A lock collected while held (its writer dropped without release): stop its heartbeat
     and remove the lock file if it is still this holder's."""
     stop.set()
+    _HELD_HERE.discard(token)
     try:
         if objects is not None:
             holder = objects.current()[1]
@@ -242,6 +250,7 @@ class WriterLock:
 
     def _start_heartbeat(self) -> None:
         self._held = True
+        _HELD_HERE.add(self._token)
         self._lost = None
         self._stop.clear()
         # the thread holds the lock weakly, and a lock collected while held gives itself up: a
@@ -265,8 +274,9 @@ class WriterLock:
         if self._thread is not None:
             self._thread.join(timeout=max(1.0, self.heartbeat_interval * 2))
         # not held from here on, also when removing the file fails (storage unreachable):
-        # its heartbeat stopped, so it expires for the next writer
+        # its heartbeat stopped, so it expires for the next writer (of this process: at once)
         self._held = False
+        _HELD_HERE.discard(self._token)
         if self._objects is not None:
             holder = self._read()
             if holder is not None and holder.get("token") == self._token:
@@ -381,7 +391,15 @@ class WriterLock:
             return f"the heartbeat was {age:.1f}s old, older than {whose} of {expiry:g}s"
         if self._gone(holder):
             return f"process {holder.get('pid')} on this host is gone"
+        if self._released_here(holder):
+            return "an earlier writer of this process released it, but removing it failed"
         return None
+
+    @staticmethod
+    def _released_here(holder: dict[str, Any]) -> bool:
+        """Whether ``holder`` is a writer of this process that holds the lock no more."""
+        return (holder.get("host") == socket.gethostname() and holder.get("pid") == os.getpid()
+                and holder.get("token") not in _HELD_HERE)
 
     @staticmethod
     def _gone(holder: dict[str, Any]) -> bool:
