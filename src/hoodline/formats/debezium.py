@@ -205,7 +205,8 @@ def change_rows(
 
 
 def moved_images(
-    rows: pa.Table, before: pa.StructArray, row: pa.Schema, fields: Sequence[str]
+    rows: pa.Table, before: pa.StructArray, row: pa.Schema, fields: Sequence[str],
+    keys: Sequence[str] = (),
 ) -> tuple[pa.Table, pa.Array]:
     """The before images of the updates in ``rows`` (from :func:`change_rows`) whose ``fields``
     (the table's partition fields) changed: (those images as rows, with the update's event
@@ -213,7 +214,8 @@ def moved_images(
     another partition must delete it from the old one: Hudi's BUCKET and BLOOM indexes find a
     key within its partition only (CDC review: the key stayed in the table twice). An image
     without a value for one of ``fields`` (Postgres logs none for an update unless the table's
-    replica identity is FULL) cannot tell: not taken."""
+    replica identity is FULL) cannot tell: not taken; nor one without a value for one of
+    ``keys`` (the record key fields: its old row cannot be named)."""
     present = [f for f in fields if f in row.names]
     if not present or not rows.num_rows:
         return pa.schema([*row, *EVENT_COLUMNS]).empty_table(), pa.array([], pa.int64())
@@ -223,6 +225,9 @@ def moved_images(
         old = pc.struct_field(before, name)
         moved = pc.and_(moved, old.is_valid())
         changed = pc.or_(changed, pc.fill_null(pc.not_equal(old, rows.column(name)), True))
+    for name in keys:
+        if name in row.names:
+            moved = pc.and_(moved, pc.struct_field(before, name).is_valid())
     at = pa.array(np.flatnonzero(np.asarray(pc.fill_null(pc.and_(moved, changed), False))),
                   pa.int64())
     images = pc.take(before, at)

@@ -254,7 +254,13 @@ class KafkaRecords(RecordPreparer):
                    row: pa.Schema, seq: pa.Array, recs: pa.Table) -> pa.Table | None:
         """Deletes (marked rows with ``change-deletes = mark``) of the rows that updates moved
         to another partition, from their old partition (:func:`moved_images`); None if none."""
-        images, at = moved_images(data, before, row, spec.ctx.config.partition_fields)
+        cfg = spec.ctx.config
+        images, at = moved_images(data, before, row, cfg.partition_fields, cfg.record_key_fields)
+        unkeyable = unkeyable_values(spec, images)  # its old row cannot be named: none
+        if len(unkeyable):
+            keep = np.ones(images.num_rows, dtype=bool)
+            keep[np.asarray(unkeyable.index)] = False
+            images, at = images.filter(pa.array(keep)), at.filter(pa.array(keep))
         if not len(at):
             return None
         flags = pa.array(np.full(len(at), not self.mark_deletes))
