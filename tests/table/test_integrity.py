@@ -166,6 +166,10 @@ def test_a_configuration_that_lost_its_partition_fields_is_named_not_read_empty(
     (day-two review)."""
     table = HudiTable.create(tmp_path / "cow", make_config("BUCKET"))
     _first, second = _two_rounds(table)
+    with WriteClient(table, NO_SERVICES) as client:  # a round that wrote no file (checkpoint)
+        ctx = client.context(client.start_instant(), client.prepare(rows([9]), "upsert"))
+        empty = client.commit(ctx, [])
+    assert empty > second
     props = table.meta_path / "hoodie.properties"
     props.write_text("\n".join(line for line in props.read_text().splitlines()
                                if not line.startswith("hoodie.table.partition.fields=")))

@@ -428,15 +428,17 @@ class FileSystemView:
     def _check_unpartitioned_layout(self) -> None:
         """An unpartitioned table without a data file whose newest commit wrote into partition
         folders: its configuration lost the partition fields, and every read would be empty."""
-        commits = self.timeline.completed_commits()
-        if not commits:
-            return
-        newest = commits[-1]
-        metadata = self.timeline.read_commit_metadata(newest)
-        for part, stats in metadata.partition_to_write_stats.items():
-            for stat in stats:
-                if part and stat.path:
-                    raise unpartitioned_layout_error(self.base_path, newest, stat.path)
+        # the newest commit that wrote a file (a round of error records or a checkpoint only
+        # writes none: review)
+        for commit in reversed(self.timeline.completed_commits()):
+            metadata = self.timeline.read_commit_metadata(commit)
+            written = [(part, stat.path) for part, stats in
+                       metadata.partition_to_write_stats.items() for stat in stats if stat.path]
+            for part, path in written:
+                if part:
+                    raise unpartitioned_layout_error(self.base_path, commit, path)
+            if written:
+                return
 
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
         groups = self._load()
