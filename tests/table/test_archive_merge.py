@@ -172,3 +172,31 @@ def test_a_batch_below_two_is_refused(tmp_path: Path, value: int) -> None:
     table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))
     with pytest.raises(ConfigError, match=r"hoodie\.archive\.merge\.files\.batch\.size"):
         WriteClient(table, {"hoodie.archive.merge.files.batch.size": value})
+
+
+def test_a_file_another_writer_archived_under_the_planned_name_is_kept(
+        tmp_path: Path) -> None:
+    """A merge cut short after its plan; a writer that ignores plans (Java with merging off)
+    then archived into the planned name: that file is no half-done merge (review)."""
+    table, folder, _listing, _before = _unmerged(tmp_path)
+    names = _archive_files(table)
+    theirs = f".commits_.archive.{archive_version(names[-1]) + 1}_1-0-1"
+    (folder / theirs).write_bytes((folder / names[0]).read_bytes())  # any whole archive file
+    (folder / MERGE_PLAN_NAME).write_bytes(_plan(folder, names, theirs))
+    finish_interrupted_merge(folder)
+    assert (folder / theirs).exists() and not (folder / MERGE_PLAN_NAME).exists()
+    assert _archive_files(table) == [*names, theirs]
+
+
+def test_small_files_with_a_torn_block_are_not_merged(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Bytes that are no whole block would be lost with their file (Java's merge refuses)."""
+    table, folder, _listing, before = _unmerged(tmp_path)
+    names = _archive_files(table)
+    torn = folder / names[1]
+    torn.write_bytes(torn.read_bytes() + b"#HUDI#\x00\x00")
+    with caplog.at_level("WARNING"):
+        assert merge_small_files(folder, list_dir(folder), 3, 1 << 20,
+                                 table.meta_path / STAGING_DIR) is None
+    assert "holds bytes that are no whole log block" in caplog.text
+    assert _archive_files(table) == names and _keys(table) == before

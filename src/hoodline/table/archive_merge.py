@@ -97,13 +97,14 @@ def merge_small_files(
     if len(candidates) < max(2, batch):
         return None
     merged = archive_file_name([e.name for e in listing])
+    data = _merged_bytes(folder, [e.name for e in candidates])
+    if data is None:
+        return None
     plan = avro_container(MERGE_PLAN_SCHEMA, {
         "candidate": [str(folder / e.name) for e in candidates],
         "mergedArchiveFileName": merged,
     })
     create_exclusive(folder / MERGE_PLAN_NAME, plan, staging_dir)
-    data = b"".join(block.serialize() for e in candidates
-                    for block in read_blocks((folder / e.name).read_bytes()))
     create_exclusive(folder / merged, data, staging_dir)
     for e in candidates:
         (folder / e.name).unlink(missing_ok=True)
@@ -111,6 +112,22 @@ def merge_small_files(
     log.info("merged %d small archive files (%s … %s) into %s", len(candidates),
              candidates[0].name, candidates[-1].name, folder / merged)
     return merged
+
+
+def _merged_bytes(folder: TablePath, names: Sequence[str]) -> bytes | None:
+    """The log blocks of the archive files ``names`` in order, as one file; None (logged) when
+    one of them holds bytes that are no whole block (a torn append of Java's): merging would
+    drop them with the file, as Java's merge refuses to."""
+    parts: list[bytes] = []
+    for name in names:
+        raw = (folder / name).read_bytes()
+        blocks = [block.serialize() for block in read_blocks(raw)]
+        if sum(len(b) for b in blocks) != len(raw):
+            log.warning("archive file '%s' holds bytes that are no whole log block: small "
+                        "archive files are not merged while it is among them", folder / name)
+            return None
+        parts += blocks
+    return b"".join(parts)
 
 
 def finish_interrupted_merge(folder: TablePath) -> None:
@@ -138,10 +155,14 @@ def finish_interrupted_merge(folder: TablePath) -> None:
         plan_path.unlink(missing_ok=True)
         return
     if all(c in names for c in candidates):
-        if merged is not None and merged in names:
+        # the merged file is this merge's only if it holds exactly the small files' blocks:
+        # a writer that ignores plans (Java with merging off) may have archived into that name
+        # since (review)
+        if (merged is not None and merged in names
+                and (folder / merged).read_bytes() == _merged_bytes(folder, candidates)):
             (folder / merged).unlink(missing_ok=True)
         log.warning("an archive merge was cut short before its small files were removed: "
-                    "undone (%s removed)", merged)
+                    "undone (%s)", merged)
     elif merged is not None and merged in names:
         for c in candidates:
             if c in names:
