@@ -237,6 +237,19 @@ def test_a_field_inside_a_record_changed_beyond_the_promotions_is_incompatible()
             in result.errors.detail[0].as_py())
 
 
+def test_a_narrower_integer_inside_a_record_reads_the_values_that_fit() -> None:
+    """As before the nested check: a long written for an int32 field inside a record is read
+    when the values fit (review: refused outright at first)."""
+    reader = pa.schema([("id", pa.int64()), ("after", pa.struct([("n", pa.int32())]))])
+    writer = {"type": "record", "name": "E", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "after", "type": {"type": "record", "name": "V",
+                                   "fields": [{"name": "n", "type": "long"}]}}]}
+    result = RegistryDecoder(reader, _lookup({9: writer}), required=["id"]).decode(
+        pa.array([_frame(9, writer, {"id": 1, "after": {"n": 7}})], pa.binary()))
+    assert result.records.to_pylist() == [{"id": 1, "after": {"n": 7}}]
+
+
 def test_missing_key_is_a_bad_record() -> None:
     schema = {"type": "record", "name": "R",
               "fields": [{"name": "id", "type": ["null", "long"]}]}

@@ -150,16 +150,20 @@ def test_a_damaged_properties_file_is_named_and_its_backup_read(
     assert "hoodie.table.name=trips" in props.read_text()
 
 
-@pytest.mark.parametrize("key", ["hoodie.table.type", "hoodie.table.version"])
+@pytest.mark.parametrize(("key", "problem"), [
+    ("hoodie.table.type", "the file is truncated or damaged .* restore it from a backup or copy"),
+    ("hoodie.table.version", r"a table of Hudi 0.5 \(version 0; .* upgrade it with Java Hudi\), "
+     "or the file lost lines"),
+])
 def test_a_properties_file_that_lost_a_line_every_writer_writes_is_called_damaged(
-    tmp_path: Path, key: str
+    tmp_path: Path, key: str, problem: str
 ) -> None:
-    """Cut off after the name, the file read as an unsupported table (type '')."""
+    """Cut off after the name, the file read as an unsupported table (type ''); without a
+    version it may also be a Hudi 0.5 table (review)."""
     base, props = _table_with_a_commit(tmp_path)
     lines = [ln for ln in props.read_text().splitlines() if not ln.startswith(key + "=")]
     props.write_text("\n".join(lines) + "\n")
-    with pytest.raises(UnsupportedTableError, match=f"has no '{key}': the file is truncated or "
-                       "damaged .* restore it from a backup or copy"):
+    with pytest.raises(UnsupportedTableError, match=f"has no '{key}': {problem}"):
         HudiTable.open(base)
 
 

@@ -389,11 +389,15 @@ class TableConfig:
         name = props.get(K_NAME)
         if not name:
             raise UnsupportedTableError(f"'{source}' has no '{K_NAME}'; it is not a valid table")
-        absent = [k for k in (K_TYPE, K_VERSION) if k not in props]
-        if absent:  # every Hudi writer writes both: the file lost lines
+        if K_TYPE not in props:  # every Hudi writer writes it: the file lost lines
             raise UnsupportedTableError(
-                f"table '{name}' at '{source}' has no '{absent[0]}': the file is truncated or "
+                f"table '{name}' at '{source}' has no '{K_TYPE}': the file is truncated or "
                 "damaged (Hudi writers always write it); restore it from a backup or copy")
+        if K_VERSION not in props:  # Hudi 0.5 wrote none (Java reads it as version 0)
+            raise UnsupportedTableError(
+                f"table '{name}' at '{source}' has no '{K_VERSION}': a table of Hudi 0.5 "
+                f"(version 0; hoodline supports version {SUPPORTED_TABLE_VERSION} only: upgrade "
+                "it with Java Hudi), or the file lost lines (restore it from a backup or copy)")
         ttype = props.get(K_TYPE, "")
         if ttype not in tuple(TableType):
             raise UnsupportedTableError(
