@@ -189,12 +189,33 @@ def test_a_latest_version_the_table_cannot_take_says_how_to_go_on(
     assert fetch_subject_schema(pinned).version == 1
 
 
-def test_requests_to_the_registry_time_out_by_default() -> None:
+def test_requests_to_the_registry_time_out_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """confluent-kafka's client waits for an answer forever: a registry that accepted
-    connections and never answered hung a run without a word (CDC review)."""
-    from hoodline.formats.registry import DEFAULT_REQUEST_TIMEOUT_S, _client
+    connections and never answered hung a run without a word (CDC review). (The default, 30 s,
+    is made 1 s here.)"""
+    import threading
 
-    client = _client(RegistrySettings((("url", "http://127.0.0.1:1"),), "t-value"))
-    assert client._rest_client.session.timeout.read == DEFAULT_REQUEST_TIMEOUT_S == 30
-    own = _client(RegistrySettings((("url", "http://127.0.0.1:1"), ("timeout", "5")), "t-value"))
-    assert own._rest_client.session.timeout.read == 5
+    from hoodline.formats import registry
+
+    monkeypatch.setattr(registry, "DEFAULT_REQUEST_TIMEOUT_S", 1)
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        port = silent.getsockname()[1]
+        settings = RegistrySettings((("url", f"http://127.0.0.1:{port}"),), "t-value",
+                                    unavailable_timeout_s=0)
+        outcome: list[BaseException] = []
+
+        def fetch() -> None:
+            try:
+                fetch_subject_schema(settings)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=fetch, daemon=True)
+        worker.start()
+        worker.join(15)
+        assert not worker.is_alive(), "the request to a silent registry never timed out"
+        assert isinstance(outcome[0], SchemaRegistryUnavailableError)
+        assert "Timeout" in str(outcome[0])
+    assert registry.DEFAULT_REQUEST_TIMEOUT_S == 1 and registry._client(
+        RegistrySettings((("url", "http://127.0.0.1:1"), ("timeout", "5")), "t-value")
+    )._rest_client.session.timeout.read == 5  # a timeout set stays the user's

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hoodline.broker import free_port
 from hoodline.cli import app
 from hoodline.errors import StorageError, TableError
 from hoodline.pipeline.outage import wait_out_outage
@@ -84,8 +83,12 @@ def test_a_stop_while_waiting_ends_the_wait() -> None:
 
 @pytest.fixture
 def late_store(moto_s3: MotoS3) -> Iterator[tuple[str, threading.Event]]:
-    """An endpoint that refuses connections until the event is set, then forwards to moto."""
-    port = free_port()
+    """An endpoint that refuses connections until the event is set, then forwards to moto
+    (its port is bound from the start, not listening: connections are refused, and no other
+    test can take the port meanwhile)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
     up = threading.Event()
     done = threading.Event()
     target = int(moto_s3.endpoint.rsplit(":", 1)[1])
@@ -102,7 +105,8 @@ def late_store(moto_s3: MotoS3) -> Iterator[tuple[str, threading.Event]]:
 
     def serve() -> None:
         up.wait()
-        with socket.create_server(("127.0.0.1", port)) as server:
+        with server:
+            server.listen()
             server.settimeout(0.2)
             while not done.is_set():
                 try:
