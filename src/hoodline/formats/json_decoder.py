@@ -595,7 +595,7 @@ class JsonDecoder:
         changed = _CHANGED.search(arrow_error)
         if changed:
             # pyarrow names a field inside a struct 'after/qty': shown as the others, 'after.qty'
-            name = changed.group(1).replace("/", ".")
+            name = changed.group(1).replace("/", ".").replace(".[]", "[]")
             text = text.replace(f"Column(/{changed.group(1)})", f"Column({name})").replace(
                 f"field '{changed.group(1)}'", f"field '{name}'")
             try:
