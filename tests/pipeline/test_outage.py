@@ -61,7 +61,8 @@ def test_an_outage_is_waited_out_and_the_start_goes_on(caplog: pytest.LogCapture
 def test_an_outage_past_the_patience_and_other_errors_are_raised() -> None:
     clock = _Clock()
     calls, action = _failing([OUTAGE] * 10)
-    with pytest.raises(StorageError, match="connection refused"):
+    with pytest.raises(StorageError, match=r"connection refused.* \(starting gave up: the object "
+                       r"store failed for 12 s, past its retry_timeout of 10 s\)"):
         wait_out_outage(action, what="starting", patience_s=10,  # type: ignore[arg-type]
                         backoff_s=lambda n: 4.0, clock=lambda: clock.now, wait=clock.wait)
     assert len(calls) == 4 and sum(clock.waits) == 12.0  # tried at 0, 4, 8, 12 s

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+from hoodline.errors import StorageError
 from hoodline.storage.paths import is_store_outage
 
 log = logging.getLogger(__name__)
@@ -30,9 +31,9 @@ def wait_out_outage(
 ) -> T | None:
     """``action()``, tried again while it fails with an object store outage
     (:func:`~hoodline.storage.paths.is_store_outage`) until the outage has lasted
-    ``patience_s``; then, and for any other error, its error is raised. ``backoff_s(n)``: the
-    wait before try ``n + 1``; ``wait(seconds)`` returns True when the run was asked to stop
-    meanwhile, and then None is returned."""
+    ``patience_s``, then a :class:`StorageError` saying so; any other error at once.
+    ``backoff_s(n)``: the wait before try ``n + 1``; ``wait(seconds)`` returns True when the
+    run was asked to stop meanwhile, and then None is returned."""
     since: float | None = None
     tries = 0
     while True:
@@ -44,7 +45,9 @@ def wait_out_outage(
             now = clock()
             since = now if since is None else since
             if now - since >= patience_s:
-                raise
+                raise StorageError(
+                    f"{exc} ({what} gave up: the object store failed for {now - since:.0f} s, "
+                    f"past its retry_timeout of {patience_s:.0f} s)", retryable=False) from exc
             tries += 1
             delay = backoff_s(tries)
             log.warning("%s: the object store has failed for %.0f s (waited out for up to its "
