@@ -4,15 +4,16 @@ running pipeline's rounds do (S3 review: a restart while S3 was down exited with
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from hoodline.cli import app
 from hoodline.errors import StorageError, TableError
 from hoodline.pipeline.outage import wait_out_outage
 from hoodline.table.read import read_snapshot
@@ -130,8 +131,9 @@ def late_store(moto_s3: MotoS3) -> Iterator[tuple[str, threading.Event]]:
 @pytest.mark.spark
 def test_hoodline_run_started_while_the_store_is_down_waits_for_it(
     moto_s3: MotoS3, late_store: tuple[str, threading.Event], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """`hoodline run` (its own process: a test process may run Spark already) started while
+    the store refuses connections; the store comes back once the run said it waits."""
     endpoint, up = late_store
     bucket = moto_s3.new_bucket()
     (tmp_path / "in").mkdir()
@@ -142,11 +144,28 @@ def test_hoodline_run_started_while_the_store_is_down_waits_for_it(
         tmp_path / "p.toml", tmp_path / "in", f"s3://{bucket}/t", {"id": "string", "ts": "int64"},
         f'[table.storage]\n{lines}\n[runtime]\nretry-backoff = "200ms"\n'
         'retry-backoff-max = "1s"', table_lines='precombine-field = "ts"')
-    monkeypatch.chdir(tmp_path)
-    threading.Timer(4.0, up.set).start()  # the store comes back after 4 s
-    result = CliRunner().invoke(app, ["run", str(cfg), "--once"])
-    assert result.exit_code == 0, result.output
-    assert "starting: the object store has failed for" in result.output
-    assert "2 records read, 2 written" in result.output
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.Popen([sys.executable, "-m", "hoodline", "run", str(cfg), "--once"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, cwd=tmp_path)
+    watchdog = threading.Timer(240, proc.kill)  # the output ends when the process does
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        output: list[str] = []
+        for line in proc.stdout:
+            output.append(line)
+            if "starting: the object store has failed for" in line and not up.is_set():
+                up.set()  # the store comes back while the start waits
+        assert proc.wait(timeout=240) == 0, "".join(output)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = "".join(output)
+    assert up.is_set(), text
+    assert "2 records read, 2 written" in text, text
     table = HudiTable.open(f"s3://{bucket}/t", storage_options=moto_s3.options)
     assert sorted(read_snapshot(table, columns=["id"]).column("id").to_pylist()) == ["a", "b"]

@@ -224,6 +224,16 @@ class WriterLock:
     def acquire(self) -> WriterLock:
         if self._held:
             return self
+        # known as this process's before the lock file exists: a contender of this process
+        # reading it meanwhile must not take it for one left behind (see _released_here)
+        _HELD_HERE.add(self._token)
+        try:
+            return self._acquire()
+        except BaseException:
+            _HELD_HERE.discard(self._token)
+            raise
+
+    def _acquire(self) -> WriterLock:
         if self._objects is not None:
             self._acquire_object(self._objects)
             self._start_heartbeat()
