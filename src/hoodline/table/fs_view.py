@@ -37,7 +37,6 @@ from hoodline.table.compaction_plan import read_plan
 from hoodline.table.instant import (
     COMPACTION,
     REPLACE_COMMIT,
-    Instant,
     is_timestamp_string,
     is_valid_timestamp,
 )
@@ -302,17 +301,6 @@ def _data_files(
     return sorted(bases), sorted(logs)
 
 
-def unpartitioned_layout_error(base_path: TablePath, commit: Instant, path: str) -> TableError:
-    """The error for a table configured as unpartitioned whose ``commit`` wrote ``path`` into a
-    partition folder (its hoodie.properties lost the partition fields)."""
-    return TableError(
-        f"the table at '{base_path}' is not partitioned by its configuration (hoodie.properties "
-        f"names no 'hoodie.table.partition.fields'), but its {commit.action} {commit.timestamp} "
-        f"wrote '{path}' in a partition folder: the configuration file is damaged (the line was "
-        "lost); restore hoodie.properties from a backup or copy. Its files are not missing: do "
-        "not accept their loss")
-
-
 class FileSystemView:
     """Committed file groups/slices of a table at a point in time (``as_of``; None = latest)."""
 
@@ -436,7 +424,14 @@ class FileSystemView:
                        metadata.partition_to_write_stats.items() for stat in stats if stat.path]
             for part, path in written:
                 if part:
-                    raise unpartitioned_layout_error(self.base_path, commit, path)
+                    raise TableError(
+                        f"the table at '{self.base_path}' is not partitioned by its "
+                        "configuration (hoodie.properties names no "
+                        f"'hoodie.table.partition.fields'), but its {commit.action} "
+                        f"{commit.timestamp} wrote '{path}' in a partition folder: the "
+                        "configuration file is damaged (the line was lost); restore "
+                        "hoodie.properties from a backup or copy. Its files are not missing: "
+                        "do not accept their loss")
             if written:
                 return
 

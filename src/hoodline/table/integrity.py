@@ -34,12 +34,7 @@ from dataclasses import dataclass
 from hoodline.errors import TableError
 from hoodline.storage.ops import replace
 from hoodline.storage.paths import TablePath
-from hoodline.table.fs_view import (
-    BASE_FILE_EXTENSION,
-    FileSystemView,
-    unpartitioned_layout_error,
-)
-from hoodline.table.instant import Instant, State
+from hoodline.table.fs_view import BASE_FILE_EXTENSION, FileSystemView
 from hoodline.table.log.names import LogFileName
 
 #: Accepted losses (JSON), relative to ``.hoodie``; Java and hudi-rs ignore ``.aux`` contents
@@ -117,14 +112,9 @@ def find_damage(view: FileSystemView, accepted: frozenset[tuple[str, str]] = fro
     if view.as_of is not None:
         return []
     found: list[Damage] = []
-    recorded = latest_recorded_files(view)
-    if not view.partitioned:
-        foldered = next((r for r in recorded if "/" in r.path), None)
-        if foldered is not None:  # every file would look missing
-            raise unpartitioned_layout_error(
-                view.base_path, Instant(foldered.instant, foldered.action, State.COMPLETED),
-                foldered.path)
-    for rec in recorded:
+    # (a configuration that lost its partition fields is named by the view's listing, before
+    # every file would look missing: FileSystemView._check_unpartitioned_layout)
+    for rec in latest_recorded_files(view):
         size = view.listed_size(rec.path)
         if (size is None or size < rec.size) and (rec.path, rec.instant) not in accepted:
             found.append(Damage(rec, size))

@@ -260,7 +260,6 @@ class WriterLock:
 
     def _start_heartbeat(self) -> None:
         self._held = True
-        _HELD_HERE.add(self._token)
         self._lost = None
         self._stop.clear()
         # the thread holds the lock weakly, and a lock collected while held gives itself up: a

@@ -256,11 +256,8 @@ class KafkaRecords(RecordPreparer):
         to another partition, from their old partition (:func:`moved_images`); None if none."""
         cfg = spec.ctx.config
         images, at = moved_images(data, before, row, cfg.partition_fields, cfg.record_key_fields)
-        unkeyable = unkeyable_values(spec, images)  # its old row cannot be named: none
-        if len(unkeyable):
-            keep = np.ones(images.num_rows, dtype=bool)
-            keep[np.asarray(unkeyable.index)] = False
-            images, at = images.filter(pa.array(keep)), at.filter(pa.array(keep))
+        # an image whose old row cannot be named gives no delete
+        images, at = without_rows(images, at, unkeyable_values(spec, images))
         if not len(at):
             return None
         flags = pa.array(np.full(len(at), not self.mark_deletes))
