@@ -38,7 +38,7 @@ class SparkProvider:
     def get(self, master: str) -> HoodlineSpark:
         from pyspark import SparkContext
 
-        from hoodline.pipeline.master import parse_master
+        from hoodline.pipeline.master import MasterKind, parse_master
         from hoodline.spark.session import SparkSettings, start_session
 
         wanted = parse_master(master)
@@ -50,7 +50,7 @@ class SparkProvider:
             self.release()
             current = start_session(SparkSettings(master=master, app_name="hoodline-tests"))
             self._current = current
-        if wanted.kind == "local-cluster":
+        if wanted.kind is MasterKind.LOCAL_CLUSTER:
             current.wait_for_executors(wanted.executors, timeout_s=120)
         return current
 
