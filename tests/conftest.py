@@ -163,18 +163,22 @@ def _needs_spark(item: pytest.Item) -> bool:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order tests: those without Spark first (they run while :func:`pytest_configure`'s build
-    of the JVM class cache occupies a core on a fresh machine), then the ``slow`` end-to-end
-    tests, so the two test processes (pytest-xdist, one test handed out at a time) take them
-    early and finish together; then the rest, with the modules that use the ``local-cluster``
-    session last so each process starts it at most once. A module's tests stay together
-    otherwise (the sort is stable)."""
+    of the JVM class cache occupies a core on a fresh machine); then those on the shared
+    ``local[2]`` session; last the modules that use the ``local-cluster`` session, so each
+    test process starts either session at most once (a ``local-cluster`` test handed out
+    early made its process start ``local[2]`` again after it and the cluster once more at the
+    end: ~30 s of starts), ending with the test that stops the session itself
+    (``stops_spark``). Within each group the ``slow`` end-to-end tests come first, so the two
+    test processes (pytest-xdist, one test handed out at a time) take them early and finish
+    together. A module's tests stay together otherwise (the sort is stable)."""
     uses: dict[str, set[str]] = {}
     for item in items:
         uses.setdefault(_module(item), set()).update(getattr(item, "fixturenames", ()))
 
     items.sort(key=lambda item: (_needs_spark(item),
-                                 item.get_closest_marker("slow") is None,
-                                 "spark_cluster" in uses[_module(item)]))
+                                 "spark_cluster" in uses[_module(item)],
+                                 item.get_closest_marker("stops_spark") is not None,
+                                 item.get_closest_marker("slow") is None))
 
 
 _class_cache_build: threading.Thread | None = None

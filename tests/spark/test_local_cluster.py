@@ -220,6 +220,7 @@ def test_round_survives_an_executor_killed_after_its_files_were_written(
     spark_cluster.wait_for_executors(2, timeout_s=120)
 
 
+@pytest.mark.stops_spark
 def test_stop_ends_executor_processes_and_removes_work_dirs(spark_cluster: HoodlineSpark) -> None:
     """Stopping ends the executors; the work directory goes once no other session uses it --
     a session of another process started in the same second has the same app id and directory
