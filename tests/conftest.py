@@ -167,10 +167,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ``local[2]`` session; last the modules that use the ``local-cluster`` session, so each
     test process starts either session at most once (a ``local-cluster`` test handed out
     early made its process start ``local[2]`` again after it and the cluster once more at the
-    end: ~30 s of starts), ending with the test that stops the session itself
-    (``stops_spark``). Within each group the ``slow`` end-to-end tests come first, so the two
-    test processes (pytest-xdist, one test handed out at a time) take them early and finish
-    together. A module's tests stay together otherwise (the sort is stable)."""
+    end: ~30 s of starts); the tests that stop the session themselves (``stops_spark``)
+    come last of their session's tests. Within each group the ``slow`` end-to-end tests come
+    first, so the two test processes (pytest-xdist, one test handed out at a time) take them
+    early and finish together. A module's tests stay together otherwise (the sort is stable)."""
     uses: dict[str, set[str]] = {}
     for item in items:
         uses.setdefault(_module(item), set()).update(getattr(item, "fixturenames", ()))

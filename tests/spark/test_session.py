@@ -53,6 +53,7 @@ def test_python_workers_allocate_arrow_buffers_from_jemalloc(spark: HoodlineSpar
     assert pools == [expected, expected]
 
 
+@pytest.mark.stops_spark
 def test_stop_does_not_wait_for_the_accumulator_server(
     spark: HoodlineSpark, monkeypatch: pytest.MonkeyPatch
 ) -> None:
