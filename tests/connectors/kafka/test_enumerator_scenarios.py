@@ -92,6 +92,33 @@ def test_case2_scale_up_with_new_partitions_is_balanced(assigner: str) -> None:
     assert all(len(job.committed[tp]) == 5 for tp in tps("t", 6))
 
 
+def test_partitions_added_while_running_are_announced_with_where_they_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Partitions a topic gains are read from their earliest offset, and a warning (the CLI's
+    default level) names them: at info level a data engineer who had just added partitions
+    saw nothing. The first discovery's partitions are no news."""
+    meta = FakeMetadata()
+    meta.add_topic("t", 2, records=5)
+    job = SimJob(make_source(meta, topic="t"), 2, meta)
+    with caplog.at_level("WARNING", logger="hoodline"):
+        job.start()
+        job.discover()
+        assert "new Kafka partition" not in caplog.text
+        job.read_all()
+        meta.topics["t"] = 4
+        for p in (2, 3):
+            meta.earliest[TopicPartition("t", p)] = 3  # retention removed the first records
+            meta.end[TopicPartition("t", p)] = 5
+        job.discover()
+    assert ("found 2 new Kafka partition(s), read from now on: t-2 from offset 3, "
+            "t-3 from offset 3") in caplog.text
+    job.read_all()
+    job.checkpoint()
+    assert job.committed[TopicPartition("t", 2)] == job.committed[TopicPartition("t", 3)] == [3, 4]
+    assert sorted(job.holdings()[0] | job.holdings()[1]) == tps("t", 4)
+
+
 # --- the split-loss scenario ---------------------------------------------------------------------
 def test_split_loss_scenario_reported_splits_checkpointed_before_assignment_are_not_lost() -> None:
     meta = FakeMetadata()

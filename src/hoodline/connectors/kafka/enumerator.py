@@ -260,7 +260,7 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
                 ) from error
             return
         self._discovery_failures = 0
-        added = 0
+        added: list[KafkaPartitionSplit] = []
         loads = self.reader_loads()
         for split in result.new_splits:
             tp = split.topic_partition
@@ -271,9 +271,14 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
             loads[owner] += 1
             self._put_pending(split)
             self._unassigned_initial.discard(tp)
-            added += 1
-        if added:
-            log.info("Kafka enumerator discovered %d new partition splits", added)
+            added.append(split)
+        if added and not result.initial:
+            # partitions added to a topic (or a topic that joined the list): a data engineer
+            # wants to see that they are read, and from where (reads go on meanwhile)
+            log.warning("found %d new Kafka partition(s), read from now on: %s", len(added),
+                        _describe_starts(added))
+        elif added:
+            log.info("Kafka enumerator discovered %d partition splits", len(added))
         self._initial_discovery_finished = True
         self._known_snapshot = frozenset(self._owner)
         self._assign_pending()
@@ -474,3 +479,16 @@ class KafkaSourceEnumerator(SplitEnumerator[KafkaPartitionSplit, KafkaSourceEnum
                 continue
             self._context.signal_no_more_splits(reader)
             self._no_more_splits_sent.add(reader)
+
+
+#: partitions named one by one in the new-partitions warning; more are counted
+_NAMED_NEW_PARTITIONS = 10
+
+
+def _describe_starts(splits: Sequence[KafkaPartitionSplit]) -> str:
+    """``t-3 from offset 0, t-4 from offset 0 (and 2 more)``: new partitions and where each
+    starts (later partitions start at their earliest offset)."""
+    named = ", ".join(f"{s.topic_partition} from offset {s.starting_offset}"
+                      for s in sorted(splits)[:_NAMED_NEW_PARTITIONS])
+    more = len(splits) - _NAMED_NEW_PARTITIONS
+    return named + (f" (and {more} more)" if more > 0 else "")

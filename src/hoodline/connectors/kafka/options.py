@@ -128,8 +128,9 @@ DISCOVERY_INTERVAL = option(
     "scan.topic-partition-discovery.interval",
     float,
     300.0,
-    "Seconds between discoveries of new partitions and new topics matching the subscription; "
-    "0 disables periodic discovery (only the first discovery runs).",
+    "Seconds between discoveries of new partitions and new topics matching the subscription "
+    "(a warning names the partitions found and the offset each starts at); 0 disables "
+    "periodic discovery (only the first discovery runs).",
     minimum=0.0,
 )
 SPLIT_ASSIGNER = option(
