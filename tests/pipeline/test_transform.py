@@ -11,7 +11,9 @@ from hoodline.connectors.files.plugin import FileRecords
 from hoodline.connectors.files.rejections import rejected_records_batch
 from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
 from hoodline.connectors.kafka.plugin import RAW_KAFKA_SCHEMA, KafkaRecords
+from hoodline.errors import InvalidRecordsError
 from hoodline.pipeline.transform import SEQ, Prepared, RecordSpec, keyed_schema, resolve
+from hoodline.table.keygen.generator import KeyGenerator
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.options import WriteOptions
@@ -301,18 +303,19 @@ def test_empty_string_keys_and_partition_values_are_bad_records_not_a_failed_rou
          "record needs a non-empty partition"),
         (103, "unreadable_partition", "partition field 'region' value 'eu/../x' is not a valid "
          "folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
-         "value or enable "
-         "'hoodie.datasource.write.partitionpath.urlencode' on the table"),
+         "value or partition by another field (a table created with "
+         "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)"),
         (104, "unreadable_partition", "partition field 'region' value '..' is not a valid "
          "folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
-         "value or enable "
-         "'hoodie.datasource.write.partitionpath.urlencode' on the table"),
+         "value or partition by another field (a table created with "
+         "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)"),
         (105, "missing_key", "record key field 'name' value '' is an empty string; every "
          "record needs a non-empty record key"),
         # a NUL failed the round in mkdir ("embedded null byte"; data-types review)
         (106, "unreadable_partition", "partition field 'region' value 'x\x00y' is not a "
          "valid folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
-         "value or enable 'hoodie.datasource.write.partitionpath.urlencode' on the table"),
+         "value or partition by another field (a table created with "
+         "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)"),
     ]
     # with URL encoding the odd values are paths; only the empty ones stay bad
     encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True)
@@ -323,6 +326,53 @@ def test_empty_string_keys_and_partition_values_are_bad_records_not_a_failed_rou
     assert out.records.column("_hoodie_partition_path").to_pylist() == [
         "region=eu%2F..%2Fx", "region=x%00y"]  # as Java escapes it
     assert [e["offset"] for e in out.errors.to_pylist()] == [101]
+
+
+def test_partition_values_making_too_long_or_outside_folders_are_bad_records() -> None:
+    """A folder name longer than 255 bytes failed every retry of its round ('File name too
+    long'), whatever the error tolerance, so the pipeline stopped for good (data-types
+    review); with URL encoding and no hive-style folders, '..' wrote a base file into the
+    table's parent folder and '.' into its root. Both are bad records now."""
+    def rec(region: str) -> bytes:
+        return json.dumps({"id": 1, "name": "n", "region": region, "ts": 1}).encode()
+
+    def errors(config: TableConfig, regions: list[str]) -> tuple[list[str], list[object]]:
+        spec = RecordSpec(WriteContext("/nonexistent", config, WriteOptions(),
+                                       "20240101000000000", "UPSERT", DECLARED),
+                          DECLARED, "deleted", 7)
+        out = prepare_kafka(spec, _kafka([rec(r) for r in regions], [b"k"] * len(regions)))
+        return (out.records.column("_hoodie_partition_path").to_pylist(),
+                [(e["offset"], e["reason"], e["detail"]) for e in out.errors.to_pylist()])
+
+    hive = TableConfig("t", ("name",), ("region",), "ts")
+    fits, over = "é" * 124, "é" * 124 + "x"  # 'region=' + 248 bytes = 255; one more is 256
+    paths, bad = errors(hive, ["eu", fits, over, "日" * 90])
+    assert paths == ["region=eu", f"region={fits}"]
+    assert [(o, r) for o, r, _ in bad] == [(102, "unreadable_partition"),
+                                           (103, "unreadable_partition")]
+    assert bad[0][2] == (
+        f"partition field 'region' value '{over}' makes a folder name with its field name "
+        "longer than 255 bytes, more than file systems take; shorten the value or partition "
+        "by another field")
+    # URL-encoded: the encoded name counts ('%2F' is three bytes for '/')
+    encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True,
+                          hive_style_partitioning=False)
+    paths, bad = errors(encoded, ["a/b", "..", ".", "/" * 85, "/" * 86, "x.."])
+    assert paths == ["a%2Fb", "%2F" * 85, "x.."]
+    assert [(o, r) for o, r, _ in bad] == [(101, "unreadable_partition"),
+                                           (102, "unreadable_partition"),
+                                           (104, "unreadable_partition")]
+    assert bad[0][2] == ("partition field 'region' value '..' is not a valid folder name "
+                         "('.' and '..' are not allowed); clean the value")
+    assert "makes a folder name (URL-encoded) longer than 255 bytes" in str(bad[2][2])
+    # the same rules where a batch is written as a whole (WriteClient): refused, value cut
+    with pytest.raises(InvalidRecordsError,
+                       match=r"partition column 'region' has value '日日日.*\.\.\. \(270 "
+                             r"bytes\) at row 1, which makes a folder name with its field "
+                             r"name longer than 255 bytes"):
+        KeyGenerator(hive).partition_paths(pa.table({"region": ["eu", "日" * 90]}))
+    with pytest.raises(InvalidRecordsError, match=r"value '\.\.' at row 0, which is not a valid"):
+        KeyGenerator(encoded).partition_paths(pa.table({"region": [".."]}))
 
 
 def test_numeric_times_beyond_the_year_9999_are_unreadable_partitions() -> None:

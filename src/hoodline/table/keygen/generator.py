@@ -130,9 +130,9 @@ class KeyGenerator:
         """Rows whose (non-null) value cannot make their record key or partition path, field by
         field: bad records, for a pipeline's error table, where :meth:`record_keys` and
         :meth:`partition_paths` refuse the whole batch. A single-field key or a partition value
-        that is an empty string; a partition value that is no folder name (without URL
-        encoding); a timestamp partition value no input date format reads, or a time outside
-        the years -9999 to 9999."""
+        that is an empty string; a partition value that makes no folder name, or one longer
+        than file systems take; a timestamp partition value no input date format reads, or a
+        time outside the years -9999 to 9999."""
         out: list[UnusableValues] = []
         fields = self.config.record_key_fields
         if len(fields) == 1 and not self._single_key_with_name():
@@ -156,31 +156,59 @@ class KeyGenerator:
             empty = _empty_strings(batch, name)
             if empty is not None:
                 out.append(UnusableValues("partition", name, empty, _EMPTY + "partition", True))
-            if not self.config.url_encode_partitions:
-                folder = _not_folder_names(batch, name)
-                if folder is not None:
-                    out.append(UnusableValues(
-                        "partition", name, folder,
-                        f"is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the value "
-                        "or enable 'hoodie.datasource.write.partitionpath.urlencode' on the "
-                        "table", False))
+            text = _text_column(batch, name)
+            if text is None:  # numbers, dates, ...: always short folder names
+                continue
+            distinct = pc.dictionary_encode(text)
+            for bad, why in self._folder_problems(distinct.dictionary, name):
+                rows = _any_or_none(pc.take(bad, distinct.indices))
+                if rows is not None:
+                    out.append(UnusableValues("partition", name, rows, why, False))
         return out
 
     def _simple_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
         values, indices = distinct_value_strings(batch, name, "partition")
+        for bad, why in self._folder_problems(values, name):
+            row = first_row_of(indices, bad)
+            if row >= 0:
+                value = _shorter(values[indices[row].as_py()].as_py())
+                raise InvalidRecordsError(
+                    f"partition column '{name}' has value {value} at row {row}, which {why}")
         if self.config.url_encode_partitions:
             return escape_partition_values(values), indices
-        bad = _no_folder_name(values)
-        row = first_row_of(indices, bad)
-        if row >= 0:
-            value = values[indices[row].as_py()].as_py()
-            raise InvalidRecordsError(
-                f"partition column '{name}' has value {value!r} at row "
-                f"{row}, which is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the "
-                "value or enable "
-                "'hoodie.datasource.write.partitionpath.urlencode' on the table"
-            )
         return values, indices
+
+    def _folder_problems(self, values: pa.Array, name: str) -> list[tuple[pa.Array, str]]:
+        """Per distinct value of a simple partition field: whether its folder (as written:
+        URL-encoded and ``name=``-prefixed when the table says so) is no folder name, and
+        whether it is longer than file systems take, each with what to say after the value.
+        Without either check a bad value failed every retry of its round, whatever the
+        error tolerance (a folder name of 270 bytes: 'File name too long'), or with URL
+        encoding and without hive-style folders, '..' wrote outside the table."""
+        encoded = self.config.url_encode_partitions
+        folders = escape_partition_values(values) if encoded else values
+        if self.config.hive_style_partitioning:
+            folders = join_strings([pa.scalar(f"{name}="), folders], "")
+        out = []
+        # without encoding the value itself may hold no '/' nor be '.' or '..' (also with the
+        # hive-style prefix: a plain rule to state); encoded, only a bare '.' or '..' is bad
+        bad = pc.fill_null(pc.is_in(folders, value_set=pa.array([".", ".."])) if encoded
+                           else _no_folder_name(values), False)
+        if pc.any(bad).as_py():
+            out.append((bad, (
+                "is not a valid folder name ('.' and '..' are not allowed); clean the value"
+                if encoded else
+                f"is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the value or "
+                "partition by another field (a table created with "
+                "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)")))
+        long = pc.fill_null(pc.greater(pc.binary_length(folders), _MAX_FOLDER_BYTES), False)
+        if pc.any(long).as_py():
+            out.append((long, (
+                f"makes a folder name{' (URL-encoded)' if encoded else ''}"
+                f"{' with its field name' if self.config.hive_style_partitioning else ''} "
+                f"longer than {_MAX_FOLDER_BYTES} bytes, more than file systems take; shorten "
+                "the value or partition by another field")))
+        return out
 
     def _timestamp_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
         assert self._timestamp is not None
@@ -247,15 +275,24 @@ def _empty_strings(batch: Batch, name: str) -> pa.Array | None:
 _NOT_IN_FOLDER_NAMES = "'/', '.', '..' and the NUL character are not allowed"
 
 
+#: the longest folder name (in UTF-8 bytes) local file systems (ext4, XFS, APFS, NTFS in
+#: characters) and Azure Data Lake take
+_MAX_FOLDER_BYTES = 255
+
+
 def _no_folder_name(text: pa.Array) -> pa.Array:
     """Per value: whether it cannot be a folder name (a NUL no file system takes)."""
     return pc.or_(pc.or_(pc.match_substring(text, "/"), pc.match_substring(text, "\x00")),
                   pc.is_in(text, value_set=pa.array([".", ".."])))
 
 
-def _not_folder_names(batch: Batch, name: str) -> pa.Array | None:
-    text = _text_column(batch, name)
-    return None if text is None else _any_or_none(_no_folder_name(text))
+def _shorter(value: object, chars: int = 80) -> str:
+    """``repr`` of a value, cut to its start when long (a 300-byte value in one line)."""
+    shown = repr(value)
+    if len(shown) <= chars:
+        return shown
+    length = len(value.encode()) if isinstance(value, str) else len(shown)
+    return f"{shown[:chars]}... ({length} bytes)"
 
 
 def check_key_generator_settings(config: TableConfig) -> None:
