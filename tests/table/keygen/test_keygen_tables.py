@@ -128,3 +128,27 @@ def test_complex_generator_over_one_key_writes_the_form_the_stored_keys_have(
     assert keys == sorted(f"{prefix}{i}" for i in ids)  # 3 and 4 updated, not duplicated
     assert java_table.config.single_key_with_field_name is bool(with_name)
     assert_hudi_matches_hoodline(java_table)
+
+
+def test_duckdb_reads_the_stored_values_of_dated_hive_style_folders(tmp_path: Path) -> None:
+    """The README's DuckDB recipe (``hive_partitioning = false``): DuckDB otherwise takes a
+    column named like a folder from the folder, and a dated folder ``event_ms=2024/03/30``
+    gave every row ``'2024'`` instead of its time (data-types review)."""
+    import duckdb
+
+    from hoodline.table.read import latest_base_files
+
+    config = TableConfig(
+        "events", ("id",), ("event_ms",), key_generator="timestamp", index_type="BLOOM",
+        extra={P + "timestamp.type": "EPOCHMILLISECONDS", P + "output.dateformat": "yyyy/MM/dd",
+               P + "output.timezone": "UTC"},
+    )
+    table = HudiTable.create(tmp_path / "t", config)
+    with WriteClient(table) as client:
+        client.upsert(_rows(list(range(6)), [0, 1, 2, 3, 30, 31], "a"))
+    assert _partitions(table) == ["event_ms=2024/03/30", "event_ms=2024/03/31",
+                                  "event_ms=2024/04/01"]
+    files = latest_base_files(table)
+    got = duckdb.sql(f"select id, event_ms from read_parquet({files}, union_by_name = true, "
+                     "hive_partitioning = false) order by id").fetchall()
+    assert got == [(i, START_MS + h * HOUR_MS) for i, h in enumerate([0, 1, 2, 3, 30, 31])]
