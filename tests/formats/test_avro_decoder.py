@@ -3,11 +3,13 @@ its registry client and the test registry; resolution rules; every bad value acc
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import random
 import struct
 import threading
+from decimal import Decimal as D
 from typing import Any
 
 import fastavro
@@ -206,6 +208,65 @@ def test_a_double_read_into_an_integer_column_keeps_whole_numbers_in_its_range()
     assert set(result.errors.reason.to_pylist()) == {INCOMPATIBLE_SCHEMA}
     assert ("field 'qty' has a value that is no whole number in the range of the table's int64 "
             "column (the writer schema has double)") in result.errors.detail[0].as_py()
+
+
+def test_narrower_decimal_float_and_time_columns_read_the_values_that_fit() -> None:
+    """A declared decimal(12,2) for Avro's decimal(38,10), a float for a double, refused every
+    record of the version, values that fit included; one time with microseconds in a
+    millisecond column sent every record of the batch to the error table, those with a null
+    time too (data-types review). Each value is read or is a bad record naming why."""
+    reader = pa.schema([("id", pa.int64()), ("dec", pa.decimal128(12, 2)),
+                        ("f", pa.float32()), ("ts", pa.timestamp("ms", tz="UTC"))])
+    v = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "dec", "type": ["null", {"type": "bytes", "logicalType": "decimal",
+                                          "precision": 38, "scale": 10}]},
+        {"name": "f", "type": ["null", "double"]},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]}]}
+    utc = dt.UTC
+    t0 = dt.datetime(2024, 3, 1, 10, 0, 0, 123000, tzinfo=utc)
+    rows = [  # (dec, f, ts)
+        (D("1.23"), 0.5, t0),                              # 0: fits
+        (D("1.2345"), None, None),                         # 1: digits after the point lost
+        (D("12345678901.00"), None, None),                 # 2: 11 digits before it, 10 fit
+        (D("-9999999999.99"), 0.1, None),                  # 3: fits (0.1 rounded, as JSON's)
+        (None, 1e300, None),                               # 4: beyond a float
+        (None, None, t0.replace(microsecond=123456)),      # 5: finer than milliseconds
+        (None, float("inf"), None),                        # 6: infinity stays infinity
+    ]
+    values = [_frame(4, v, {"id": i, "dec": d, "f": f, "ts": t})
+              for i, (d, f, t) in enumerate(rows)]
+    result = RegistryDecoder(reader, _lookup({4: v}), required=["id"]).decode(
+        pa.array(values, pa.binary()))
+    got = result.records.to_pylist()
+    assert [r["id"] for r in got] == [0, 3, 6]
+    assert got[0]["dec"] == D("1.23") and got[0]["f"] == 0.5 and got[0]["ts"] == t0
+    assert got[1]["dec"] == D("-9999999999.99") and abs(got[1]["f"] - 0.1) < 1e-7
+    assert got[2]["f"] == float("inf")
+    assert result.errors.index.to_pylist() == [1, 2, 4, 5]
+    assert set(result.errors.reason.to_pylist()) == {INCOMPATIBLE_SCHEMA}
+    detail = result.errors.detail[0].as_py()
+    for part in ("field 'dec' has a value that does not fit (digits would be lost in) the "
+                 "table's decimal128(12, 2) column (the writer schema has decimal128(38, 10))",
+                 "field 'f' has a value that is outside the range of the table's float",
+                 "field 'ts' has a value that is more precise than the table's "
+                 "timestamp[ms, tz=UTC] column"):
+        assert part in detail, detail
+
+
+def test_every_field_that_cannot_be_read_is_named_at_once() -> None:
+    """The refusal of a schema version named its first unreadable field only: a data engineer
+    found the next one after fixing the first and running again (data-types review)."""
+    reader = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.bool_())])
+    v = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"}, {"name": "a", "type": "string"},
+        {"name": "b", "type": "string"}]}
+    result = RegistryDecoder(reader, _lookup({6: v}), required=["id"]).decode(
+        pa.array([_frame(6, v, {"id": 1, "a": "x", "b": "y"})], pa.binary()))
+    assert result.errors.reason.to_pylist() == [INCOMPATIBLE_SCHEMA]
+    assert result.errors.detail[0].as_py() == (
+        "schema id 6: field 'a' is string in the writer schema, the table has int64; "
+        "field 'b' is string in the writer schema, the table has bool")
 
 
 def test_a_field_inside_a_record_changed_beyond_the_promotions_is_incompatible() -> None:

@@ -37,6 +37,7 @@ rules, without the fields the subject does not have.
 
 from __future__ import annotations
 
+import decimal
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -110,25 +111,55 @@ def _promotable(src: pa.DataType, dst: pa.DataType) -> bool:
 
 
 def _narrowing(src: pa.DataType, dst: pa.DataType) -> bool:
-    """An integer or floating-point value read into a narrower integer column (a field widened
-    after the table got its column, a JSON Schema integer become number: values that fit --
-    whole numbers in the column's range -- are read, others are bad records)."""
-    return bool((pa.types.is_integer(src) or pa.types.is_floating(src))
-                and pa.types.is_integer(dst))
+    """A value read into a narrower column: an integer or floating-point value into an
+    integer column (a field widened after the table got its column, a JSON Schema integer
+    become number), a decimal into a decimal of other precision or scale, a double into a
+    float. Values that fit -- whole numbers in the column's range, decimals without lost
+    digits, doubles in a float's range (rounded, as JSON's are) -- are read, others are bad
+    records (a declared narrower decimal or float refused every record: data-types review)."""
+    return bool(((pa.types.is_integer(src) or pa.types.is_floating(src))
+                 and pa.types.is_integer(dst))
+                or (pa.types.is_decimal(src) and pa.types.is_decimal(dst))
+                or (pa.types.is_float64(src) and pa.types.is_float32(dst)))
 
 
-def _unfit(col: pa.Array | pa.ChunkedArray, dst: pa.DataType) -> npt.NDArray[np.bool_]:
-    """Rows of ``col`` whose value is no value of the integer type ``dst``: outside its range,
-    or (floating point) not a whole number; nulls fit."""
-    info = np.iinfo(dst.to_pandas_dtype())
-    if pa.types.is_floating(col.type):
-        low, high = pa.scalar(float(info.min), col.type), pa.scalar(float(info.max + 1),
-                                                                    col.type)
-        out = pc.or_(pc.or_(pc.less(col, low), pc.greater_equal(col, high)),
-                     pc.not_equal(col, pc.floor(col)))  # NaN too: it equals nothing
-        return np.asarray(pc.fill_null(out, False))
-    return np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min), pc.greater(col, info.max)),
-                                   False))
+_TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+def _unfit(col: pa.Array | pa.ChunkedArray,
+           dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str] | None:
+    """Rows of ``col`` whose value is no value of ``dst`` (nulls fit), and what to say of
+    them; None when every value converts: an integer outside the column's range, or
+    (floating point) not a whole number; a decimal with more digits after the point or
+    before it than the column has; a double beyond a float's range; a time finer than the
+    column's unit (one such value refused the whole batch)."""
+    src = col.type
+    if pa.types.is_integer(dst) and not _promotable(src, dst):
+        info = np.iinfo(dst.to_pandas_dtype())
+        if pa.types.is_floating(src):
+            low, high = pa.scalar(float(info.min), src), pa.scalar(float(info.max + 1), src)
+            out = pc.or_(pc.or_(pc.less(col, low), pc.greater_equal(col, high)),
+                         pc.not_equal(col, pc.floor(col)))  # NaN too: it equals nothing
+            return np.asarray(pc.fill_null(out, False)), "is no whole number in the range of"
+        return (np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min),
+                                               pc.greater(col, info.max)), False)),
+                "is outside")
+    if pa.types.is_decimal(src) and pa.types.is_decimal(dst):
+        lost = pc.not_equal(pc.cast(pc.cast(col, dst, safe=False), src), col)
+        whole = dst.precision - dst.scale
+        if src.precision - src.scale > whole:
+            bound = pa.scalar(decimal.Decimal(10) ** whole, src)
+            lost = pc.or_(lost, pc.greater_equal(pc.abs(col), bound))
+        return np.asarray(pc.fill_null(lost, False)), "does not fit (digits would be lost in)"
+    if pa.types.is_float64(src) and pa.types.is_float32(dst):
+        over = pc.and_(pc.is_finite(col), pc.is_inf(pc.cast(col, dst, safe=False)))
+        return np.asarray(pc.fill_null(over, False)), "is outside the range of"
+    if (pa.types.is_timestamp(src) and pa.types.is_timestamp(dst)
+            and _TIME_UNITS.index(src.unit) > _TIME_UNITS.index(dst.unit)):
+        coarse = pc.cast(pc.cast(col, pa.timestamp(dst.unit, src.tz), safe=False), src)
+        return (np.asarray(pc.fill_null(pc.not_equal(coarse, col), False)),
+                "is more precise than")
+    return None
 
 
 def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
@@ -180,35 +211,33 @@ def resolve_columns(
     present = set(writer_names)
     unfit = np.zeros(n, dtype=bool)
     why: list[str] = []
+    refused: list[str] = []  # every field that cannot be read, named in one message
     for f in reader:
         if f.name in present:
             col = decoded.column(f.name)
             if col.type != f.type:
                 if not _readable(col.type, f.type):
-                    raise ValueError(
-                        f"field '{f.name}' is {col.type} in the writer schema, the table has "
-                        f"{f.type}"
-                    )
+                    refused.append(f"field '{f.name}' is {col.type} in the writer schema, the "
+                                   f"table has {f.type}")
+                    continue
                 if pa.types.is_nested(col.type):
                     inside = _nested_mismatch(col.type, f.type, f.name)
                     if inside is not None:
-                        raise ValueError(f"field {inside}")
-                if _narrowing(col.type, f.type) and not _promotable(col.type, f.type):
-                    out = _unfit(col, f.type)
-                    if out.any():
-                        unfit |= out
-                        what = ("is no whole number in the range of" if
-                                pa.types.is_floating(col.type) else "is outside")
-                        why.append(f"field '{f.name}' has a value that {what} the table's "
-                                   f"{f.type} column (the writer schema has {col.type})")
-                        col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
+                        refused.append(f"field {inside}")
+                        continue
+                found = _unfit(col, f.type)
+                if found is not None and found[0].any():
+                    out, what = found
+                    unfit |= out
+                    why.append(f"field '{f.name}' has a value that {what} the table's "
+                               f"{f.type} column (the writer schema has {col.type})")
+                    col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
                 try:
                     col = col.cast(f.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise ValueError(
-                        f"field '{f.name}' ({col.type}) does not convert to the table's "
-                        f"{f.type}: {exc}"
-                    ) from None
+                    refused.append(f"field '{f.name}' ({col.type}) does not convert to the "
+                                   f"table's {f.type}: {exc}")
+                    continue
             cols.append(col)
         elif f.name in defaults:
             try:
@@ -217,6 +246,8 @@ def resolve_columns(
                 cols.append(pa.nulls(n, f.type))
         else:
             cols.append(pa.nulls(n, f.type))
+    if refused:
+        raise ValueError("; ".join(refused))
     table = pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in reader]))
     return table, unfit, "; ".join(why)
 
@@ -376,11 +407,11 @@ class RegistryDecoder:
                 f"records written with schema id {writer.schema_id} {what}; the round is "
                 "planned again with the subject's latest version"
             )
-        for f in changed:
-            w = by_name[f.name]
-            if not _readable(w.type, f.type):  # nested types are checked when cast
-                return _Plan(None, f"schema id {writer.schema_id}: field '{f.name}' is "
-                             f"{w.type}, the table has {f.type}")
+        unreadable = [  # nested types are checked when cast
+            f"field '{f.name}' is {by_name[f.name].type} in the writer schema, the table has "
+            f"{f.type}" for f in changed if not _readable(by_name[f.name].type, f.type)]
+        if unreadable:  # every one named: fixing them one run at a time is slow
+            return _Plan(None, f"schema id {writer.schema_id}: {'; '.join(unreadable)}")
         return _Plan(codec)
 
     def _behind(self, writer_id: int) -> bool:
