@@ -253,6 +253,11 @@ INT64_RANGE = "an integer from -9223372036854775808 to 9223372036854775807"
         (b'{"id": 1, "ts": "soon"}',
          'field \'ts\' holds "soon", which is not a timestamp[ms] (an ISO-8601 date or time '
          'such as "2024-03-01T10:00:00Z")'),
+        # more digits than the unit keeps: it said "not an ISO-8601 time" (data-types review)
+        (b'{"id": 1, "ts": "2024-03-01T10:00:00.1234Z"}',
+         'field \'ts\' holds "2024-03-01T10:00:00.1234Z", with 4 digits after the second\'s '
+         "point: the table's timestamp[ms] column takes at most 3; send fewer digits or declare "
+         "the field with a finer unit"),
         # epoch numbers for a time: it said "holds a number where the schema wants a string"
         (b'{"id": 1, "ts": 1709287200000}',
          "field 'ts' holds a number (1709287200000) where the schema wants a timestamp[ms], "

@@ -156,6 +156,11 @@ def _twice(m: re.Match[str]) -> str:
     return f"key '{key}' appears twice in the object{where}; send each key once"
 
 
+#: the fraction of a second in an ISO-8601 time, and the digits each timestamp unit keeps
+_SECOND_FRACTION = re.compile(r"\d:\d\d[.,](\d+)")
+_FRACTION_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
 def _shown(value: object) -> str:
     """A decoded JSON value as JSON text for a detail, cut to ``_VALUE_MAX`` characters."""
     return _clipped(json.dumps(value, ensure_ascii=False))
@@ -643,6 +648,14 @@ class JsonDecoder:
             return (f"field '{name}' holds {_clipped(value)}, which is not {_article(type_text)} "
                     f"{type_text} (an integer from {info.min} to {info.max})")
         if type_text.startswith("timestamp"):
+            fraction = _SECOND_FRACTION.search(value)
+            digits = _FRACTION_DIGITS.get(getattr(declared, "unit", ""), 9)
+            if fraction is not None and len(fraction.group(1)) > digits:
+                # not "no ISO-8601 time" for a time that is one (data-types review)
+                return (f"field '{name}' holds {_shown(value)}, with "
+                        f"{len(fraction.group(1))} digits after the second's point: the "
+                        f"table's {type_text} column takes at most {digits}; send fewer digits"
+                        + (" or declare the field with a finer unit" if digits < 9 else ""))
             return (f"field '{name}' holds {_shown(value)}, which is not {_article(type_text)} "
                     f"{type_text} (an ISO-8601 date or time such as \"2024-03-01T10:00:00Z\")")
         return (f"field '{name}' holds {_clipped(value)}, which is not {_article(type_text)} "
