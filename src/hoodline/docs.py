@@ -94,7 +94,10 @@ def render_pipeline_options_markdown() -> str:
         "`\"2024-03-01T10:00:00Z\"`); a number there is a bad record: declare epoch numbers "
         "`int64`. A date field takes a time only at midnight UTC (`\"2024-03-01T00:00:00Z\"`); "
         "another time of day is a bad record (`wrong_type`), not cut off: declare such a field "
-        "a timestamp.\n"
+        "a timestamp. A JSON time without an offset is UTC, also in a column declared with "
+        "another zone (`timestamp[us, Europe/Paris]` stores the instant and the zone name); a "
+        "JSON string in a `binary` field is stored as the text's UTF-8 bytes (base64 is not "
+        "decoded).\n"
     )
     rows = "\n".join(f"| `[{s}.{k}]` | {_md(d)} |" for (s, k), d in PASSTHROUGH.items())
     markers = "/".join(SECRET_MARKERS)
