@@ -11,6 +11,7 @@ from rich.console import Console
 from hoodline.pipeline.api import RoundReport
 from hoodline.pipeline.progress import (
     MAX_LAG_ROWS,
+    NARROW_WIDTH,
     RoundProgress,
     format_round_line,
     make_progress_callback,
@@ -23,7 +24,8 @@ def _report(i: int, *, committed: bool = True, lag: dict[str, int] | None = None
         round_id=i, instant=f"2026112106{i:02d}00000" if committed else None,
         committed=committed, records_read=1000 * i, records_written=900 * i,
         records_deleted=50 * i, error_records=errors, files_written=4,
-        read_seconds=0.5, write_seconds=1.25, commit_seconds=0.042, duration_seconds=2.0,
+        read_seconds=0.5, write_seconds=1.25, commit_seconds=0.042, services_seconds=0.2,
+        duration_seconds=2.0,
         records_per_second=500.0 * i,
         lag=lag if lag is not None else {"events-0": 7, "events-1": 0},
         retries=retries, compaction=compaction,
@@ -40,7 +42,8 @@ def test_plain_mode_prints_one_line_per_round_with_every_metric() -> None:
     assert len(lines) == 2
     assert lines[0].startswith("round 1: committed 20261121060100000; read=1000 written=900 ")
     for part in ("deleted=50", "errors=3", "files=4", "rate=500/s", "read_s=0.50",
-                 "write_s=1.25", "commit_s=0.042", "lag=7 (events-0=7, events-1=0)"):
+                 "write_s=1.25", "commit_s=0.042", "services_s=0.20",
+                 "lag=7 (events-0=7, events-1=0)"):
         assert part in lines[0]
     assert lines[1].startswith("round 2: no commit; read=2000") and "lag=0" in lines[1]
 
@@ -77,7 +80,18 @@ def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
     assert "events-14" in text  # the largest lag is listed first ...
     assert "+3 more" in text  # ... and the smallest ones are summed
     assert progress.totals.rounds == 2 and progress.totals.error_records == 2
-    assert "write s" in text and "retries" in text
+    assert "write s" in text and "services s" in text and "retries" in text
+
+
+def test_live_mode_fits_the_narrowest_terminal_of_the_wide_table() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=NARROW_WIDTH, force_terminal=True, color_system=None)
+    progress = RoundProgress(console, live=True)
+    progress.on_round(_report(7, retries=2, compaction="20261121060200999"))
+    progress.finish()
+    text = out.getvalue()
+    assert "20261121060700000 +compaction" in text and "services s" in text
+    assert "…" not in text  # nothing truncated
 
 
 def test_live_mode_fits_an_80_column_terminal() -> None:

@@ -66,6 +66,8 @@ class RoundLike(Protocol):
     @property
     def commit_seconds(self) -> float: ...
     @property
+    def services_seconds(self) -> float: ...
+    @property
     def duration_seconds(self) -> float: ...
     @property
     def records_per_second(self) -> float: ...
@@ -125,6 +127,9 @@ def format_round_line(r: RoundLike) -> str:
         f"deleted={r.records_deleted} errors={r.error_records} files={r.files_written} "
         f"rate={r.records_per_second:.0f}/s read_s={r.read_seconds:.2f} "
         f"write_s={r.write_seconds:.2f} commit_s={r.commit_seconds:.3f} "
+        # the table's services after the commit (an inline compaction, cleaning, archival):
+        # without it a compacting round's total had tens of seconds in no phase (review)
+        f"services_s={r.services_seconds:.2f} "
         f"total_s={r.duration_seconds:.2f} " + _behind(r, lag)
         + (f" ({parts}{more})" if parts else "") + retry + compacted
     )
@@ -298,9 +303,10 @@ class RoundProgress:
         return Group(*parts)
 
 
-#: Below this console width the rounds table drops the read/write seconds and retries columns
-#: and shows instants as their time of day.
-NARROW_WIDTH = 110
+#: Below this console width the rounds table drops the read/write/services seconds and
+#: retries columns and shows instants as their time of day (the wide table needs 131 columns
+#: for a round with a compaction; at 110 it cut cells short).
+NARROW_WIDTH = 132
 
 
 def _short_instant(instant: str) -> str:
@@ -314,7 +320,8 @@ def _rounds_table(recent: list[RoundLike], width: int) -> Table:
     narrow = width < NARROW_WIDTH
     table = Table(box=None, pad_edge=False, header_style="bold")
     names = ["round", "instant", "read", "written", "deleted", "errors", "files", "rec/s"]
-    names += ["commit s"] if narrow else ["read s", "write s", "commit s", "retries"]
+    names += ["commit s"] if narrow else ["read s", "write s", "commit s", "services s",
+                                          "retries"]
     for name in names:
         table.add_column(name, justify="left" if name == "instant" else "right", no_wrap=True)
     for r in recent:
@@ -334,7 +341,7 @@ def _rounds_table(recent: list[RoundLike], width: int) -> Table:
             cells.append(f"{r.commit_seconds:.3f}")
         else:
             cells += [f"{r.read_seconds:.2f}", f"{r.write_seconds:.2f}",
-                      f"{r.commit_seconds:.3f}",
+                      f"{r.commit_seconds:.3f}", f"{r.services_seconds:.2f}",
                       f"[red]{r.retries}[/red]" if r.retries else "0"]
         table.add_row(*cells)
     return table
