@@ -852,14 +852,14 @@ def test_a_round_of_many_tiny_files_warns_once_naming_the_partition_fields(
                     **{"round": {"max-records": 30, "min-interval": 0}})
     with caplog.at_level("WARNING", logger="hoodline"):
         _driver(by_id, InProcessEngine())[0].run(once=True)
-    warned = [r.getMessage() for r in caplog.records if "files of" in r.getMessage()]
+    warned = [r.getMessage() for r in caplog.records if "files for" in r.getMessage()]
     assert len(warned) == 1, warned  # once a run
-    assert "wrote 30 files of 1.0 records on average: check table.partition-fields ['id']" in (
-        warned[0])
+    assert ("wrote 30 files for 1.0 of its records each on average: check "
+            "table.partition-fields ['id']") in warned[0]
     caplog.clear()
     with caplog.at_level("WARNING", logger="hoodline"):
         _driver(_config(root, tmp_path / "t2"), InProcessEngine())[0].run(once=True)
-    assert not [r for r in caplog.records if "files of" in r.getMessage()]
+    assert not [r for r in caplog.records if "files for" in r.getMessage()]
 
 
 def _taken_over_during_the_round(table: Path) -> tuple[Any, list[str]]:

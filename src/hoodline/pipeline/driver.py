@@ -551,7 +551,8 @@ class RoundDriver:
         run.warned_tiny_files = True
         t = self.config.table
         log.warning(
-            "round %d wrote %d files of %.1f records on average: check table.partition-fields "
+            "round %d wrote %d files for %.1f of its records each on average: check "
+            "table.partition-fields "
             "%s (a field with about a value per record, such as a timestamp, makes a folder "
             "and a file per value; partition by a day or a coarser value) and "
             "table.bucket-count (%d per partition with index BUCKET)", report.round_id, files,

@@ -383,6 +383,7 @@ _CONSUMER_ONLY_PREFIXES = (
     "auto.",
     "session.timeout",
     "fetch.",
+    "max.partition.fetch",  # librdkafka's alias of fetch.message.max.bytes (wide-topics review)
     "max.poll",
     "isolation.level",
     "queued.",
