@@ -37,7 +37,6 @@ rules, without the fields the subject does not have.
 
 from __future__ import annotations
 
-import decimal
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -60,6 +59,7 @@ from hoodline.formats.json_decoder import (
     DecodeResult,
 )
 from hoodline.formats.json_schema import JsonSchemaCodec
+from hoodline.formats.narrowing import unfit_values
 from hoodline.formats.protobuf import ProtobufCodec
 from hoodline.formats.registry import (
     UNKNOWN,
@@ -121,45 +121,6 @@ def _narrowing(src: pa.DataType, dst: pa.DataType) -> bool:
                  and pa.types.is_integer(dst))
                 or (pa.types.is_decimal(src) and pa.types.is_decimal(dst))
                 or (pa.types.is_float64(src) and pa.types.is_float32(dst)))
-
-
-_TIME_UNITS = ("s", "ms", "us", "ns")
-
-
-def _unfit(col: pa.Array | pa.ChunkedArray,
-           dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str] | None:
-    """Rows of ``col`` whose value is no value of ``dst`` (nulls fit), and what to say of
-    them; None when every value converts: an integer outside the column's range, or
-    (floating point) not a whole number; a decimal with more digits after the point or
-    before it than the column has; a double beyond a float's range; a time finer than the
-    column's unit (one such value refused the whole batch)."""
-    src = col.type
-    if pa.types.is_integer(dst) and not _promotable(src, dst):
-        info = np.iinfo(dst.to_pandas_dtype())
-        if pa.types.is_floating(src):
-            low, high = pa.scalar(float(info.min), src), pa.scalar(float(info.max + 1), src)
-            out = pc.or_(pc.or_(pc.less(col, low), pc.greater_equal(col, high)),
-                         pc.not_equal(col, pc.floor(col)))  # NaN too: it equals nothing
-            return np.asarray(pc.fill_null(out, False)), "is no whole number in the range of"
-        return (np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min),
-                                               pc.greater(col, info.max)), False)),
-                "is outside")
-    if pa.types.is_decimal(src) and pa.types.is_decimal(dst):
-        lost = pc.not_equal(pc.cast(pc.cast(col, dst, safe=False), src), col)
-        whole = dst.precision - dst.scale
-        if src.precision - src.scale > whole:
-            bound = pa.scalar(decimal.Decimal(10) ** whole, src)
-            lost = pc.or_(lost, pc.greater_equal(pc.abs(col), bound))
-        return np.asarray(pc.fill_null(lost, False)), "does not fit (digits would be lost in)"
-    if pa.types.is_float64(src) and pa.types.is_float32(dst):
-        over = pc.and_(pc.is_finite(col), pc.is_inf(pc.cast(col, dst, safe=False)))
-        return np.asarray(pc.fill_null(over, False)), "is outside the range of"
-    if (pa.types.is_timestamp(src) and pa.types.is_timestamp(dst)
-            and _TIME_UNITS.index(src.unit) > _TIME_UNITS.index(dst.unit)):
-        coarse = pc.cast(pc.cast(col, pa.timestamp(dst.unit, src.tz), safe=False), src)
-        return (np.asarray(pc.fill_null(pc.not_equal(coarse, col), False)),
-                "is more precise than")
-    return None
 
 
 def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
@@ -225,7 +186,7 @@ def resolve_columns(
                     if inside is not None:
                         refused.append(f"field {inside}")
                         continue
-                found = _unfit(col, f.type)
+                found = unfit_values(col, f.type)
                 if found is not None and found[0].any():
                     out, what = found
                     unfit |= out

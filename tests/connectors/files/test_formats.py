@@ -638,3 +638,50 @@ def test_a_csv_number_too_big_for_its_float_column_is_rejected_not_stored_as_inf
     assert [r for b in read_split(split_of(spelled), strict) for r in b.to_pylist()] == [
         {"id": 1, "score": math.inf, "small": -math.inf},
         {"id": 2, "score": math.inf, "small": 2.0}]
+
+
+def test_parquet_values_that_do_not_fit_their_declared_type_are_rejected_rows(
+    data_dir: Path,
+) -> None:
+    """One nanosecond time in a ``timestamp[us]`` column (or a decimal losing digits, an int
+    out of an int32's range) rejected the whole file, every good row with it (data-types
+    review): with ``errors.tolerance = "all"`` each such row is a rejected record, the rest
+    are read, in order; without, the file fails as before."""
+    import decimal
+
+    import pyarrow.parquet as pq
+
+    ns = pa.timestamp("ns", tz="UTC")
+    table = pa.table({
+        "id": pa.array([0, 1, 2, 3, 4], pa.int64()),
+        "ts": pa.array([1_000_000_000, 1_000_000_001, None, 2_000_000_000, 3_000_000_000], ns),
+        "n": pa.array([1, 2, 3, 2**40, 5], pa.int64()),
+        "d": pa.array([decimal.Decimal(x) for x in ("1.5", "2", "3.25", "4", "5.125")],
+                      pa.decimal128(10, 3)),
+    })
+    pq.write_table(table, data_dir / "t.parquet", row_group_size=3)
+    declared = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")),
+                          ("n", pa.int32()), ("d", pa.decimal128(6, 2))])
+    config = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared,
+                              tolerate_errors=True)
+    batches = list(read_split(split_of(data_dir / "t.parquet"), config))
+    kinds = ["rejected" if is_rejected_records(b) else "rows" for b in batches]
+    assert kinds == ["rows", "rejected", "rows", "rejected"]
+    assert [r["id"] for b in batches if not is_rejected_records(b) for r in b.to_pylist()] == [
+        0, 2]
+    rejected = [r for b in batches if is_rejected_records(b) for r in b.to_pylist()]
+    assert [json.loads(r["value"])["id"] for r in rejected] == [1, 3, 4]
+    assert {r["reason"] for r in rejected} == {"wrong_type"}
+    where = f"file '{data_dir / 't.parquet'}'"
+    assert rejected[0]["detail"] == (
+        f"{where} row group 0 row 1 (counted from 0): field 'ts' has a value that is more "
+        "precise than the declared timestamp[us, tz=UTC] column (the file has "
+        "timestamp[ns, tz=UTC])")
+    assert rejected[1]["detail"].startswith(f"{where} row group 1 row 0 (counted from 0): "
+                                            "field 'n' has a value that is outside")
+    assert rejected[2]["detail"].startswith(f"{where} row group 1 row 1 (counted from 0): "
+                                            "field 'd' has a value that does not fit")
+    # without tolerance the file fails, naming the column
+    strict = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared)
+    with pytest.raises(FileSourceError, match="column 'ts' of type timestamp"):
+        list(read_split(split_of(data_dir / "t.parquet"), strict))

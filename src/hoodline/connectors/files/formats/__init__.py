@@ -48,7 +48,8 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
     """Record batches of ``split`` (in file order), skipping ``split.records_to_skip`` records."""
     check_unchanged(split)
     if config.format is FileFormat.PARQUET:
-        return read_parquet(split, config.schema, config.batch_size, config.use_threads)
+        return read_parquet(split, config.schema, config.batch_size, config.use_threads,
+                            isolate_records=config.tolerate_errors)
     if config.format is FileFormat.JSONL:
         return read_jsonl(split, config.schema, config.block_size, config.use_threads,
                           isolate_records=config.tolerate_errors,

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodline.connectors.files.rejections import rejected_records_batch
 from hoodline.errors import FileSourceError
+from hoodline.formats.json_decoder import WRONG_TYPE
+from hoodline.formats.narrowing import unfit_values
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema | None, where: str) -> pa.RecordBatch:
@@ -49,3 +58,58 @@ def skip_rows(batch: pa.RecordBatch, to_skip: int) -> tuple[pa.RecordBatch | Non
     if to_skip >= batch.num_rows:
         return None, to_skip - batch.num_rows
     return batch.slice(to_skip), 0
+
+
+def conform_rows(batch: pa.RecordBatch, schema: pa.Schema | None, where: str,
+                 first_row: int) -> Iterator[pa.RecordBatch]:
+    """:func:`conform`, except that a value that does not fit its narrower declared type
+    (nanoseconds in a ``timestamp[us]`` column, a decimal that would lose digits, an integer
+    out of range) makes its row a bad record instead of failing the whole file (one such
+    value rejected every row: data-types review). Yields, in row order, conformed batches and
+    rejected-records batches (the row as JSON, ``wrong_type``, a detail naming the row,
+    counted from ``first_row``, the field and why)."""
+    try:
+        yield conform(batch, schema, where)
+        return
+    except FileSourceError:
+        if schema is None:
+            raise
+        problems = _unfit_rows(batch, schema)
+        if not problems:
+            raise
+    bad = np.zeros(batch.num_rows, dtype=bool)
+    for mask, _ in problems:
+        bad |= mask
+    cuts = np.flatnonzero(np.diff(bad.astype(np.int8))) + 1
+    bounds = np.concatenate(([0], cuts, [batch.num_rows])).tolist()
+    for lo, hi in itertools.pairwise(bounds):
+        part = batch.slice(lo, hi - lo)
+        if not bad[lo]:
+            yield conform(part, schema, where)
+            continue
+        details = [
+            f"{where} row {first_row + lo + i} (counted from 0): " + "; ".join(
+                text for mask, text in problems if mask[lo + i])
+            for i in range(hi - lo)]
+        values = [json.dumps(r, default=str).encode() for r in part.to_pylist()]
+        yield rejected_records_batch(pa.array(values, pa.binary()),
+                                     pa.array([WRONG_TYPE] * (hi - lo), pa.string()),
+                                     pa.array(details, pa.string()))
+
+
+def _unfit_rows(batch: pa.RecordBatch,
+                schema: pa.Schema) -> list[tuple[npt.NDArray[np.bool_], str]]:
+    """Per declared column of another type than the file's: the rows whose value does not
+    fit it, and what to say of them (only columns with such rows)."""
+    out = []
+    for field in schema:
+        if field.name not in batch.schema.names:
+            continue
+        column = batch.column(field.name)
+        if column.type.equals(field.type):
+            continue
+        found = unfit_values(column, field.type)
+        if found is not None and found[0].any():
+            out.append((found[0], f"field '{field.name}' has a value that {found[1]} the "
+                                  f"declared {field.type} column (the file has {column.type})"))
+    return out

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodline.connectors.files.formats.conform import conform, skip_rows
+from hoodline.connectors.files.formats.conform import conform, conform_rows, skip_rows
 from hoodline.connectors.files.location import is_url, open_binary
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
@@ -49,9 +49,13 @@ def _compressed_size(meta: pq.FileMetaData, g: int) -> int:
 
 
 def read_parquet(
-    split: FileSourceSplit, schema: pa.Schema | None, batch_size: int, use_threads: bool = True
+    split: FileSourceSplit, schema: pa.Schema | None, batch_size: int, use_threads: bool = True,
+    isolate_records: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Batches of ``split`` minus ``split.records_to_skip`` leading rows, row group by row group."""
+    """Batches of ``split`` minus ``split.records_to_skip`` leading rows, row group by row
+    group. With ``isolate_records`` (``errors.tolerance = "all"``) a value that does not fit
+    its narrower declared type makes its row a rejected record (:func:`conform_rows`);
+    without, it fails the file."""
     pf = _open(split.path)
     n_groups = pf.metadata.num_row_groups
     if split.kind is SplitKind.ROW_GROUPS:
@@ -71,13 +75,18 @@ def read_parquet(
             to_skip -= rows  # whole row group already emitted before the checkpoint
             continue
         where = f"file '{split.path}' row group {g}"
+        row = 0  # of the row group
         try:
             for batch in pf.iter_batches(
                 batch_size=batch_size, row_groups=[g], columns=columns, use_threads=use_threads
             ):
                 rest, to_skip = skip_rows(batch, to_skip)
-                if rest is not None and rest.num_rows:
+                if rest is not None and rest.num_rows and isolate_records:
+                    yield from conform_rows(rest, schema, where,
+                                            row + batch.num_rows - rest.num_rows)
+                elif rest is not None and rest.num_rows:
                     yield conform(rest, schema, where)
+                row += batch.num_rows
         except FileSourceError:
             raise
         except (pa.ArrowException, OSError, ValueError) as exc:

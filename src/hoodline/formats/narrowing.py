@@ -1,0 +1,64 @@
+"""Which values of a column fit a narrower column type.
+
+A value read into a column narrower than its own type (a declared ``[schema]`` or a table
+column older than a widened writer schema) is kept when it converts without loss and is a bad
+record otherwise, value by value: an Arrow cast refuses a whole column for one such value, and
+a whole batch or file with it. Vectorised: one pass over the column, nulls always fit.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["unfit_values"]
+
+_TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+def _int_range(t: pa.DataType) -> np.iinfo:
+    return np.iinfo(t.to_pandas_dtype())
+
+
+def unfit_values(col: pa.Array | pa.ChunkedArray,
+                 dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str] | None:
+    """Rows of ``col`` whose value is no value of ``dst`` (nulls fit), and what to say of them
+    (``"field 'x' has a value that <phrase> the table's T column"``); None when no value
+    can be lost: an integer outside an integer column's range, or (floating point) not a
+    whole number; a decimal with more digits after the point or before it than the column
+    has; a double beyond a float's range (others are rounded, as JSON's are); a time finer
+    than the column's unit."""
+    src = col.type
+    if pa.types.is_integer(dst) and (pa.types.is_integer(src) or pa.types.is_floating(src)):
+        info = _int_range(dst)
+        if pa.types.is_floating(src):
+            low, high = pa.scalar(float(info.min), src), pa.scalar(float(info.max + 1), src)
+            out = pc.or_(pc.or_(pc.less(col, low), pc.greater_equal(col, high)),
+                         pc.not_equal(col, pc.floor(col)))  # NaN too: it equals nothing
+            return np.asarray(pc.fill_null(out, False)), "is no whole number in the range of"
+        have = _int_range(src)
+        if have.min >= info.min and have.max <= info.max:
+            return None  # a widening
+        return (np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min),
+                                               pc.greater(col, info.max)), False)),
+                "is outside")
+    if pa.types.is_decimal(src) and pa.types.is_decimal(dst):
+        lost = pc.not_equal(pc.cast(pc.cast(col, dst, safe=False), src), col)
+        whole = dst.precision - dst.scale
+        if src.precision - src.scale > whole:
+            bound = pa.scalar(decimal.Decimal(10) ** whole, src)
+            lost = pc.or_(lost, pc.greater_equal(pc.abs(col), bound))
+        return np.asarray(pc.fill_null(lost, False)), "does not fit (digits would be lost in)"
+    if pa.types.is_float64(src) and pa.types.is_float32(dst):
+        over = pc.and_(pc.is_finite(col), pc.is_inf(pc.cast(col, dst, safe=False)))
+        return np.asarray(pc.fill_null(over, False)), "is outside the range of"
+    if (pa.types.is_timestamp(src) and pa.types.is_timestamp(dst)
+            and _TIME_UNITS.index(src.unit) > _TIME_UNITS.index(dst.unit)):
+        coarse = pc.cast(pc.cast(col, pa.timestamp(dst.unit, src.tz), safe=False), src)
+        return (np.asarray(pc.fill_null(pc.not_equal(coarse, col), False)),
+                "is more precise than")
+    return None
