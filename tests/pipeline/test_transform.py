@@ -13,7 +13,7 @@ from hoodline.connectors.kafka import KAFKA_RECORD_SCHEMA
 from hoodline.connectors.kafka.plugin import RAW_KAFKA_SCHEMA, KafkaRecords
 from hoodline.errors import InvalidRecordsError
 from hoodline.pipeline.transform import SEQ, Prepared, RecordSpec, keyed_schema, resolve
-from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.table.keygen.generator import LOCAL_MAX_FOLDER_BYTES, KeyGenerator
 from hoodline.table.properties import TableConfig
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.options import WriteOptions
@@ -336,8 +336,9 @@ def test_partition_values_making_too_long_or_outside_folders_are_bad_records() -
     def rec(region: str) -> bytes:
         return json.dumps({"id": 1, "name": "n", "region": region, "ts": 1}).encode()
 
-    def errors(config: TableConfig, regions: list[str]) -> tuple[list[str], list[object]]:
-        spec = RecordSpec(WriteContext("/nonexistent", config, WriteOptions(),
+    def errors(config: TableConfig, regions: list[str],
+               where: str = "/nonexistent") -> tuple[list[str], list[object]]:
+        spec = RecordSpec(WriteContext(where, config, WriteOptions(),
                                        "20240101000000000", "UPSERT", DECLARED),
                           DECLARED, "deleted", 7)
         out = prepare_kafka(spec, _kafka([rec(r) for r in regions], [b"k"] * len(regions)))
@@ -352,8 +353,12 @@ def test_partition_values_making_too_long_or_outside_folders_are_bad_records() -
                                            (103, "unreadable_partition")]
     assert bad[0][2] == (
         f"partition field 'region' value '{over}' makes a folder name with its field name "
-        "longer than 255 bytes, more than file systems take; shorten the value or partition "
-        "by another field")
+        "longer than 255 bytes, more than the file system takes; shorten the value or "
+        "partition by another field")
+    # object stores have no folders: such a value is a key like any (S3 takes 1,024 bytes),
+    # and rows stored under one stay writable (review of the check)
+    paths, bad = errors(hive, [over, "日" * 90], where="s3://bucket/t")
+    assert paths == [f"region={over}", "region=" + "日" * 90] and bad == []
     # URL-encoded: the encoded name counts ('%2F' is three bytes for '/')
     encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True,
                           hive_style_partitioning=False)
@@ -370,7 +375,8 @@ def test_partition_values_making_too_long_or_outside_folders_are_bad_records() -
                        match=r"partition column 'region' has value '日日日.*\.\.\. \(270 "
                              r"bytes\) at row 1, which makes a folder name with its field "
                              r"name longer than 255 bytes"):
-        KeyGenerator(hive).partition_paths(pa.table({"region": ["eu", "日" * 90]}))
+        KeyGenerator(hive, LOCAL_MAX_FOLDER_BYTES).partition_paths(
+            pa.table({"region": ["eu", "日" * 90]}))
     with pytest.raises(InvalidRecordsError, match=r"value '\.\.' at row 0, which is not a valid"):
         KeyGenerator(encoded).partition_paths(pa.table({"region": [".."]}))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +29,8 @@ from hoodline.formats.json_decoder import (
     missing_fields_text,
 )
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
-from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.storage.paths import parse_location
+from hoodline.table.keygen.generator import LOCAL_MAX_FOLDER_BYTES, KeyGenerator
 from hoodline.table.keygen.values import nan_rows
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
@@ -175,7 +177,7 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
     if nan is not None:
         parts.append(nan[0])
         taken = nan[1]
-    keygen = KeyGenerator(spec.ctx.config)
+    keygen = _key_generator(spec)
     keyless = keygen.keyless_rows(data) if data.num_rows else None
     if keyless is not None and taken is not None:
         keyless = pc.and_(keyless, pc.invert(taken))
@@ -205,6 +207,13 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
     return concat_bad(parts)
 
 
+def _key_generator(spec: RecordSpec) -> KeyGenerator:
+    """The table's key generator; on a local file system a partition value making a folder
+    name longer than it takes is a bad record (it failed every retry of its round)."""
+    local = isinstance(parse_location(spec.ctx.base_path), Path)
+    return KeyGenerator(spec.ctx.config, LOCAL_MAX_FOLDER_BYTES if local else None)
+
+
 def _combined(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
@@ -223,7 +232,7 @@ def key_records(spec: RecordSpec, data: pa.Table, is_delete: pa.Array, seq: pa.A
     n = data.num_rows
     if n == 0:
         return schema.empty_table()
-    keygen = KeyGenerator(spec.ctx.config)
+    keygen = _key_generator(spec)
     keys = keygen.record_keys(data)
     parts = keygen.partition_paths(data)
     cols: list[pa.Array | pa.ChunkedArray] = []

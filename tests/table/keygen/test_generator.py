@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from hoodline.errors import ConfigError, InvalidRecordsError
-from hoodline.table.keygen.generator import KeyGenerator
+from hoodline.table.keygen.generator import LOCAL_MAX_FOLDER_BYTES, KeyGenerator
 from hoodline.table.properties import TableConfig
 
 P = "hoodie.keygen.timebased."
@@ -156,3 +156,24 @@ def test_a_nan_ordering_value_is_refused_naming_the_row() -> None:
                        r"in 1 of 2 record\(s\), first at row 1; NaN has no order among numbers"):
         require_ordering(batch.slice(0, 2), "ver")
     assert require_ordering(pa.table({"ver": [1, 2]}), "ver").to_pylist() == [1, 2]
+
+
+def test_folder_checks_take_every_type_a_partition_field_may_have() -> None:
+    """The per-row check of folder names looked at string columns only: a ``large_string``
+    partition column failed every round (its folders could not be joined with the field
+    name), and a number under a 250-character field name passed the check, then failed the
+    batch where its path was made (review of the check)."""
+    config = TableConfig("t", ("id",), ("day",), None)
+    big = pa.table({"id": [1, 2], "day": pa.array(["2024-03-01", "x" * 300], pa.large_string())})
+    keygen = KeyGenerator(config, LOCAL_MAX_FOLDER_BYTES)
+    (bad,) = keygen.unusable_rows(big)
+    assert (bad.field, bad.rows.to_pylist()) == ("day", [False, True])
+    assert KeyGenerator(config, LOCAL_MAX_FOLDER_BYTES).partition_paths(
+        big.slice(0, 1)).to_pylist() == ["day=2024-03-01"]
+    name = "n" * 250
+    numbers = pa.table({"id": [1, 2], name: pa.array([5, 12345], pa.int64())})
+    (bad,) = KeyGenerator(TableConfig("t", ("id",), (name,), None),
+                          LOCAL_MAX_FOLDER_BYTES).unusable_rows(numbers)
+    assert bad.rows.to_pylist() == [False, True]  # f"{name}=5" is 252 bytes, 12345 is 256
+    # without a limit (object stores) nothing is refused
+    assert KeyGenerator(config).unusable_rows(big) == []

@@ -47,8 +47,12 @@ def _timestamp_options(settings: tuple[tuple[str, str], ...], table: str) -> Tim
 class KeyGenerator:
     """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for a batch."""
 
-    def __init__(self, config: TableConfig) -> None:
+    def __init__(self, config: TableConfig, max_folder_bytes: int | None = None) -> None:
+        """``max_folder_bytes``: the longest folder name a partition value may make (a local
+        file system's :data:`LOCAL_MAX_FOLDER_BYTES`); None for object stores, whose keys
+        have no folders (S3's limit is the whole key's 1,024 bytes)."""
         self.config = config
+        self.max_folder_bytes = max_folder_bytes
         self.kinds = config.partition_field_kinds
         self._timestamp: TimestampKeyOptions | None = None
         if PartitionKind.TIMESTAMP in self.kinds:
@@ -156,12 +160,12 @@ class KeyGenerator:
             empty = _empty_strings(batch, name)
             if empty is not None:
                 out.append(UnusableValues("partition", name, empty, _EMPTY + "partition", True))
-            text = _text_column(batch, name)
-            if text is None:  # numbers, dates, ...: always short folder names
+            distinct = _distinct_strings(batch, name)
+            if distinct is None:  # a type no partition path takes: refused when written
                 continue
-            distinct = pc.dictionary_encode(text)
-            for bad, why in self._folder_problems(distinct.dictionary, name):
-                rows = _any_or_none(pc.take(bad, distinct.indices))
+            values, indices = distinct
+            for bad, why in self._folder_problems(values, name):
+                rows = _any_or_none(pc.take(bad, indices))
                 if rows is not None:
                     out.append(UnusableValues("partition", name, rows, why, False))
         return out
@@ -201,12 +205,15 @@ class KeyGenerator:
                 f"is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the value or "
                 "partition by another field (a table created with "
                 "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)")))
-        long = pc.fill_null(pc.greater(pc.binary_length(folders), _MAX_FOLDER_BYTES), False)
+        limit = self.max_folder_bytes
+        if limit is None:
+            return out
+        long = pc.fill_null(pc.greater(pc.binary_length(folders), limit), False)
         if pc.any(long).as_py():
             out.append((long, (
                 f"makes a folder name{' (URL-encoded)' if encoded else ''}"
                 f"{' with its field name' if self.config.hive_style_partitioning else ''} "
-                f"longer than {_MAX_FOLDER_BYTES} bytes, more than file systems take; shorten "
+                f"longer than {limit} bytes, more than the file system takes; shorten "
                 "the value or partition by another field")))
         return out
 
@@ -275,9 +282,24 @@ def _empty_strings(batch: Batch, name: str) -> pa.Array | None:
 _NOT_IN_FOLDER_NAMES = "'/', '.', '..' and the NUL character are not allowed"
 
 
-#: the longest folder name (in UTF-8 bytes) local file systems (ext4, XFS, APFS, NTFS in
-#: characters) and Azure Data Lake take
-_MAX_FOLDER_BYTES = 255
+#: the longest folder name (in UTF-8 bytes) local file systems take (ext4, XFS, APFS; NTFS
+#: in characters)
+LOCAL_MAX_FOLDER_BYTES = 255
+
+
+def _distinct_strings(batch: Batch, name: str) -> tuple[pa.Array, pa.Array] | None:
+    """A partition column's distinct values as the strings its folders are made of (as
+    :func:`distinct_value_strings` renders them, nulls left to the null check) and each
+    row's index into them; None when its type renders no string."""
+    col = batch.column(name)
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    encoded = pc.dictionary_encode(arr)
+    try:
+        return pc.cast(encoded.dictionary, pa.string()), encoded.indices
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return None
 
 
 def _no_folder_name(text: pa.Array) -> pa.Array:
