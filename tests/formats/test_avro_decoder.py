@@ -254,6 +254,36 @@ def test_narrower_decimal_float_and_time_columns_read_the_values_that_fit() -> N
         assert part in detail, detail
 
 
+def test_narrower_values_inside_records_and_lists_refuse_only_their_rows() -> None:
+    """Inside a record or a list the value-by-value check did not look: one time with
+    microseconds in a struct's millisecond field, or one decimal losing digits in a list,
+    sent every record of the batch to the error table (review of the narrowing check)."""
+    inner = pa.struct([("t", pa.timestamp("ms", tz="UTC"))])
+    reader = pa.schema([("id", pa.int64()), ("inner", inner),
+                        ("amounts", pa.list_(pa.decimal128(12, 2)))])
+    v = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "inner", "type": {"type": "record", "name": "I", "fields": [
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-micros"}}]}},
+        {"name": "amounts", "type": {"type": "array", "items": {
+            "type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 10}}}]}
+    utc = dt.UTC
+    t0 = dt.datetime(2024, 3, 1, 10, 0, 0, 123000, tzinfo=utc)
+    rows = [(t0, [D("1.5")]), (t0.replace(microsecond=123456), [D("2")]),
+            (t0, [D("3"), D("1.2345")]), (t0, [])]
+    values = [_frame(3, v, {"id": i, "inner": {"t": t}, "amounts": a})
+              for i, (t, a) in enumerate(rows)]
+    result = RegistryDecoder(reader, _lookup({3: v}), required=["id"]).decode(
+        pa.array(values, pa.binary()))
+    assert result.records.to_pylist() == [
+        {"id": 0, "inner": {"t": t0}, "amounts": [D("1.50")]},
+        {"id": 3, "inner": {"t": t0}, "amounts": []}]
+    assert result.errors.index.to_pylist() == [1, 2]
+    detail = result.errors.detail[0].as_py()
+    assert "field 'inner' has a value that does not convert to the table's struct<t: " in detail
+    assert "field 'amounts' has a value that does not convert" in detail
+
+
 def test_every_field_that_cannot_be_read_is_named_at_once() -> None:
     """The refusal of a schema version named its first unreadable field only: a data engineer
     found the next one after fixing the first and running again (data-types review)."""

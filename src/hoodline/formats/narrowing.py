@@ -62,3 +62,28 @@ def unfit_values(col: pa.Array | pa.ChunkedArray,
         return (np.asarray(pc.fill_null(pc.not_equal(coarse, col), False)),
                 "is more precise than")
     return None
+
+
+def failing_rows(col: pa.Array | pa.ChunkedArray,
+                 dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str]:
+    """Rows of ``col`` whose value Arrow's (safe) cast to ``dst`` refuses, and the first
+    refusal's text: for what :func:`unfit_values` does not look into (a narrower leaf inside
+    a struct or list, a time beyond the years a finer unit holds). Halves of the column are
+    cast until each failing row stands alone: a few casts per bad row, rare by nature."""
+    out = np.zeros(len(col), dtype=bool)
+    first: list[str] = []
+    todo = [(0, len(col))]
+    while todo:
+        lo, hi = todo.pop()
+        try:
+            # a copy of the rows, not a slice: a sliced list's cast looks at every value of
+            # its child array, the other rows' too
+            pc.take(col, pa.array(np.arange(lo, hi, dtype=np.int64))).cast(dst)
+        except pa.ArrowInvalid as exc:
+            if hi - lo == 1:
+                out[lo] = True
+                first[:] = first or [str(exc)]
+            else:
+                mid = (lo + hi) // 2
+                todo += [(mid, hi), (lo, mid)]  # the lower half first: the first row's error
+    return out, first[0] if first else ""

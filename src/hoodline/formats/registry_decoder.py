@@ -59,7 +59,7 @@ from hoodline.formats.json_decoder import (
     DecodeResult,
 )
 from hoodline.formats.json_schema import JsonSchemaCodec
-from hoodline.formats.narrowing import unfit_values
+from hoodline.formats.narrowing import failing_rows, unfit_values
 from hoodline.formats.protobuf import ProtobufCodec
 from hoodline.formats.registry import (
     UNKNOWN,
@@ -194,7 +194,7 @@ def resolve_columns(
                                f"{f.type} column (the writer schema has {col.type})")
                     col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
                 try:
-                    col = col.cast(f.type)
+                    col = _cast_fitting(col, f.type, f.name, unfit, why)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     refused.append(f"field '{f.name}' ({col.type}) does not convert to the "
                                    f"table's {f.type}: {exc}")
@@ -211,6 +211,21 @@ def resolve_columns(
         raise ValueError("; ".join(refused))
     table = pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in reader]))
     return table, unfit, "; ".join(why)
+
+
+def _cast_fitting(col: pa.Array | pa.ChunkedArray, dst: pa.DataType, name: str,
+                  unfit: npt.NDArray[np.bool_], why: list[str]) -> pa.Array | pa.ChunkedArray:
+    """``col`` cast to ``dst``; values Arrow refuses (a narrower leaf inside a record or list,
+    a time beyond what a finer unit holds) are null and their rows marked in ``unfit``: one
+    such value refused the whole batch (review of the value-by-value narrowing)."""
+    try:
+        return col.cast(dst)
+    except pa.ArrowInvalid:
+        rows, first = failing_rows(col, dst)
+    unfit |= rows
+    why.append(f"field '{name}' has a value that does not convert to the table's {dst} "
+               f"(the writer schema has {col.type}): {first}")
+    return pc.if_else(pa.array(rows), pa.scalar(None, col.type), col).cast(dst)
 
 
 class AvroCodec:

@@ -681,6 +681,21 @@ def test_parquet_values_that_do_not_fit_their_declared_type_are_rejected_rows(
                                             "field 'n' has a value that is outside")
     assert rejected[2]["detail"].startswith(f"{where} row group 1 row 1 (counted from 0): "
                                             "field 'd' has a value that does not fit")
+    # inside a struct: only its row (what Arrow's cast refuses, row by row)
+    nested = pa.table({"id": pa.array([0, 1, 2], pa.int64()),
+                       "s": pa.array([{"t": 1_000}, {"t": 1_001}, None],
+                                     pa.struct([("t", ns)]))})
+    pq.write_table(nested, data_dir / "n.parquet")
+    inner = pa.schema([("id", pa.int64()),
+                       ("s", pa.struct([("t", pa.timestamp("us", tz="UTC"))]))])
+    config = FileSourceConfig(root=str(data_dir), format="parquet", schema=inner,
+                              tolerate_errors=True)
+    batches = list(read_split(split_of(data_dir / "n.parquet"), config))
+    assert [r["id"] for b in batches if not is_rejected_records(b) for r in b.to_pylist()] == [
+        0, 2]
+    (bad,) = [r for b in batches if is_rejected_records(b) for r in b.to_pylist()]
+    assert json.loads(bad["value"])["id"] == 1
+    assert "row 1 (counted from 0): field 's' has a value that does not convert" in bad["detail"]
     # without tolerance the file fails, naming the column
     strict = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared)
     with pytest.raises(FileSourceError, match="column 'ts' of type timestamp"):

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from hoodline.connectors.files.rejections import rejected_records_batch
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import WRONG_TYPE
-from hoodline.formats.narrowing import unfit_values
+from hoodline.formats.narrowing import failing_rows, unfit_values
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema | None, where: str) -> pa.RecordBatch:
@@ -112,4 +112,15 @@ def _unfit_rows(batch: pa.RecordBatch,
         if found is not None and found[0].any():
             out.append((found[0], f"field '{field.name}' has a value that {found[1]} the "
                                   f"declared {field.type} column (the file has {column.type})"))
+            continue
+        try:
+            column.cast(field.type)
+        except pa.ArrowInvalid:  # inside a struct or list, or beyond a finer unit's years
+            rows, first = failing_rows(column, field.type)
+            if rows.any():
+                out.append((rows, f"field '{field.name}' has a value that does not convert to "
+                                  f"the declared {field.type} (the file has {column.type}): "
+                                  f"{first}"))
+        except pa.ArrowNotImplementedError:
+            continue  # no value converts: the file fails, naming the column
     return out
