@@ -256,7 +256,15 @@ INT64_RANGE = "an integer from -9223372036854775808 to 9223372036854775807"
         # more digits than the unit keeps: it said "not an ISO-8601 time" (data-types review)
         (b'{"id": 1, "ts": "2024-03-01T10:00:00.1234Z"}',
          'field \'ts\' holds "2024-03-01T10:00:00.1234Z", with 4 digits after the second\'s '
-         "point: the table's timestamp[ms] column takes at most 3; send fewer digits or declare "
+         "point: the table's timestamp[ms] column takes 3 digits; send fewer digits or declare "
+         "the field with a finer unit"),
+        # ... but not when something else is wrong too (month 13; review of the message)
+        (b'{"id": 1, "ts": "2024-13-01T10:00:00.1234Z"}',
+         'field \'ts\' holds "2024-13-01T10:00:00.1234Z", which is not a timestamp[ms] (an '
+         'ISO-8601 date or time such as "2024-03-01T10:00:00Z")'),
+        (b'{"id": 1, "ts": "2024-03-01T10:00:00.1234"}',
+         'field \'ts\' holds "2024-03-01T10:00:00.1234", with 4 digits after the second\'s '
+         "point: the table's timestamp[ms] column takes 3 digits; send fewer digits or declare "
          "the field with a finer unit"),
         # epoch numbers for a time: it said "holds a number where the schema wants a string"
         (b'{"id": 1, "ts": 1709287200000}',

@@ -83,7 +83,9 @@ def test_live_mode_renders_totals_rounds_and_lag_per_partition() -> None:
     assert "write s" in text and "services s" in text and "retries" in text
 
 
-def test_live_mode_fits_the_narrowest_terminal_of_the_wide_table() -> None:
+def test_live_mode_fits_a_compacting_round_in_the_narrowest_wide_table() -> None:
+    """At NARROW_WIDTH columns a round with a compaction and a few thousand records shows
+    every cell whole (rounds of millions of records may still be cut)."""
     out = io.StringIO()
     console = Console(file=out, width=NARROW_WIDTH, force_terminal=True, color_system=None)
     progress = RoundProgress(console, live=True)

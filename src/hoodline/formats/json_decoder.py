@@ -161,6 +161,17 @@ _SECOND_FRACTION = re.compile(r"\d:\d\d[.,](\d+)")
 _FRACTION_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
 
+def _is_time(text: str) -> bool:
+    """Whether ``text`` is an ISO-8601 time Arrow reads (with an offset, or without)."""
+    for zone in ("UTC", None):
+        try:
+            pa.array([text]).cast(pa.timestamp("ns", tz=zone))
+            return True
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return False
+
+
 def _shown(value: object) -> str:
     """A decoded JSON value as JSON text for a detail, cut to ``_VALUE_MAX`` characters."""
     return _clipped(json.dumps(value, ensure_ascii=False))
@@ -650,11 +661,15 @@ class JsonDecoder:
         if type_text.startswith("timestamp"):
             fraction = _SECOND_FRACTION.search(value)
             digits = _FRACTION_DIGITS.get(getattr(declared, "unit", ""), 9)
-            if fraction is not None and len(fraction.group(1)) > digits:
-                # not "no ISO-8601 time" for a time that is one (data-types review)
+            if (fraction is not None and len(fraction.group(1)) > digits
+                    and _is_time(value[:fraction.start(1) + digits].rstrip(".,")
+                                 + value[fraction.end(1):])):
+                # not "no ISO-8601 time" for a time that is one (data-types review); only
+                # when the digits are what is wrong (a month 13 is not)
+                places = f"{digits} digit{'s' if digits != 1 else ''}" if digits else "none"
                 return (f"field '{name}' holds {_shown(value)}, with "
                         f"{len(fraction.group(1))} digits after the second's point: the "
-                        f"table's {type_text} column takes at most {digits}; send fewer digits"
+                        f"table's {type_text} column takes {places}; send fewer digits"
                         + (" or declare the field with a finer unit" if digits < 9 else ""))
             return (f"field '{name}' holds {_shown(value)}, which is not {_article(type_text)} "
                     f"{type_text} (an ISO-8601 date or time such as \"2024-03-01T10:00:00Z\")")

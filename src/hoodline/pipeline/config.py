@@ -219,8 +219,9 @@ RECORD_KEY = option(
     "Required; must be declared in [schema] and must not be null (with several fields, one of "
     "them may be: Java's `f:__null__` / `f:__empty__` parts). Several fields make Java's key "
     "text `f1:v1,f2:v2`, without escaping, as Java writes it: values holding `,` and `:`, or "
-    "the text `__null__`, can make two different records one key (the later replaces the "
-    "earlier); pick key fields whose values cannot.",
+    "the texts `__null__` and `__empty__` (a null's and an empty string's parts), can make "
+    "two different records one key (the later replaces the earlier); pick key fields whose "
+    "values cannot.",
     validator=lambda v: None if v else "give at least one key field",
 )
 PARTITION_FIELDS = option(
