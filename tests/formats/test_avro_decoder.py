@@ -280,8 +280,29 @@ def test_narrower_values_inside_records_and_lists_refuse_only_their_rows() -> No
         {"id": 3, "inner": {"t": t0}, "amounts": []}]
     assert result.errors.index.to_pylist() == [1, 2]
     detail = result.errors.detail[0].as_py()
-    assert "field 'inner' has a value that does not convert to the table's struct<t: " in detail
-    assert "field 'amounts' has a value that does not convert" in detail
+    assert ("field 'inner' has a value that is more precise than its field 't' "
+            "(timestamp[ms, tz=UTC]) in the table's struct<t: ") in detail
+    assert ("field 'amounts' has a value that does not fit (digits would be lost in) an element "
+            "(decimal128(12, 2)) of the table's list<") in detail
+
+
+def test_a_value_arrow_refuses_for_other_reasons_refuses_only_its_row() -> None:
+    """A millisecond time of the year 3000 does not fit a nanosecond column (a widening no
+    value-by-value rule covers): the halves of the column are cast to find it, and only its
+    record is refused (one such value refused the batch)."""
+    reader = pa.schema([("id", pa.int64()), ("w", pa.timestamp("ns", tz="UTC"))])
+    v = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "w", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+    t0 = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+    times = [t0, t0.replace(year=3000), t0, t0.replace(year=2500)]
+    values = [_frame(2, v, {"id": i, "w": t}) for i, t in enumerate(times)]
+    result = RegistryDecoder(reader, _lookup({2: v}), required=["id"]).decode(
+        pa.array(values, pa.binary()))
+    assert [r["id"] for r in result.records.to_pylist()] == [0, 2]
+    assert result.errors.index.to_pylist() == [1, 3]
+    assert ("field 'w' has a value that does not convert to the table's timestamp[ns, tz=UTC] "
+            "(the writer schema has timestamp[ms, tz=UTC]): ") in result.errors.detail[0].as_py()
 
 
 def test_every_field_that_cannot_be_read_is_named_at_once() -> None:

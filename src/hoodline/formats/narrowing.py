@@ -33,6 +33,11 @@ def unfit_values(col: pa.Array | pa.ChunkedArray,
     has; a double beyond a float's range (others are rounded, as JSON's are); a time finer
     than the column's unit."""
     src = col.type
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        return _unfit_in_struct(col, dst)
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(t(src) for t in lists) and any(t(dst) for t in lists):
+        return _unfit_in_list(col, dst)
     if pa.types.is_integer(dst) and (pa.types.is_integer(src) or pa.types.is_floating(src)):
         info = _int_range(dst)
         if pa.types.is_floating(src):
@@ -62,6 +67,46 @@ def unfit_values(col: pa.Array | pa.ChunkedArray,
         return (np.asarray(pc.fill_null(pc.not_equal(coarse, col), False)),
                 "is more precise than")
     return None
+
+
+def _one_chunk(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _unfit_in_struct(col: pa.Array | pa.ChunkedArray,
+                     dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str] | None:
+    """The rows of a struct column with a field whose value does not fit (a null struct
+    fits), by the fields' own columns, which are aligned with the rows."""
+    arr = _one_chunk(col)
+    names = {arr.type.field(i).name for i in range(arr.type.num_fields)}
+    out: npt.NDArray[np.bool_] | None = None
+    said = ""
+    for i in range(dst.num_fields):
+        f = dst.field(i)
+        if f.name not in names:
+            continue
+        found = unfit_values(pc.struct_field(arr, f.name), f.type)
+        if found is None or not found[0].any():
+            continue
+        said = said or f"{found[1]} its field '{f.name}' ({f.type}) in"
+        out = found[0] if out is None else out | found[0]
+    if out is None:
+        return None
+    return out & np.asarray(arr.is_valid()), said
+
+
+def _unfit_in_list(col: pa.Array | pa.ChunkedArray,
+                   dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str] | None:
+    """The rows of a list column with an element that does not fit."""
+    arr = _one_chunk(col)
+    found = unfit_values(arr.flatten(), dst.value_type)
+    if found is None:
+        return None
+    out = np.zeros(len(arr), dtype=bool)
+    if found[0].any():
+        parents = np.asarray(pc.list_parent_indices(arr))
+        out[parents[found[0]]] = True
+    return out, f"{found[1]} an element ({dst.value_type}) of"
 
 
 def failing_rows(col: pa.Array | pa.ChunkedArray,

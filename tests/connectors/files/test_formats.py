@@ -695,7 +695,8 @@ def test_parquet_values_that_do_not_fit_their_declared_type_are_rejected_rows(
         0, 2]
     (bad,) = [r for b in batches if is_rejected_records(b) for r in b.to_pylist()]
     assert json.loads(bad["value"])["id"] == 1
-    assert "row 1 (counted from 0): field 's' has a value that does not convert" in bad["detail"]
+    assert ("row 1 (counted from 0): field 's' has a value that is more precise than its "
+            "field 't' (timestamp[us, tz=UTC]) in the declared struct<") in bad["detail"]
     # without tolerance the file fails, naming the column
     strict = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared)
     with pytest.raises(FileSourceError, match="column 'ts' of type timestamp"):
