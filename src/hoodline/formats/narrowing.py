@@ -33,11 +33,17 @@ def unfit_values(col: pa.Array | pa.ChunkedArray,
     has; a double beyond a float's range (others are rounded, as JSON's are); a time finer
     than the column's unit."""
     src = col.type
+    if pa.types.is_dictionary(src):
+        col = pc.cast(col, src.value_type)
+        src = col.type
     if pa.types.is_struct(src) and pa.types.is_struct(dst):
         return _unfit_in_struct(col, dst)
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        entries = pa.struct([("key", dst.key_type), ("value", dst.item_type)])
+        return _unfit_in_list(col, entries, "an entry")
     lists = (pa.types.is_list, pa.types.is_large_list)
     if any(t(src) for t in lists) and any(t(dst) for t in lists):
-        return _unfit_in_list(col, dst)
+        return _unfit_in_list(col, dst.value_type, "an element")
     if pa.types.is_integer(dst) and (pa.types.is_integer(src) or pa.types.is_floating(src)):
         info = _int_range(dst)
         if pa.types.is_floating(src):
@@ -58,6 +64,15 @@ def unfit_values(col: pa.Array | pa.ChunkedArray,
             bound = pa.scalar(decimal.Decimal(10) ** whole, src)
             lost = pc.or_(lost, pc.greater_equal(pc.abs(col), bound))
         return np.asarray(pc.fill_null(lost, False)), "does not fit (digits would be lost in)"
+    if (pa.types.is_timestamp(src) and pa.types.is_timestamp(dst)
+            and _TIME_UNITS.index(src.unit) < _TIME_UNITS.index(dst.unit)):
+        # a finer unit holds fewer years (nanoseconds: 1677 to 2262); a 9999-12-31 end date
+        # in milliseconds does not fit one
+        factor = 1000 ** (_TIME_UNITS.index(dst.unit) - _TIME_UNITS.index(src.unit))
+        bound = np.iinfo(np.int64).max // factor
+        ticks = pc.cast(col, pa.int64())
+        beyond = pc.or_(pc.greater(ticks, bound), pc.less(ticks, -bound))
+        return np.asarray(pc.fill_null(beyond, False)), "is outside the years of"
     if pa.types.is_float64(src) and pa.types.is_float32(dst):
         over = pc.and_(pc.is_finite(col), pc.is_inf(pc.cast(col, dst, safe=False)))
         return np.asarray(pc.fill_null(over, False)), "is outside the range of"
@@ -80,7 +95,7 @@ def _unfit_in_struct(col: pa.Array | pa.ChunkedArray,
     arr = _one_chunk(col)
     names = {arr.type.field(i).name for i in range(arr.type.num_fields)}
     out: npt.NDArray[np.bool_] | None = None
-    said = ""
+    said: list[str] = []
     for i in range(dst.num_fields):
         f = dst.field(i)
         if f.name not in names:
@@ -88,25 +103,29 @@ def _unfit_in_struct(col: pa.Array | pa.ChunkedArray,
         found = unfit_values(pc.struct_field(arr, f.name), f.type)
         if found is None or not found[0].any():
             continue
-        said = said or f"{found[1]} its field '{f.name}' ({f.type}) in"
+        said.append(f"{found[1]} its field '{f.name}' ({f.type})")
         out = found[0] if out is None else out | found[0]
     if out is None:
         return None
-    return out & np.asarray(arr.is_valid()), said
+    return out & np.asarray(arr.is_valid()), " or ".join(said) + " in"
 
 
-def _unfit_in_list(col: pa.Array | pa.ChunkedArray,
-                   dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str] | None:
-    """The rows of a list column with an element that does not fit."""
+def _unfit_in_list(col: pa.Array | pa.ChunkedArray, item: pa.DataType,
+                   what: str) -> tuple[npt.NDArray[np.bool_], str] | None:
+    """The rows of a list (or map) column with an element that does not fit ``item`` (a
+    null list fits, whatever values its slot still spans)."""
     arr = _one_chunk(col)
-    found = unfit_values(arr.flatten(), dst.value_type)
+    offsets = np.asarray(arr.offsets)
+    # a map's values are its entries, a struct of key and value
+    values = arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    found = unfit_values(values, item)
     if found is None:
         return None
     out = np.zeros(len(arr), dtype=bool)
     if found[0].any():
-        parents = np.asarray(pc.list_parent_indices(arr))
+        parents = np.repeat(np.arange(len(arr)), np.diff(offsets))
         out[parents[found[0]]] = True
-    return out, f"{found[1]} an element ({dst.value_type}) of"
+    return out & np.asarray(arr.is_valid()), f"{found[1]} {what} ({item}) of"
 
 
 def failing_rows(col: pa.Array | pa.ChunkedArray,
@@ -131,4 +150,5 @@ def failing_rows(col: pa.Array | pa.ChunkedArray,
             else:
                 mid = (lo + hi) // 2
                 todo += [(mid, hi), (lo, mid)]  # the lower half first: the first row's error
-    return out, first[0] if first else ""
+    # a null row is no value (whatever its struct's hidden fields hold)
+    return out & np.asarray(col.is_valid()), first[0] if first else ""

@@ -701,3 +701,44 @@ def test_parquet_values_that_do_not_fit_their_declared_type_are_rejected_rows(
     strict = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared)
     with pytest.raises(FileSourceError, match="column 'ts' of type timestamp"):
         list(read_split(split_of(data_dir / "t.parquet"), strict))
+
+
+def test_parquet_lists_and_mixed_struct_fields_reject_only_their_rows(data_dir: Path) -> None:
+    """One decimal losing digits inside a list rejected the whole file (the good rows were
+    cast as a slice, whose list cast looks at all the child values); a struct with one field
+    losing digits and another beyond a finer unit's years too (review of the row check).
+    Rejected rows are valid JSON: bytes as base64, NaN as a string."""
+    import decimal
+
+    import pyarrow.parquet as pq
+
+    dec = pa.decimal128(38, 10)
+    table = pa.table({
+        "id": pa.array([0, 1, 2, 3], pa.int64()),
+        "a": pa.array([[decimal.Decimal("1.5")], [decimal.Decimal("1.2345")], [],
+                       [decimal.Decimal("2")]], pa.list_(dec)),
+        "s": pa.array([{"d": decimal.Decimal("1"), "t": 0}, {"d": decimal.Decimal("1"), "t": 0},
+                       {"d": decimal.Decimal("1.001"), "t": 0},
+                       {"d": decimal.Decimal("1"), "t": 253_402_214_400_000}],
+                      pa.struct([("d", dec), ("t", pa.timestamp("ms"))])),
+        "b": pa.array([b"\x00\xff", b"", b"x", b"y"]),
+        "f": pa.array([1.0, float("nan"), 2.0, 3.0]),
+    })
+    pq.write_table(table, data_dir / "l.parquet")
+    declared = pa.schema([
+        ("id", pa.int64()), ("a", pa.list_(pa.decimal128(12, 2))),
+        ("s", pa.struct([("d", pa.decimal128(12, 2)), ("t", pa.timestamp("ns"))])),
+        ("b", pa.binary()), ("f", pa.float64())])
+    config = FileSourceConfig(root=str(data_dir), format="parquet", schema=declared,
+                              tolerate_errors=True)
+    batches = list(read_split(split_of(data_dir / "l.parquet"), config))
+    good = [r for b in batches if not is_rejected_records(b) for r in b.to_pylist()]
+    assert [(r["id"], r["a"], r["b"]) for r in good] == [
+        (0, [decimal.Decimal("1.50")], b"\x00\xff")]
+    rejected = [r for b in batches if is_rejected_records(b) for r in b.to_pylist()]
+    values = [json.loads(r["value"]) for r in rejected]
+    assert [v["id"] for v in values] == [1, 2, 3]
+    assert values[0]["f"] == "nan" and values[0]["b"] == ""
+    assert "an element (decimal128(12, 2)) of" in rejected[0]["detail"]
+    assert "its field 'd' (decimal128(12, 2))" in rejected[1]["detail"]
+    assert "its field 't' (timestamp[ns])" in rejected[2]["detail"]

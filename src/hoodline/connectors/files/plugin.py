@@ -22,7 +22,6 @@ An error row's ``day`` is the file version's modification date, the same in a re
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +36,12 @@ from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.events import SplitsFinishedEvent
 from hoodline.connectors.files.formats import VANISHED
 from hoodline.connectors.files.location import stat
-from hoodline.connectors.files.rejections import RejectedFile, SourceRejection, is_rejected_records
+from hoodline.connectors.files.rejections import (
+    RejectedFile,
+    SourceRejection,
+    is_rejected_records,
+    rows_as_json,
+)
 from hoodline.connectors.files.source import FileSource
 from hoodline.errors import ConfigError, FileSourceError
 from hoodline.formats.json_decoder import BadRecords
@@ -123,10 +127,7 @@ class FileRecords(RecordPreparer):
         bad = unkeyable_records(spec, data)
         errors = empty_errors()
         if len(bad):
-            raw = pa.array(
-                [json.dumps(r, default=str).encode() for r in data.take(bad.index).to_pylist()],
-                pa.binary(),
-            )
+            raw = pa.array(rows_as_json(data.take(bad.index)), pa.binary())
             errors = _file_errors(
                 spec.round_id,
                 BadRecords(pa.array(np.arange(len(bad), dtype=np.int64)), bad.reason, bad.detail),

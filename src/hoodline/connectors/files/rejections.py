@@ -4,7 +4,11 @@ single CSV rows whose values do not convert to it or whose number of fields is w
 
 from __future__ import annotations
 
+import base64
+import json
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -73,3 +77,26 @@ def is_rejected_records(batch: pa.RecordBatch) -> bool:
     """True for a batch of rejected records rather than rows of the declared schema."""
     metadata = batch.schema.metadata
     return metadata is not None and b"hoodline.rejected-records" in metadata
+
+
+def rows_as_json(rows: pa.RecordBatch | pa.Table) -> list[bytes]:
+    """Each row of a parsed file (a Parquet row the error table keeps in place of raw bytes)
+    as a JSON object: bytes as base64 text, NaN and infinities as the strings Python spells
+    them, times and decimals as their text, so every value is valid JSON (``b'\\x00'`` and a
+    bare ``NaN`` were not)."""
+    return [json.dumps(_jsonable(r), ensure_ascii=False, allow_nan=False).encode()
+            for r in rows.to_pylist()]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):  # a map comes as a list of (key, value) pairs
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)

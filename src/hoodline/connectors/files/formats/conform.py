@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 
 import numpy as np
@@ -11,7 +10,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.connectors.files.rejections import rejected_records_batch
+from hoodline.connectors.files.rejections import rejected_records_batch, rows_as_json
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import WRONG_TYPE
 from hoodline.formats.narrowing import failing_rows, unfit_values
@@ -83,7 +82,9 @@ def conform_rows(batch: pa.RecordBatch, schema: pa.Schema | None, where: str,
     cuts = np.flatnonzero(np.diff(bad.astype(np.int8))) + 1
     bounds = np.concatenate(([0], cuts, [batch.num_rows])).tolist()
     for lo, hi in itertools.pairwise(bounds):
-        part = batch.slice(lo, hi - lo)
+        # a copy of the rows, not a slice: a sliced list's cast looks at every value of its
+        # child array, the bad rows' too
+        part = batch.take(pa.array(np.arange(lo, hi, dtype=np.int64)))
         if not bad[lo]:
             yield conform(part, schema, where)
             continue
@@ -91,7 +92,7 @@ def conform_rows(batch: pa.RecordBatch, schema: pa.Schema | None, where: str,
             f"{where} row {first_row + lo + i} (counted from 0): " + "; ".join(
                 text for mask, text in problems if mask[lo + i])
             for i in range(hi - lo)]
-        values = [json.dumps(r, default=str).encode() for r in part.to_pylist()]
+        values = rows_as_json(part)
         yield rejected_records_batch(pa.array(values, pa.binary()),
                                      pa.array([WRONG_TYPE] * (hi - lo), pa.string()),
                                      pa.array(details, pa.string()))
@@ -109,14 +110,15 @@ def _unfit_rows(batch: pa.RecordBatch,
         if column.type.equals(field.type):
             continue
         found = unfit_values(column, field.type)
+        rest = column
         if found is not None and found[0].any():
             out.append((found[0], f"field '{field.name}' has a value that {found[1]} the "
                                   f"declared {field.type} column (the file has {column.type})"))
-            continue
+            rest = pc.if_else(pa.array(found[0]), pa.scalar(None, column.type), column)
         try:
-            column.cast(field.type)
-        except pa.ArrowInvalid:  # inside a struct or list, or beyond a finer unit's years
-            rows, first = failing_rows(column, field.type)
+            rest.cast(field.type)
+        except pa.ArrowInvalid:  # what no rule of unfit_values covers: row by row
+            rows, first = failing_rows(rest, field.type)
             if rows.any():
                 out.append((rows, f"field '{field.name}' has a value that does not convert to "
                                   f"the declared {field.type} (the file has {column.type}): "
