@@ -269,3 +269,68 @@ def test_a_recursive_json_schema_is_refused_naming_the_definition() -> None:
         "a": {"$ref": "#/$defs/P"}, "b": {"$ref": "#/$defs/P"}},
         "$defs": {"P": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
     assert json_schema_to_arrow(twice).names == ["a", "b"]
+
+
+@functools.cache
+def _meter_message() -> Any:
+    """shop.Meter: the Protobuf types Hudi (Avro) has no column type for."""
+    f = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="hoodline_test_meter.proto", package="shop", syntax="proto3",
+        dependency=["google/protobuf/duration.proto", "google/protobuf/wrappers.proto"])
+    msg = fdp.message_type.add(name="Meter")
+    for name, number, kind in (("id", 1, f.TYPE_INT64), ("count", 2, f.TYPE_UINT64),
+                               ("serial", 3, f.TYPE_FIXED64)):
+        msg.field.add(name=name, number=number, type=kind, label=f.LABEL_OPTIONAL)
+    msg.field.add(name="big", number=4, type=f.TYPE_MESSAGE,
+                  type_name=".google.protobuf.UInt64Value", label=f.LABEL_OPTIONAL)
+    msg.field.add(name="took", number=5, type=f.TYPE_MESSAGE,
+                  type_name=".google.protobuf.Duration", label=f.LABEL_OPTIONAL)
+    entry = msg.nested_type.add(name="ByCodeEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=f.TYPE_INT32, label=f.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=f.TYPE_UINT64, label=f.LABEL_OPTIONAL)
+    msg.field.add(name="by_code", number=6, type=f.TYPE_MESSAGE,
+                  type_name=".shop.Meter.ByCodeEntry", label=f.LABEL_REPEATED)
+    from google.protobuf import duration_pb2, wrappers_pb2  # noqa: F401 - in the pool
+
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(fdp.SerializeToString())
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Meter"))
+
+
+def test_protobuf_types_without_an_avro_type_are_stored_as_what_holds_them(
+        schema_registry: SchemaRegistry) -> None:
+    """uint64/fixed64, Duration and maps with other than string keys stopped a run before its
+    first commit ("no Avro (Hudi) equivalent; cast it"), which a pipeline cannot do (Protobuf
+    review): they are decimal(20, 0), int64 microseconds and lists of key/value records,
+    every value exact."""
+    meter_cls = _meter_message()
+    topic = unique("meters")
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    ser = ProtobufSerializer(meter_cls, client, conf={"use.deprecated.format": False})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    top = 2**64 - 1
+    m = meter_cls(id=1, count=top, serial=2**63, by_code={7: top, -1: 0})
+    m.big.value = 2**63 + 5
+    m.took.seconds, m.took.nanos = 90, 500_000_000
+    values = [ser(m, ctx), ser(meter_cls(id=2), ctx)]
+    settings = _settings(schema_registry, f"{topic}-value")
+    subject = fetch_subject_schema(settings, SchemaKind.PROTOBUF)
+    entries = pa.list_(pa.struct([pa.field("key", pa.int32(), nullable=False),
+                                  ("value", pa.decimal128(20, 0))]))
+    assert subject.arrow == pa.schema([
+        ("id", pa.int64()), ("count", pa.decimal128(20, 0)), ("serial", pa.decimal128(20, 0)),
+        ("big", pa.decimal128(20, 0)), ("took", pa.int64()), ("by_code", entries)])
+    fmt = RegistryFormat(settings, subject.schema_id, kind=SchemaKind.PROTOBUF)
+    result = fmt.decoder(subject.arrow, ["id"]).decode(pa.array(values, pa.binary()))
+    assert len(result.errors) == 0, result.errors.detail.to_pylist()
+    one, two = result.records.to_pylist()
+    assert (one["count"], one["serial"], one["big"]) == (top, 2**63, 2**63 + 5)
+    assert one["took"] == 90_500_000
+    assert sorted((e["key"], e["value"]) for e in one["by_code"]) == [(-1, 0), (7, top)]
+    assert two == {"id": 2, "count": 0, "serial": 0, "big": None, "took": None, "by_code": []}
+    # and the table takes the columns (hudi-rs and Java read decimals and lists of records)
+    from hoodline.table.schema import arrow_to_avro
+
+    assert arrow_to_avro(subject.arrow, "meters")["type"] == "record"

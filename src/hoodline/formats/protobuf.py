@@ -16,7 +16,9 @@ files the registry lists as schema references are fetched and added first; Googl
 (``google/protobuf/*.proto``, and ``google/type/*`` when googleapis-common-protos is installed)
 come from the installed modules. ``google.protobuf.Timestamp`` reads as timestamp[us, UTC],
 ``Duration`` as duration[us], the wrapper types (``Int64Value`` ...) as nullable values;
-recursive messages (``google.protobuf.Struct``) are refused.
+recursive messages (``google.protobuf.Struct``) are refused. The table stores what Avro has no
+type for as what holds it (:func:`table_columns`): uint64 as decimal(20, 0), durations as their
+microseconds, maps with other than string keys as lists of key/value records.
 
 Decoding: values of the file's first message, when it has no map fields (at any depth), are
 read column by column, a whole block at once (:mod:`hoodline.formats.protobuf_wire`); every
@@ -40,7 +42,9 @@ from hoodline.formats.codec import GroupResult
 from hoodline.formats.json_decoder import UNPARSEABLE
 from hoodline.formats.protobuf_wire import columnar_fields, decode_block
 
-__all__ = ["WRONG_MESSAGE", "ProtobufCodec", "message_type", "protobuf_to_arrow"]
+__all__ = [
+    "WRONG_MESSAGE", "ProtobufCodec", "message_type", "protobuf_to_arrow", "table_columns",
+]
 
 #: Bad-record reason: the value is another message of the schema file than the table's.
 WRONG_MESSAGE = "incompatible_schema"
@@ -172,6 +176,36 @@ def _field_type(field: FieldDescriptor, where: str,
 def protobuf_to_arrow(desc: Descriptor) -> pa.Schema:
     """The columns of a message: one nullable column per field, in field order."""
     return pa.schema([pa.field(f.name, _field_type(f, f.name)) for f in desc.fields])
+
+
+def table_columns(decoded: pa.Schema) -> pa.Schema:
+    """The table's columns for a message's decoded columns (:func:`protobuf_to_arrow`): what
+    Hudi (Avro) has no type for is stored as what holds it. A ``uint64``/``fixed64`` (and
+    ``UInt64Value``) is a ``decimal(20, 0)`` (Java's Hudi Streamer writes ``uint64`` as a
+    decimal too), a ``Duration`` its microseconds (``int64``), a map whose keys are not
+    strings a list of key/value records (Avro maps take string keys; Java writes every
+    Protobuf map so). Without this a run stopped before its first commit saying to cast a
+    column it could not cast (Protobuf review)."""
+    return pa.schema([f.with_type(_table_type(f.type)) for f in decoded])
+
+
+def _table_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_uint64(t):
+        return pa.decimal128(20, 0)
+    if pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_map(t):
+        key, item = _table_type(t.key_type), _table_type(t.item_type)
+        if pa.types.is_string(key) or pa.types.is_large_string(key):
+            return pa.map_(key, item)
+        return pa.list_(pa.struct([pa.field("key", key, nullable=False),
+                                   pa.field("value", item)]))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_table_type(t.field(i).type))
+                          for i in range(t.num_fields)])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(_table_type(t.value_type)))
+    return t
 
 
 def _value(field: FieldDescriptor, v: Any) -> Any:

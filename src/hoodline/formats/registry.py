@@ -506,9 +506,10 @@ def _columns(schema: WriterSchema, settings: RegistrySettings) -> tuple[pa.Schem
 
         return json_schema_to_arrow(schema.parsed), {}
     if schema.kind is SchemaKind.PROTOBUF:
-        from hoodline.formats.protobuf import message_type, protobuf_to_arrow
+        from hoodline.formats.protobuf import message_type, protobuf_to_arrow, table_columns
 
-        return protobuf_to_arrow(message_type(schema.parsed, settings.message_path)), {}
+        message = message_type(schema.parsed, settings.message_path)
+        return table_columns(protobuf_to_arrow(message)), {}
     avro = schema.parsed
     if not isinstance(avro, dict) or avro.get("type") != "record":
         raise ValueError("it is not an Avro record schema; a table needs named fields")

@@ -123,8 +123,17 @@ def _narrowing(src: pa.DataType, dst: pa.DataType) -> bool:
                 or (pa.types.is_float64(src) and pa.types.is_float32(dst)))
 
 
+def _represented(src: pa.DataType, dst: pa.DataType) -> bool:
+    """A decoded type the table stores as another (Protobuf's, see
+    :func:`hoodline.formats.protobuf.table_columns`): ``uint64`` as a decimal that holds it,
+    a duration as its int64 ticks."""
+    return bool((pa.types.is_uint64(src) and pa.types.is_decimal(dst)
+                 and dst.precision - dst.scale >= 20)
+                or (pa.types.is_duration(src) and pa.types.is_int64(dst)))
+
+
 def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
-    return (_promotable(src, dst) or _narrowing(src, dst)
+    return (_promotable(src, dst) or _narrowing(src, dst) or _represented(src, dst)
             or (pa.types.is_nested(src) and pa.types.is_nested(dst)))
 
 
@@ -150,8 +159,11 @@ def _nested_mismatch(src: pa.DataType, dst: pa.DataType, path: str) -> str | Non
     if pa.types.is_map(src) and pa.types.is_map(dst):
         return (_nested_mismatch(src.key_type, dst.key_type, f"{path}{{key}}")
                 or _nested_mismatch(src.item_type, dst.item_type, f"{path}{{value}}"))
+    if pa.types.is_map(src) and any(t(dst) for t in lists):  # entries as key/value records
+        entries = pa.struct([("key", src.key_type), ("value", src.item_type)])
+        return _nested_mismatch(entries, dst.value_type, f"{path}[]")
     if pa.types.is_nested(src) or pa.types.is_nested(dst) or not (
-            _promotable(src, dst) or _narrowing(src, dst)):
+            _promotable(src, dst) or _narrowing(src, dst) or _represented(src, dst)):
         # a narrower integer inside a record is read as Arrow casts it: values that fit, or
         # the whole version refused, as before this check (review: not refused outright)
         return f"'{path}' is {src} in the writer schema, the table has {dst}"
