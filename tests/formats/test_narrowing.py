@@ -51,3 +51,16 @@ def test_dictionary_columns_are_checked_as_their_values() -> None:
     col = pa.array([1, 300, 1], pa.int64()).dictionary_encode()
     found = unfit_values(col, pa.int8())
     assert found is not None and found[0].tolist() == [False, True, False]
+
+
+def test_unsigned_and_signed_integers_are_compared_in_their_own_type() -> None:
+    """A uint64 column read into int64 raised while comparing with int64's negative minimum,
+    refusing every record of the batch (Protobuf review)."""
+    col = pa.array([0, 1, 2**63 - 1, 2**63, 2**64 - 1, None], pa.uint64())
+    found = unfit_values(col, pa.int64())
+    assert found is not None
+    assert found[0].tolist() == [False, False, False, True, True, False]
+    signed = pa.array([-1, 0, 255, 256], pa.int64())
+    found = unfit_values(signed, pa.uint8())
+    assert found is not None and found[0].tolist() == [True, False, False, True]
+    assert unfit_values(pa.array([1], pa.uint32()), pa.int64()) is None  # a widening

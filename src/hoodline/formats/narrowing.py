@@ -54,8 +54,12 @@ def unfit_values(col: pa.Array | pa.ChunkedArray,
         have = _int_range(src)
         if have.min >= info.min and have.max <= info.max:
             return None  # a widening
-        return (np.asarray(pc.fill_null(pc.or_(pc.less(col, info.min),
-                                               pc.greater(col, info.max)), False)),
+        # bounds in the column's own type (a uint64 compared with int64's negative minimum
+        # raised, refusing the batch: Protobuf review)
+        low = pa.scalar(max(int(info.min), int(have.min)), src)
+        high = pa.scalar(min(int(info.max), int(have.max)), src)
+        return (np.asarray(pc.fill_null(pc.or_(pc.less(col, low), pc.greater(col, high)),
+                                        False)),
                 "is outside")
     if pa.types.is_decimal(src) and pa.types.is_decimal(dst):
         lost = pc.not_equal(pc.cast(pc.cast(col, dst, safe=False), src), col)
