@@ -1077,3 +1077,27 @@ def test_a_raw_error_of_a_dead_engine_is_named_as_that(src: Path, tmp_path: Path
             once=True, on_failure=lambda exc, retried: failures.append((str(exc), retried)))
     assert isinstance(info.value.__cause__, ConnectionRefusedError)
     assert failures == [("Spark's JVM (pid 1) is gone (exit code 137)", False)]
+
+
+@pytest.mark.parametrize("fmt", ["protobuf", "avro"])
+def test_a_key_missing_from_the_subject_names_the_options_that_choose_the_schema(
+    tmp_path: Path, fmt: str
+) -> None:
+    """With a Protobuf file of several messages the first is read unless
+    source.schema-message names another: the error named only the subject and version
+    options (Protobuf review)."""
+    from hoodline.errors import ConfigError
+    from hoodline.pipeline.driver import _record_schema
+
+    config = config_from_dict({
+        "source": {"type": "kafka", "format": fmt,
+                   "options": {"topic": "t", "properties": {"bootstrap.servers": "127.0.0.1:9"},
+                               "schema.registry": {"url": "http://127.0.0.1:9"}}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"]},
+    })
+    with pytest.raises(ConfigError) as raised:
+        _record_schema(config, pa.schema([("zzz", pa.int64())]), None)  # type: ignore[arg-type]
+    text = str(raised.value)
+    assert "field(s) 'id' named in [table] are not in the Schema Registry subject's schema" in text
+    assert ("source.schema-message (the message of the file the topic holds" in text) == (
+        fmt == "protobuf")

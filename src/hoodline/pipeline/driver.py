@@ -59,7 +59,7 @@ from hoodline.errors import (
 )
 from hoodline.faults import FaultPoint
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
-from hoodline.pipeline.config import PipelineConfig
+from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.engine import Engine, RoundOutput
 from hoodline.pipeline.errors_table import open_error_table, raise_for_bad_records
 from hoodline.pipeline.outage import wait_out_outage
@@ -114,10 +114,15 @@ def _record_schema(config: PipelineConfig, source: pa.Schema, client: WriteClien
                                                                  t.delete_field) if f)]
     missing = [n for n in dict.fromkeys(wanted) if n not in names]
     if missing:
+        # a Protobuf file's first message is read unless source.schema-message names
+        # another: the likeliest fix when the file holds several (Protobuf review)
+        message = ("source.schema-message (the message of the file the topic holds; "
+                   "default: the file's first), "
+                   if config.source.format is SourceFormat.PROTOBUF else "")
         raise ConfigError(
             f"field(s) {', '.join(repr(m) for m in missing)} named in [table] are not in the "
             f"Schema Registry subject's schema (fields: {', '.join(names)}); fix [table] or "
-            "source.schema-subject / source.schema-version"
+            f"{message}source.schema-subject / source.schema-version"
         )
     old = table_data_schema(client.table)
     if old is None:
