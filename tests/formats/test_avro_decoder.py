@@ -245,13 +245,17 @@ def test_narrower_decimal_float_and_time_columns_read_the_values_that_fit() -> N
     assert got[2]["f"] == float("inf")
     assert result.errors.index.to_pylist() == [1, 2, 4, 5]
     assert set(result.errors.reason.to_pylist()) == {INCOMPATIBLE_SCHEMA}
-    detail = result.errors.detail[0].as_py()
-    for part in ("field 'dec' has a value that does not fit (digits would be lost in) the "
-                 "table's decimal128(12, 2) column (the writer schema has decimal128(38, 10))",
-                 "field 'f' has a value that is outside the range of the table's float",
-                 "field 'ts' has a value that is more precise than the table's "
-                 "timestamp[ms, tz=UTC] column"):
-        assert part in detail, detail
+    details = result.errors.detail.to_pylist()
+    # each record's detail names its own field's problem, not the batch's others
+    assert details[0] == (
+        "schema id 4: field 'dec' has a value that does not fit (digits would be lost in) the "
+        "table's decimal128(12, 2) column (the writer schema has decimal128(38, 10))")
+    assert details[1] == details[0]
+    assert details[2] == ("schema id 4: field 'f' has a value that is outside the range of "
+                          "the table's float column (the writer schema has double)")
+    assert details[3] == ("schema id 4: field 'ts' has a value that is more precise than the "
+                          "table's timestamp[ms, tz=UTC] column (the writer schema has "
+                          "timestamp[us, tz=UTC])")
 
 
 def test_narrower_values_inside_records_and_lists_refuse_only_their_rows() -> None:
@@ -279,11 +283,11 @@ def test_narrower_values_inside_records_and_lists_refuse_only_their_rows() -> No
         {"id": 0, "inner": {"t": t0}, "amounts": [D("1.50")]},
         {"id": 3, "inner": {"t": t0}, "amounts": []}]
     assert result.errors.index.to_pylist() == [1, 2]
-    detail = result.errors.detail[0].as_py()
+    first, second = result.errors.detail.to_pylist()
     assert ("field 'inner' has a value that is more precise than its field 't' "
-            "(timestamp[ms, tz=UTC]) in the table's struct<t: ") in detail
+            "(timestamp[ms, tz=UTC]) in the table's struct<t: ") in first
     assert ("field 'amounts' has a value that does not fit (digits would be lost in) an element "
-            "(decimal128(12, 2)) of the table's list<") in detail
+            "(decimal128(12, 2)) of the table's list<") in second
 
 
 def test_a_value_arrow_refuses_for_other_reasons_refuses_only_its_row() -> None:

@@ -170,20 +170,25 @@ def _nested_mismatch(src: pa.DataType, dst: pa.DataType, path: str) -> str | Non
     return None
 
 
+#: rows of a batch whose value of one field does not fit, and what to say of them
+Problem = tuple[npt.NDArray[np.bool_], str]
+
+
 def resolve_columns(
     decoded: pa.Table,
     writer_names: Sequence[str],
     reader: pa.Schema,
     defaults: Mapping[str, Any],
-) -> tuple[pa.Table, npt.NDArray[np.bool_], str]:
+) -> tuple[pa.Table, npt.NDArray[np.bool_], list[Problem]]:
     """``decoded`` (columns of the writer schema) read into ``reader``: the table, the rows
     whose value does not fit the reader's type (an integer out of a narrower column's range)
-    and why. Raises :class:`ValueError` naming the field when a type cannot be read at all."""
+    and, per field with such values, its rows and why. Raises :class:`ValueError` naming the
+    fields when a type cannot be read at all."""
     n = decoded.num_rows
     cols: list[pa.Array | pa.ChunkedArray] = []
     present = set(writer_names)
     unfit = np.zeros(n, dtype=bool)
-    why: list[str] = []
+    why: list[Problem] = []
     refused: list[str] = []  # every field that cannot be read, named in one message
     for f in reader:
         if f.name in present:
@@ -202,8 +207,8 @@ def resolve_columns(
                 if found is not None and found[0].any():
                     out, what = found
                     unfit |= out
-                    why.append(f"field '{f.name}' has a value that {what} the table's "
-                               f"{f.type} column (the writer schema has {col.type})")
+                    why.append((out, f"field '{f.name}' has a value that {what} the table's "
+                                     f"{f.type} column (the writer schema has {col.type})"))
                     col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
                 try:
                     col = _cast_fitting(col, f.type, f.name, unfit, why)
@@ -222,11 +227,11 @@ def resolve_columns(
     if refused:
         raise ValueError("; ".join(refused))
     table = pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in reader]))
-    return table, unfit, "; ".join(why)
+    return table, unfit, why
 
 
 def _cast_fitting(col: pa.Array | pa.ChunkedArray, dst: pa.DataType, name: str,
-                  unfit: npt.NDArray[np.bool_], why: list[str]) -> pa.Array | pa.ChunkedArray:
+                  unfit: npt.NDArray[np.bool_], why: list[Problem]) -> pa.Array | pa.ChunkedArray:
     """``col`` cast to ``dst``; values Arrow refuses (a narrower leaf inside a record or list,
     a time beyond what a finer unit holds) are null and their rows marked in ``unfit``: one
     such value refused the whole batch (review of the value-by-value narrowing)."""
@@ -235,8 +240,8 @@ def _cast_fitting(col: pa.Array | pa.ChunkedArray, dst: pa.DataType, name: str,
     except pa.ArrowInvalid:
         rows, first = failing_rows(col, dst)
     unfit |= rows
-    why.append(f"field '{name}' has a value that does not convert to the table's {dst} "
-               f"(the writer schema has {col.type}): {first}")
+    why.append((rows, f"field '{name}' has a value that does not convert to the table's {dst} "
+                      f"(the writer schema has {col.type}): {first}"))
     return pc.if_else(pa.array(rows), pa.scalar(None, col.type), col).cast(dst)
 
 
@@ -465,9 +470,11 @@ class RegistryDecoder:
             except ValueError as exc:
                 bad.append((rows[good], INCOMPATIBLE_SCHEMA, f"schema id {schema_id}: {exc}"))
                 continue
-            if unfit.any():
+            if unfit.any():  # each record's detail names its own fields' problems
                 bad.append((rows[good][unfit], INCOMPATIBLE_SCHEMA,
-                            f"schema id {schema_id}: {why}"))
+                            [f"schema id {schema_id}: "
+                             + "; ".join(text for mask, text in why if mask[i])
+                             for i in np.flatnonzero(unfit).tolist()]))
                 resolved = resolved.filter(pa.array(~unfit))
                 good = good[~unfit]
             tables.append(resolved)
