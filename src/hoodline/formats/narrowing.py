@@ -15,9 +15,19 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["unfit_values"]
+__all__ = ["Problem", "failing_rows", "problem_text", "unfit_values"]
 
 _TIME_UNITS = ("s", "ms", "us", "ns")
+
+#: rows of a batch whose value of one field does not fit, and what to say of them: one text
+#: for all, or one per row (a refusal naming the row's own value)
+Problem = tuple[npt.NDArray[np.bool_], str | dict[int, str]]
+
+
+def problem_text(problems: list[Problem], row: int) -> str:
+    """What is wrong with ``row``: its problems' texts, joined."""
+    return "; ".join(text if isinstance(text, str) else text[row]
+                     for mask, text in problems if mask[row])
 
 
 def _int_range(t: pa.DataType) -> np.iinfo:
@@ -133,13 +143,13 @@ def _unfit_in_list(col: pa.Array | pa.ChunkedArray, item: pa.DataType,
 
 
 def failing_rows(col: pa.Array | pa.ChunkedArray,
-                 dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], str]:
-    """Rows of ``col`` whose value Arrow's (safe) cast to ``dst`` refuses, and the first
-    refusal's text: for what :func:`unfit_values` does not look into (a narrower leaf inside
-    a struct or list, a time beyond the years a finer unit holds). Halves of the column are
-    cast until each failing row stands alone: a few casts per bad row, rare by nature."""
+                 dst: pa.DataType) -> tuple[npt.NDArray[np.bool_], dict[int, str]]:
+    """Rows of ``col`` whose value Arrow's (safe) cast to ``dst`` refuses, and each one's
+    refusal (naming its own value): for what :func:`unfit_values` has no rule for (a long
+    beyond 2**53 into a double). Halves of the column are cast until each failing row stands
+    alone: a few casts per bad row, rare by nature."""
     out = np.zeros(len(col), dtype=bool)
-    first: list[str] = []
+    said: dict[int, str] = {}
     todo = [(0, len(col))]
     while todo:
         lo, hi = todo.pop()
@@ -150,9 +160,10 @@ def failing_rows(col: pa.Array | pa.ChunkedArray,
         except pa.ArrowInvalid as exc:
             if hi - lo == 1:
                 out[lo] = True
-                first[:] = first or [str(exc)]
+                said[lo] = str(exc)
             else:
                 mid = (lo + hi) // 2
                 todo += [(mid, hi), (lo, mid)]  # the lower half first: the first row's error
     # a null row is no value (whatever its struct's hidden fields hold)
-    return out & np.asarray(col.is_valid()), first[0] if first else ""
+    valid = np.asarray(col.is_valid())
+    return out & valid, {i: text for i, text in said.items() if valid[i]}

@@ -44,6 +44,7 @@ from hoodline.formats.protobuf_wire import columnar_fields, decode_block
 
 __all__ = [
     "WRONG_MESSAGE", "ProtobufCodec", "message_type", "protobuf_to_arrow", "table_columns",
+    "table_type",
 ]
 
 #: Bad-record reason: the value is another message of the schema file than the table's.
@@ -186,25 +187,26 @@ def table_columns(decoded: pa.Schema) -> pa.Schema:
     strings a list of key/value records (Avro maps take string keys; Java writes every
     Protobuf map so). Without this a run stopped before its first commit saying to cast a
     column it could not cast (Protobuf review)."""
-    return pa.schema([f.with_type(_table_type(f.type)) for f in decoded])
+    return pa.schema([f.with_type(table_type(f.type)) for f in decoded])
 
 
-def _table_type(t: pa.DataType) -> pa.DataType:
+def table_type(t: pa.DataType) -> pa.DataType:
+    """The table's type for one decoded type (see :func:`table_columns`)."""
     if pa.types.is_uint64(t):
         return pa.decimal128(20, 0)
     if pa.types.is_duration(t):
         return pa.int64()
     if pa.types.is_map(t):
-        key, item = _table_type(t.key_type), _table_type(t.item_type)
+        key, item = table_type(t.key_type), table_type(t.item_type)
         if pa.types.is_string(key) or pa.types.is_large_string(key):
             return pa.map_(key, item)
         return pa.list_(pa.struct([pa.field("key", key, nullable=False),
                                    pa.field("value", item)]))
     if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_table_type(t.field(i).type))
+        return pa.struct([t.field(i).with_type(table_type(t.field(i).type))
                           for i in range(t.num_fields)])
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return pa.list_(t.value_field.with_type(_table_type(t.value_type)))
+        return pa.list_(t.value_field.with_type(table_type(t.value_type)))
     return t
 
 

@@ -59,8 +59,8 @@ from hoodline.formats.json_decoder import (
     DecodeResult,
 )
 from hoodline.formats.json_schema import JsonSchemaCodec
-from hoodline.formats.narrowing import failing_rows, unfit_values
-from hoodline.formats.protobuf import ProtobufCodec
+from hoodline.formats.narrowing import Problem, failing_rows, problem_text, unfit_values
+from hoodline.formats.protobuf import ProtobufCodec, table_type
 from hoodline.formats.registry import (
     UNKNOWN,
     RegistrySettings,
@@ -125,11 +125,14 @@ def _narrowing(src: pa.DataType, dst: pa.DataType) -> bool:
 
 def _represented(src: pa.DataType, dst: pa.DataType) -> bool:
     """A decoded type the table stores as another (Protobuf's, see
-    :func:`hoodline.formats.protobuf.table_columns`): ``uint64`` as a decimal that holds it,
-    a duration as its int64 ticks."""
-    return bool((pa.types.is_uint64(src) and pa.types.is_decimal(dst)
-                 and dst.precision - dst.scale >= 20)
-                or (pa.types.is_duration(src) and pa.types.is_int64(dst)))
+    :func:`hoodline.formats.protobuf.table_columns`): an integer (a ``uint64``, or a field
+    of an older version before it became one) as a decimal that holds every value of its
+    type, a duration as its int64 ticks."""
+    if pa.types.is_integer(src) and pa.types.is_decimal(dst):
+        info = np.iinfo(src.to_pandas_dtype())
+        digits = len(str(max(-int(info.min), int(info.max))))
+        return bool(dst.precision - dst.scale >= digits)
+    return bool(pa.types.is_duration(src) and pa.types.is_int64(dst))
 
 
 def _readable(src: pa.DataType, dst: pa.DataType) -> bool:
@@ -168,10 +171,6 @@ def _nested_mismatch(src: pa.DataType, dst: pa.DataType, path: str) -> str | Non
         # the whole version refused, as before this check (review: not refused outright)
         return f"'{path}' is {src} in the writer schema, the table has {dst}"
     return None
-
-
-#: rows of a batch whose value of one field does not fit, and what to say of them
-Problem = tuple[npt.NDArray[np.bool_], str]
 
 
 def resolve_columns(
@@ -238,10 +237,11 @@ def _cast_fitting(col: pa.Array | pa.ChunkedArray, dst: pa.DataType, name: str,
     try:
         return col.cast(dst)
     except pa.ArrowInvalid:
-        rows, first = failing_rows(col, dst)
+        rows, refusals = failing_rows(col, dst)
     unfit |= rows
-    why.append((rows, f"field '{name}' has a value that does not convert to the table's {dst} "
-                      f"(the writer schema has {col.type}): {first}"))
+    why.append((rows, {i: f"field '{name}' has a value that does not convert to the table's "
+                          f"{dst} (the writer schema has {col.type}): {text}"
+                       for i, text in refusals.items()}))
     return pc.if_else(pa.array(rows), pa.scalar(None, col.type), col).cast(dst)
 
 
@@ -389,8 +389,10 @@ class RegistryDecoder:
         arrow = codec.arrow
         by_name = {f.name: f for f in arrow}
         extra = self._new_fields(arrow)
+        # compared as the table stores them (a Protobuf uint64 is a decimal column: no
+        # change, though the decoded types differ)
         changed = [f for f in self.reader
-                   if f.name in by_name and by_name[f.name].type != f.type]
+                   if f.name in by_name and table_type(by_name[f.name].type) != f.type]
         if (extra or changed) and self._behind(writer.schema_id):
             what = (f"carry field(s) {', '.join(extra)} that the round's schema (id "
                     f"{self._reader_id}) lacks" if extra else
@@ -472,8 +474,7 @@ class RegistryDecoder:
                 continue
             if unfit.any():  # each record's detail names its own fields' problems
                 bad.append((rows[good][unfit], INCOMPATIBLE_SCHEMA,
-                            [f"schema id {schema_id}: "
-                             + "; ".join(text for mask, text in why if mask[i])
+                            [f"schema id {schema_id}: {problem_text(why, i)}"
                              for i in np.flatnonzero(unfit).tolist()]))
                 resolved = resolved.filter(pa.array(~unfit))
                 good = good[~unfit]

@@ -6,14 +6,13 @@ import itertools
 from collections.abc import Iterator
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodline.connectors.files.rejections import rejected_records_batch, rows_as_json
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import WRONG_TYPE
-from hoodline.formats.narrowing import failing_rows, unfit_values
+from hoodline.formats.narrowing import Problem, failing_rows, problem_text, unfit_values
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema | None, where: str) -> pa.RecordBatch:
@@ -89,8 +88,8 @@ def conform_rows(batch: pa.RecordBatch, schema: pa.Schema | None, where: str,
             yield conform(part, schema, where)
             continue
         details = [
-            f"{where} row {first_row + lo + i} (counted from 0): " + "; ".join(
-                text for mask, text in problems if mask[lo + i])
+            f"{where} row {first_row + lo + i} (counted from 0): "
+            + problem_text(problems, lo + i)
             for i in range(hi - lo)]
         values = rows_as_json(part)
         yield rejected_records_batch(pa.array(values, pa.binary()),
@@ -98,11 +97,10 @@ def conform_rows(batch: pa.RecordBatch, schema: pa.Schema | None, where: str,
                                      pa.array(details, pa.string()))
 
 
-def _unfit_rows(batch: pa.RecordBatch,
-                schema: pa.Schema) -> list[tuple[npt.NDArray[np.bool_], str]]:
+def _unfit_rows(batch: pa.RecordBatch, schema: pa.Schema) -> list[Problem]:
     """Per declared column of another type than the file's: the rows whose value does not
     fit it, and what to say of them (only columns with such rows)."""
-    out = []
+    out: list[Problem] = []
     for field in schema:
         if field.name not in batch.schema.names:
             continue
@@ -118,11 +116,12 @@ def _unfit_rows(batch: pa.RecordBatch,
         try:
             rest.cast(field.type)
         except pa.ArrowInvalid:  # what no rule of unfit_values covers: row by row
-            rows, first = failing_rows(rest, field.type)
+            rows, refusals = failing_rows(rest, field.type)
             if rows.any():
-                out.append((rows, f"field '{field.name}' has a value that does not convert to "
-                                  f"the declared {field.type} (the file has {column.type}): "
-                                  f"{first}"))
+                out.append((rows, {i: f"field '{field.name}' has a value that does not convert "
+                                      f"to the declared {field.type} (the file has "
+                                      f"{column.type}): {text}"
+                                   for i, text in refusals.items()}))
         except pa.ArrowNotImplementedError:
             continue  # no value converts: the file fails, naming the column
     return out
