@@ -4,6 +4,7 @@ repeated, unknown fields, padded varints, truncation, wrong wire types, invalid 
 
 from __future__ import annotations
 
+import datetime
 import functools
 from typing import Any
 
@@ -245,10 +246,12 @@ def test_nested_corners_match_the_runtime() -> None:
         b"\x00" + box + inner,  # the message field twice: the runtime merges the two
         b"\x00" + b"\x12\x02\x12\x05",  # box holding a corner longer than the box
         b"\x00" + b"\x12\x00",  # an empty box: present, every field its default
-        _nested_payload({"took": {"seconds": -1, "nanos": -500_000_001}}),  # floor division
+        # toward zero, as protobuf's Durations.toMicros: -1.500000001 s is -1,500,000 us
+        _nested_payload({"took": {"seconds": -1, "nanos": -500_000_001}}),
     ]
     fast, runtime = _both_nested(payloads)
     assert fast == runtime
+    assert fast[0][4]["took"] == datetime.timedelta(microseconds=-1_500_000)
     assert fast[0][1]["box"] == {"kind": "B", "corner": {"x": -3, "label": "p"}}
     assert fast[0][3]["box"] == {"kind": "A", "corner": None} and fast[0][3]["at"] is None
     assert set(fast[1]) == {2}

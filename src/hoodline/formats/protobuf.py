@@ -214,7 +214,8 @@ def _value(field: FieldDescriptor, v: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         name = field.message_type.full_name
         if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
-            micros = v.seconds * 1_000_000 + v.nanos // 1_000
+            # toward zero, as protobuf's own Durations.toMicros (nanos have the seconds' sign)
+            micros = v.seconds * 1_000_000 + int(v.nanos / 1_000)
             if not -(2**63) <= micros < 2**63:
                 raise ValueError(f"{name.rsplit('.', 1)[1]} of {v.seconds} seconds is beyond "
                                  "what a microsecond column holds")

@@ -365,7 +365,9 @@ def _message(f: WireField, sub: pa.Table | None, where_sub: I64, keep: I64,
         nanos = taken.column("nanos").to_numpy(zero_copy_only=False)
         secs = np.nan_to_num(secs).astype(np.int64)
         nanos = np.nan_to_num(nanos).astype(np.int64)
-        micros = secs * 1_000_000 + np.floor_divide(nanos, 1_000)
+        # toward zero, as protobuf's own Durations.toMicros (a Duration's nanos have its
+        # seconds' sign; a Timestamp's are never negative)
+        micros = secs * 1_000_000 + (nanos - np.fmod(nanos, 1_000)) // 1_000
         return pa.array(micros, pa.int64(), mask=absent).cast(target)
     if f.well_known:
         return taken.column("value").combine_chunks().cast(target)
