@@ -355,10 +355,16 @@ def test_partition_values_making_too_long_or_outside_folders_are_bad_records() -
         f"partition field 'region' value '{over}' makes a folder name with its field name "
         "longer than 255 bytes, more than the file system takes; shorten the value or "
         "partition by another field")
-    # object stores have no folders: such a value is a key like any (S3 takes 1,024 bytes),
-    # and rows stored under one stay writable (review of the check)
-    paths, bad = errors(hive, [over, "日" * 90], where="s3://bucket/t")
-    assert paths == [f"region={over}", "region=" + "日" * 90] and bad == []
+    # object stores have no folders: such a value is a key like any, and rows stored under
+    # one stay writable (review of the check); only the key's 1,024 bytes limit it: after
+    # 't' (1 byte), two slashes and 128 bytes for a file name, 893 are left
+    paths, bad = errors(hive, [over, "日" * 90, "x" * 886, "x" * 887], where="s3://bucket/t")
+    assert paths == [f"region={over}", "region=" + "日" * 90, "region=" + "x" * 886]
+    assert [(o, r) for o, r, _ in bad] == [(103, "unreadable_partition")]
+    assert str(bad[0][2]).endswith(
+        "makes a folder name with its field name longer than 893 bytes, more than an object "
+        "store's key (1,024 bytes) takes after the table's path and a file name; shorten the "
+        "value or partition by another field")
     # URL-encoded: the encoded name counts ('%2F' is three bytes for '/')
     encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True,
                           hive_style_partitioning=False)

@@ -30,7 +30,12 @@ from hoodline.formats.json_decoder import (
 )
 from hoodline.pipeline.errors_table import ERROR_SCHEMA
 from hoodline.storage.paths import parse_location
-from hoodline.table.keygen.generator import LOCAL_MAX_FOLDER_BYTES, KeyGenerator
+from hoodline.table.keygen.generator import (
+    LOCAL_MAX_FOLDER_BYTES,
+    OBJECT_STORE_MAX_KEY_BYTES,
+    KeyGenerator,
+    object_store_folder_bytes,
+)
 from hoodline.table.keygen.values import nan_rows
 from hoodline.table.write.context import WriteContext
 from hoodline.table.write.operation import WriteOperation
@@ -208,10 +213,15 @@ def unkeyable_values(spec: RecordSpec, data: pa.Table) -> BadRecords:
 
 
 def _key_generator(spec: RecordSpec) -> KeyGenerator:
-    """The table's key generator; on a local file system a partition value making a folder
-    name longer than it takes is a bad record (it failed every retry of its round)."""
-    local = isinstance(parse_location(spec.ctx.base_path), Path)
-    return KeyGenerator(spec.ctx.config, LOCAL_MAX_FOLDER_BYTES if local else None)
+    """The table's key generator; a partition value making a folder name longer than the
+    storage takes (a local file system's folder name; an object store's whole key) is a bad
+    record: it failed every retry of its round."""
+    where = parse_location(spec.ctx.base_path)
+    if isinstance(where, Path):
+        return KeyGenerator(spec.ctx.config, LOCAL_MAX_FOLDER_BYTES)
+    return KeyGenerator(spec.ctx.config, object_store_folder_bytes(where.key),
+                        f"more than an object store's key ({OBJECT_STORE_MAX_KEY_BYTES:,} "
+                        "bytes) takes after the table's path and a file name")
 
 
 def _combined(arr: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -47,12 +47,14 @@ def _timestamp_options(settings: tuple[tuple[str, str], ...], table: str) -> Tim
 class KeyGenerator:
     """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for a batch."""
 
-    def __init__(self, config: TableConfig, max_folder_bytes: int | None = None) -> None:
+    def __init__(self, config: TableConfig, max_folder_bytes: int | None = None,
+                 limit_is: str = "more than the file system takes") -> None:
         """``max_folder_bytes``: the longest folder name a partition value may make (a local
-        file system's :data:`LOCAL_MAX_FOLDER_BYTES`); None for object stores, whose keys
-        have no folders (S3's limit is the whole key's 1,024 bytes)."""
+        file system's :data:`LOCAL_MAX_FOLDER_BYTES`, or what an object store's key leaves:
+        :func:`object_store_folder_bytes`), ``limit_is`` says what it is; None: no limit."""
         self.config = config
         self.max_folder_bytes = max_folder_bytes
+        self.limit_is = limit_is
         self.kinds = config.partition_field_kinds
         self._timestamp: TimestampKeyOptions | None = None
         if PartitionKind.TIMESTAMP in self.kinds:
@@ -213,8 +215,8 @@ class KeyGenerator:
             out.append((long, (
                 f"makes a folder name{' (URL-encoded)' if encoded else ''}"
                 f"{' with its field name' if self.config.hive_style_partitioning else ''} "
-                f"longer than {limit} bytes, more than the file system takes; shorten "
-                "the value or partition by another field")))
+                f"longer than {limit} bytes, {self.limit_is}; shorten the value or "
+                "partition by another field")))
         return out
 
     def _timestamp_parts(self, batch: Batch, name: str) -> tuple[pa.Array, pa.Array]:
@@ -285,6 +287,19 @@ _NOT_IN_FOLDER_NAMES = "'/', '.', '..' and the NUL character are not allowed"
 #: the longest folder name (in UTF-8 bytes) local file systems take (ext4, XFS, APFS; NTFS
 #: in characters)
 LOCAL_MAX_FOLDER_BYTES = 255
+
+#: an object store's longest key (S3, GCS: bytes; Azure: characters), and what a key needs
+#: beside its partition path: the separators and the longest file name hoodline writes (a log
+#: file's ``.{file id}_{instant}.log.{version}_{write token}``, under 100 bytes)
+OBJECT_STORE_MAX_KEY_BYTES = 1024
+_FILE_NAME_BYTES = 128
+
+
+def object_store_folder_bytes(table_key: str) -> int:
+    """The longest partition folder a table at ``table_key`` in an object store can take:
+    what the store's key length leaves after the table's path and a file name (a partition
+    path of several folders shares it; each is checked against it alone)."""
+    return max(1, OBJECT_STORE_MAX_KEY_BYTES - len(table_key.encode()) - 2 - _FILE_NAME_BYTES)
 
 
 def _distinct_strings(batch: Batch, name: str) -> tuple[pa.Array, pa.Array] | None:
