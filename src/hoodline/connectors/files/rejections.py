@@ -5,11 +5,15 @@ single CSV rows whose values do not convert to it or whose number of fields is w
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 
@@ -100,3 +104,14 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)
+
+
+def runs(bad: npt.NDArray[np.bool_] | npt.NDArray[np.int8]) -> Iterator[tuple[int, int, bool]]:
+    """``(start, end, bad)`` of each run of consecutive rows alike in ``bad``, in order: a
+    reader yields good batches and rejected-records batches in the rows' order, so a restart
+    that skips the rows emitted before counts both."""
+    cuts = np.flatnonzero(np.diff(bad.astype(np.int8))) + 1
+    bounds = np.concatenate(([0], cuts, [len(bad)])).tolist()
+    for lo, hi in itertools.pairwise(bounds):
+        if hi > lo:
+            yield int(lo), int(hi), bool(bad[lo])

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.connectors.files.rejections import rejected_records_batch, rows_as_json
+from hoodline.connectors.files.rejections import rejected_records_batch, rows_as_json, runs
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import WRONG_TYPE
 from hoodline.formats.narrowing import Problem, failing_rows, problem_text, unfit_values
@@ -78,13 +77,11 @@ def conform_rows(batch: pa.RecordBatch, schema: pa.Schema | None, where: str,
     bad = np.zeros(batch.num_rows, dtype=bool)
     for mask, _ in problems:
         bad |= mask
-    cuts = np.flatnonzero(np.diff(bad.astype(np.int8))) + 1
-    bounds = np.concatenate(([0], cuts, [batch.num_rows])).tolist()
-    for lo, hi in itertools.pairwise(bounds):
+    for lo, hi, rejected in runs(bad):
         # a copy of the rows, not a slice: a sliced list's cast looks at every value of its
         # child array, the bad rows' too
         part = batch.take(pa.array(np.arange(lo, hi, dtype=np.int64)))
-        if not bad[lo]:
+        if not rejected:
             yield conform(part, schema, where)
             continue
         details = [

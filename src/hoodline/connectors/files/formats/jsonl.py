@@ -25,7 +25,6 @@ file (``.gz``, ``.bz2``, ``.zst``) is one split, read from its decompressed text
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
@@ -46,6 +45,7 @@ from hoodline.connectors.files.rejections import (
     STRICT_HINT,
     is_rejected_records,
     rejected_records_batch,
+    runs,
 )
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
@@ -299,16 +299,12 @@ def _decode_piece(
     values = lines.values(kept)
     result = decoder.decode(values)
     bad_index = np.asarray(result.errors.index, dtype=np.int64)
-    is_bad = np.zeros(len(values), dtype=np.int8)
-    is_bad[bad_index] = 1
-    cuts = np.flatnonzero(np.diff(is_bad)) + 1
-    bounds = np.concatenate(([0], cuts, [len(values)])).tolist()
+    is_bad = np.zeros(len(values), dtype=np.bool_)
+    is_bad[bad_index] = True
     good_at = bad_at = 0
-    for lo, hi in itertools.pairwise(bounds):
-        if hi <= lo:
-            continue
+    for lo, hi, bad in runs(is_bad):
         n = hi - lo
-        if is_bad[lo]:
+        if bad:
             rows = bad_index[bad_at : bad_at + n]
             texts = result.errors.detail[bad_at : bad_at + n].to_pylist()
             details = [
