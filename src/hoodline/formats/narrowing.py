@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Problem", "failing_rows", "problem_text", "unfit_values"]
+__all__ = ["Problem", "cast_fitting", "failing_rows", "problem_text", "unfit_values"]
 
 _TIME_UNITS = ("s", "ms", "us", "ns")
 
@@ -167,3 +167,32 @@ def failing_rows(col: pa.Array | pa.ChunkedArray,
     # a null row is no value (whatever its struct's hidden fields hold)
     valid = np.asarray(col.is_valid())
     return out & valid, {i: text for i, text in said.items() if valid[i]}
+
+
+def cast_fitting(col: pa.Array | pa.ChunkedArray, dst: pa.DataType, name: str, *,
+                 target: str, source: str,
+                 ) -> tuple[pa.Array | pa.ChunkedArray, list[Problem]]:
+    """``col`` cast to ``dst``, every value that does not fit null, and per kind of misfit
+    its rows and what to say of them (``field 'x' has a value that ... <target> T column
+    (<source> has S)``: ``target`` "the table's", ``source`` "the writer schema"): the rules of
+    :func:`unfit_values` first, then :func:`failing_rows` for what Arrow refuses otherwise.
+    Raises Arrow's error when the cast fails for another reason than values (no cast
+    between the types)."""
+    problems: list[Problem] = []
+    found = unfit_values(col, dst)
+    if found is not None and found[0].any():
+        problems.append((found[0], f"field '{name}' has a value that {found[1]} {target} {dst} "
+                                   f"column ({source} has {col.type})"))
+        col_rest = pc.if_else(pa.array(found[0]), pa.scalar(None, col.type), col)
+    else:
+        col_rest = col
+    try:
+        return col_rest.cast(dst), problems
+    except pa.ArrowInvalid:
+        rows, refusals = failing_rows(col_rest, dst)
+    if not rows.any():
+        raise pa.ArrowInvalid(f"'{name}' does not convert to {dst}")
+    problems.append((rows, {i: f"field '{name}' has a value that does not convert to {target} "
+                               f"{dst} ({source} has {col.type}): {text}"
+                            for i, text in refusals.items()}))
+    return pc.if_else(pa.array(rows), pa.scalar(None, col.type), col_rest).cast(dst), problems

@@ -47,7 +47,6 @@ import fastavro
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hoodline.errors import SchemaChangedError, TableError
 from hoodline.formats.codec import GroupResult, PayloadCodec
@@ -59,7 +58,7 @@ from hoodline.formats.json_decoder import (
     DecodeResult,
 )
 from hoodline.formats.json_schema import JsonSchemaCodec
-from hoodline.formats.narrowing import Problem, failing_rows, problem_text, unfit_values
+from hoodline.formats.narrowing import Problem, cast_fitting, problem_text
 from hoodline.formats.protobuf import ProtobufCodec, table_type
 from hoodline.formats.registry import (
     UNKNOWN,
@@ -202,15 +201,12 @@ def resolve_columns(
                     if inside is not None:
                         refused.append(f"field {inside}")
                         continue
-                found = unfit_values(col, f.type)
-                if found is not None and found[0].any():
-                    out, what = found
-                    unfit |= out
-                    why.append((out, f"field '{f.name}' has a value that {what} the table's "
-                                     f"{f.type} column (the writer schema has {col.type})"))
-                    col = pc.if_else(pa.array(out), pa.scalar(None, col.type), col)
                 try:
-                    col = _cast_fitting(col, f.type, f.name, unfit, why)
+                    col, problems = cast_fitting(col, f.type, f.name, target="the table's",
+                                                 source="the writer schema")
+                    for rows, _ in problems:
+                        unfit |= rows
+                    why += problems
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     refused.append(f"field '{f.name}' ({col.type}) does not convert to the "
                                    f"table's {f.type}: {exc}")
@@ -227,22 +223,6 @@ def resolve_columns(
         raise ValueError("; ".join(refused))
     table = pa.Table.from_arrays(cols, schema=pa.schema([f.with_nullable(True) for f in reader]))
     return table, unfit, why
-
-
-def _cast_fitting(col: pa.Array | pa.ChunkedArray, dst: pa.DataType, name: str,
-                  unfit: npt.NDArray[np.bool_], why: list[Problem]) -> pa.Array | pa.ChunkedArray:
-    """``col`` cast to ``dst``; values Arrow refuses (a narrower leaf inside a record or list,
-    a time beyond what a finer unit holds) are null and their rows marked in ``unfit``: one
-    such value refused the whole batch (review of the value-by-value narrowing)."""
-    try:
-        return col.cast(dst)
-    except pa.ArrowInvalid:
-        rows, refusals = failing_rows(col, dst)
-    unfit |= rows
-    why.append((rows, {i: f"field '{name}' has a value that does not convert to the table's "
-                          f"{dst} (the writer schema has {col.type}): {text}"
-                       for i, text in refusals.items()}))
-    return pc.if_else(pa.array(rows), pa.scalar(None, col.type), col).cast(dst)
 
 
 class AvroCodec:

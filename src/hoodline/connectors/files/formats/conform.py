@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from hoodline.connectors.files.rejections import rejected_records_batch, rows_as_json, runs
 from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import WRONG_TYPE
-from hoodline.formats.narrowing import Problem, failing_rows, problem_text, unfit_values
+from hoodline.formats.narrowing import Problem, cast_fitting, problem_text
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema | None, where: str) -> pa.RecordBatch:
@@ -104,21 +104,9 @@ def _unfit_rows(batch: pa.RecordBatch, schema: pa.Schema) -> list[Problem]:
         column = batch.column(field.name)
         if column.type.equals(field.type):
             continue
-        found = unfit_values(column, field.type)
-        rest = column
-        if found is not None and found[0].any():
-            out.append((found[0], f"field '{field.name}' has a value that {found[1]} the "
-                                  f"declared {field.type} column (the file has {column.type})"))
-            rest = pc.if_else(pa.array(found[0]), pa.scalar(None, column.type), column)
         try:
-            rest.cast(field.type)
-        except pa.ArrowInvalid:  # what no rule of unfit_values covers: row by row
-            rows, refusals = failing_rows(rest, field.type)
-            if rows.any():
-                out.append((rows, {i: f"field '{field.name}' has a value that does not convert "
-                                      f"to the declared {field.type} (the file has "
-                                      f"{column.type}): {text}"
-                                   for i, text in refusals.items()}))
-        except pa.ArrowNotImplementedError:
+            out += cast_fitting(column, field.type, field.name, target="the declared",
+                                source="the file")[1]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue  # no value converts: the file fails, naming the column
     return out
