@@ -25,6 +25,7 @@ from hoodline.table.keygen.kinds import KeyGeneratorKind, PartitionKind
 from hoodline.table.keygen.timestamp import TimestampKeyOptions, timestamp_settings
 from hoodline.table.keygen.values import (
     Batch,
+    distinct_strings,
     distinct_value_strings,
     escape_partition_values,
     first_row_of,
@@ -162,10 +163,10 @@ class KeyGenerator:
             empty = _empty_strings(batch, name)
             if empty is not None:
                 out.append(UnusableValues("partition", name, empty, _EMPTY + "partition", True))
-            distinct = _distinct_strings(batch, name)
-            if distinct is None:  # a type no partition path takes: refused when written
-                continue
-            values, indices = distinct
+            try:
+                values, indices = distinct_strings(batch.column(name))
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                continue  # a type no partition path takes: refused when written
             for bad, why in self._folder_problems(values, name):
                 rows = _any_or_none(pc.take(bad, indices))
                 if rows is not None:
@@ -300,21 +301,6 @@ def object_store_folder_bytes(table_key: str) -> int:
     what the store's key length leaves after the table's path and a file name (a partition
     path of several folders shares it; each is checked against it alone)."""
     return max(1, OBJECT_STORE_MAX_KEY_BYTES - len(table_key.encode()) - 2 - _FILE_NAME_BYTES)
-
-
-def _distinct_strings(batch: Batch, name: str) -> tuple[pa.Array, pa.Array] | None:
-    """A partition column's distinct values as the strings its folders are made of (as
-    :func:`distinct_value_strings` renders them, nulls left to the null check) and each
-    row's index into them; None when its type renders no string."""
-    col = batch.column(name)
-    if pa.types.is_dictionary(col.type):
-        col = pc.cast(col, col.type.value_type)
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    encoded = pc.dictionary_encode(arr)
-    try:
-        return pc.cast(encoded.dictionary, pa.string()), encoded.indices
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-        return None
 
 
 def _no_folder_name(text: pa.Array) -> pa.Array:

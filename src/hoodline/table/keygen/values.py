@@ -166,15 +166,21 @@ def distinct_value_strings(batch: Batch, name: str, role: str) -> tuple[pa.Array
     than doing it row by row."""
     col = require_no_nulls(batch, name, role)
     _require_key_type(col, name, role)
+    text, indices = distinct_strings(col)
+    row = first_row_of(indices, pc.equal(pc.utf8_length(text), 0))
+    if row >= 0:
+        raise _empty_string_error(name, role, row)
+    return text, indices
+
+
+def distinct_strings(col: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """A column's distinct values rendered as strings, and each row's index into them (a
+    null row's index is null). Raises Arrow's error for a type with no string form."""
     if pa.types.is_dictionary(col.type):  # chunks may have different dictionaries
         col = pc.cast(col, col.type.value_type)
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     encoded = pc.dictionary_encode(arr)
-    text = pc.cast(encoded.dictionary, pa.string())
-    row = first_row_of(encoded.indices, pc.equal(pc.utf8_length(text), 0))
-    if row >= 0:
-        raise _empty_string_error(name, role, row)
-    return text, encoded.indices
+    return pc.cast(encoded.dictionary, pa.string()), encoded.indices
 
 
 def first_row_of(indices: pa.Array, bad_values: pa.Array) -> int:
