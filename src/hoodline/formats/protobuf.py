@@ -205,7 +205,9 @@ def table_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([t.field(i).with_type(table_type(t.field(i).type))
                           for i in range(t.num_fields)])
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(table_type(t.value_type)))
+    if pa.types.is_list(t):
         return pa.list_(t.value_field.with_type(table_type(t.value_type)))
     return t
 
