@@ -7,6 +7,7 @@ is unknown, and errors after the commit."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import inspect
 import itertools
 import json
@@ -20,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hoodline import faults
+from hoodline.config import ErrorTolerance
 from hoodline.errors import (
     BadRecordError,
     CommitOutcomeUnknownError,
@@ -199,10 +201,6 @@ def test_a_failed_close_of_the_error_tables_writer_hides_neither_the_cause_nor_t
     src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import dataclasses
-
-    from hoodline.config import ErrorTolerance
-
     """In an S3 outage the run gave up, then releasing the error table's lock failed too: that
     error replaced why the run stopped and the table's own writer was never closed (its lock
     stayed until it expired; chaos review on S3, 2 of 2)."""
@@ -1101,3 +1099,83 @@ def test_a_key_missing_from_the_subject_names_the_options_that_choose_the_schema
     assert "field(s) 'id' named in [table] are not in the Schema Registry subject's schema" in text
     assert ("source.schema-message (the message of the file the topic holds" in text) == (
         fmt == "protobuf")
+
+
+class _Killed(BaseException):
+    """Stands for a kill -9 of the pipeline (no rollback in the process)."""
+
+
+def test_a_round_killed_between_the_error_tables_commit_and_its_own_leaves_no_error_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Error review: the error table commits a round's bad records before the target commits
+    the round. Killed in between and restarted with a [schema] that reads the record, the
+    replay wrote it to the table while the error table still listed it as bad; the restart
+    now rolls back the error commit of the round whose instant it rolled back."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": 1, "v": 7, "ts": 1}\n'
+                                 '{"id": 2, "v": 2.5, "ts": 1}\n')
+    table = tmp_path / "t"
+
+    def config(v_type: str) -> PipelineConfig:
+        return config_from_dict({
+            "source": {"type": "files", "format": "json",
+                       "options": {"path": str(src), "format": "jsonl"}},
+            "table": {"path": str(table), "record-key": ["id"], "precombine-field": "ts"},
+            "schema": {"id": "int64", "v": v_type, "ts": "int64"},
+            "errors": {"tolerance": "all"},
+            "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+        })
+
+    def killed(t: HudiTable, round_id: int) -> None:  # after the error commit, before the target's
+        raise _Killed
+
+    cfg = config("int64")
+    with monkeypatch.context() as m:
+        m.setattr(RoundDriver, "_guard", staticmethod(killed))
+        m.setattr(RoundDriver, "_rollback", staticmethod(lambda run, ts: None))
+        with pytest.raises(_Killed):
+            _driver(cfg, InProcessEngine())[0].run(once=True)
+    errors = HudiTable.open(cfg.errors.table_path)
+    assert [e["error_id"] for e in read_snapshot(errors).to_pylist()] == [
+        f"file/{src / 'a.jsonl'}/1"]
+    # the user declares v as it is sent: a double
+    cfg = config("double")
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert sorted(read_snapshot(HudiTable.open(table)).column("id").to_pylist()) == [1, 2]
+    errors = HudiTable.open(cfg.errors.table_path)
+    assert read_snapshot(errors).num_rows == 0
+    assert [i.action for i in errors.timeline.completed()] == ["rollback"]
+
+
+def test_a_failed_round_takes_its_error_commit_with_it_before_the_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round whose target commit fails after the error table committed its bad records: the
+    rollback of its instant rolls back that error commit too (the retry writes them again)."""
+    src = tmp_path / "in"
+    _write_file(src, "a.jsonl", _rows(range(3)))
+    (src / "c.jsonl").write_text('{"id": 500, "v": "a", "ts": "late"}\n')
+    table = tmp_path / "t"
+    cfg = _config(src, table)
+    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
+                                                              tolerance=ErrorTolerance.ALL))
+    fails = 0
+    real = RoundDriver._guard
+
+    def guard_fails_once(t: HudiTable, round_id: int) -> None:
+        nonlocal fails
+        if fails < 1:
+            fails += 1
+            raise EngineJobError("test: the target's commit failed")
+        real(t, round_id)
+
+    monkeypatch.setattr(RoundDriver, "_guard", staticmethod(guard_fails_once))
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    errors = HudiTable.open(cfg.errors.table_path)
+    assert [e["error_id"] for e in read_snapshot(errors).to_pylist()] == [
+        f"file/{src / 'c.jsonl'}/0"]
+    done = errors.timeline.completed()
+    assert [i.action for i in done].count("rollback") == 1
+    assert len(errors.timeline.completed_commits()) == 1

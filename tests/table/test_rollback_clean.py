@@ -649,6 +649,30 @@ def test_the_newest_commit_with_an_unreadable_file_is_rolled_back_by_name(
     assert_hudi_matches_hoodline(table)
 
 
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_the_newest_commit_is_rolled_back_for_a_reason_given_and_an_older_one_is_not(
+    tmp_path: Path, table_type: str
+) -> None:
+    """``completed_because`` (the error table's commit of a round that did not complete): the
+    newest commit goes, exactly the files its write stats name, and readers see the table as
+    before it; an older one is refused (later commits wrote on top of it)."""
+    table = HudiTable.create(tmp_path / "t", make_config("BUCKET", table_type=table_type))
+    with WriteClient(table) as client:
+        first = client.upsert(wrows([1, 2, 3], "eu"))
+        before = snapshot_dict(table)
+        ts = client.upsert(wrows([1, 4], "eu", ts=2, v="b"))
+        written = _files_of(table, ts)
+        with pytest.raises(TimelineError, match=f"commit {first} cannot be rolled back: why, "
+                           "and it is not the table's newest commit"):
+            client.rollback(first, completed_because="why")
+        rb = client.rollback(ts, completed_because="its round did not complete")
+    assert table.timeline.find(ts) is None and _files_of(table, ts) == []
+    meta = _avro(table.timeline.read_instant_bytes(rb), "HoodieRollbackMetadata")
+    assert meta["commitsRollback"] == [ts] and meta["totalFilesDeleted"] == len(written) > 0
+    assert snapshot_dict(table) == before
+    assert_hudi_matches_hoodline(table)
+
+
 def test_an_older_commit_with_an_unreadable_file_is_not_rolled_back(tmp_path: Path) -> None:
     """Rolling back a commit that later commits wrote on top of would lose their data."""
     table = HudiTable.create(tmp_path / "t", make_config("BUCKET"))

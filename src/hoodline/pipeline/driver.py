@@ -61,7 +61,12 @@ from hoodline.faults import FaultPoint
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.engine import Engine, RoundOutput
-from hoodline.pipeline.errors_table import open_error_table, raise_for_bad_records
+from hoodline.pipeline.errors_table import (
+    drop_orphaned_errors,
+    open_error_table,
+    raise_for_bad_records,
+    round_metadata,
+)
 from hoodline.pipeline.outage import wait_out_outage
 from hoodline.pipeline.plugin import RecordPreparer, RoundPlan, SourcePlugin
 from hoodline.pipeline.plugins import load_plugin
@@ -360,6 +365,9 @@ class RoundDriver:
                         f: getattr(client.options, f)
                         for f in ("lock_owner", "lock_expiry_seconds", "lock_heartbeat_seconds")}),
                 ).open()
+                # a crash between the error table's commit and the target's left the rolled-
+                # back round's bad records there
+                drop_orphaned_errors(errors_client, client.table)
             rounds: SourceRounds[Any, Any] = SourceRounds(
                 plugin.source, cfg.runtime.reader_parallelism,
                 restored.source if restored else None,
@@ -666,7 +674,7 @@ class RoundDriver:
         if skipped:
             bad = pa.concat_tables([bad, pa.Table.from_batches(skipped, bad.schema)])
         if bad.num_rows and run.errors_client is not None:
-            run.errors_client.upsert(bad)
+            run.errors_client.upsert(bad, round_metadata(run.table, ctx.instant_ts))
         faults.reach(FaultPoint.BEFORE_COMMIT)
         stored = PipelineCheckpoint(planned.round_id, run.plugin.name, run.plugin.identity,
                                     checkpoint)
@@ -796,6 +804,8 @@ class RoundDriver:
             inst = run.table.timeline.find(ts, run.table.write_action)
             if inst is not None and not inst.is_completed:
                 run.client.rollback(ts)
+            if run.errors_client is not None:  # the round's bad records go with it
+                drop_orphaned_errors(run.errors_client, run.table)
         except Exception as exc:
             if ts not in run.unrolled:
                 run.unrolled.append(ts)

@@ -12,7 +12,12 @@ its position. Either way nothing is dropped silently.
   the target instant (which carries the source checkpoint) last. A crash in between replays the
   round; because the error table's record key is the record's *source position* (``error_id``,
   e.g. ``kafka/events/3/1234`` or ``file/<path>/17``) and it is upserted, a replay rewrites the
-  same rows and never duplicates them. The error table never stores a checkpoint of its own.
+  same rows and never duplicates them. The error table never stores a checkpoint of its own;
+  each of its commits names the target instant whose round it belongs to
+  (:data:`ROUND_INSTANT_KEY`), and when that instant is rolled back (a failed round, or by the
+  next start after a crash) so is the error commit (:func:`drop_orphaned_errors`): the replay may
+  find different records bad (a changed ``[schema]``), and rows of records it writes to the
+  target must not stay in the error table.
 * Partitioned by ``day`` so it can be cleaned by age: the UTC date of the record's own timestamp
   (a Kafka message's timestamp, a file's modification time) when it has one, else the date of
   detection, so a round replayed on a later day rewrites the same rows.
@@ -27,6 +32,7 @@ the round driver writes it through the table layer.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -36,10 +42,18 @@ import pyarrow.compute as pc
 from hoodline.errors import BadRecordError, TableNotFoundError
 from hoodline.formats.json_decoder import BadRecords
 from hoodline.pipeline.target import refuse_foreign_folder
+from hoodline.table.instant import Instant
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
+
+log = logging.getLogger(__name__)
 
 ERROR_RECORD_KEY = "error_id"
+#: Extra metadata of an error-table commit: the target table and the instant of the round whose
+#: bad records it holds.
+ROUND_TABLE_KEY = "hoodline.errors.target.table"
+ROUND_INSTANT_KEY = "hoodline.errors.target.instant"
 ERROR_PARTITION_FIELD = "day"
 
 ERROR_SCHEMA = pa.schema(
@@ -194,3 +208,45 @@ def open_error_table(
             exist_ok=True,
             storage_options=storage_options,
         )
+
+
+def round_metadata(target: HudiTable, instant_ts: str) -> dict[str, str]:
+    """The extra metadata of the error-table commit of the round writing ``instant_ts``."""
+    return {ROUND_TABLE_KEY: str(target.base_path), ROUND_INSTANT_KEY: instant_ts}
+
+
+def orphaned_error_commit(errors: HudiTable, target: HudiTable) -> Instant | None:
+    """The error table's newest commit when it holds the bad records of a round of ``target``
+    whose instant did not complete (rolled back, or still pending); else None. An instant older
+    than the target's active timeline may have been archived: never taken for one that failed."""
+    errors.timeline.reload()
+    newest = errors.timeline.last_completed_commit()
+    if newest is None:
+        return None
+    extra = errors.timeline.read_commit_metadata(newest).extra_metadata
+    instant_ts = extra.get(ROUND_INSTANT_KEY)
+    if instant_ts is None or extra.get(ROUND_TABLE_KEY) != str(target.base_path):
+        return None  # written before hoodline named the round, or for another table
+    target.timeline.reload()
+    if target.timeline.is_completed_commit(instant_ts):
+        return None
+    start = target.timeline.start()
+    return newest if start is None or instant_ts > start else None
+
+
+def drop_orphaned_errors(errors: WriteClient, target: HudiTable) -> Instant | None:
+    """Roll back the error table's commit of a round whose target instant was rolled back (see
+    module docs); returns the rolled-back commit, or None when there was none."""
+    orphan = orphaned_error_commit(errors.table, target)
+    if orphan is None:
+        return None
+    instant_ts = errors.table.timeline.read_commit_metadata(orphan).extra_metadata[
+        ROUND_INSTANT_KEY]
+    log.warning("error table '%s': rolling back its commit %s, which holds the bad records of "
+                "the round of instant %s of '%s' that did not complete (the round is read again "
+                "and its bad records written again)", errors.table.base_path, orphan.timestamp,
+                instant_ts, target.base_path)
+    errors.rollback(orphan.timestamp, completed_because=(
+        f"it holds the bad records of instant {instant_ts} of '{target.base_path}', which did "
+        "not complete"))
+    return orphan

@@ -264,40 +264,54 @@ def _finish(
     return done
 
 
-def rollback_instant(table: HudiTable, instant: Instant) -> Instant:
+def rollback_instant(
+    table: HudiTable, instant: Instant, *, completed_because: str | None = None
+) -> Instant:
     """Roll back a requested/inflight instant; returns the completed rollback instant.
 
+    A completed one only with ``completed_because`` (why its data must go: the table's newest
+    commit, nothing written on top of it), or when its file cannot be read back.
     The caller must hold the table's writer lock (no live writer may still write ``instant``).
     """
     table.timeline.reload()
     current = table.timeline.find(instant.timestamp, instant.action)
     if current is None:
         raise TimelineError(f"instant {instant} is not on the timeline of '{table.base_path}'")
+    written: list[str] | None = None
     if current.is_completed:
-        current = _uncommit_damaged(table, current)
+        current, written = _uncommit(table, current, completed_because)
     if current.action == COMPACTION:
         _require_unrunnable_compaction(table, current)
     started = time.monotonic()
-    files = _files_to_delete(table, current)
+    files = _files_to_delete(table, current) if written is None else written
     rb_ts = table.new_instant_time()
     plan = _plan(table, current, files)
     rb = table.timeline.create_requested(ROLLBACK, rb_ts, serialize(ActionBody.ROLLBACK_PLAN, plan))
     return _finish(table, rb, current, plan, started)
 
 
-def _uncommit_damaged(table: HudiTable, done: Instant) -> Instant:
-    """Turn the table's newest commit whose file cannot be read back into a pending instant (its
-    completed file goes), to be rolled back as a failed write; returns that pending instant.
-    Nothing reads past such a file, and nothing else gets it out; refused for a commit that
-    reads fine, one that later commits wrote on top of, and one a later clean undermined (it
-    deleted file versions the commit replaced): rolling those back loses data."""
+def _uncommit(
+    table: HudiTable, done: Instant, because: str | None
+) -> tuple[Instant, list[str] | None]:
+    """Turn the table's newest commit into a pending instant (its completed file goes), to be
+    rolled back as a failed write; returns that pending instant and the files its write stats
+    name (None when its file cannot be read: they are listed). For a commit whose file cannot
+    be read back (nothing reads past such a file, and nothing else gets it out), or one the
+    caller gives a reason for (``because``); refused for any other, for one that later commits
+    wrote on top of, and for one a later clean undermined (it deleted file versions the commit
+    replaced): rolling those back loses data."""
     tl = table.timeline
     path = tl.path_of(done)
     damage = ""
+    written: list[str] | None = None
     try:
-        CommitMetadata.from_json_bytes(tl.read_instant_bytes(done), str(path))
+        metadata = CommitMetadata.from_json_bytes(tl.read_instant_bytes(done), str(path))
     except TimelineError as exc:
         damage = str(exc)
+    else:
+        written = sorted(s.path for stats in metadata.partition_to_write_stats.values()
+                         for s in stats if _written_by(table, s.path, done.timestamp))
+    damage = damage or because or ""
     if done.action not in DATA_ACTIONS or not damage:
         raise TimelineError(
             f"{done.action} {done.timestamp} completed; rolling back completed instants is not "
@@ -335,14 +349,14 @@ def _uncommit_damaged(table: HudiTable, done: Instant) -> Instant:
                     f"{clean.timestamp} deleted file versions it replaced (e.g. '{gone[0]}'). "
                     f"Restore '{path}' from a copy"
                 )
-    log.warning("removing %s, which cannot be read (%s), to roll back %s %s", path, damage,
-                done.action, done.timestamp)
+    log.warning("removing %s (%s) to roll back %s %s", path, damage, done.action,
+                done.timestamp)
     path.unlink()
     tl.reload()
     pending = tl.find(done.timestamp, done.action)
     if pending is None or pending.is_completed:
         raise TimelineError(f"{done} changed on the timeline while it was rolled back; retry")
-    return pending
+    return pending, written
 
 
 def _groups_with_versions_before(

@@ -570,13 +570,16 @@ class WriteClient:
         markers.delete_all()
         return ctx.instant_ts
 
-    def rollback(self, instant_ts: str) -> Instant:
-        """Roll back a pending instant of this writer (deletes the files its markers list)."""
+    def rollback(self, instant_ts: str, *, completed_because: str | None = None) -> Instant:
+        """Roll back a pending instant of this writer (deletes the files its markers list), or
+        with ``completed_because`` the table's newest commit (see
+        :func:`~hoodline.table.rollback.rollback_instant`)."""
         self._require_open()
+        self.table.timeline.reload()
         inst = self.table.timeline.find(instant_ts, self.table.write_action)
         if inst is None:
             raise TableError(f"instant {instant_ts} is not on the timeline")
-        return rollback_instant(self.table, inst)
+        return rollback_instant(self.table, inst, completed_because=completed_because)
 
     def clean(self, retain_commits: int | None = None) -> Instant | None:
         self._require_open()
