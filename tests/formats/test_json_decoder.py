@@ -202,11 +202,13 @@ def test_bulk_parse_keeps_order_and_types() -> None:
         (b"true", NOT_OBJECT, "is a boolean, not"),
         # pyarrow's "in row 0" is the row of a one-record parse, not the record's: left out
         (b'{"id": "7"}', WRONG_TYPE, "field 'id' holds a string where the schema wants a number"),
-        (b'{"name": "x"}', MISSING_KEY, "id"),
+        (b'{"name": "x"}', MISSING_KEY, "field(s) id missing or null (every record needs its "
+         "record key, partition and ordering fields)"),
         (b'{"id": 1}{"id": 2}', UNPARSEABLE, "Extra data"),
         (b'{"id": 1} null {"id": 2}', UNPARSEABLE, "Extra data"),  # reader: 3 rows, 1 all-null
-        (b"   ", UNPARSEABLE, "invalid JSON"),  # the reader would skip the line silently
-        (b"", UNPARSEABLE, "invalid JSON"),
+        # the reader would skip the line silently
+        (b"   ", UNPARSEABLE, "invalid JSON: the value holds only white space"),
+        (b"", UNPARSEABLE, "invalid JSON: the value is empty"),
         (b'{"id": 1, "junk": "\xff"}', UNPARSEABLE, "invalid UTF-8: byte 0xff at offset 19"),
         # not read as UTF-16 because the first bytes look like its byte order mark
         (b'\xff\xfe{"id": 9}', UNPARSEABLE, "invalid UTF-8: byte 0xff at offset 0"),

@@ -582,6 +582,9 @@ class JsonDecoder:
         try:
             doc = json.loads(text, parse_constant=float if constants else _reject_constant)
         except ValueError as exc:
+            if not text.strip():  # an empty message: not a JSON error a producer can look for
+                return UNPARSEABLE, ("invalid JSON: the value is empty" if not text else
+                                     "invalid JSON: the value holds only white space"), {}
             return UNPARSEABLE, _short(f"invalid JSON: {exc}"), {}
         except RecursionError:
             return UNPARSEABLE, "invalid JSON: nested too deeply to read", {}
@@ -692,7 +695,7 @@ class JsonDecoder:
         return None
 
     def _missing_details(self, bad_rows: pa.Table) -> pa.Array:
-        return missing_fields_text(bad_rows, self.required, "key field(s) {} missing or null")
+        return missing_fields_text(bad_rows, self.required, REQUIRED_MISSING)
 
     # -- output ----------------------------------------------------------------------------------
     def _to_declared(self, records: pa.Table) -> pa.Table:
@@ -918,6 +921,12 @@ _ROW_HINT = re.compile(r"in row (\d+)$")
 def _row_hint(exc: BaseException) -> int | None:
     m = _ROW_HINT.search(str(exc).strip())
     return int(m.group(1)) if m else None
+
+
+#: The detail of a record without a value for a field its record key, partition path or
+#: ordering needs (the fields named in the braces).
+REQUIRED_MISSING = ("field(s) {} missing or null (every record needs its record key, partition "
+                    "and ordering fields)")
 
 
 def missing_fields_text(rows: pa.Table, names: Sequence[str], template: str) -> pa.Array:

@@ -52,15 +52,10 @@ from hoodline.formats.json_decoder import (
     MISSING_KEY,
     NULL_VALUE,
     UNPARSEABLE,
+    REQUIRED_MISSING,
     WRONG_TYPE,
     missing_fields_text,
 )
-
-#: The detail of a row without a value for a field its record key, partition path or ordering
-#: needs (the fields named in the braces).
-REQUIRED_MISSING = ("field(s) {} missing or null (every record needs its record key, partition "
-                    "and ordering fields)")
-
 
 class _RowProblem:
     """Remembers the position of the first malformed row (from pyarrow's number: rows parsed
