@@ -51,11 +51,12 @@ from hoodline.errors import FileSourceError
 from hoodline.formats.json_decoder import (
     MISSING_KEY,
     NULL_VALUE,
-    UNPARSEABLE,
     REQUIRED_MISSING,
+    UNPARSEABLE,
     WRONG_TYPE,
     missing_fields_text,
 )
+
 
 class _RowProblem:
     """Remembers the position of the first malformed row (from pyarrow's number: rows parsed
