@@ -8,7 +8,10 @@ gets its configuration from :func:`with_client_logging` instead, so those lines 
 logger ``hoodline.kafka.client`` at the level librdkafka gave them (confluent-kafka maps the
 syslog levels: 0-2 critical, 3 error, 4 warning, 5-6 info, 7 debug), without the thread prefix,
 and the same message at most once per :data:`REPEAT_WINDOW_S` seconds; the next line after a
-window tells how many repeats were suppressed.
+window tells how many repeats were suppressed. A broker connection failing (facility ``FAIL``,
+librdkafka's level 3) is logged as a warning: the client reconnects by itself, and hoodline
+reports an outage it gives up on as an error of its own, so alerts on errors do not fire on
+an outage the pipeline survives.
 
 confluent-kafka delivers these lines (and ``error_cb`` calls) from the client's ``poll()``,
 ``consume()`` or ``flush()``, on the calling thread; an admin client must be polled for them.
@@ -57,9 +60,11 @@ class ClientLog:
         self._seen: dict[tuple[int, str, str], tuple[float, int]] = {}
 
     def log(self, level: int, msg: str, *args: Any) -> None:
+        facility, client, text = _parts(msg, args)
+        if facility == "FAIL" and level > logging.WARNING:  # retried by the client itself
+            level = logging.WARNING
         if not self._logger.isEnabledFor(level):
             return
-        facility, client, text = _parts(msg, args)
         key = (level, facility, _VARYING.sub("", text))
         now = self._clock()
         with self._lock:
