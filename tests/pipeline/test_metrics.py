@@ -146,3 +146,28 @@ def test_compactions_their_backlog_and_failed_services_are_counted() -> None:
     assert reg.get_sample_value("hoodline_pending_compactions", labels) == 2
     assert reg.get_sample_value("hoodline_round_phase_seconds_sum",
                                 {**labels, "phase": "services"}) == 2.5
+
+
+def test_a_partition_no_longer_read_loses_its_lag_series_and_every_round_is_timed() -> None:
+    """Metrics review: a deleted topic's lag stayed at its last value until the process ended
+    (an alert on lag would page forever); a run waiting for an unreachable broker moved no
+    metric at all (no round ends), so the time of the last round is a gauge of its own."""
+    now = {"t": 1000.0}
+    metrics = PipelineMetrics("t", "kafka", clock=lambda: now["t"])
+    labels = {"table": "t", "source": "kafka"}
+    reg = metrics.registry
+    assert reg.get_sample_value("hoodline_last_round_timestamp_seconds", labels) == 1000.0
+    base = RoundReport(1, "1", True, 5, 5, 0, 0, 1, 0.1, 0.1, 0.1, 0.3, 16.0,
+                       {"a-0": 7, "b-0": 85}, 0, 100, 2000)
+    now["t"] = 1010.0
+    metrics.observe_round(base)
+    assert reg.get_sample_value("hoodline_lag_records", {**labels, "partition": "b-0"}) == 85
+    now["t"] = 1020.0
+    metrics.observe_round(replace(base, round_id=2, committed=False, lag={"a-0": 0}))
+    assert reg.get_sample_value("hoodline_lag_records", {**labels, "partition": "b-0"}) is None
+    assert reg.get_sample_value("hoodline_lag_records", {**labels, "partition": "a-0"}) == 0
+    assert reg.get_sample_value("hoodline_last_round_timestamp_seconds", labels) == 1020.0
+    # only committed rounds are commits
+    assert reg.get_sample_value("hoodline_last_commit_timestamp_seconds", labels) == 1010.0
+    metrics.observe_round(replace(base, round_id=3, lag={"a-0": 1, "b-0": 2}))
+    assert reg.get_sample_value("hoodline_lag_records", {**labels, "partition": "b-0"}) == 2

@@ -16,16 +16,21 @@ name                                      type       what
 ``hoodline_bytes_written_total``          counter    bytes of the files the commits wrote
 ``hoodline_files_written_total``          counter    files written
 ``hoodline_error_records_total``          counter    bad records (error table, tolerance all)
-``hoodline_round_duration_seconds``       histogram  committed rounds, start to commit
+``hoodline_round_duration_seconds``       histogram  committed rounds, start to the end of
+                                                     their table services
 ``hoodline_round_phase_seconds``          histogram  label ``phase``: read / write / commit /
                                                      services (compaction, cleaning, archival)
 ``hoodline_commit_latency_seconds``       histogram  error-table write + the instant's commit
 ``hoodline_lag_records``                  gauge      records behind the end, label ``partition``
-                                                     (``topic-partition``; Kafka only)
+                                                     (``topic-partition``; Kafka only; a
+                                                     partition no longer read loses its series)
 ``hoodline_round_failures_total``         counter    failed rounds, label ``retried``: true
                                                      (rolled back and retried) / false (fatal)
 ``hoodline_round_retries_total``          counter    retried attempts before rounds committed
 ``hoodline_last_commit_timestamp_seconds``  gauge    Unix time of the table's last commit
+``hoodline_last_round_timestamp_seconds``  gauge     Unix time of the last round (committed or
+                                                     empty; the start before the first): a run
+                                                     waiting for its source or stuck stops it
 ``hoodline_compactions_total``            counter    compactions completed (merge-on-read)
 ``hoodline_pending_compactions``          gauge      compactions planned, not completed
 ``hoodline_table_service_failures_total``  counter   rounds whose services failed after commit
@@ -60,7 +65,7 @@ METRIC_NAMES = (
     "hoodline_round_failures_total", "hoodline_round_retries_total",
     "hoodline_last_commit_timestamp_seconds", "hoodline_compactions_total",
     "hoodline_pending_compactions", "hoodline_table_service_failures_total",
-    "hoodline_files_waiting",
+    "hoodline_files_waiting", "hoodline_last_round_timestamp_seconds",
 )
 
 
@@ -90,7 +95,8 @@ class PipelineMetrics:
         self.retries = counter("hoodline_round_retries",
                                "Failed attempts retried before rounds committed.")
         self.duration = Histogram("hoodline_round_duration_seconds",
-                                  "Committed rounds, start to commit.", names,
+                                  "Committed rounds, start to the end of their table services.",
+                                  names,
                                   buckets=_BUCKETS, registry=reg)
         self.phase = Histogram("hoodline_round_phase_seconds", "Round phases.",
                                (*names, "phase"), buckets=_BUCKETS, registry=reg)
@@ -101,6 +107,11 @@ class PipelineMetrics:
                          (*names, "partition"), registry=reg)
         self.last_commit = Gauge("hoodline_last_commit_timestamp_seconds",
                                  "Unix time of the table's last commit.", names, registry=reg)
+        self.last_round = Gauge(
+            "hoodline_last_round_timestamp_seconds",
+            "Unix time of the last round, committed or empty (before the first: the start).",
+            names, registry=reg)
+        self._lag_partitions: set[str] = set()
         self.compactions = counter("hoodline_compactions",
                                    "Compactions completed (merge-on-read; inline or background).")
         self.service_failures = counter(
@@ -127,13 +138,19 @@ class PipelineMetrics:
             self.rounds.labels(**self._labels, outcome=outcome)
         for retried in ("true", "false"):
             self.failures.labels(**self._labels, retried=retried)
+        self.last_round.labels(**self._labels).set(clock())
         self._server: Any = None
 
     def observe_round(self, report: RoundReport) -> None:
         """Count one round (committed or empty)."""
         lb = self._labels
+        self.last_round.labels(**lb).set(self._clock())
         for partition, behind in report.lag.items():
             self.lag.labels(**lb, partition=partition).set(behind)
+        if lb["source"] != "files":  # a deleted topic's lag stayed at its last value for good
+            for gone in self._lag_partitions - report.lag.keys():
+                self.lag.remove(lb["table"], lb["source"], gone)
+            self._lag_partitions = set(report.lag)
         if report.files_waiting is not None:
             self.files_waiting.labels(**lb).set(report.files_waiting)
         if not report.committed:
