@@ -1179,3 +1179,26 @@ def test_a_failed_round_takes_its_error_commit_with_it_before_the_retry(
     done = errors.timeline.completed()
     assert [i.action for i in done].count("rollback") == 1
     assert len(errors.timeline.completed_commits()) == 1
+
+
+def test_files_waiting_counts_the_files_readers_hold_and_have_not_read_to_the_end(
+    tmp_path: Path
+) -> None:
+    """Metrics review: the backlog was the files not yet handed to a reader, counted before
+    the round; files readers held and had not finished were not in it (0 with 16 unread)."""
+    src = tmp_path / "in"
+    for f in range(10):
+        _write_file(src, f"f{f}.jsonl", _rows(range(f * 10, f * 10 + 10)))
+    cfg = _config(src, tmp_path / "t", round={"max-records": 25, "min-interval": 0})
+    reports: list[RoundReport] = []
+    _driver(cfg, InProcessEngine())[0].run(once=True, on_round=reports.append)
+    committed = [r for r in reports if r.committed]
+    assert sum(r.records_read for r in committed) == 100 and len(committed) >= 4
+    read = 0
+    for r in committed:
+        read += r.records_read
+        assert r.files_waiting is not None
+        # 10 records a file: at least the files the records left are in; at most the files
+        # not read to their end, each counted once (two readers: each may have one partly read)
+        assert -(-(100 - read) // 10) <= r.files_waiting <= min(10, 11 - read // 10)
+    assert committed[0].files_waiting >= 7 and committed[-1].files_waiting == 0

@@ -466,7 +466,7 @@ class RoundDriver:
             try:
                 planned = self._plan(run)
                 if planned.plan.empty and not run.plugin.commit_pending(run.rounds):
-                    report = self._empty_report(planned, last_start, failures)
+                    report = self._empty_report(run, planned, last_start, failures)
                 else:
                     report = self._round(run, planned, last_start, failures)
             except BaseException as exc:
@@ -593,10 +593,12 @@ class RoundDriver:
         round_id = run.round_id + 1
         return _Planned(round_id, plans, run.plugin.bound(plans, round_id, budget))
 
-    def _empty_report(self, planned: _Planned, started: float, retries: int) -> RoundReport:
+    def _empty_report(
+        self, run: _Run, planned: _Planned, started: float, retries: int
+    ) -> RoundReport:
         return RoundReport(planned.round_id, None, False, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0,
                            self._clock() - started, 0.0, dict(planned.plan.lag), retries,
-                           files_waiting=planned.plan.files_waiting)
+                           files_waiting=run.plugin.files_waiting(run.rounds))
 
     # -- one round: execute, commit, report -----------------------------------------------------
     def _round(self, run: _Run, planned: _Planned, started: float, retries: int) -> RoundReport:
@@ -633,7 +635,7 @@ class RoundDriver:
             raise
         run.round_id = planned.round_id
         services = self._after_commit(run, checkpoint)
-        return self._report(planned, ts, output, errors, job_s, commit_s, started, retries,
+        return self._report(run, planned, ts, output, errors, job_s, commit_s, started, retries,
                             services)
 
     def _execute(
@@ -726,6 +728,7 @@ class RoundDriver:
 
     def _report(
         self,
+        run: _Run,
         planned: _Planned,
         ts: str,
         output: RoundOutput,
@@ -757,7 +760,7 @@ class RoundDriver:
             duration_seconds=duration,
             records_per_second=records_read / duration if duration > 0 else 0.0,
             lag=dict(planned.plan.lag),
-            files_waiting=planned.plan.files_waiting,
+            files_waiting=run.plugin.files_waiting(run.rounds),
             retries=retries,
             bytes_read=sum(o.nbytes for o in outcomes),
             bytes_written=sum(s.total_write_bytes for s in stats),

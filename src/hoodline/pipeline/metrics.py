@@ -34,7 +34,7 @@ name                                      type       what
 ``hoodline_compactions_total``            counter    compactions completed (merge-on-read)
 ``hoodline_pending_compactions``          gauge      compactions planned, not completed
 ``hoodline_table_service_failures_total``  counter   rounds whose services failed after commit
-``hoodline_files_waiting``                gauge      files found, not yet read (file source)
+``hoodline_files_waiting``                gauge      files not yet read to their end (files)
 ========================================  =========  =========================================
 """
 

@@ -151,9 +151,6 @@ class RoundPlan:
     tasks: dict[int, ReadTask]
     #: "topic-partition" -> records behind the end after this round ({} if unknown).
     lag: dict[str, int] = field(default_factory=dict)
-    #: Files found and not yet handed to a reader after this round (the file source's backlog;
-    #: None for sources of records).
-    files_waiting: int | None = None
 
     @property
     def empty(self) -> bool:
@@ -240,6 +237,11 @@ class SourcePlugin(ABC):
         """Entries the round's commit stores beside the checkpoint (what its positions refer
         to). Default: none."""
         return {}
+
+    def files_waiting(self, rounds: SourceRounds[Any, Any]) -> int | None:
+        """Files found and not yet read whole, now (the file source's backlog); None for sources
+        of records."""
+        return None
 
     def commit_pending(self, rounds: SourceRounds[Any, Any]) -> bool:
         """The source's driver side changed what no committed checkpoint records yet: input it
