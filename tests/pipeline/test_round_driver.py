@@ -1202,3 +1202,48 @@ def test_files_waiting_counts_the_files_readers_hold_and_have_not_read_to_the_en
         # not read to their end, each counted once (two readers: each may have one partly read)
         assert -(-(100 - read) // 10) <= r.files_waiting <= min(10, 11 - read // 10)
     assert committed[0].files_waiting >= 7 and committed[-1].files_waiting == 0
+
+
+def test_error_rows_of_a_file_read_in_pieces_name_the_file_and_its_record_number(
+    tmp_path: Path,
+) -> None:
+    """Error review: a file larger than split.target-size is read in pieces; its error rows
+    named the piece (`big.jsonl#bytes[7168:8192]`) as their file and counted rows from the
+    piece's start, so `where file = ...` found nothing and two records shared a number. Now
+    the file and its record number, as for a file read whole (blank lines not counted)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    lines = [json.dumps({"id": i, "v": "x" * 20, "ts": 1}) for i in range(300)]
+    lines[150] = json.dumps({"id": 150, "v": "x", "ts": "late"})
+    lines[299] = json.dumps({"id": 299, "v": "x", "ts": "later"})
+    lines.insert(100, "   ")  # blank: no record number
+    (src / "big.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = _files_config(src, tmp_path / "t", "all", "jsonl", {"split.target-size": 1024})
+    summary = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (summary.records_written, summary.error_records) == (298, 2)
+    path = str(src / "big.jsonl")
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).sort_by("row").to_pylist()
+    assert [(e["error_id"], e["file"], e["row"], e["detail"].split(":")[0]) for e in errors] == [
+        (f"file/{path}/150", path, 150, "line 152"), (f"file/{path}/299", path, 299, "line 301")]
+
+    pq_src = tmp_path / "pq"
+    pq_src.mkdir()
+    ts = [1] * 1000
+    ts[10], ts[650] = 2**40, 2**41  # beyond the declared int32
+    pq.write_table(pa.table({"id": list(range(1000)), "v": ["x" * 20] * 1000, "ts": ts}),
+                   pq_src / "big.parquet", row_group_size=200)
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(pq_src), "format": "parquet",
+                               "split.target-size": 1024}},
+        "table": {"path": str(tmp_path / "t2"), "record-key": ["id"], "precombine-field": "ts"},
+        "schema": {"id": "int64", "v": "string", "ts": "int32"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 10000, "min-interval": 0}},
+    })
+    summary = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (summary.records_written, summary.error_records) == (998, 2)
+    path = str(pq_src / "big.parquet")
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).sort_by("row").to_pylist()
+    assert [(e["file"], e["row"], e["reason"]) for e in errors] == [
+        (path, 10, "wrong_type"), (path, 650, "wrong_type")]

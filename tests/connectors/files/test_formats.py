@@ -14,8 +14,8 @@ import pytest
 
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.discovery import FileEntry
-from hoodline.connectors.files.formats import plan_row_group_ranges, read_split
-from hoodline.connectors.files.formats.byte_range import align_range
+from hoodline.connectors.files.formats import byte_range, plan_row_group_ranges, read_split
+from hoodline.connectors.files.formats.byte_range import align_range, count_lines_before
 from hoodline.connectors.files.planning import plan_file
 from hoodline.connectors.files.rejections import is_rejected_records
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
@@ -742,3 +742,20 @@ def test_parquet_lists_and_mixed_struct_fields_reject_only_their_rows(data_dir: 
     assert "an element (decimal128(12, 2)) of" in rejected[0]["detail"]
     assert "its field 'd' (decimal128(12, 2))" in rejected[1]["detail"]
     assert "its field 't' (timestamp[ns])" in rejected[2]["detail"]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64 * 1024])
+def test_lines_and_blank_lines_are_counted_wherever_the_scan_cuts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Record numbers of a file read in pieces start at the lines before the piece that are
+    not blank (only spaces, tabs, CR), as for a file read whole; a blank line cut by the scan's
+    chunk is one blank line."""
+    monkeypatch.setattr(byte_range, "_SCAN_CHUNK", chunk)
+    data = b'{"a": 1}\n\n  \r\n{"b": 2}\n \t\n{"c": 3}\n'
+    f = tmp_path / "x.jsonl"
+    f.write_bytes(data)
+    with f.open("rb") as fh:
+        starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+        got = [count_lines_before(fh, s) for s in starts]
+    assert got == [(0, 0), (1, 0), (2, 1), (3, 2), (4, 2), (5, 3), (6, 3)]

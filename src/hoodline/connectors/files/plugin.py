@@ -23,8 +23,9 @@ An error row's ``day`` is the file version's modification date, the same in a re
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.events import SplitsFinishedEvent
-from hoodline.connectors.files.formats import VANISHED
+from hoodline.connectors.files.formats import VANISHED, records_before_split
 from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.rejections import (
     RejectedFile,
@@ -101,20 +102,34 @@ class FileRecords(RecordPreparer):
     def prepare(
         self, spec: RecordSpec, task: ReadTask, batches: Iterator[tuple[pa.RecordBatch, str | None]]
     ) -> Iterator[Prepared]:
+        splits = {s.split_id: s for s in task.splits}
         first_row = {s.split_id: s.records_to_skip for s in task.splits}
-        mtimes = {s.split_id: s.mtime_ns for s in task.splits}
+        before: dict[str, int] = {}
+
+        def records_before(sid: str) -> int:  # asked only for a batch with error rows
+            if sid not in before:
+                split = splits.get(sid)
+                before[sid] = records_before_split(split) if split is not None else 0
+            return before[sid]
+
         for batch, split_id in batches:
             sid = split_id or ""
             start = first_row.get(sid, 0)
             first_row[sid] = start + batch.num_rows
-            yield self.prepare_batch(spec, batch, sid, start, mtimes.get(sid, 0))
+            split = splits.get(sid)
+            yield self.prepare_batch(
+                spec, batch, split.path if split is not None else sid, start,
+                split.mtime_ns if split is not None else 0, partial(records_before, sid))
 
     @staticmethod
     def prepare_batch(
-        spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int, mtime_ns: int
+        spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int, mtime_ns: int,
+        records_before: Callable[[], int] = lambda: 0,
     ) -> Prepared:
-        """Keyed records and error rows of one batch a file split emitted (rows numbered from
-        ``first_row`` within the split; ``mtime_ns``: the file version's modification time)."""
+        """Keyed records and error rows of one batch a split of ``file`` emitted (rows numbered
+        from ``first_row`` within the split; ``mtime_ns``: the file version's modification
+        time); error rows number records within the file, from ``records_before()`` (the
+        file's records before the split, counted only when there are error rows)."""
         n = batch.num_rows
         seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
         if is_rejected_records(batch):
@@ -122,7 +137,7 @@ class FileRecords(RecordPreparer):
                                   batch.column("reason"), batch.column("detail"))
             return Prepared(spec.record_schema.empty_table(),
                             _file_errors(spec.round_id, rejected, batch.column("value"), file,
-                                         seq, mtime_ns))
+                                         pc.add(seq, records_before()), mtime_ns))
         data = pa.Table.from_batches([batch])
         bad = unkeyable_records(spec, data)
         errors = empty_errors()
@@ -131,7 +146,7 @@ class FileRecords(RecordPreparer):
             errors = _file_errors(
                 spec.round_id,
                 BadRecords(pa.array(np.arange(len(bad), dtype=np.int64)), bad.reason, bad.detail),
-                raw, file, pc.take(seq, bad.index), mtime_ns,
+                raw, file, pc.add(pc.take(seq, bad.index), records_before()), mtime_ns,
             )
         data, seq = without_rows(data, seq, bad)
         return Prepared(key_records(spec, data, delete_flags(spec, data), seq), errors)

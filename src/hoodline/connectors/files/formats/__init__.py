@@ -13,14 +13,20 @@ import pyarrow as pa
 
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.formats.csv import CsvDialect, read_csv
-from hoodline.connectors.files.formats.jsonl import read_jsonl
-from hoodline.connectors.files.formats.parquet import plan_row_group_ranges, read_parquet
+from hoodline.connectors.files.formats.jsonl import read_jsonl, records_before
+from hoodline.connectors.files.formats.parquet import (
+    plan_row_group_ranges,
+    read_parquet,
+    rows_before,
+)
 from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.options import FileFormat
-from hoodline.connectors.files.split import FileSourceSplit
+from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 
-__all__ = ["VANISHED", "check_unchanged", "plan_row_group_ranges", "read_split"]
+__all__ = [
+    "VANISHED", "check_unchanged", "plan_row_group_ranges", "read_split", "records_before_split",
+]
 
 #: how a file that a reader does not find is described (the driver tells the two cases apart)
 VANISHED = ("is not there: deleted after it was discovered and before it was read, or, on a "
@@ -63,3 +69,9 @@ def read_split(split: FileSourceSplit, config: FileSourceConfig) -> Iterator[pa.
         isolate_records=config.tolerate_errors,
         required=config.required_fields,
     )
+
+
+def records_before_split(split: FileSourceSplit) -> int:
+    """Records of the file before ``split``: 0 for a whole file, else what its format counts
+    (Parquet: rows of the earlier row groups; JSON lines: lines that are not blank)."""
+    return rows_before(split) if split.kind is SplitKind.ROW_GROUPS else records_before(split)

@@ -7,6 +7,7 @@ those lines, so consecutive ranges cover every line exactly once wherever the cu
 
 from __future__ import annotations
 
+import re
 from typing import BinaryIO
 
 _SCAN_CHUNK = 64 * 1024
@@ -38,14 +39,23 @@ def align_range(f: BinaryIO, start: int, end: int, size: int) -> tuple[int, int]
     return a, max(a, b)
 
 
-def count_newlines_before(f: BinaryIO, offset: int) -> int:
-    """Number of ``\\n`` in bytes ``[0, offset)`` (for line numbers in error messages only)."""
+_BLANK_LINE = re.compile(rb"(?m)^[ \t\r]*\n")
+
+
+def count_lines_before(f: BinaryIO, offset: int) -> tuple[int, int]:
+    """(lines, blank lines) in bytes ``[0, offset)``, ``offset`` a line start: for line and
+    record numbers (records are the lines that are not blank: only spaces, tabs, CR)."""
     f.seek(0)
-    count, left = 0, offset
+    lines = blank = 0
+    left, carry = offset, b""
     while left > 0:
         chunk = f.read(min(_SCAN_CHUNK, left))
         if not chunk:
             break
-        count += chunk.count(b"\n")
         left -= len(chunk)
-    return count
+        data = carry + chunk
+        cut = data.rfind(b"\n") + 1  # whole lines only: a blank one may span two chunks
+        lines += data.count(b"\n", 0, cut)
+        blank += len(_BLANK_LINE.findall(data, 0, cut))
+        carry = data[cut:]
+    return lines, blank

@@ -37,7 +37,7 @@ import pyarrow.json as pj
 from hoodline.connectors.files.compression import codec_of, open_decompressed
 from hoodline.connectors.files.formats.byte_range import (
     align_range,
-    count_newlines_before,
+    count_lines_before,
 )
 from hoodline.connectors.files.formats.conform import conform, skip_rows
 from hoodline.connectors.files.location import open_binary
@@ -141,6 +141,21 @@ def _inferred_batches(
     yield from table.to_batches()
 
 
+def records_before(split: FileSourceSplit) -> int:
+    """Records of the file before ``split`` (the lines that are not blank before its first line
+    start): its record numbers within the file start there. Reads the file up to there, so it is
+    asked for only where a record's position is shown (error rows)."""
+    if split.kind is not SplitKind.BYTES or split.start <= 0:
+        return 0
+    try:
+        with open_binary(split.path) as f:
+            start, _end = align_range(f, split.start, split.end, split.size)
+            lines, blank = count_lines_before(f, start)
+    except OSError as exc:
+        raise FileSourceError(f"{split.describe()} cannot be read: {exc}") from exc
+    return lines - blank
+
+
 def _isolating_batches(
     f: BinaryIO,
     start: int,
@@ -170,7 +185,7 @@ def _isolating_batches(
             if decoder is None:
                 decoder = JsonDecoder(schema, required=must_hold)
             if first_line is None:
-                first_line = count_newlines_before(f, start) + 1
+                first_line = count_lines_before(f, start)[0] + 1
             yield from _decode_lines(lines, decoder, first_line + lines_before)
         lines_before += lines.count
 
@@ -350,7 +365,7 @@ def _describe_error(
 
 def _first_bad_line(f: BinaryIO, start: int, end: int) -> int | None:
     try:
-        line_no = count_newlines_before(f, start)
+        line_no = count_lines_before(f, start)[0]
         f.seek(start)
         pos = start
         for raw in f:

@@ -24,6 +24,15 @@ def _open(path: str) -> pq.ParquetFile:
         ) from exc
 
 
+def rows_before(split: FileSourceSplit) -> int:
+    """Rows of the file before ``split`` (of its row groups before the split's first): its row
+    numbers within the file start there (one footer read)."""
+    if split.kind is not SplitKind.ROW_GROUPS or split.start <= 0:
+        return 0
+    meta = _open(split.path).metadata
+    return sum(meta.row_group(g).num_rows for g in range(split.start))
+
+
 def plan_row_group_ranges(path: str, target_size: int) -> list[tuple[int, int]]:
     """Cut a Parquet file into ``[first, end)`` row-group ranges of about ``target_size`` bytes.
 
