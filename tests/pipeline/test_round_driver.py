@@ -34,6 +34,7 @@ from hoodline.errors import (
     WriterLockError,
 )
 from hoodline.faults import FaultAction, FaultPoint
+from hoodline.pipeline import driver as driver_module
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.pipeline.driver import RoundDriver, read_checkpoint
@@ -43,7 +44,7 @@ from hoodline.pipeline.tasks import RoundJob
 from hoodline.table import fs_view
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.instant import COMMIT
-from hoodline.table.properties import TableType
+from hoodline.table.properties import IndexType, TableType
 from hoodline.table.read import read_snapshot
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
@@ -1247,3 +1248,36 @@ def test_error_rows_of_a_file_read_in_pieces_name_the_file_and_its_record_number
     errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).sort_by("row").to_pylist()
     assert [(e["file"], e["row"], e["reason"]) for e in errors] == [
         (path, 10, "wrong_type"), (path, 650, "wrong_type")]
+
+
+@pytest.mark.parametrize("small_file_limit", [None, 1])
+def test_a_days_error_file_takes_later_rounds_rows_only_while_it_is_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_file_limit: int | None
+) -> None:
+    """Error review: the error table had one bucket per day, so every round with bad records
+    rewrote the day's whole file (10 -> 109 MB over 10 rounds, 571 MB on disk with the
+    versions cleaning keeps). Its rows now fill the day's small files (BLOOM index) and a file
+    past the limit is left alone: with a limit of 1 byte no file is small, and each round's
+    rows go to a file of their own."""
+    if small_file_limit is not None:
+        monkeypatch.setattr(driver_module, "ERROR_SMALL_FILE_LIMIT", small_file_limit)
+    src = tmp_path / "in"
+    for f in range(3):
+        rows = [json.dumps(r) for r in _rows(range(f * 10, f * 10 + 9))]
+        src.mkdir(exist_ok=True)
+        (src / f"f{f}.jsonl").write_text("\n".join([*rows, '{"id": 99, "ts": "bad"}']) + "\n")
+        os.utime(src / f"f{f}.jsonl", ns=(_CHANGED_AT_NS, _CHANGED_AT_NS))  # one day
+    cfg = _config(src, tmp_path / "t", **{"reader-parallelism": 1,
+                                          "round": {"max-records": 10, "min-interval": 0}})
+    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
+                                                              tolerance=ErrorTolerance.ALL))
+    summary = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (summary.records_written, summary.error_records) == (27, 3)
+    errors = HudiTable.open(cfg.errors.table_path)
+    assert errors.config.index_type == IndexType.BLOOM
+    assert len(errors.timeline.completed_commits()) == 3
+    groups = {fid for fid, _tok, _ts in (fs_view.parse_base_file_name(p.name)
+                                         for p in Path(cfg.errors.table_path).rglob("*.parquet"))}
+    assert len(groups) == (3 if small_file_limit == 1 else 1)
+    assert read_snapshot(errors).num_rows == 3
+    assert_hudi_matches_hoodline(errors)

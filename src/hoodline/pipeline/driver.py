@@ -62,6 +62,7 @@ from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig, SourceFormat
 from hoodline.pipeline.engine import Engine, RoundOutput
 from hoodline.pipeline.errors_table import (
+    ERROR_SMALL_FILE_LIMIT,
     drop_orphaned_errors,
     open_error_table,
     raise_for_bad_records,
@@ -361,7 +362,7 @@ class RoundDriver:
                                      cfg.table.storage_options),
                     # the table's lock settings: a takeover of the table's lock (expired by
                     # them) failed half-way at the error table's default 60-s lock (chaos review)
-                    replace(WriteOptions(), **{
+                    replace(WriteOptions(), small_file_limit=ERROR_SMALL_FILE_LIMIT, **{
                         f: getattr(client.options, f)
                         for f in ("lock_owner", "lock_expiry_seconds", "lock_heartbeat_seconds")}),
                 ).open()

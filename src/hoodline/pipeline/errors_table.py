@@ -18,6 +18,9 @@ its position. Either way nothing is dropped silently.
   next start after a crash) so is the error commit (:func:`drop_orphaned_errors`): the replay may
   find different records bad (a changed ``[schema]``), and rows of records it writes to the
   target must not stay in the error table.
+* Keyed with the BLOOM index and small files of :data:`ERROR_SMALL_FILE_LIMIT`: a round's rows
+  fill the day's newest small file or start a new one, so a day of many bad records is not one
+  file rewritten by every round (a table made before kept its single bucket per day).
 * Partitioned by ``day`` so it can be cleaned by age: the UTC date of the record's own timestamp
   (a Kafka message's timestamp, a file's modification time) when it has one, else the date of
   detection, so a round replayed on a later day rewrites the same rows.
@@ -53,6 +56,9 @@ ERROR_RECORD_KEY = "error_id"
 #: Extra metadata of an error-table commit: the target table and the instant of the round whose
 #: bad records it holds.
 ROUND_TABLE_KEY = "hoodline.errors.target.table"
+#: Base files of the error table smaller than this take a later round's rows (rewritten with
+#: them); larger ones are left alone (a flood of bad records rewrites at most this much a round).
+ERROR_SMALL_FILE_LIMIT = 32 * 1024 * 1024
 ROUND_INSTANT_KEY = "hoodline.errors.target.instant"
 ERROR_PARTITION_FIELD = "day"
 
@@ -202,8 +208,8 @@ def open_error_table(
                 name=name,
                 record_key_fields=(ERROR_RECORD_KEY,),
                 partition_fields=(ERROR_PARTITION_FIELD,),
-                index_type=IndexType.BUCKET,
-                bucket_count=1,
+                # one bucket a day: every round with bad records rewrote the day's whole file
+                index_type=IndexType.BLOOM,
             ),
             exist_ok=True,
             storage_options=storage_options,
