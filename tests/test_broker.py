@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +108,32 @@ def test_the_broker_command_explains_itself(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out.startswith("usage: python -m hoodline.broker [PORT]")
     assert main(["nine"]) == 2
     assert "usage: python -m hoodline.broker [PORT]" in capsys.readouterr().err
+
+
+def test_the_broker_command_stops_on_sigint_when_started_as_a_background_job(
+    tmp_path: Path,
+) -> None:
+    """Soak review: started with `&` (which makes a job ignore SIGINT), `kill -INT` left the
+    broker and Tansu running; the usage says Ctrl-C stops it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hoodline.broker"], stdout=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Tansu broker pid "), line
+        tansu = int(line.split()[3])
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and Path(f"/proc/{tansu}").exists():
+            time.sleep(0.1)
+        assert not Path(f"/proc/{tansu}").exists(), "Tansu still runs"
+    finally:
+        if proc.poll() is None:  # SIGTERM stops Tansu too; a kill would leave it running
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

@@ -350,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
+    # a background job (`... &`) starts with SIGINT ignored: `kill -INT` must stop it too
+    signal.signal(signal.SIGINT, _terminate)
     with EmbeddedBroker(port) as broker:
         print(f"Tansu broker pid {broker.pid} on {broker.bootstrap_servers}; Ctrl-C stops it")
         try:
