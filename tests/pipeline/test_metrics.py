@@ -78,7 +78,10 @@ def test_metrics_equal_the_round_reports_and_count_failures(tmp_path: Path) -> N
     assert _value(samples, "hoodline_rounds_total", outcome="committed") == len(committed)
     assert _value(samples, "hoodline_records_read_total") == 251
     assert _value(samples, "hoodline_records_written_total") == 250
-    assert _value(samples, "hoodline_error_records_total") == 1
+    # by reason code (error-table review: counts per reason needed Spark or DuckDB)
+    assert _value(samples, "hoodline_error_records_total", reason="missing_key") == 1
+    assert sum(v for (name, _), v in samples.items()
+               if name == "hoodline_error_records_total") == 1
     assert _value(samples, "hoodline_bytes_read_total") == sum(r.bytes_read for r in committed)
     assert _value(samples, "hoodline_bytes_written_total") == sum(
         r.bytes_written for r in committed) > 0
@@ -108,8 +111,9 @@ def test_metrics_equal_the_round_reports_and_count_failures(tmp_path: Path) -> N
 
 def test_every_metric_is_exposed_and_documented() -> None:
     metrics = PipelineMetrics("t", "kafka")
-    metrics.observe_round(RoundReport(1, "1", True, 5, 5, 0, 0, 1, 0.1, 0.1, 0.1, 0.3, 16.0,
-                                      {"orders-0": 7}, 0, 100, 2000))
+    metrics.observe_round(RoundReport(1, "1", True, 6, 5, 0, 1, 1, 0.1, 0.1, 0.1, 0.3, 16.0,
+                                      {"orders-0": 7}, 0, 100, 2000,
+                                      error_reasons={"wrong_type": 1}))
     port = metrics.serve(0, "127.0.0.1")
     try:
         samples = _scrape(port)

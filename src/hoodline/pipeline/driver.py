@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodline import faults
 from hoodline.config.enums import ErrorTolerance
@@ -304,6 +305,14 @@ class _Planned:
     round_id: int
     plans: Mapping[int, ReaderPlan[Any]]
     plan: RoundPlan
+
+
+def _reason_counts(bad: pa.Table) -> dict[str, int]:
+    """Error rows per reason code."""
+    if not bad.num_rows:
+        return {}
+    counts = pc.value_counts(bad.column("reason")).to_pylist()
+    return {str(c["values"]): int(c["counts"]) for c in counts}
 
 
 class RoundDriver:
@@ -658,8 +667,9 @@ class RoundDriver:
 
     def _commit(
         self, run: _Run, planned: _Planned, output: RoundOutput, ctx: WriteContext
-    ) -> tuple[SourceCheckpoint, float, int]:
-        """Commit the round; returns its checkpoint, the time taken and its error records."""
+    ) -> tuple[SourceCheckpoint, float, dict[str, int]]:
+        """Commit the round; returns its checkpoint, the time taken and its error records
+        count per reason."""
         cfg = self.config
         bad = output.bad_records
         if bad.num_rows and cfg.errors.tolerance is not ErrorTolerance.ALL:
@@ -690,7 +700,7 @@ class RoundDriver:
                 raise
             log.warning("round %d: the commit's outcome was unclear (%s); the timeline shows "
                         "instant %s completed", planned.round_id, exc, ctx.instant_ts)
-        return checkpoint, self._clock() - started, bad.num_rows
+        return checkpoint, self._clock() - started, _reason_counts(bad)
 
     def _after_commit(self, run: _Run, checkpoint: SourceCheckpoint) -> _Services:
         """The commit landed: the checkpoint is the new restore point. Failures from here on
@@ -733,7 +743,7 @@ class RoundDriver:
         planned: _Planned,
         ts: str,
         output: RoundOutput,
-        error_records: int,
+        error_reasons: dict[str, int],
         job_s: float,
         commit_s: float,
         started: float,
@@ -753,7 +763,8 @@ class RoundDriver:
             records_read=records_read,
             records_written=sum(s.num_inserts + s.num_update_writes for s in stats),
             records_deleted=sum(s.num_deletes for s in stats),
-            error_records=error_records,
+            error_records=sum(error_reasons.values()),
+            error_reasons=error_reasons,
             files_written=len(stats),
             read_seconds=read_s,
             write_seconds=max(0.0, job_s - read_s),

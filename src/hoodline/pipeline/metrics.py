@@ -15,7 +15,8 @@ name                                      type       what
 ``hoodline_records_deleted_total``        counter    rows deleted
 ``hoodline_bytes_written_total``          counter    bytes of the files the commits wrote
 ``hoodline_files_written_total``          counter    files written
-``hoodline_error_records_total``          counter    bad records (error table, tolerance all)
+``hoodline_error_records_total``          counter    bad records (error table, tolerance all),
+                                                     label ``reason`` (the error table's code)
 ``hoodline_round_duration_seconds``       histogram  committed rounds, start to the end of
                                                      their table services
 ``hoodline_round_phase_seconds``          histogram  label ``phase``: read / write / commit /
@@ -90,7 +91,8 @@ class PipelineMetrics:
         self.records_deleted = counter("hoodline_records_deleted", "Rows deleted.")
         self.bytes_written = counter("hoodline_bytes_written", "Bytes of the files written.")
         self.files_written = counter("hoodline_files_written", "Files written.")
-        self.error_records = counter("hoodline_error_records", "Bad records (error table).")
+        self.error_records = counter("hoodline_error_records",
+                                     "Bad records (error table), by reason code.", ("reason",))
         self.failures = counter("hoodline_round_failures", "Failed rounds.", ("retried",))
         self.retries = counter("hoodline_round_retries",
                                "Failed attempts retried before rounds committed.")
@@ -129,7 +131,7 @@ class PipelineMetrics:
         # series exist (at 0) from the start, so dashboards and rate() see them at once
         for metric in (self.records_read, self.bytes_read, self.records_written,
                        self.records_deleted, self.bytes_written, self.files_written,
-                       self.error_records, self.retries, self.compactions,
+                       self.retries, self.compactions,
                        self.service_failures, self.pending_compactions):
             metric.labels(**self._labels)
         if source == "files":
@@ -163,7 +165,8 @@ class PipelineMetrics:
         self.records_deleted.labels(**lb).inc(report.records_deleted)
         self.bytes_written.labels(**lb).inc(report.bytes_written)
         self.files_written.labels(**lb).inc(report.files_written)
-        self.error_records.labels(**lb).inc(report.error_records)
+        for reason, count in report.error_reasons.items():
+            self.error_records.labels(**lb, reason=reason).inc(count)
         self.retries.labels(**lb).inc(report.retries)
         self.duration.labels(**lb).observe(report.duration_seconds)
         for phase, seconds in (("read", report.read_seconds), ("write", report.write_seconds),

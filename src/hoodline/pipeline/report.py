@@ -62,6 +62,8 @@ class RoundReport:
     pending_compactions: int = 0
     #: Files found and not yet read after this round (file source; None for Kafka).
     files_waiting: int | None = None
+    #: ``error_records`` per reason code (``wrong_type``, ``unparseable``, ...).
+    error_reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
