@@ -1281,3 +1281,43 @@ def test_a_days_error_file_takes_later_rounds_rows_only_while_it_is_small(
     assert len(groups) == (3 if small_file_limit == 1 else 1)
     assert read_snapshot(errors).num_rows == 3
     assert_hudi_matches_hoodline(errors)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_file_record_refused_for_its_key_or_partition_keeps_what_was_read(
+    tmp_path: Path, fmt: str
+) -> None:
+    """Error review: a JSON line refused after it was read (an empty key, a partition value
+    that cannot be a folder) kept its parsed fields re-written as JSON (an undeclared field
+    lost, the spacing changed) and a CSV row came back as JSON, with no line or row number in
+    the detail. Now a JSON line's bytes as read and its line, a CSV row as a CSV line and its
+    row, as for the records the readers refuse."""
+    src = tmp_path / "in"
+    src.mkdir()
+    if fmt == "jsonl":
+        lines = [b'{"id": "a", "region": "eu", "ts": 1}',
+                 b'{ "id" : "",  "region": "eu", "ts": 2, "extra": "keepme" }',
+                 b"",
+                 b'{"id": "c", "region": "..", "ts": 3}']
+        (src / "f.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        want = [(lines[1], "missing_key", "line 2: "),
+                (lines[3], "unreadable_partition", "line 4: ")]
+    else:
+        (src / "f.csv").write_text("id,region,ts,extra\na,eu,1,x\n,eu,2,keepme\nc,..,3,y\n")
+        want = [(b'"","eu","2"', "missing_key", "row 1 (counted from 0): "),
+                (b'"c","..","3"', "unreadable_partition", "row 2 (counted from 0): ")]
+    cfg = config_from_dict({
+        "source": {"type": "files", "format": "json",
+                   "options": {"path": str(src), "format": fmt}},
+        "table": {"path": str(tmp_path / "t"), "record-key": ["id"], "precombine-field": "ts",
+                  "partition-fields": ["region"]},
+        "schema": {"id": "string", "region": "string", "ts": "int64"},
+        "errors": {"tolerance": "all"},
+        "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+    })
+    summary = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert (summary.records_written, summary.error_records) == (1, 2)
+    errors = read_snapshot(HudiTable.open(cfg.errors.table_path)).sort_by("row").to_pylist()
+    got = [(e["value"], e["reason"], e["detail"][:len(w[2])]) for e, w in zip(errors, want,
+                                                                           strict=True)]
+    assert got == want

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.events import SplitsFinishedEvent
-from hoodline.connectors.files.formats import VANISHED, records_before_split
+from hoodline.connectors.files.formats import VANISHED, records_before_split, refused_values
 from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.rejections import (
     RejectedFile,
@@ -95,6 +95,11 @@ def _file_errors(
                              round_id=round_id)
 
 
+#: What the error table keeps of records refused after they were read: their values, and where
+#: each is for its detail (None: the detail as it is).
+_Refused = tuple[list[bytes], list[str] | None]
+
+
 @dataclass(frozen=True)
 class FileRecords(RecordPreparer):
     """Decoded file rows -> keyed records and error rows (see module docs)."""
@@ -112,6 +117,12 @@ class FileRecords(RecordPreparer):
                 before[sid] = records_before_split(split) if split is not None else 0
             return before[sid]
 
+        def refused(sid: str, rows: pa.Table, records: list[int]) -> _Refused:
+            split = splits.get(sid)
+            if split is None:
+                return rows_as_json(rows), None
+            return refused_values(split, task.source.config, rows, records, records_before(sid))
+
         for batch, split_id in batches:
             sid = split_id or ""
             start = first_row.get(sid, 0)
@@ -119,17 +130,22 @@ class FileRecords(RecordPreparer):
             split = splits.get(sid)
             yield self.prepare_batch(
                 spec, batch, split.path if split is not None else sid, start,
-                split.mtime_ns if split is not None else 0, partial(records_before, sid))
+                split.mtime_ns if split is not None else 0, partial(records_before, sid),
+                partial(refused, sid))
 
     @staticmethod
     def prepare_batch(
         spec: RecordSpec, batch: pa.RecordBatch, file: str, first_row: int, mtime_ns: int,
         records_before: Callable[[], int] = lambda: 0,
+        refused: Callable[[pa.Table, list[int]], _Refused] = lambda rows, _r: (
+            rows_as_json(rows), None),
     ) -> Prepared:
         """Keyed records and error rows of one batch a split of ``file`` emitted (rows numbered
         from ``first_row`` within the split; ``mtime_ns``: the file version's modification
         time); error rows number records within the file, from ``records_before()`` (the
-        file's records before the split, counted only when there are error rows)."""
+        file's records before the split, counted only when there are error rows). Records
+        refused for their key or partition values keep what ``refused`` gives for them (their
+        bytes as read where the format has them, and where they are, for the detail)."""
         n = batch.num_rows
         seq = pa.array(np.arange(first_row, first_row + n, dtype=np.int64))
         if is_rejected_records(batch):
@@ -142,11 +158,14 @@ class FileRecords(RecordPreparer):
         bad = unkeyable_records(spec, data)
         errors = empty_errors()
         if len(bad):
-            raw = pa.array(rows_as_json(data.take(bad.index)), pa.binary())
+            records = pc.take(seq, bad.index)
+            values, where = refused(data.take(bad.index), records.to_pylist())
+            detail = bad.detail if where is None else pc.binary_join_element_wise(
+                pa.array(where, pa.string()), bad.detail, ": ")
             errors = _file_errors(
                 spec.round_id,
-                BadRecords(pa.array(np.arange(len(bad), dtype=np.int64)), bad.reason, bad.detail),
-                raw, file, pc.add(pc.take(seq, bad.index), records_before()), mtime_ns,
+                BadRecords(pa.array(np.arange(len(bad), dtype=np.int64)), bad.reason, detail),
+                pa.array(values, pa.binary()), file, pc.add(records, records_before()), mtime_ns,
             )
         data, seq = without_rows(data, seq, bad)
         return Prepared(key_records(spec, data, delete_flags(spec, data), seq), errors)

@@ -7,13 +7,13 @@ longer denote the same rows, so a changed file is an error rather than silently 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
 from hoodline.connectors.files.config import FileSourceConfig
-from hoodline.connectors.files.formats.csv import CsvDialect, read_csv
-from hoodline.connectors.files.formats.jsonl import read_jsonl, records_before
+from hoodline.connectors.files.formats.csv import CsvDialect, csv_lines, read_csv
+from hoodline.connectors.files.formats.jsonl import raw_lines, read_jsonl, records_before
 from hoodline.connectors.files.formats.parquet import (
     plan_row_group_ranges,
     read_parquet,
@@ -21,11 +21,13 @@ from hoodline.connectors.files.formats.parquet import (
 )
 from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.options import FileFormat
+from hoodline.connectors.files.rejections import rows_as_json
 from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 
 __all__ = [
     "VANISHED", "check_unchanged", "plan_row_group_ranges", "read_split", "records_before_split",
+    "refused_values",
 ]
 
 #: how a file that a reader does not find is described (the driver tells the two cases apart)
@@ -75,3 +77,26 @@ def records_before_split(split: FileSourceSplit) -> int:
     """Records of the file before ``split``: 0 for a whole file, else what its format counts
     (Parquet: rows of the earlier row groups; JSON lines: lines that are not blank)."""
     return rows_before(split) if split.kind is SplitKind.ROW_GROUPS else records_before(split)
+
+
+def refused_values(
+    split: FileSourceSplit, config: FileSourceConfig, rows: pa.Table, records: Sequence[int],
+    first_record: int,
+) -> tuple[list[bytes], list[str]]:
+    """What the error table keeps of records of ``split`` refused after they were read (their
+    key or partition values; ``rows`` as read, ``records`` their numbers in the split, the
+    split's first being the file's record ``first_record``), and where each is: a JSON line's
+    bytes as read and its line number (read again from the file); a CSV row as a CSV line of the
+    declared columns; a Parquet row as JSON (see :func:`rows_as_json`); the others' record
+    number."""
+    where = [f"row {first_record + r} (counted from 0)" for r in records]
+    if config.format is FileFormat.JSONL:
+        found = raw_lines(split, records)
+        if len(found) == len(records):
+            return ([found[r][0] for r in records], [f"line {found[r][1]}" for r in records])
+    elif config.format is FileFormat.CSV:
+        try:
+            return csv_lines(rows, config.csv_delimiter), where
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a value with no text form
+            pass
+    return rows_as_json(rows), where

@@ -480,17 +480,25 @@ def _shown(value: str | None, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def csv_lines(rows: pa.Table, delimiter: str) -> list[bytes]:
+    """Each row as a CSV line of its columns (as text), every value quoted, fields separated by
+    the file's delimiter: what the error table keeps of a CSV row."""
+    texts = pa.table({n: pc.cast(rows.column(n), pa.string()) for n in rows.column_names})
+    lines = []
+    for i in range(texts.num_rows):
+        sink = pa.BufferOutputStream()
+        pcsv.write_csv(texts.slice(i, 1), sink,
+                       write_options=pcsv.WriteOptions(include_header=False, delimiter=delimiter))
+        lines.append(sink.getvalue().to_pybytes().rstrip(b"\r\n"))
+    return lines
+
+
 def _rejections(
     rows: pa.RecordBatch, problems: list[tuple[str, str] | None], first_row: int, delimiter: str
 ) -> pa.RecordBatch:
     """A rejected-records batch of ``rows`` (text columns): each row as a CSV line of the
-    declared columns, every value quoted, fields separated by the file's delimiter."""
-    lines = []
-    for i in range(rows.num_rows):
-        sink = pa.BufferOutputStream()
-        pcsv.write_csv(pa.Table.from_batches([rows.slice(i, 1)]), sink,
-                       write_options=pcsv.WriteOptions(include_header=False, delimiter=delimiter))
-        lines.append(sink.getvalue().to_pybytes().rstrip(b"\r\n"))
+    declared columns (:func:`csv_lines`)."""
+    lines = csv_lines(pa.Table.from_batches([rows]), delimiter)
     reasons, details = [], []
     for i, p in enumerate(problems):
         assert p is not None

@@ -156,6 +156,42 @@ def records_before(split: FileSourceSplit) -> int:
     return lines - blank
 
 
+def raw_lines(split: FileSourceSplit, records: Sequence[int]) -> dict[int, tuple[bytes, int]]:
+    """The lines (without their line break) of the records ``records`` of ``split`` (numbered
+    from the split's first record, blank lines not counted) and their line numbers in the file:
+    for records refused after they were read (their bytes as read go to the error table).
+    Reads the split up to the last of them; records not found are left out."""
+    wanted = set(records)
+    out: dict[int, tuple[bytes, int]] = {}
+    if not wanted:
+        return out
+    codec = codec_of(split.path)
+    try:
+        f = open_binary(split.path) if codec is None else open_decompressed(split.path, codec)[0]
+    except (OSError, pa.ArrowException) as exc:
+        raise FileSourceError(f"{split.describe()} cannot be opened: {exc}") from exc
+    with f:
+        start = 0
+        if split.kind is SplitKind.BYTES:
+            start, _end = align_range(f, split.start, split.end, split.size)
+        line_no = count_lines_before(f, start)[0] if start else 0
+        f.seek(start)
+        record, last = 0, max(wanted)
+        for raw in f:
+            line_no += 1
+            if line_no == 1 and raw.startswith(_UTF8_BOM):
+                raw = raw[len(_UTF8_BOM):]
+            text = raw.rstrip(b"\n").rstrip(b"\r")
+            if not text.strip(b" \t\r"):
+                continue
+            if record in wanted:
+                out[record] = (text, line_no)
+            if record >= last:
+                break
+            record += 1
+    return out
+
+
 def _isolating_batches(
     f: BinaryIO,
     start: int,
