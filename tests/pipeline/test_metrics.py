@@ -175,3 +175,6 @@ def test_a_partition_no_longer_read_loses_its_lag_series_and_every_round_is_time
     assert reg.get_sample_value("hoodline_last_commit_timestamp_seconds", labels) == 1010.0
     metrics.observe_round(replace(base, round_id=3, lag={"a-0": 1, "b-0": 2}))
     assert reg.get_sample_value("hoodline_lag_records", {**labels, "partition": "b-0"}) == 2
+    # a failed attempt retried by a round that found nothing to read is a retry too
+    metrics.observe_round(replace(base, round_id=4, committed=False, retries=1))
+    assert reg.get_sample_value("hoodline_round_retries_total", labels) == 1

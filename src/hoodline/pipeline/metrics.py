@@ -27,7 +27,7 @@ name                                      type       what
                                                      partition no longer read loses its series)
 ``hoodline_round_failures_total``         counter    failed rounds, label ``retried``: true
                                                      (rolled back and retried) / false (fatal)
-``hoodline_round_retries_total``          counter    retried attempts before rounds committed
+``hoodline_round_retries_total``          counter    failed attempts retried by later rounds
 ``hoodline_last_commit_timestamp_seconds``  gauge    Unix time of the table's last commit
 ``hoodline_last_round_timestamp_seconds``  gauge     Unix time of the last round (committed or
                                                      empty; the start before the first): a run
@@ -155,6 +155,8 @@ class PipelineMetrics:
             self._lag_partitions = set(report.lag)
         if report.files_waiting is not None:
             self.files_waiting.labels(**lb).set(report.files_waiting)
+        # a failed attempt retried by an empty round too (it had counted as a failure only)
+        self.retries.labels(**lb).inc(report.retries)
         if not report.committed:
             self.rounds.labels(**lb, outcome="empty").inc()
             return
@@ -167,7 +169,6 @@ class PipelineMetrics:
         self.files_written.labels(**lb).inc(report.files_written)
         for reason, count in report.error_reasons.items():
             self.error_records.labels(**lb, reason=reason).inc(count)
-        self.retries.labels(**lb).inc(report.retries)
         self.duration.labels(**lb).observe(report.duration_seconds)
         for phase, seconds in (("read", report.read_seconds), ("write", report.write_seconds),
                                ("commit", report.commit_seconds),
