@@ -22,6 +22,18 @@ CASES: list[tuple[str, str, Callable[[], object], type[Exception], str]] = [
     # (case id, operation, batch factory, error type, text the message must contain)
     ("empty batch", "upsert", lambda: _base().slice(0, 0), InvalidRecordsError, "empty batch"),
     (
+        # pyarrow builds it; its Parquet writer refused it half-way (a bare ArrowInvalid)
+        "null in a column its schema declares not null",
+        "upsert",
+        lambda: pa.table(
+            [*_base().columns[:-1], pa.array(["x", None, None])],
+            schema=_base().schema.remove(len(_base().schema) - 1).append(
+                pa.field("v", pa.string(), nullable=False))),
+        InvalidRecordsError,
+        "column 'v' is declared not null in the batch's schema but holds 2 null(s) (the first "
+        "at row 1)",
+    ),
+    (
         "missing key column",
         "upsert",
         lambda: _base().drop_columns(["id"]),
