@@ -12,6 +12,7 @@ import inspect
 import itertools
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,12 @@ from hoodline.pipeline import driver as driver_module
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.pipeline.driver import RoundDriver, read_checkpoint
+from hoodline.pipeline.errors_table import drop_orphaned_errors, round_metadata
 from hoodline.pipeline.progress import format_round_line
 from hoodline.pipeline.report import RoundReport, StopReason
 from hoodline.pipeline.tasks import RoundJob
 from hoodline.table import fs_view
+from hoodline.table import rollback as rollback_module
 from hoodline.table.commit_metadata import CommitMetadata
 from hoodline.table.instant import COMMIT
 from hoodline.table.properties import IndexType, TableType
@@ -1321,3 +1324,84 @@ def test_a_file_record_refused_for_its_key_or_partition_keeps_what_was_read(
     got = [(e["value"], e["reason"], e["detail"][:len(w[2])]) for e, w in zip(errors, want,
                                                                            strict=True)]
     assert got == want
+
+
+def test_an_error_commit_is_kept_unless_its_round_is_known_to_have_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Code review of the error commit's rollback: a target table made anew at its path (its
+    old commits gone, not failed) made the first start roll back a committed round's error
+    rows; and a rollback of a round whose instant another writer's error commit does not name
+    must not touch that commit. Only a pending instant or one a rollback names has failed."""
+    src = tmp_path / "in1"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"id": 1, "v": "x", "ts": 1}\n{"id": 2, "v": "y", "ts": "bad"}\n')
+
+    def config(source: Path) -> PipelineConfig:
+        return config_from_dict({
+            "source": {"type": "files", "format": "json",
+                       "options": {"path": str(source), "format": "jsonl"}},
+            "table": {"path": str(tmp_path / "t"), "record-key": ["id"], "precombine-field": "ts"},
+            "schema": {"id": "int64", "v": "string", "ts": "int64"},
+            "errors": {"tolerance": "all", "table-path": str(tmp_path / "errors")},
+            "runtime": {"round": {"max-records": 1000, "min-interval": 0}},
+        })
+
+    _driver(config(src), InProcessEngine())[0].run(once=True)
+    kept = [f"file/{src / 'a.jsonl'}/1"]
+    errors_path = tmp_path / "errors"
+    assert read_snapshot(HudiTable.open(errors_path)).column("error_id").to_pylist() == kept
+    shutil.rmtree(tmp_path / "t")  # the table rebuilt from another folder
+    other = tmp_path / "in2"
+    other.mkdir()
+    (other / "b.jsonl").write_text('{"id": 3, "v": "z", "ts": 1}\n')
+    _driver(config(other), InProcessEngine())[0].run(once=True)
+    assert read_snapshot(HudiTable.open(errors_path)).column("error_id").to_pylist() == kept
+    # a round's failure names its own instant: another round's error commit stays
+    target = HudiTable.open(tmp_path / "t")
+    with WriteClient(HudiTable.open(errors_path)) as errors:
+        pending = target.new_instant_time()
+        target.timeline.create_requested(target.write_action, pending)
+        errors.upsert(read_snapshot(errors.table).select(
+            [n for n in read_snapshot(errors.table).column_names if not n.startswith("_hoodie")]),
+            round_metadata(target, pending))
+        assert drop_orphaned_errors(errors, target, target.new_instant_time()) is None
+        assert drop_orphaned_errors(errors, target, pending) is not None
+
+
+def test_an_error_commit_rollback_cut_short_is_finished_before_the_next_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Code review: when rolling back the failed round's error commit failed half-way, the
+    error table kept a pending commit and rollback for the rest of the run (its archival
+    blocked); the retry before the next round finishes it."""
+    src = tmp_path / "in"
+    _write_file(src, "a.jsonl", _rows(range(3)))
+    (src / "c.jsonl").write_text('{"id": 500, "v": "a", "ts": "late"}\n')
+    cfg = _config(src, tmp_path / "t")
+    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
+                                                              tolerance=ErrorTolerance.ALL))
+    failed = {"guard": 0, "finish": 0}
+    real_guard, real_finish = RoundDriver._guard, rollback_module._finish
+
+    def guard(t: HudiTable, round_id: int) -> None:
+        if not failed["guard"]:
+            failed["guard"] += 1
+            raise EngineJobError("test: the target's commit failed")
+        real_guard(t, round_id)
+
+    def finish(table: HudiTable, *args: Any, **kwargs: Any) -> Any:
+        if table.base_path.name.endswith("_errors") and not failed["finish"]:
+            failed["finish"] += 1
+            raise OSError("test: the store failed during the rollback")
+        return real_finish(table, *args, **kwargs)
+
+    monkeypatch.setattr(RoundDriver, "_guard", staticmethod(guard))
+    monkeypatch.setattr(rollback_module, "_finish", finish)
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert failed == {"guard": 1, "finish": 1}
+    errors = HudiTable.open(cfg.errors.table_path)
+    assert errors.timeline.pending() == []
+    assert [e["error_id"] for e in read_snapshot(errors).to_pylist()] == [
+        f"file/{src / 'c.jsonl'}/0"]
+    assert_hudi_matches_hoodline(errors)

@@ -814,18 +814,19 @@ class RoundDriver:
     def _rollback(run: _Run, ts: str) -> None:
         """Roll the failed round's instant ``ts`` back; when that fails too, it is tried again
         before the next round (and by the next start, whatever happens meanwhile)."""
+        step = f"rollback of instant {ts}"
         try:
             run.table.timeline.reload()
             inst = run.table.timeline.find(ts, run.table.write_action)
             if inst is not None and not inst.is_completed:
                 run.client.rollback(ts)
             if run.errors_client is not None:  # the round's bad records go with it
-                drop_orphaned_errors(run.errors_client, run.table)
+                step = f"rollback of the error table's commit of the failed instant {ts}"
+                drop_orphaned_errors(run.errors_client, run.table, ts)
         except Exception as exc:
             if ts not in run.unrolled:
                 run.unrolled.append(ts)
-                log.warning("rollback of instant %s failed (tried again before the next "
-                            "round): %s", ts, exc)
+                log.warning("%s failed (tried again before the next round): %s", step, exc)
             return
         if ts in run.unrolled:
             run.unrolled.remove(ts)

@@ -47,6 +47,7 @@ from hoodline.formats.json_decoder import BadRecords
 from hoodline.pipeline.target import refuse_foreign_folder
 from hoodline.table.instant import Instant
 from hoodline.table.properties import IndexType, TableConfig
+from hoodline.table.rollback import rollback_pending, rolled_back
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 
@@ -221,38 +222,44 @@ def round_metadata(target: HudiTable, instant_ts: str) -> dict[str, str]:
     return {ROUND_TABLE_KEY: str(target.base_path), ROUND_INSTANT_KEY: instant_ts}
 
 
-def orphaned_error_commit(errors: HudiTable, target: HudiTable) -> Instant | None:
+def orphaned_error_commit(
+    errors: HudiTable, target: HudiTable, instant_ts: str | None = None
+) -> Instant | None:
     """The error table's newest commit when it holds the bad records of a round of ``target``
-    whose instant did not complete (rolled back, or still pending); else None. An instant older
-    than the target's active timeline may have been archived: never taken for one that failed."""
+    (of its instant ``instant_ts``, when given) that failed: the instant is still pending or a
+    rollback on the target's timeline names it; else None. An instant that is merely absent
+    (archived, or the target made anew at its path) is never taken for one that failed."""
     errors.timeline.reload()
     newest = errors.timeline.last_completed_commit()
     if newest is None:
         return None
     extra = errors.timeline.read_commit_metadata(newest).extra_metadata
-    instant_ts = extra.get(ROUND_INSTANT_KEY)
-    if instant_ts is None or extra.get(ROUND_TABLE_KEY) != str(target.base_path):
+    named = extra.get(ROUND_INSTANT_KEY)
+    if named is None or extra.get(ROUND_TABLE_KEY) != str(target.base_path):
         return None  # written before hoodline named the round, or for another table
+    if instant_ts is not None and named != instant_ts:
+        return None  # another round's (another writer's, after a takeover of the lock)
     target.timeline.reload()
-    if target.timeline.is_completed_commit(instant_ts):
-        return None
-    start = target.timeline.start()
-    return newest if start is None or instant_ts > start else None
+    pending = any(i.timestamp == named for i in target.timeline.pending())
+    return newest if pending or rolled_back(target, named) else None
 
 
-def drop_orphaned_errors(errors: WriteClient, target: HudiTable) -> Instant | None:
-    """Roll back the error table's commit of a round whose target instant was rolled back (see
-    module docs); returns the rolled-back commit, or None when there was none."""
-    orphan = orphaned_error_commit(errors.table, target)
+def drop_orphaned_errors(
+    errors: WriteClient, target: HudiTable, instant_ts: str | None = None
+) -> Instant | None:
+    """Roll back the error table's commit of a round whose target instant failed (see module
+    docs; of the instant ``instant_ts`` only, when given); returns the rolled-back commit, or
+    None when there was none. First finishes such a rollback an earlier call left half-done."""
+    if errors.table.timeline.reload().pending():
+        rollback_pending(errors.table)  # between rounds nothing of this writer is in flight
+    orphan = orphaned_error_commit(errors.table, target, instant_ts)
     if orphan is None:
         return None
-    instant_ts = errors.table.timeline.read_commit_metadata(orphan).extra_metadata[
-        ROUND_INSTANT_KEY]
+    named = errors.table.timeline.read_commit_metadata(orphan).extra_metadata[ROUND_INSTANT_KEY]
     log.warning("error table '%s': rolling back its commit %s, which holds the bad records of "
-                "the round of instant %s of '%s' that did not complete (the round is read again "
-                "and its bad records written again)", errors.table.base_path, orphan.timestamp,
-                instant_ts, target.base_path)
+                "the failed round of instant %s of '%s' (the round is read again and its bad "
+                "records written again)", errors.table.base_path, orphan.timestamp, named,
+                target.base_path)
     errors.rollback(orphan.timestamp, completed_because=(
-        f"it holds the bad records of instant {instant_ts} of '{target.base_path}', which did "
-        "not complete"))
+        f"it holds the bad records of instant {named} of '{target.base_path}', which failed"))
     return orphan

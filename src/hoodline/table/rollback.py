@@ -332,7 +332,7 @@ def _uncommit(
             f"and inflight files are gone too. Restore '{path}' from a copy"
         )
     # groups it wrote a new base file version in, and that have no older version left
-    bare = {_group_of(f) for f in _listed_files(table, done)
+    bare = {_group_of(f) for f in (_listed_files(table, done) if written is None else written)
             if LogFileName.parse(os.path.basename(f)) is None}
     bare -= _groups_with_versions_before(table, {part for part, _fid in bare}, done.timestamp)
     for clean in tl.completed(["clean"]):
@@ -466,6 +466,26 @@ def describe_repair(table: HudiTable, done: Instant) -> str:
     except (KeyError, TypeError, TableError, OSError):  # unreadable: the instant alone
         return f"rollback {done.timestamp}"
     return f"rolled back {', '.join(targets)} (rollback {done.timestamp})"
+
+
+def rolled_back(table: HudiTable, instant_ts: str) -> bool:
+    """Whether a rollback instant on the active timeline (pending: its plan; completed: its
+    metadata) names ``instant_ts``: the evidence that a write of that instant failed."""
+    tl = table.timeline
+    for rb in tl.instants():
+        if rb.action != ROLLBACK or rb.timestamp <= instant_ts:
+            continue
+        try:
+            if rb.is_completed:
+                metadata = deserialize(ActionBody.ROLLBACK_METADATA, tl.read_instant_bytes(rb),
+                                       str(tl.path_of(rb)))
+                if instant_ts in (metadata.get("commitsRollback") or []):
+                    return True
+            elif str(_read_plan(table, rb)["instantToRollback"]["commitTime"]) == instant_ts:
+                return True
+        except (KeyError, TypeError, TableError, OSError):
+            continue  # unreadable: no evidence
+    return False
 
 
 def _read_plan(table: HudiTable, rb: Instant) -> dict[str, Any]:

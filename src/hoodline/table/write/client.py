@@ -575,6 +575,8 @@ class WriteClient:
         with ``completed_because`` the table's newest commit (see
         :func:`~hoodline.table.rollback.rollback_instant`)."""
         self._require_open()
+        if completed_because is not None:  # a commit's data goes: only while the lock is ours
+            self._lock.ensure_held()
         self.table.timeline.reload()
         inst = self.table.timeline.find(instant_ts, self.table.write_action)
         if inst is None:

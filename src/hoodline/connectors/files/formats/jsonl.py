@@ -26,6 +26,7 @@ file (``.gz``, ``.bz2``, ``.zst``) is one split, read from its decompressed text
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
@@ -141,6 +142,26 @@ def _inferred_batches(
     yield from table.to_batches()
 
 
+#: (path, size, mtime, offset) -> (lines, blank lines) before the offset, in this process: the
+#: reader's line numbers and the error rows' record numbers of a piece read over several rounds
+#: would each read the file up to the piece again.
+_LINES_BEFORE: OrderedDict[tuple[str, int, int, int], tuple[int, int]] = OrderedDict()
+_LINES_BEFORE_KEPT = 1024
+
+
+def counted_lines_before(split: FileSourceSplit, f: BinaryIO, start: int) -> tuple[int, int]:
+    """:func:`count_lines_before` of ``split``'s file (open as ``f``) up to its line start
+    ``start``, counted once per process and file version."""
+    key = (split.path, split.size, split.mtime_ns, start)
+    counted = _LINES_BEFORE.get(key)
+    if counted is None:
+        counted = count_lines_before(f, start)
+        _LINES_BEFORE[key] = counted
+        while len(_LINES_BEFORE) > _LINES_BEFORE_KEPT:
+            _LINES_BEFORE.popitem(last=False)
+    return counted
+
+
 def records_before(split: FileSourceSplit) -> int:
     """Records of the file before ``split`` (the lines that are not blank before its first line
     start): its record numbers within the file start there. Reads the file up to there, so it is
@@ -150,7 +171,7 @@ def records_before(split: FileSourceSplit) -> int:
     try:
         with open_binary(split.path) as f:
             start, _end = align_range(f, split.start, split.end, split.size)
-            lines, blank = count_lines_before(f, start)
+            lines, blank = counted_lines_before(split, f, start)
     except OSError as exc:
         raise FileSourceError(f"{split.describe()} cannot be read: {exc}") from exc
     return lines - blank
@@ -174,7 +195,7 @@ def raw_lines(split: FileSourceSplit, records: Sequence[int]) -> dict[int, tuple
         start = 0
         if split.kind is SplitKind.BYTES:
             start, _end = align_range(f, split.start, split.end, split.size)
-        line_no = count_lines_before(f, start)[0] if start else 0
+        line_no = counted_lines_before(split, f, start)[0] if start else 0
         f.seek(start)
         record, last = 0, max(wanted)
         for raw in f:
@@ -221,7 +242,7 @@ def _isolating_batches(
             if decoder is None:
                 decoder = JsonDecoder(schema, required=must_hold)
             if first_line is None:
-                first_line = count_lines_before(f, start)[0] + 1
+                first_line = counted_lines_before(split, f, start)[0] + 1
             yield from _decode_lines(lines, decoder, first_line + lines_before)
         lines_before += lines.count
 
