@@ -137,3 +137,22 @@ def test_the_broker_command_stops_on_sigint_when_started_as_a_background_job(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def test_a_broker_on_a_taken_port_says_so_instead_of_ready(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Walkthrough review: `python -m hoodline.broker 9092` with a broker already there said
+    "Tansu broker pid ... on 127.0.0.1:9092" (its readiness check reached the other one) and
+    exited 0 when its own Tansu died; the user went on with the old broker's data."""
+    from hoodline.broker import main
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BrokerError, match=f"port {port} on 127.0.0.1 is already in use"):
+            EmbeddedBroker(port).start()
+        assert main([str(port)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: port {port} on 127.0.0.1 is already in use"), err

@@ -158,6 +158,12 @@ class EmbeddedBroker:
         raise BrokerError(last_error)
 
     def _launch(self, binary: Path, port: int) -> None:
+        if _accepts_connections(_HOST, port):
+            # the readiness check below would take the other listener's answer for this
+            # broker's (walkthrough review: "ready" on a taken port, the old broker kept serving)
+            raise BrokerError(
+                f"port {port} on {_HOST} is already in use (another broker running?); stop what "
+                "listens there or choose another port")
         url = f"tcp://{_HOST}:{port}"
         advertised = f"tcp://{_HOST}:{self._advertised_port or port}"
         log_dir = str(self._log_dir) if self._log_dir else None
@@ -352,14 +358,21 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     # a background job (`... &`) starts with SIGINT ignored: `kill -INT` must stop it too
     signal.signal(signal.SIGINT, _terminate)
-    with EmbeddedBroker(port) as broker:
+    try:
+        broker = EmbeddedBroker(port).start()
+    except BrokerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with broker:
         print(f"Tansu broker pid {broker.pid} on {broker.bootstrap_servers}; Ctrl-C stops it")
         try:
             while broker.running:
                 time.sleep(0.5)
         except KeyboardInterrupt:
-            pass
-    return 0
+            return 0
+        print(f"the Tansu broker (pid {broker.pid}) exited by itself; see its log "
+              f"{broker.log_path}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
