@@ -75,6 +75,23 @@ def test_files_not_read_for_their_names_are_told_once(
         "1 more); set source.file.extensions to read them")
 
 
+def test_files_waiting_to_be_seen_unchanged_are_told_apart_from_known_ones(
+    data_dir: Path,
+) -> None:
+    """Walkthrough review: the backlog read 'waiting=0 files' for ~20 s while new files waited
+    for source.stable-scans scans; the scanner names them (not the files already known)."""
+    for name in ["a.jsonl", "b.jsonl"]:
+        touch(data_dir, name)
+    config = FileSourceConfig.from_options({"path": str(data_dir), "format": "jsonl"})
+    known = {str(data_dir / "a.jsonl")}
+    scanner = _Scanner(config, lambda e: e.path in known, 2)
+    planned, _ = scanner()
+    assert planned == [] and scanner.settling() == [str(data_dir / "b.jsonl")]
+    planned, _ = scanner()
+    assert [p.entry.path for p in planned] == [str(data_dir / "b.jsonl")]
+    assert scanner.settling() == []
+
+
 def test_glob_semantics() -> None:
     g = glob_to_regex("**/*.parquet")
     assert g.match("a.parquet") and g.match("x/y/a.parquet") and not g.match("a.parquetx")

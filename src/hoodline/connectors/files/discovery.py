@@ -185,3 +185,8 @@ class StabilityTracker:
                 stable.append(e)
         self._seen = current  # files that disappeared are forgotten
         return stable
+
+    def settling(self) -> list[FileEntry]:
+        """The file versions of the last scan not yet seen unchanged in enough scans."""
+        return [FileEntry(path, size, mtime) for path, (size, mtime, count) in self._seen.items()
+                if count < self.required]

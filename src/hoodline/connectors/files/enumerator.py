@@ -121,6 +121,12 @@ class _Scanner:
             planned = [self._plan(e) for e in fresh]
             return [p for p in planned if p is not None], eligible
 
+    def settling(self) -> list[str]:
+        """Files the last scan found that are not read yet and wait to be seen unchanged in
+        'source.stable-scans' scans."""
+        with self._lock:
+            return [e.path for e in self._tracker.settling() if not self._is_known(e)]
+
     def _tell_unmatched(self) -> None:
         """Once per start: files the source does not read for their names' endings (an
         unexpected compression, another format) would otherwise be passed over without a
@@ -206,6 +212,10 @@ class FileSplitEnumerator(SplitEnumerator[FileSourceSplit, FileEnumeratorState])
     @property
     def pending_splits(self) -> list[FileSourceSplit]:
         return list(self._pending.values())
+
+    def settling_files(self) -> list[str]:
+        """Files found, not yet read, waiting to be seen unchanged (see :class:`_Scanner`)."""
+        return self._scanner.settling()
 
     @property
     def processed_files(self) -> dict[str, tuple[int, int]]:

@@ -318,10 +318,16 @@ class FilesPlugin(SourcePlugin):
         return RoundPlan(tasks)
 
     def files_waiting(self, rounds: SourceRounds[Any, Any]) -> int:
-        """Files whose splits are not handed to a reader yet or not read to their end (each
-        file once, however many splits it has). Counted before a round it left out the files
-        readers held and had not finished (metrics review: 0 with 16 files unread)."""
-        paths = {s.path for s in self._enumerator.pending_splits} if self._enumerator else set()
+        """Files found and not read to their end: waiting to be seen unchanged, not handed to a
+        reader yet, or held by one (each file once, however many splits it has). Counted
+        before a round it left out the files readers held and had not finished (metrics
+        review: 0 with 16 files unread)."""
+        paths: set[str] = set()
+        if self._enumerator is not None:
+            paths.update(s.path for s in self._enumerator.pending_splits)
+            # found and not yet seen unchanged in source.stable-scans scans (walkthrough
+            # review: 'waiting=0 files' for ~20 s with files in the folder)
+            paths.update(self._enumerator.settling_files())
         paths.update(s.path for held in rounds.held_splits().values() for s in held)
         return len(paths)
 
