@@ -304,18 +304,21 @@ def test_empty_string_keys_and_partition_values_are_bad_records_not_a_failed_rou
         (103, "unreadable_partition", "partition field 'region' value 'eu/../x' is not a valid "
          "folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
          "value or partition by another field (a table created with "
-         "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)"),
+         "'hoodie.datasource.write.partitionpath.urlencode' by Java Hudi, or url_encode_partitions "
+         "by the Python API, escapes such values)"),
         (104, "unreadable_partition", "partition field 'region' value '..' is not a valid "
          "folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
          "value or partition by another field (a table created with "
-         "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)"),
+         "'hoodie.datasource.write.partitionpath.urlencode' by Java Hudi, or url_encode_partitions "
+         "by the Python API, escapes such values)"),
         (105, "missing_key", "record key field 'name' value '' is an empty string; every "
          "record needs a non-empty record key"),
         # a NUL failed the round in mkdir ("embedded null byte"; data-types review)
         (106, "unreadable_partition", "partition field 'region' value 'x\x00y' is not a "
          "valid folder name ('/', '.', '..' and the NUL character are not allowed); clean the "
          "value or partition by another field (a table created with "
-         "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)"),
+         "'hoodie.datasource.write.partitionpath.urlencode' by Java Hudi, or url_encode_partitions "
+         "by the Python API, escapes such values)"),
     ]
     # with URL encoding the odd values are paths; only the empty ones stay bad
     encoded = TableConfig("t", ("name",), ("region",), "ts", url_encode_partitions=True)

@@ -207,7 +207,8 @@ class KeyGenerator:
                 if encoded else
                 f"is not a valid folder name ({_NOT_IN_FOLDER_NAMES}); clean the value or "
                 "partition by another field (a table created with "
-                "'hoodie.datasource.write.partitionpath.urlencode' escapes such values)")))
+                "'hoodie.datasource.write.partitionpath.urlencode' by Java Hudi, or "
+                "url_encode_partitions by the Python API, escapes such values)")))
         limit = self.max_folder_bytes
         if limit is None:
             return out

@@ -189,7 +189,10 @@ PAYLOAD_CLASS = cfg.option(
     "record of an earlier log file (numeric, boolean and timestamp ordering fields), but it "
     "does remove the row of a base file (one a compaction wrote), as Java Hudi 0.14/0.15 and "
     "hudi-rs merge it. Deletes without an ordering value (WriteClient.delete, Kafka "
-    "tombstones) always delete.",
+    "tombstones) always delete. A table that records its payload class "
+    "('hoodie.compaction.payload.class': every merge-on-read table, and tables Java made with "
+    "one) is written only with that class: set it again for such a table (left out, the "
+    "default is refused, naming the table's).",
 )
 COMBINE_BEFORE_INSERT = cfg.option(
     "hoodie.combine.before.insert",
