@@ -216,3 +216,38 @@ def test_spark_submit_to_another_master_than_the_pipelines_is_refused(tmp_path: 
     assert ("error: spark-submit was given master 'local[1]', but the pipeline's runtime.master "
             "is 'local[2]': set runtime.master to the same master") in " ".join(
                 (done.stdout + done.stderr).split())
+
+
+_YARN_START = """
+from hoodline.errors import SparkRuntimeError
+from hoodline.spark.session import SparkSettings, start_session
+try:
+    start_session(SparkSettings(master="yarn"))
+except SparkRuntimeError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_master_spark_cannot_start_with_is_one_error_line_naming_it(tmp_path: Path) -> None:
+    """Walkthrough review: master 'yarn' without HADOOP_CONF_DIR ended in ~110 lines of
+    Python traceback over the JVM's error; it is a hoodline error naming the master now (the
+    CLI prints it as one 'error:' line)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
+    done = subprocess.run([sys.executable, "-c", _YARN_START], env={**env, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: Spark did not start with master 'yarn': "), (
+        done.stdout + done.stderr)
+    assert "HADOOP_CONF_DIR" in done.stdout + done.stderr
+    assert not list(tmp_path.glob("hoodline-spark-*"))
+
+
+def test_a_failed_start_names_the_jvms_exception() -> None:
+    from hoodline.spark.session import _start_failure
+
+    py4j = ("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n"
+            ": org.apache.spark.SparkException: Could not parse Master URL: 'x'\n"
+            "\tat org.apache.spark.SparkContext$.createTaskScheduler(SparkContext.scala:3208)\n")
+    assert _start_failure(RuntimeError(py4j)) == "Could not parse Master URL: 'x'"
+    gateway = "[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number."
+    assert _start_failure(RuntimeError(gateway)).startswith(gateway + " (the JVM's own lines")

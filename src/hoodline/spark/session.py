@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -496,6 +497,21 @@ def _interrupts_deferred() -> Iterator[Callable[[], bool]]:
             signal.signal(signal.SIGINT, previous)
 
 
+_JAVA_EXCEPTION = re.compile(r"^(?::\s*)?[\w.$]+(?:Exception|Error): (.+)$", re.MULTILINE)
+
+
+def _start_failure(exc: BaseException) -> str:
+    """What a failed SparkContext start says: the JVM's exception message when the error carries
+    one, else its first line, and where the rest is."""
+    text = str(exc)
+    java = _JAVA_EXCEPTION.search(text)
+    if java is not None:
+        return java.group(1).strip()
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return (f"{first} (the JVM's own lines above say why; e.g. master 'yarn' needs "
+            "HADOOP_CONF_DIR or YARN_CONF_DIR)")
+
+
 def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
     """Start Spark for hoodline (a SparkContext; see :class:`HoodlineSpark`). Refuses to reuse a
     context started elsewhere."""
@@ -563,7 +579,11 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                     context = SparkContext(conf=spark_settings)
                 except Exception as exc:
                     if not stuck():
-                        raise
+                        # one line, not Python's traceback over the JVM's (walkthrough review:
+                        # master 'yarn' without HADOOP_CONF_DIR ended in ~110 lines)
+                        raise SparkRuntimeError(
+                            f"Spark did not start with master {master.url!r}: "
+                            f"{_start_failure(exc)}") from exc
                     raise SparkRuntimeError(
                         "Spark's JVM did not start within "
                         f"{gateway_watchdog.GATEWAY_START_TIMEOUT_S:.0f} s and "
