@@ -161,6 +161,10 @@ def test_secrets_never_appear_in_repr_str_or_describe() -> None:
          "[table.options]: unknown option 'hoodie.parquet.max.filesize' (did you mean "),
         ({"table": {"options": {"hoodie.cleaner.commits.retained": "ten"}}},
          "'hoodie.cleaner.commits.retained' has invalid value 'ten': expected an integer"),
+        # refused at the first archival, after Spark had started (walkthrough review)
+        ({"table": {"options": {"hoodie.keep.max.commits": 5}}},
+         "[table.options]: 'hoodie.keep.max.commits' = 5 must be greater than "
+         "'hoodie.keep.min.commits' = 20 (its default); raise the one or lower the other"),
         ({"table": {"bucket-count": "four"}}, "invalid value 'four': expected an integer"),
         ({"source": {"format": "CSV"}}, "[source.options] format = 'csv'"),
         ({"sink": {}}, "unknown section(s) 'sink'"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from hoodline.config import options as cfg
 from hoodline.config.enums import ConfigEnum
+from hoodline.errors import ConfigError
 from hoodline.table.clean import CLEANER_COMMITS_RETAINED
 from hoodline.table.keygen.timestamp import TIMESTAMP_OPTIONS
 from hoodline.table.lock import LOCK_EXPIRY_SECONDS, LOCK_HEARTBEAT_SECONDS
@@ -460,4 +461,16 @@ class WriteOptions:
             lock_owner=o.get(LOCK_OWNER),
             lock_expiry_seconds=o.get(LOCK_EXPIRY_SECONDS),
             lock_heartbeat_seconds=o.get(LOCK_HEARTBEAT_SECONDS),
-        )
+        )._checked()
+
+    def _checked(self) -> WriteOptions:
+        """Rules between options, named with their values (and which one is a default): they
+        stopped a run only at its first archival, after Spark had started (walkthrough
+        review)."""
+        if self.keep_min_commits >= self.keep_max_commits:
+            raise ConfigError(
+                f"'{KEEP_MAX_COMMITS.key}' = {self.keep_max_commits} must be greater than "
+                f"'{KEEP_MIN_COMMITS.key}' = {self.keep_min_commits}"
+                f"{' (its default)' if self.keep_min_commits == KEEP_MIN_COMMITS.default else ''}"
+                f"; raise the one or lower the other")
+        return self
