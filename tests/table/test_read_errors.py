@@ -75,3 +75,8 @@ def test_every_time_travel_to_a_cleaned_instant_is_refused(tmp_path: Path) -> No
     assert result.exit_code == 1
     assert "is older than the oldest instant kept by cleaning" in " ".join(result.output.split())
     assert read.latest_base_files(table)  # the latest state is there
+    # before the first commit nothing was deleted: nothing was there (walkthrough review)
+    before = "20000101000000000"
+    with pytest.raises(TableError, match=f"time-travel instant {before} is before the table's "
+                       f"first commit \\({first}\\): the table held nothing then"):
+        read.read_snapshot(table, as_of=before)

@@ -257,8 +257,16 @@ def _check_not_cleaned(table: HudiTable, ts: str, what: str) -> None:
         return
     # cleaning keeps, per file group, the newest version before the earliest retained commit,
     # so the state at the last commit before it is still complete
-    older = [i.timestamp for i in table.timeline.completed_commits() if i.timestamp < earliest]
+    commits = table.timeline.completed_commits()
+    older = [i.timestamp for i in commits if i.timestamp < earliest]
     oldest_readable = older[-1] if older else earliest
+    if ts < oldest_readable and commits and ts < commits[0].timestamp and (
+            not has_archived_instants(table)):
+        # not "deleted by cleaning": nothing was there (walkthrough review)
+        raise TableError(
+            f"{what} {ts} is before the table's first commit ({commits[0].timestamp}): the "
+            "table held nothing then. Query that commit or a later instant"
+        )
     if ts < oldest_readable:
         raise TableError(
             f"{what} {ts} is older than the oldest instant kept by cleaning "
