@@ -119,6 +119,28 @@ def _failing_jobs(n: int) -> Any:
     return before
 
 
+def _failing_guard(times: int, message: str) -> Any:
+    """RoundDriver._guard (it runs after the error table's commit, before the table's) failing
+    its first ``times`` calls; patch it in with ``monkeypatch.setattr(RoundDriver, "_guard",
+    ...)``. ``.calls`` counts the failures."""
+    real = RoundDriver._guard
+
+    def guard(t: HudiTable, round_id: int) -> None:
+        if guard.calls < times:  # type: ignore[attr-defined]
+            guard.calls += 1  # type: ignore[attr-defined]
+            raise EngineJobError(message)
+        real(t, round_id)
+
+    guard.calls = 0  # type: ignore[attr-defined]
+    return staticmethod(guard)
+
+
+def _tolerant(cfg: PipelineConfig) -> PipelineConfig:
+    """``cfg`` with errors.tolerance = all."""
+    return dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
+                                                               tolerance=ErrorTolerance.ALL))
+
+
 @pytest.fixture
 def src(tmp_path: Path) -> Path:
     root = tmp_path / "in"
@@ -305,17 +327,9 @@ def test_a_round_failing_after_its_checkpoint_was_taken_is_retried_and_commits(
     """Issue 9 bug 1: the retry must checkpoint again (old runner: 'checkpoint id N is not
     greater than the last one' on every retry until the job stopped)."""
     table = tmp_path / "t"
-    fails = 0
-    real = RoundDriver._guard
-
-    def guard_fails_twice(t: HudiTable, round_id: int) -> None:  # runs after checkpoint()
-        nonlocal fails
-        if fails < 2:
-            fails += 1
-            raise EngineJobError("test: commit failed after the checkpoint was taken")
-        real(t, round_id)
-
-    monkeypatch.setattr(RoundDriver, "_guard", staticmethod(guard_fails_twice))
+    # _guard runs after checkpoint()
+    monkeypatch.setattr(RoundDriver, "_guard",
+                        _failing_guard(2, "test: commit failed after the checkpoint was taken"))
     reports: list[RoundReport] = []
     _driver(_config(src, table), InProcessEngine())[0].run(once=True, on_round=reports.append)
     first = next(r for r in reports if r.committed)
@@ -1162,20 +1176,9 @@ def test_a_failed_round_takes_its_error_commit_with_it_before_the_retry(
     _write_file(src, "a.jsonl", _rows(range(3)))
     (src / "c.jsonl").write_text('{"id": 500, "v": "a", "ts": "late"}\n')
     table = tmp_path / "t"
-    cfg = _config(src, table)
-    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
-                                                              tolerance=ErrorTolerance.ALL))
-    fails = 0
-    real = RoundDriver._guard
-
-    def guard_fails_once(t: HudiTable, round_id: int) -> None:
-        nonlocal fails
-        if fails < 1:
-            fails += 1
-            raise EngineJobError("test: the target's commit failed")
-        real(t, round_id)
-
-    monkeypatch.setattr(RoundDriver, "_guard", staticmethod(guard_fails_once))
+    cfg = _tolerant(_config(src, table))
+    monkeypatch.setattr(RoundDriver, "_guard",
+                        _failing_guard(1, "test: the target's commit failed"))
     _driver(cfg, InProcessEngine())[0].run(once=True)
     errors = HudiTable.open(cfg.errors.table_path)
     assert [e["error_id"] for e in read_snapshot(errors).to_pylist()] == [
@@ -1270,10 +1273,8 @@ def test_a_days_error_file_takes_later_rounds_rows_only_while_it_is_small(
         src.mkdir(exist_ok=True)
         (src / f"f{f}.jsonl").write_text("\n".join([*rows, '{"id": 99, "ts": "bad"}']) + "\n")
         os.utime(src / f"f{f}.jsonl", ns=(_CHANGED_AT_NS, _CHANGED_AT_NS))  # one day
-    cfg = _config(src, tmp_path / "t", **{"reader-parallelism": 1,
-                                          "round": {"max-records": 10, "min-interval": 0}})
-    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
-                                                              tolerance=ErrorTolerance.ALL))
+    cfg = _tolerant(_config(src, tmp_path / "t", **{
+        "reader-parallelism": 1, "round": {"max-records": 10, "min-interval": 0}}))
     summary = _driver(cfg, InProcessEngine())[0].run(once=True)
     assert (summary.records_written, summary.error_records) == (27, 3)
     errors = HudiTable.open(cfg.errors.table_path)
@@ -1378,17 +1379,9 @@ def test_an_error_commit_rollback_cut_short_is_finished_before_the_next_round(
     src = tmp_path / "in"
     _write_file(src, "a.jsonl", _rows(range(3)))
     (src / "c.jsonl").write_text('{"id": 500, "v": "a", "ts": "late"}\n')
-    cfg = _config(src, tmp_path / "t")
-    cfg = dataclasses.replace(cfg, errors=dataclasses.replace(cfg.errors,
-                                                              tolerance=ErrorTolerance.ALL))
-    failed = {"guard": 0, "finish": 0}
-    real_guard, real_finish = RoundDriver._guard, rollback_module._finish
-
-    def guard(t: HudiTable, round_id: int) -> None:
-        if not failed["guard"]:
-            failed["guard"] += 1
-            raise EngineJobError("test: the target's commit failed")
-        real_guard(t, round_id)
+    cfg = _tolerant(_config(src, tmp_path / "t"))
+    failed = {"finish": 0}
+    real_finish = rollback_module._finish
 
     def finish(table: HudiTable, *args: Any, **kwargs: Any) -> Any:
         if table.base_path.name.endswith("_errors") and not failed["finish"]:
@@ -1396,10 +1389,11 @@ def test_an_error_commit_rollback_cut_short_is_finished_before_the_next_round(
             raise OSError("test: the store failed during the rollback")
         return real_finish(table, *args, **kwargs)
 
-    monkeypatch.setattr(RoundDriver, "_guard", staticmethod(guard))
+    guard = _failing_guard(1, "test: the target's commit failed")
+    monkeypatch.setattr(RoundDriver, "_guard", guard)
     monkeypatch.setattr(rollback_module, "_finish", finish)
     _driver(cfg, InProcessEngine())[0].run(once=True)
-    assert failed == {"guard": 1, "finish": 1}
+    assert (guard.__func__.calls, failed["finish"]) == (1, 1)
     errors = HudiTable.open(cfg.errors.table_path)
     assert errors.timeline.pending() == []
     assert [e["error_id"] for e in read_snapshot(errors).to_pylist()] == [
