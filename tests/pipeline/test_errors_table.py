@@ -1,18 +1,27 @@
 from __future__ import annotations
 
+import os
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from hoodline.errors import BadRecordError
+from hoodline.errors import BadRecordError, WriterLockError
 from hoodline.formats.json_decoder import JsonDecoder
 from hoodline.pipeline.errors_table import (
     ERROR_SCHEMA,
     build_error_batch,
+    drop_orphaned_errors,
+    open_error_table,
     raise_for_bad_records,
+    round_metadata,
 )
+from hoodline.table.properties import TableConfig
+from hoodline.table.table import HudiTable
+from hoodline.table.write.client import WriteClient
 
 WHEN = datetime(2024, 3, 1, 12, 30, tzinfo=UTC)
 
@@ -85,3 +94,34 @@ def test_tolerance_none_names_the_first_bad_record() -> None:
     msg = str(err.value)
     assert "topic 'events' partition 3 offset 101" in msg
     assert "unparseable" in msg and "2 more" in msg and "errors.tolerance = 'all'" in msg
+
+
+def test_a_writer_that_lost_the_error_tables_lock_rolls_nothing_back(tmp_path: Path) -> None:
+    """Code review: a pipeline paused past its lock's expiry finished rollbacks on the error
+    table (and rolled back its newest commit) while the new holder wrote it; the repairs and
+    the rollback of a commit now check the lock first."""
+    errors_path, target_path = tmp_path / "t_errors", tmp_path / "t"
+    target = HudiTable.create(target_path, TableConfig(name="t", record_key_fields=("id",)))
+    open_error_table(str(errors_path), "t_errors")
+    stalled = WriteClient(HudiTable.open(errors_path), {
+        "hoodline.writer.lock.heartbeat.seconds": 30, "hoodline.writer.lock.expiry.seconds": 60,
+        "hoodline.write.lock.owner": "stalled"}).open()
+    lock = errors_path / ".hoodie" / ".hoodline" / "writer.lock"
+    old = time.time() - 120
+    os.utime(lock, (old, old))
+    failed = target.new_instant_time()
+    target.timeline.create_requested(target.write_action, failed)
+    with WriteClient(HudiTable.open(errors_path), {"hoodline.write.lock.owner": "fresh"}) as new:
+        values, positions = _kafka_input()
+        bad = JsonDecoder(pa.schema([("id", pa.int64())]), ["id"]).decode(values).errors
+        rows = build_error_batch(bad, values, positions, source="kafka", **KAFKA_IDS, round_id=1,
+                                 detected_at=WHEN)
+        done = new.upsert(rows, round_metadata(target, failed))
+        pending = new.table.new_instant_time()
+        new.table.timeline.create_requested(new.table.write_action, pending)  # its next write
+        for attempt in (lambda: drop_orphaned_errors(stalled, target, failed),
+                        lambda: stalled.rollback(done, completed_because="test")):
+            with pytest.raises(WriterLockError, match="lost the lock"):
+                attempt()
+        tl = new.table.timeline.reload()
+        assert tl.is_completed_commit(done) and [i.timestamp for i in tl.pending()] == [pending]

@@ -47,7 +47,7 @@ from hoodline.formats.json_decoder import BadRecords
 from hoodline.pipeline.target import refuse_foreign_folder
 from hoodline.table.instant import Instant
 from hoodline.table.properties import IndexType, TableConfig
-from hoodline.table.rollback import rollback_pending, rolled_back
+from hoodline.table.rollback import rolled_back
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 
@@ -251,7 +251,7 @@ def drop_orphaned_errors(
     docs; of the instant ``instant_ts`` only, when given); returns the rolled-back commit, or
     None when there was none. First finishes such a rollback an earlier call left half-done."""
     if errors.table.timeline.reload().pending():
-        rollback_pending(errors.table)  # between rounds nothing of this writer is in flight
+        errors.repair()  # between rounds nothing of this writer is in flight
     orphan = orphaned_error_commit(errors.table, target, instant_ts)
     if orphan is None:
         return None

@@ -22,18 +22,6 @@ CASES: list[tuple[str, str, Callable[[], object], type[Exception], str]] = [
     # (case id, operation, batch factory, error type, text the message must contain)
     ("empty batch", "upsert", lambda: _base().slice(0, 0), InvalidRecordsError, "empty batch"),
     (
-        # pyarrow builds it; its Parquet writer refused it half-way (a bare ArrowInvalid)
-        "null in a column its schema declares not null",
-        "upsert",
-        lambda: pa.table(
-            [*_base().columns[:-1], pa.array(["x", None, None])],
-            schema=_base().schema.remove(len(_base().schema) - 1).append(
-                pa.field("v", pa.string(), nullable=False))),
-        InvalidRecordsError,
-        "column 'v' is declared not null in the batch's schema but holds 2 null(s) (the first "
-        "at row 1)",
-    ),
-    (
         "missing key column",
         "upsert",
         lambda: _base().drop_columns(["id"]),
@@ -178,3 +166,30 @@ def test_bad_first_batch_leaves_new_table_unchanged(
     with pytest.raises(InvalidRecordsError, match="'id'"):
         client.insert(_base().set_column(0, "id", pa.array([None, None, None], pa.int64())))
     assert tree_digest(table.base_path) == before
+
+
+def _not_null_v_with_nulls() -> pa.Table:
+    base = _base()
+    return pa.table([*base.columns[:-1], pa.array(["x", None, None])],
+                    schema=base.schema.remove(len(base.schema) - 1).append(
+                        pa.field("v", pa.string(), nullable=False)))
+
+
+def test_nulls_in_a_column_declared_not_null_are_refused_unless_the_table_takes_nulls(
+    new_table: Callable[..., HudiTable], client_for: Callable[..., WriteClient]
+) -> None:
+    """pyarrow builds a table holding nulls in a field its schema declares not null; written
+    as the table's first batch, the Parquet writer refused it half-way with a bare ArrowInvalid.
+    Refused before anything is written, naming the column; into a table whose column takes
+    nulls it is written (the batch's declaration loses to the table's), and a delete writes no
+    values."""
+    table = new_table("BUCKET")
+    client = client_for(table)
+    before = tree_digest(table.base_path)
+    with pytest.raises(InvalidRecordsError, match=r"column 'v' is declared not null but holds "
+                       r"2 null\(s\) \(the first at row 1\)"):
+        client.upsert(_not_null_v_with_nulls())
+    assert tree_digest(table.base_path) == before
+    client.insert(_base())
+    client.upsert(_not_null_v_with_nulls())
+    client.delete(_not_null_v_with_nulls())

@@ -187,6 +187,8 @@ class StabilityTracker:
         return stable
 
     def settling(self) -> list[FileEntry]:
-        """The file versions of the last scan not yet seen unchanged in enough scans."""
-        return [FileEntry(path, size, mtime) for path, (size, mtime, count) in self._seen.items()
+        """The file versions of the last scan not yet seen unchanged in enough scans (safe to
+        call beside :meth:`observe`: it replaces the dict it reads, never changes it)."""
+        seen = self._seen
+        return [FileEntry(path, size, mtime) for path, (size, mtime, count) in seen.items()
                 if count < self.required]

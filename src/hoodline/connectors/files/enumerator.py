@@ -123,9 +123,9 @@ class _Scanner:
 
     def settling(self) -> list[str]:
         """Files the last scan found that are not read yet and wait to be seen unchanged in
-        'source.stable-scans' scans."""
-        with self._lock:
-            return [e.path for e in self._tracker.settling() if not self._is_known(e)]
+        'source.stable-scans' scans. Without the scan's lock (a round's report must not wait
+        for a scan of a large folder): the tracker replaces, never changes, what it saw."""
+        return [e.path for e in self._tracker.settling() if not self._is_known(e)]
 
     def _tell_unmatched(self) -> None:
         """Once per start: files the source does not read for their names' endings (an

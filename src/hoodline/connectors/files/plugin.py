@@ -35,7 +35,12 @@ import pyarrow.compute as pc
 from hoodline.connectors.files.discovery import require_directory
 from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.events import SplitsFinishedEvent
-from hoodline.connectors.files.formats import VANISHED, records_before_split, refused_values
+from hoodline.connectors.files.formats import (
+    VANISHED,
+    RawLines,
+    records_before_split,
+    refused_values,
+)
 from hoodline.connectors.files.location import stat
 from hoodline.connectors.files.rejections import (
     RejectedFile,
@@ -117,21 +122,29 @@ class FileRecords(RecordPreparer):
                 before[sid] = records_before_split(split) if split is not None else 0
             return before[sid]
 
+        lines: dict[str, RawLines] = {}
+
         def refused(sid: str, rows: pa.Table, records: list[int]) -> _Refused:
             split = splits.get(sid)
             if split is None:
                 return rows_as_json(rows), None
-            return refused_values(split, task.source.config, rows, records, records_before(sid))
+            reader = lines.setdefault(sid, RawLines(split))
+            return refused_values(split, task.source.config, rows, records,
+                                  records_before(sid), reader)
 
-        for batch, split_id in batches:
-            sid = split_id or ""
-            start = first_row.get(sid, 0)
-            first_row[sid] = start + batch.num_rows
-            split = splits.get(sid)
-            yield self.prepare_batch(
-                spec, batch, split.path if split is not None else sid, start,
-                split.mtime_ns if split is not None else 0, partial(records_before, sid),
-                partial(refused, sid))
+        try:
+            for batch, split_id in batches:
+                sid = split_id or ""
+                start = first_row.get(sid, 0)
+                first_row[sid] = start + batch.num_rows
+                split = splits.get(sid)
+                yield self.prepare_batch(
+                    spec, batch, split.path if split is not None else sid, start,
+                    split.mtime_ns if split is not None else 0, partial(records_before, sid),
+                    partial(refused, sid))
+        finally:
+            for reader in lines.values():
+                reader.close()
 
     @staticmethod
     def prepare_batch(

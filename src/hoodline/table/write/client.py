@@ -99,6 +99,7 @@ from hoodline.table.write.prepare import (
     prepare_deletes,
     prepare_upserts,
     require_rows,
+    require_values,
 )
 from hoodline.table.write.profile import WriteProfile
 from hoodline.table.write.records import (
@@ -456,6 +457,8 @@ class WriteClient:
             check_required_columns(table, self.table.config)
             table = conform_types(table, table_data_schema(self.table))
         schema = self.plan_schema(incoming_schema(table), op)
+        if op is not WriteOperation.DELETE:  # a delete writes no values
+            require_values(table, schema)
         records = prepare_for_schema(
             self.table.config, op, table, schema, self.options, dictionary,
             resolve_threads(self.options.write_threads))
@@ -582,6 +585,13 @@ class WriteClient:
         if inst is None:
             raise TableError(f"instant {instant_ts} is not on the timeline")
         return rollback_instant(self.table, inst, completed_because=completed_because)
+
+    def repair(self) -> list[Instant]:
+        """Finish what failed writes left pending (rollbacks cut short, instants never
+        completed), as :meth:`open` does; only while this writer holds the lock."""
+        self._require_open()
+        self._lock.ensure_held()
+        return rollback_pending(self.table)
 
     def clean(self, retain_commits: int | None = None) -> Instant | None:
         self._require_open()

@@ -40,21 +40,27 @@ _POS = "__hoodline_pos"
 
 
 def require_rows(table: pa.Table, operation: WriteOperation) -> None:
-    """A batch to write: some rows, and no null in a column its own schema declares not null
-    (pyarrow builds such a table, and its Parquet writer refused it half-way through the
-    write with a bare ArrowInvalid)."""
     if table.num_rows == 0:
         raise InvalidRecordsError(
             f"{operation.config_text} got an empty batch (0 records); nothing to write — skip "
             "the call instead of committing an empty instant"
         )
-    for field, column in zip(table.schema, table.columns, strict=True):
-        if not field.nullable and column.null_count:
+
+
+def require_values(table: pa.Table, schema: pa.Schema) -> None:
+    """No null in a column the schema to be written (the batch's, widened by the table's)
+    declares not null: pyarrow builds such a batch, and the Parquet writer refused it half-way
+    through the write with a bare ArrowInvalid."""
+    for field in schema:
+        if field.nullable or field.name not in table.column_names:
+            continue
+        column = table.column(field.name)
+        if column.null_count:
             first = int(pc.index(column.is_null(), True).as_py())
             raise InvalidRecordsError(
-                f"column '{field.name}' is declared not null in the batch's schema but holds "
-                f"{column.null_count} null(s) (the first at row {first}); fill them, or declare "
-                "the field nullable (pa.field(name, type, nullable=True))"
+                f"column '{field.name}' is declared not null but holds {column.null_count} "
+                f"null(s) (the first at row {first}); fill them, or declare the field nullable "
+                "(pa.field(name, type, nullable=True))"
             )
 
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.formats.csv import CsvDialect, csv_lines, read_csv
-from hoodline.connectors.files.formats.jsonl import raw_lines, read_jsonl, records_before
+from hoodline.connectors.files.formats.jsonl import RawLines, read_jsonl, records_before
 from hoodline.connectors.files.formats.parquet import (
     plan_row_group_ranges,
     read_parquet,
@@ -26,7 +26,12 @@ from hoodline.connectors.files.split import FileSourceSplit, SplitKind
 from hoodline.errors import FileSourceError
 
 __all__ = [
-    "VANISHED", "check_unchanged", "plan_row_group_ranges", "read_split", "records_before_split",
+    "VANISHED",
+    "RawLines",
+    "check_unchanged",
+    "plan_row_group_ranges",
+    "read_split",
+    "records_before_split",
     "refused_values",
 ]
 
@@ -81,17 +86,17 @@ def records_before_split(split: FileSourceSplit) -> int:
 
 def refused_values(
     split: FileSourceSplit, config: FileSourceConfig, rows: pa.Table, records: Sequence[int],
-    first_record: int,
+    first_record: int, lines: RawLines,
 ) -> tuple[list[bytes], list[str]]:
     """What the error table keeps of records of ``split`` refused after they were read (their
     key or partition values; ``rows`` as read, ``records`` their numbers in the split, the
     split's first being the file's record ``first_record``), and where each is: a JSON line's
-    bytes as read and its line number (read again from the file); a CSV row as a CSV line of the
-    declared columns; a Parquet row as JSON (see :func:`rows_as_json`); the others' record
-    number."""
+    bytes as read and its line number (read again from the file by ``lines``, one reader per
+    split kept over its batches); a CSV row as a CSV line of the declared columns, as read into
+    their types; a Parquet row as JSON (see :func:`rows_as_json`); the others' record number."""
     where = [f"row {first_record + r} (counted from 0)" for r in records]
     if config.format is FileFormat.JSONL:
-        found = raw_lines(split, records)
+        found = lines.take(records)
         if len(found) == len(records):
             return ([found[r][0] for r in records], [f"line {found[r][1]}" for r in records])
     elif config.format is FileFormat.CSV:
