@@ -288,6 +288,12 @@ def test_clean_without_retain_keeps_at_least_what_the_writers_kept(tmp_path: Pat
                                         partition_fields=(), bucket_count=1))
     out = runner.invoke(app, ["table", "clean", str(fresh.base_path)])
     assert out.exit_code == 0 and "the last 10 commits" in out.output, out.output
+    # refused while a live writer holds the lock: no "keeping ..." line before the refusal
+    # (walkthrough review)
+    with WriteClient(fresh):
+        refused = runner.invoke(app, ["table", "clean", str(fresh.base_path)])
+    assert refused.exit_code == 1 and "writer" in refused.output, refused.output
+    assert "keeping" not in refused.output
 
 
 def test_help_reads_as_plain_text_and_the_version_has_a_flag() -> None:

@@ -857,12 +857,14 @@ def table_clean(
     from hoodline.table.table import HudiTable
 
     table = HudiTable.open(path)
+    chosen = retain is None
     if retain is None:  # never delete more than the table's writers did
         retain = max(CLEANER_COMMITS_RETAINED.default, retention_of_last_clean(table) or 0)
-        console.print(f"keeping the file versions the last {retain} commits need (the "
-                      "default, or what the table's last clean kept; --retain N to choose)",
-                      markup=False, highlight=False)
     with _service_client(table, "hoodline table clean") as client:
+        if chosen:  # once the lock is held: not before a refusal (walkthrough review)
+            console.print(f"keeping the file versions the last {retain} commits need (the "
+                          "default, or what the table's last clean kept; --retain N to choose)",
+                          markup=False, highlight=False)
         done = client.clean(retain)
     if done is None:
         console.print("nothing to clean: every file version is still needed")
