@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hoodline import __version__
-from hoodline.cli import _human_bytes, app
+from hoodline.cli import _human_bytes, app, global_options_first
 from hoodline.table.fs_view import base_file_name
 from hoodline.table.markers import Markers
 from hoodline.table.properties import TableConfig
@@ -442,3 +444,26 @@ def test_a_truncated_newest_commit_names_the_way_out_which_works(tmp_path: Path)
     assert runner.invoke(app, ["table", "show", path]).exit_code == 0
     values = {r["id"]: r["v"] for r in read_snapshot(HudiTable.open(path)).to_pylist()}
     assert values == {1: "v1", 2: "v2"}
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["run", "p.toml", "--log-level", "debug"], ["--log-level", "debug", "run", "p.toml"]),
+    (["run", "--once", "--log-level=info", "p.toml", "--debug"],
+     ["--log-level=info", "--debug", "run", "--once", "p.toml"]),
+    (["--debug", "table", "show", "t"], ["--debug", "table", "show", "t"]),
+    (["run", "p.toml", "--", "--debug"], ["run", "p.toml", "--", "--debug"]),
+])
+def test_global_options_after_the_command_are_taken_as_given_before_it(
+    args: list[str], expected: list[str]
+) -> None:
+    """Walkthrough review: `hoodline run P.toml --log-level debug` said "No such option:
+    --log-level" (an option of hoodline itself, taken only before the command)."""
+    assert global_options_first(args) == expected
+
+
+def test_the_command_takes_a_global_option_after_the_subcommand() -> None:
+    done = subprocess.run([sys.executable, "-c", "from hoodline.cli import main; main()",
+                           "version", "--log-level", "debug"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert __version__ in done.stdout

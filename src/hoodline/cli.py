@@ -881,8 +881,35 @@ def table_clean(
     )
 
 
+#: options of ``hoodline`` itself, and whether each takes a value
+_GLOBAL_OPTIONS = {"--debug": False, "--log-level": True}
+
+
+def global_options_first(args: list[str]) -> list[str]:
+    """``args`` with the options of ``hoodline`` itself moved before the command when they come
+    after it (`hoodline run P.toml --log-level debug` said "No such option: --log-level";
+    walkthrough review). Everything after ``--`` is left as it is."""
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in _GLOBAL_OPTIONS and rest:  # after the command
+            takes_value = _GLOBAL_OPTIONS[name] and "=" not in arg
+            moved.extend(args[i:i + 2] if takes_value else [arg])
+            i += 2 if takes_value else 1
+            continue
+        rest.append(arg)
+        i += 1
+    return moved + rest
+
+
 def main() -> None:
-    app()
+    app(args=global_options_first(sys.argv[1:]))
 
 
 if __name__ == "__main__":
