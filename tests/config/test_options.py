@@ -128,3 +128,19 @@ def test_a_number_option_refuses_nan_and_infinity(raw: object) -> None:
             continue  # a duration's text never reads as nan: refused as not a duration
         with pytest.raises(ConfigError, match=f"option '{opt.key}' has invalid value .*finite"):
             opt.convert(raw)
+
+
+def test_an_unknown_option_names_the_closest_or_a_few_of_its_neighbours() -> None:
+    """Walkthrough review: the refusal listed every known option (up to ~45) on one line."""
+    known = [option(f"a.b.opt{i:02d}", int, 0, "doc") for i in range(20)]
+    known.append(option("x.y", int, 0, "doc"))
+    with pytest.raises(ConfigError) as close:
+        Options({"a.b.opt_01": 1}, known=known)
+    assert str(close.value) == ("unknown option 'a.b.opt_01' (did you mean 'a.b.opt01'?); every "
+                                "option is in the README's option reference")
+    with pytest.raises(ConfigError) as far:
+        Options({"a.b.zzzzzzzzzzzz": 1}, known=known)
+    assert str(far.value) == (
+        "unknown option 'a.b.zzzzzzzzzzzz'; known options under 'a.b.': a.b.opt00, a.b.opt01, "
+        "a.b.opt02, a.b.opt03, a.b.opt04, a.b.opt05, a.b.opt06, a.b.opt07 and 12 more (every "
+        "option: the README's option reference)")

@@ -163,6 +163,25 @@ def option(
     )
 
 
+#: known options an unknown one's message lists at most (there are up to ~45 in a section)
+_LISTED = 8
+
+
+def _unknown(key: str, names: list[str]) -> str:
+    """The refusal of option ``key``: the known one it is closest to, else those under the same
+    prefix (or all), at most :data:`_LISTED` of them (walkthrough review: a line of 45)."""
+    close = difflib.get_close_matches(key, names, n=1)
+    if close:
+        return (f"unknown option '{key}' (did you mean '{close[0]}'?); every option is in the "
+                "README's option reference")
+    prefix = key.rsplit(".", 1)[0] + "." if "." in key else ""
+    related = [n for n in names if prefix and n.startswith(prefix)]
+    shown = related or names
+    more = f" and {len(shown) - _LISTED} more" if len(shown) > _LISTED else ""
+    return (f"unknown option '{key}'; known options{f' under {prefix!r}' if related else ''}: "
+            f"{', '.join(shown[:_LISTED])}{more} (every option: the README's option reference)")
+
+
 class Options:
     """A validated view over raw key/value settings.
 
@@ -182,12 +201,7 @@ class Options:
         if self._known:
             for key in self._raw:
                 if key not in self._known and not key.startswith(prefixes):
-                    close = difflib.get_close_matches(key, self._known, n=1)
-                    hint = f" (did you mean '{close[0]}'?)" if close else ""
-                    raise ConfigError(
-                        f"unknown option '{key}'{hint}; known options: "
-                        f"{', '.join(sorted(self._known))}"
-                    )
+                    raise ConfigError(_unknown(key, sorted(self._known)))
 
     def get(self, opt: ConfigOption[T]) -> T:
         if opt.key in self._raw:
