@@ -319,12 +319,14 @@ def test_the_run_summary_says_when_nothing_was_committed() -> None:
 
     idle = RunSummary(rounds=1, commits=0, records_read=0, records_written=0, error_records=0,
                       last_instant=None, stopped_because=StopReason.DRAINED)
-    assert summary_line(idle, "/t_errors").endswith(
-        "0 commits, 0 records read, 0 written, 0 error records, nothing new to commit")
+    assert summary_line(idle, "/t_errors") == (
+        "drained: 1 round (0 committed, 1 with nothing new), 0 records read, 0 written, 0 error "
+        "records, nothing new to commit")
     done = RunSummary(rounds=2, commits=2, records_read=5, records_written=5, error_records=1,
                       last_instant="20261128120000000", stopped_because=StopReason.DRAINED)
-    assert summary_line(done, "/t_errors").endswith(
-        "1 error record (in the error table /t_errors), last instant 20261128120000000")
+    assert summary_line(done, "/t_errors") == (
+        "drained: 2 rounds (2 committed), 5 records read, 5 written, 1 error record (in the "
+        "error table /t_errors), last instant 20261128120000000")
 
 
 def test_show_and_files_warn_about_a_lost_committed_file_and_accept_loss_goes_on(

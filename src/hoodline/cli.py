@@ -279,9 +279,13 @@ def summary_line(summary: RunSummary, error_table: str) -> str:
     errors = _count(summary.error_records, "error record")
     if summary.error_records:
         errors += f" (in the error table {error_table})"
+    # rounds that found nothing to read are rounds too (a drain polls until it is sure):
+    # "30 rounds, 1 commit" read as 30 attempts at something (walkthrough review)
+    idle = summary.rounds - summary.commits
+    rounds = (f"{_count(summary.rounds, 'round')} ({summary.commits} committed"
+              f"{f', {idle} with nothing new' if idle > 0 else ''})")
     return (
-        f"{summary.stopped_because}: {_count(summary.rounds, 'round')}, "
-        f"{_count(summary.commits, 'commit')}, {_count(summary.records_read, 'record')} read, "
+        f"{summary.stopped_because}: {rounds}, {_count(summary.records_read, 'record')} read, "
         f"{summary.records_written} written, {errors}, {last}"
     )
 
