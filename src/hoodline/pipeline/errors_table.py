@@ -57,10 +57,10 @@ ERROR_RECORD_KEY = "error_id"
 #: Extra metadata of an error-table commit: the target table and the instant of the round whose
 #: bad records it holds.
 ROUND_TABLE_KEY = "hoodline.errors.target.table"
+ROUND_INSTANT_KEY = "hoodline.errors.target.instant"
 #: Base files of the error table smaller than this take a later round's rows (rewritten with
 #: them); larger ones are left alone (a flood of bad records rewrites at most this much a round).
 ERROR_SMALL_FILE_LIMIT = 32 * 1024 * 1024
-ROUND_INSTANT_KEY = "hoodline.errors.target.instant"
 ERROR_PARTITION_FIELD = "day"
 
 ERROR_SCHEMA = pa.schema(
