@@ -469,3 +469,36 @@ def test_the_command_takes_a_global_option_after_the_subcommand() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert __version__ in done.stdout
+
+
+def test_a_busy_metrics_port_is_refused_before_the_table_is_made(tmp_path: Path) -> None:
+    """Metrics review: a run refused for its --metrics-port had created the table's
+    hoodie.properties first (and preflight, Spark's start check) before the refusal."""
+    import socket
+
+    src = tmp_path / "in"
+    src.mkdir()
+    table = tmp_path / "t"
+    cfg = tmp_path / "p.toml"
+    cfg.write_text(f"""
+[source]
+type = "files"
+format = "json"
+[source.options]
+path = "{src}"
+format = "jsonl"
+[table]
+path = "{table}"
+record-key = ["id"]
+[schema]
+id = "int64"
+""")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = runner.invoke(app, ["run", str(cfg), "--once", "--metrics-port", str(port),
+                                   "--metrics-host", "127.0.0.1"])
+    assert done.exit_code == 2, done.output
+    assert f"cannot serve metrics on 127.0.0.1:{port}" in " ".join(done.output.split())
+    assert not table.exists()

@@ -201,6 +201,7 @@ def run(
     from hoodline.storage.paths import retry_timeout_s
 
     cfg = load_config(config)
+    _check_metrics_port(metrics_port, metrics_host)
     stop = threading.Event()
 
     def _interrupt(signum: int, frame: object) -> None:
@@ -308,6 +309,27 @@ def _abort_now(code: int) -> NoReturn:
         os._exit(code)
 
 
+def _check_metrics_port(port: int | None, host: str) -> None:
+    """Refuse a ``--metrics-port`` something listens on before anything else happens (the
+    table was created first, then the run refused; metrics review)."""
+    if not port:
+        return
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise _metrics_port_refused(port, host, exc) from None
+
+
+def _metrics_port_refused(port: int, host: str, exc: OSError) -> typer.BadParameter:
+    return typer.BadParameter(
+        f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}; pick another "
+        "--metrics-port", param_hint="--metrics-port")
+
+
 def _start_metrics(
     cfg: PipelineConfig, table_name: str, port: int | None, host: str
 ) -> PipelineMetrics | None:
@@ -320,11 +342,8 @@ def _start_metrics(
     metrics = PipelineMetrics(table_name, str(cfg.source.type))
     try:
         bound = metrics.serve(port, host)
-    except OSError as exc:
-        raise typer.BadParameter(
-            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}; pick another "
-            "--metrics-port", param_hint="--metrics-port"
-        ) from None
+    except OSError as exc:  # taken since the start's check
+        raise _metrics_port_refused(port, host, exc) from None
     err_console.print(f"metrics: http://{host}:{bound}/metrics", highlight=False, markup=False)
     return metrics
 
