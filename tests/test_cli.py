@@ -20,6 +20,7 @@ from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
 from hoodline.testing.hudi_oracle import assert_rows_equal, hudi_snapshot
+from tests.helpers.files_pipeline import write_files_pipeline
 
 runner = CliRunner()
 
@@ -476,23 +477,8 @@ def test_a_busy_metrics_port_is_refused_before_the_table_is_made(tmp_path: Path)
     hoodie.properties first (and preflight, Spark's start check) before the refusal."""
     import socket
 
-    src = tmp_path / "in"
-    src.mkdir()
     table = tmp_path / "t"
-    cfg = tmp_path / "p.toml"
-    cfg.write_text(f"""
-[source]
-type = "files"
-format = "json"
-[source.options]
-path = "{src}"
-format = "jsonl"
-[table]
-path = "{table}"
-record-key = ["id"]
-[schema]
-id = "int64"
-""")
+    cfg = write_files_pipeline(tmp_path / "p.toml", tmp_path / "in", table, {"id": "int64"})
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
