@@ -303,14 +303,11 @@ def _uncommit(
     tl = table.timeline
     path = tl.path_of(done)
     damage = ""
-    written: list[str] | None = None
+    metadata: CommitMetadata | None = None
     try:
         metadata = CommitMetadata.from_json_bytes(tl.read_instant_bytes(done), str(path))
     except TimelineError as exc:
         damage = str(exc)
-    else:
-        written = sorted(s.path for stats in metadata.partition_to_write_stats.values()
-                         for s in stats if _written_by(table, s.path, done.timestamp))
     damage = damage or because or ""
     if done.action not in DATA_ACTIONS or not damage:
         raise TimelineError(
@@ -331,6 +328,9 @@ def _uncommit(
             f"{done.action} {done.timestamp} cannot be rolled back: {damage}, and its requested "
             f"and inflight files are gone too. Restore '{path}' from a copy"
         )
+    written = None if metadata is None else sorted(
+        s.path for stats in metadata.partition_to_write_stats.values() for s in stats
+        if _written_by(table, s.path, done.timestamp))
     # groups it wrote a new base file version in, and that have no older version left
     bare = {_group_of(f) for f in (_listed_files(table, done) if written is None else written)
             if LogFileName.parse(os.path.basename(f)) is None}

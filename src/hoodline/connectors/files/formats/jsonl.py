@@ -439,7 +439,7 @@ def _describe_error(
     f: BinaryIO, split: FileSourceSplit, start: int, end: int, exc: Exception
 ) -> str:
     """Error message naming the file and, if it can be found, the first bad line and why."""
-    line_no = _first_bad_line(f, start, end)
+    line_no = _first_bad_line(f, split, start, end)
     if line_no is None:
         return f"{split.describe()} cannot be parsed as JSON lines: {exc}"
     return (
@@ -447,9 +447,9 @@ def _describe_error(
     )
 
 
-def _first_bad_line(f: BinaryIO, start: int, end: int) -> int | None:
+def _first_bad_line(f: BinaryIO, split: FileSourceSplit, start: int, end: int) -> int | None:
     try:
-        line_no = count_lines_before(f, start)[0]
+        line_no = counted_lines_before(split, f, start)[0]
         f.seek(start)
         pos = start
         for raw in f:
