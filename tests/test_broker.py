@@ -110,6 +110,45 @@ def test_the_broker_command_explains_itself(capsys: pytest.CaptureFixture[str]) 
     assert "usage: python -m hoodline.broker [PORT]" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("interrupted_in", ["start", "announcement"])
+def test_the_broker_command_stopped_while_starting_exits_0_and_stops_tansu(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], interrupted_in: str,
+) -> None:
+    """A SIGINT while the broker started, or while its "pid ... on ..." line was printed, ended
+    in a KeyboardInterrupt traceback and exit by SIGINT (seen in a test run), not exit 0."""
+    import hoodline.broker as broker_module
+
+    stopped: list[bool] = []
+
+    class Interrupted:
+        def __init__(self, port: int | None) -> None:
+            self.log_path = None
+            self.bootstrap_servers = "127.0.0.1:1"
+            self.running = True
+
+        def start(self) -> Interrupted:
+            if interrupted_in == "start":
+                raise KeyboardInterrupt
+            return self
+
+        @property
+        def pid(self) -> int:
+            raise KeyboardInterrupt  # the signal lands while the line is being made
+
+        def stop(self) -> None:
+            stopped.append(True)
+
+    monkeypatch.setattr(broker_module, "EmbeddedBroker", Interrupted)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert broker_module.main([]) == 0
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert stopped == [True]
+    assert capsys.readouterr().err == ""
+
+
 def test_the_broker_command_stops_on_sigint_when_started_as_a_background_job(
     tmp_path: Path,
 ) -> None:

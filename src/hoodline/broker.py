@@ -358,20 +358,26 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     # a background job (`... &`) starts with SIGINT ignored: `kill -INT` must stop it too
     signal.signal(signal.SIGINT, _terminate)
+    broker = EmbeddedBroker(port)
+    pid: int | None = None
+    # everything after the handlers is inside the try: a signal during the start or while the
+    # "pid ... on ..." line is printed ended in a traceback and exit by SIGINT (seen in a run)
     try:
-        broker = EmbeddedBroker(port).start()
+        broker.start()
+        pid = broker.pid
+        print(f"Tansu broker pid {pid} on {broker.bootstrap_servers}; Ctrl-C stops it",
+              flush=True)
+        while broker.running:
+            time.sleep(0.5)
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    with broker:
-        print(f"Tansu broker pid {broker.pid} on {broker.bootstrap_servers}; Ctrl-C stops it")
-        try:
-            while broker.running:
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            return 0
-        print(f"the Tansu broker (pid {broker.pid}) exited by itself; see its log "
-              f"{broker.log_path}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        broker.stop()
+    print(f"the Tansu broker (pid {pid}) exited by itself; see its log {broker.log_path}",
+          file=sys.stderr)
     return 1
 
 
