@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from bench.upsert_data import KEY, ORDERING, PARTITION
 from hoodline.table.properties import IndexType, TableType
@@ -236,6 +235,3 @@ def make_system(name: str, path: Path, buckets: int) -> System:
         return Iceberg(path)
     raise ValueError(f"unknown system '{name}'; use one of {', '.join(SYSTEMS)}")
 
-
-def key_count(table: pa.Table) -> int:
-    return int(pc.count_distinct(table.column(KEY)).as_py())

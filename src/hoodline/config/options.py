@@ -214,6 +214,3 @@ class Options:
     def with_prefix(self, prefix: str) -> dict[str, object]:
         """Raw entries whose key starts with ``prefix``, prefix removed."""
         return {k[len(prefix):]: v for k, v in self._raw.items() if k.startswith(prefix)}
-
-    def raw(self) -> dict[str, object]:
-        return dict(self._raw)

@@ -87,10 +87,6 @@ class RecordSpec:
     writer_buffer_bytes: int = 256 * 1024 * 1024
 
     @property
-    def key_fields(self) -> tuple[str, ...]:
-        return self.ctx.config.record_key_fields
-
-    @property
     def required(self) -> tuple[str, ...]:
         """Fields every record must carry (see :func:`required_fields`)."""
         cfg = self.ctx.config

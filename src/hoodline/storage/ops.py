@@ -168,10 +168,6 @@ def replace(path: TablePath, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def file_size(path: TablePath) -> int:
-    return path.stat().st_size
-
-
 def open_binary(path: TablePath) -> BinaryIO:
     """A seekable binary reader of the file (ranged GETs on an object store)."""
     if isinstance(path, ObjectPath):

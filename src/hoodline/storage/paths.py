@@ -482,9 +482,6 @@ class ObjectPath:
     def __str__(self) -> str:
         return f"{self.root.url}/{self.key}" if self.key else self.root.url
 
-    def as_posix(self) -> str:
-        return str(self)
-
     def absolute(self) -> ObjectPath:
         return self
 
@@ -506,9 +503,6 @@ class ObjectPath:
     @property
     def parent(self) -> ObjectPath:
         return ObjectPath(self.root, posixpath.dirname(self.key))
-
-    def with_name(self, name: str) -> ObjectPath:
-        return self.parent / name
 
     def relative_to(self, other: ObjectPath) -> PurePosixPath:
         if other.root != self.root:

@@ -233,7 +233,7 @@ ERRORS_TOLERANCE = option(
     "cannot be read at all (CSV bytes that are not text of 'csv.encoding', Parquet errors, JSON "
     "lines without a "
     "declared schema, a file deleted after discovery) is logged, recorded as rejected "
-    "(FileSource/enumerator/reader 'rejected_files', kept in the checkpointed enumerator state) "
+    "(kept in the checkpointed enumerator state) "
     "and skipped; rows of it emitted before the error are not taken back and the rejection says "
     "how many there were (JSON lines and CSV are parsed in blocks of 'read.block-size': of a "
     "small file, usually none). So is each new version of a file that changed after it was "

@@ -22,7 +22,6 @@ from hoodline.config import Options
 from hoodline.connectors.files.config import FileSourceConfig
 from hoodline.connectors.files.enumerator import FileSplitEnumerator
 from hoodline.connectors.files.reader import FileSourceReader
-from hoodline.connectors.files.rejections import RejectedFile
 from hoodline.connectors.files.serializers import (
     FileEnumeratorStateSerializer,
     FileSplitSerializer,
@@ -36,7 +35,7 @@ from hoodline.source.api import (
     SplitEnumeratorContext,
     SupportsSplitReassignmentOnRecovery,
 )
-from hoodline.source.serialization import VersionedSerializer, read_versioned
+from hoodline.source.serialization import VersionedSerializer
 
 
 class FileSource(
@@ -85,10 +84,3 @@ class FileSource(
     def enumerator_checkpoint_serializer(self) -> VersionedSerializer[FileEnumeratorState]:
         return FileEnumeratorStateSerializer()
 
-    @staticmethod
-    def rejected_files(checkpoint: FileEnumeratorState | bytes) -> list[RejectedFile]:
-        """Files skipped under ``errors.tolerance=all`` according to a checkpointed enumerator
-        state (the state, or its versioned bytes as the source coordinator stores them)."""
-        if isinstance(checkpoint, bytes):
-            checkpoint = read_versioned(FileEnumeratorStateSerializer(), checkpoint)
-        return list(checkpoint.rejected)

@@ -58,15 +58,6 @@ class KafkaPartitionSplit:
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
 
-    @property
-    def is_bounded(self) -> bool:
-        return self.stopping_offset is not None
-
-    @property
-    def is_finished(self) -> bool:
-        """True when a bounded split has nothing left to read."""
-        return self.stopping_offset is not None and self.starting_offset >= self.stopping_offset
-
     def with_starting_offset(self, offset: int) -> KafkaPartitionSplit:
         return replace(self, starting_offset=offset)
 

@@ -53,10 +53,6 @@ class FetcherManager(ABC, Generic[E, SplitT]):
         self._split_reader = split_reader_factory()
         self._assigned: set[str] = set()
 
-    @property
-    def split_reader(self) -> SplitReader[E, SplitT]:
-        return self._split_reader
-
     @abstractmethod
     def add_splits(self, splits: Sequence[SplitT]) -> None:
         """Hand new splits to the split reader."""

@@ -48,8 +48,6 @@ def _empty() -> pa.Scalar:
     return pa.scalar(b"", pa.large_binary())
 
 
-_NULL_BRANCH = b"\x00"
-
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 
