@@ -33,7 +33,7 @@ from hoodline.demo.events import (
     describe_mismatch,
     find_committed_prefixes,
 )
-from hoodline.demo.feed import WaveFeeder, create_topic
+from hoodline.demo.feed import create_topic
 from hoodline.demo.pipeline_config import event_pipeline_toml
 from hoodline.faults import FaultPoint
 from hoodline.storage.ops import walk_files
@@ -42,6 +42,7 @@ from hoodline.table.properties import IndexType, TableType
 from hoodline.table.write.operation import WriteOperation
 from hoodline.testing.hudi_oracle import hudi_snapshot
 from tests.helpers.paths import SRC
+from tests.helpers.wave_feeder import WaveFeeder
 
 RUNNER = Path(__file__).resolve().parent / "pipeline_runner.py"
 MARKER_ENV = "HOODLINE_PO_TEST_RUN"

@@ -1,4 +1,5 @@
-"""Feed an :class:`~hoodline.demo.events.EventStream` into a Kafka topic (demo and crash tests).
+"""Feed an :class:`~hoodline.demo.events.EventStream` into a Kafka topic (the demo; the crash
+tests' background feeder, ``tests/helpers/wave_feeder.py``, uses :func:`produce`).
 
 Waves are produced with :class:`~hoodline.broker.ExactEndProducer`, so the bundled broker's end
 offsets are exact after every wave (a Tansu quirk, see ``hoodline.broker``) and a pipeline that
@@ -7,16 +8,12 @@ drains "what is there" sees every record of the waves produced so far.
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from hoodline.broker import ExactEndProducer
 from hoodline.connectors.kafka.client_log import with_client_logging
-from hoodline.demo.events import EventStream, Message
+from hoodline.demo.events import Message
 from hoodline.errors import EmbeddedBrokerError
-
-log = logging.getLogger(__name__)
 
 
 def create_topic(bootstrap_servers: str, topic: str, partitions: int,
@@ -45,63 +42,3 @@ def produce(producer: ExactEndProducer, topic: str, messages: Sequence[Message])
     for m in messages:
         producer.produce(topic, m.partition, m.value, m.key)
     producer.flush()
-
-
-class WaveFeeder:
-    """Produces waves of ``stream`` into ``topic`` from a background thread until paused.
-
-    ``make_wave(stream)`` returns the next wave's messages (it runs on the feeder thread, the
-    only thread touching the stream while the feeder runs). :meth:`pause` returns after the
-    current wave is flushed; the stream's model then covers exactly what the topic holds.
-    """
-
-    def __init__(
-        self,
-        bootstrap_servers: str,
-        topic: str,
-        stream: EventStream,
-        make_wave: Callable[[EventStream], list[Message]],
-        interval_s: float = 0.3,
-        max_waves: int | None = None,
-    ) -> None:
-        self._producer = ExactEndProducer(bootstrap_servers, log_level=3)
-        self._topic = topic
-        self.stream = stream
-        self._make_wave = make_wave
-        self._interval_s = interval_s
-        self._max_waves = max_waves
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.waves = 0
-        self.error: BaseException | None = None
-
-    def start(self) -> WaveFeeder:
-        if self._thread is not None and self._thread.is_alive():
-            return self
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="wave-feeder", daemon=True)
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.is_set():
-                if self._max_waves is not None and self.waves >= self._max_waves:
-                    return
-                produce(self._producer, self._topic, self._make_wave(self.stream))
-                self.waves += 1
-                self._stop.wait(self._interval_s)
-        except BaseException as exc:  # surfaced by pause()
-            log.exception("wave feeder failed")
-            self.error = exc
-
-    def pause(self, timeout_s: float = 60.0) -> None:
-        """Stop after the current wave (flushed); raise if the feeder failed."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            if self._thread.is_alive():
-                raise EmbeddedBrokerError(f"the producer did not finish a wave in {timeout_s}s")
-            self._thread = None
-        if self.error is not None:
-            raise EmbeddedBrokerError(f"producing failed: {self.error!r}") from self.error
