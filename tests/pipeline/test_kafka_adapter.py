@@ -4,12 +4,13 @@ per partition, continuing splits, and --once draining."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from hoodline.connectors.kafka import KafkaPartitionSplit, KafkaSource, TopicPartition
-from hoodline.connectors.kafka.plugin import KafkaPlugin
+from hoodline.connectors.kafka.plugin import TOPIC_IDS_KEY, KafkaPlugin
 from hoodline.errors import PipelineError
 from hoodline.pipeline.plugin import ReadOutcome
 from hoodline.runtime.source_rounds import ReaderPlan
@@ -126,4 +127,24 @@ def test_topic_ids_are_asked_once_per_topic_also_when_the_broker_gives_none() ->
         adapter.bound(_plans(), round_id, 100)
     fake = adapter._client
     assert isinstance(fake, FakeMetadata) and fake.described == [["t"]]
-    assert adapter.commit_metadata(None) == {}  # type: ignore[arg-type]
+    no_splits = SimpleNamespace(held_splits=dict)
+    assert TOPIC_IDS_KEY not in adapter.commit_metadata(no_splits)  # type: ignore[arg-type]
+
+
+def test_hudi_streamers_checkpoint_names_every_partition_also_one_read_to_its_bound() -> None:
+    """Stored with each commit of a one-topic pipeline: Hudi Streamer takes the table over
+    from there. A bounded source's partition read to its end is held by no reader, but Hudi
+    Streamer would start a partition its checkpoint does not name at offset 0."""
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+    adapter = _adapter({A: 110, B: 30})
+    bounded = KafkaPartitionSplit("t", 1, 0, 30)
+    read = ReadOutcome(1, [KafkaPartitionSplit("t", 1, 30, 30)])
+    assert adapter.continuing([bounded], read) == []  # finished: dropped
+    held = SimpleNamespace(held_splits=lambda: {0: [KafkaPartitionSplit("t", 0, 60)], 1: []})
+    stored = adapter.commit_metadata(held)  # type: ignore[arg-type]
+    assert stored[STREAMER_CHECKPOINT_KEY] == "t,0:60,1:30"
+    # Hudi Streamer reads one topic: a subscription of two stores no checkpoint of its
+    two = KafkaPlugin(KafkaSource.from_options({"properties.bootstrap.servers": "127.0.0.1:1",
+                                                "topic": "t,u"}))
+    assert STREAMER_CHECKPOINT_KEY not in two.commit_metadata(held)  # type: ignore[arg-type]

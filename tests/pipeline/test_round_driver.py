@@ -1399,3 +1399,29 @@ def test_an_error_commit_rollback_cut_short_is_finished_before_the_next_round(
     assert [e["error_id"] for e in read_snapshot(errors).to_pylist()] == [
         f"file/{src / 'c.jsonl'}/0"]
     assert_hudi_matches_hoodline(errors)
+
+
+def test_a_hudi_streamer_checkpoint_a_source_cannot_use_is_named(
+    src: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A table Hudi Streamer wrote from files (its checkpoint: the newest file time): the
+    files source reads its folder as for a new table, and says so."""
+    import json
+    import logging
+
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+    table = tmp_path / "t"
+    cfg = _files_config(src, table, "none")
+    _driver(cfg, InProcessEngine())[0].run(once=True)
+    for commit in (table / ".hoodie").glob("*.commit"):
+        body = json.loads(commit.read_text())
+        extra = body["extraMetadata"]
+        for key in [k for k in extra if k.startswith("hoodline.")]:
+            del extra[key]
+        extra[STREAMER_CHECKPOINT_KEY] = "1764374400000"
+        commit.write_text(json.dumps(body))
+    with caplog.at_level(logging.WARNING):
+        _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert ("carries Hudi Streamer's checkpoint (deltastreamer.checkpoint.key = "
+            "'1764374400000'), which the files source does not use") in caplog.text

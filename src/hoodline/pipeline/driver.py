@@ -79,6 +79,7 @@ from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.storage.paths import is_store_outage, retry_timeout_s
 from hoodline.table.archive import has_archived_instants
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
 from hoodline.table.instant import COMPACTION
 from hoodline.table.rollback import describe_repair
 from hoodline.table.schema import nested_evolution, widens
@@ -185,15 +186,32 @@ def read_checkpoint(table: HudiTable) -> PipelineCheckpoint | None:
     return _checkpoint_commit(table)[0]
 
 
-def _checkpoint_commit(table: HudiTable) -> tuple[PipelineCheckpoint | None, dict[str, str]]:
-    """The pipeline checkpoint of the table's latest commit that carries one, and that
-    commit's extra metadata (what the source stored beside its positions; {} if none)."""
+def _checkpoint_commit(
+    table: HudiTable,
+) -> tuple[PipelineCheckpoint | None, dict[str, str], str | None]:
+    """The pipeline checkpoint of the table's latest commit that carries one, that commit's
+    extra metadata (what the source stored beside its positions; {} if none) and instant."""
     table.timeline.reload()
     found = table.timeline.latest_commit_with(CHECKPOINT_KEY)
     if found is None:
-        return None, {}
+        return None, {}, None
     metadata = dict(found[1].extra_metadata)
-    return PipelineCheckpoint.decode(metadata[CHECKPOINT_KEY]), metadata
+    return PipelineCheckpoint.decode(metadata[CHECKPOINT_KEY]), metadata, found[0].timestamp
+
+
+def _streamer_commit_after(
+    table: HudiTable, own: str | None
+) -> tuple[str, dict[str, str]] | None:
+    """The instant and extra metadata of the newest completed commit after ``own`` (the
+    pipeline's last checkpoint; None: any) that carries Java's Hudi Streamer's checkpoint and
+    not the pipeline's. A pipeline's commits carry both (one topic): then None."""
+    for inst in reversed(table.timeline.completed_commits()):
+        if own is not None and inst.timestamp <= own:
+            return None
+        extra = table.timeline.read_commit_metadata(inst).extra_metadata
+        if STREAMER_CHECKPOINT_KEY in extra:
+            return None if CHECKPOINT_KEY in extra else (inst.timestamp, dict(extra))
+    return None
 
 
 @dataclass
@@ -343,9 +361,27 @@ class RoundDriver:
             if client.repaired:
                 log.warning("repaired what a previous run left pending: %s", "; ".join(
                     describe_repair(client.table, i) for i in client.repaired))
-            restored, metadata = _checkpoint_commit(client.table)
+            restored, metadata, own = _checkpoint_commit(client.table)
             plugin = load_plugin(cfg)
-            if restored is None and has_archived_instants(client.table):
+            source_state = restored.source if restored is not None else None
+            streamer = _streamer_commit_after(client.table, own)
+            if streamer is not None:
+                # Java's Hudi Streamer wrote the table (after this pipeline, if it did too)
+                if plugin.adopt(*streamer):
+                    if restored is not None:
+                        log.warning("table '%s': commit %s of Hudi Streamer is newer than the "
+                                    "pipeline's last checkpoint (commit %s): going on from "
+                                    "where Hudi Streamer stopped", cfg.table.path,
+                                    streamer[0], own)
+                    source_state = None
+                elif restored is not None:
+                    log.warning(
+                        "table '%s': commit %s of Hudi Streamer is newer than the pipeline's "
+                        "last checkpoint (commit %s), and its positions are not this "
+                        "pipeline's source's: the run resumes from the pipeline's own, so "
+                        "records Hudi Streamer wrote since may be written again",
+                        cfg.table.path, streamer[0], own)
+            elif restored is None and has_archived_instants(client.table):
                 log.warning(
                     "table '%s' has no pipeline checkpoint on its active timeline but has "
                     "archived instants: this run reads its source as for a new table. If a "
@@ -354,7 +390,7 @@ class RoundDriver:
                     "commits of another writer did that); stop now if so and restart with "
                     "scan.startup.mode = 'specific-offsets' (or the file source's start) at "
                     "where it stopped", cfg.table.path)
-            if restored is not None:
+            if restored is not None and source_state is not None:
                 changed = restored.check_compatible(plugin.name, plugin.identity,
                                                     cfg.table.path, plugin.identity_change)
                 if changed is not None:
@@ -379,9 +415,7 @@ class RoundDriver:
                 # back round's bad records there
                 drop_orphaned_errors(errors_client, client.table)
             rounds: SourceRounds[Any, Any] = SourceRounds(
-                plugin.source, cfg.runtime.reader_parallelism,
-                restored.source if restored else None,
-            )
+                plugin.source, cfg.runtime.reader_parallelism, source_state)
         except BaseException:
             _close_all(_writers_and_source(plugin, errors_client, client), failing=True)
             raise

@@ -19,6 +19,7 @@ connector).
 
 from __future__ import annotations
 
+import logging
 import pickle
 import time
 from abc import ABC, abstractmethod
@@ -33,11 +34,14 @@ from hoodline.errors import PipelineError
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import Source, SourceEvent, SourceReaderContext, SourceSplit
 from hoodline.source.drive import BoundedRead
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
 
 if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
     from hoodline.pipeline.plugins import SourceType
     from hoodline.pipeline.transform import Prepared, RecordSpec
+
+log = logging.getLogger(__name__)
 
 #: Longest a reader task may take to read its bounded plan.
 READ_TIMEOUT_S = 300.0
@@ -227,6 +231,17 @@ class SourcePlugin(ABC):
     def before_plan(self, rounds: SourceRounds[Any, Any]) -> None:
         """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
         return None
+
+    def adopt(self, instant: str, metadata: Mapping[str, str]) -> bool:
+        """Commit ``instant`` is the table's newest that carries Java's Hudi Streamer's
+        checkpoint (``metadata``: that commit's extra metadata), and the table has no newer
+        checkpoint of hoodline's. True: the source starts where Hudi Streamer stopped (and says
+        so). Default: False, with a warning that the source does not use it."""
+        log.warning(
+            "table commit %s carries Hudi Streamer's checkpoint (%s = %r), which the %s source "
+            "does not use", instant, STREAMER_CHECKPOINT_KEY,
+            metadata.get(STREAMER_CHECKPOINT_KEY, "")[:200], self.name)
+        return False
 
     def restored(self, metadata: Mapping[str, str]) -> None:
         """The extra metadata of the commit whose checkpoint the run resumes from (what

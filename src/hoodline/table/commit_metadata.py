@@ -25,12 +25,15 @@ SCHEMA_KEY = "schema"
 #: extra-metadata key of a hoodline pipeline's source checkpoint (see
 #: :mod:`hoodline.pipeline.checkpoint`)
 PIPELINE_CHECKPOINT_KEY = "hoodline.checkpoint"
-#: extra-metadata keys of writers' checkpoints: hoodline's pipelines, and Java's Hudi Streamer
-#: (``deltastreamer.checkpoint.key`` before 0.14's rename). Writers look for theirs on the active
+#: extra-metadata key of Java's Hudi Streamer's checkpoint (``HoodieStreamer.CHECKPOINT_KEY`` of
+#: table version 6; a Kafka source's is read and written by
+#: :mod:`hoodline.connectors.kafka.streamer_checkpoint`)
+STREAMER_CHECKPOINT_KEY = "deltastreamer.checkpoint.key"
+#: extra-metadata keys of writers' checkpoints: hoodline's pipelines, and Hudi Streamer's (the
+#: second is what table version 8 writers store). Writers look for theirs on the active
 #: timeline only, so archival keeps the newest commit that carries one there
 #: (:func:`~hoodline.table.archive.instants_to_archive`)
-CHECKPOINT_KEYS = (PIPELINE_CHECKPOINT_KEY, "streamer.checkpoint.key",
-                   "deltastreamer.checkpoint.key")
+CHECKPOINT_KEYS = (PIPELINE_CHECKPOINT_KEY, STREAMER_CHECKPOINT_KEY, "streamer.checkpoint.key.v2")
 
 
 @dataclass

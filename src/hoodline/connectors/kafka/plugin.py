@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -42,11 +42,17 @@ import pyarrow.compute as pc
 
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.events import PartitionsDeletedEvent
-from hoodline.connectors.kafka.offsets import OffsetsOutOfRange, StartupMode
+from hoodline.connectors.kafka.offsets import (
+    OffsetReset,
+    OffsetsOutOfRange,
+    StartingOffsets,
+    StartupMode,
+)
 from hoodline.connectors.kafka.reader import check_consumer_properties
 from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
+from hoodline.connectors.kafka.streamer_checkpoint import StreamerCheckpoint
 from hoodline.errors import (
     ConfigError,
     KafkaBrokerUnavailableError,
@@ -96,6 +102,7 @@ from hoodline.pipeline.transform import (
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import SourceSplit
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
 from hoodline.table.write.records import PARTITION_PATH
 
 __all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugin", "KafkaRecords"]
@@ -497,6 +504,9 @@ class KafkaPlugin(SourcePlugin):
             source.config.starting_offsets.mode is not StartupMode.EARLIEST)
         #: the last plan held splits
         self._holding = False
+        #: where the splits of a bounded source ('scan.bounded.mode') that were read to their
+        #: end stopped: no reader holds them, Hudi Streamer's checkpoint still names them
+        self._finished: dict[TopicPartition, int] = {}
         #: the subscription differs from the one the table's checkpoint was stored with
         self._changed_subscription = False
 
@@ -728,8 +738,61 @@ class KafkaPlugin(SourcePlugin):
                 log.warning("the checkpoint's topic ids (%s) are unreadable; not compared",
                             TOPIC_IDS_KEY)
 
+    def adopt(self, instant: str, metadata: Mapping[str, str]) -> bool:
+        """Start where Java's Hudi Streamer stopped reading this pipeline's one topic: a table
+        it wrote, taken over without reading a record twice or skipping one. Partitions its
+        checkpoint does not name start at their earliest offset, as Hudi Streamer starts them.
+        Not when 'scan.startup.mode' names positions itself ('specific-offsets', 'timestamp'),
+        nor for another topic or a subscription of more than one."""
+        text = metadata.get(STREAMER_CHECKPOINT_KEY, "")
+        found = StreamerCheckpoint.parse(text)
+        config = self.source.config
+        topics = config.subscription.topics
+        unused = "not used: partitions start as 'scan.startup.mode' says"
+        if found is None:
+            log.warning("table commit %s carries a Hudi Streamer checkpoint (%s = %r) that is "
+                        "not Kafka positions ('topic,partition:offset,...'); %s", instant,
+                        STREAMER_CHECKPOINT_KEY, text[:200], unused)
+            return False
+        if topics != (found.topic,):
+            log.warning("table commit %s carries Hudi Streamer's checkpoint of topic '%s' (%s), "
+                        "which is not this pipeline's subscription (%s); %s", instant,
+                        found.topic, found.format(), self.identity, unused)
+            return False
+        mode = config.starting_offsets.mode
+        if mode in (StartupMode.SPECIFIC, StartupMode.TIMESTAMP):
+            log.warning("table commit %s carries Hudi Streamer's checkpoint (%s), not used: "
+                        "'scan.startup.mode' = '%s' says where to start", instant,
+                        found.format(), mode.config_text)
+            return False
+        self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
+            found.positions(), reset=OffsetReset.EARLIEST))
+        self._unsaved_starts = True  # the first round commits them, also with nothing to read
+        log.warning("the table was written by Hudi Streamer: going on from its checkpoint in "
+                    "commit %s (%s: the next offset per partition; partitions it does not name "
+                    "start at their earliest offset)", instant, found.format())
+        return True
+
     def commit_metadata(self, rounds: SourceRounds[Any, Any]) -> dict[str, str]:
-        return {TOPIC_IDS_KEY: json.dumps(dict(sorted(self._ids.items())))} if self._ids else {}
+        out = {TOPIC_IDS_KEY: json.dumps(dict(sorted(self._ids.items())))} if self._ids else {}
+        streamer = self._streamer_checkpoint(rounds)
+        if streamer is not None:
+            out[STREAMER_CHECKPOINT_KEY] = streamer.format()
+        return out
+
+    def _streamer_checkpoint(self, rounds: SourceRounds[Any, Any]) -> StreamerCheckpoint | None:
+        """The positions after the round as Java's Hudi Streamer stores its checkpoint, so it
+        can take the table over where the pipeline stopped: for a subscription of one topic
+        (Hudi Streamer reads one)."""
+        topics = self.source.config.subscription.topics
+        if topics is None or len(topics) != 1:
+            return None
+        offsets = {tp.partition: o for tp, o in self._finished.items() if tp.topic == topics[0]}
+        for held in rounds.held_splits().values():
+            for s in held:
+                if s.topic == topics[0]:
+                    offsets[s.partition] = s.starting_offset
+        return StreamerCheckpoint(topics[0], offsets) if offsets else None
 
     def _recreated(self, topics: set[str]) -> dict[str, tuple[str, str]]:
         """Topics of the positions whose id differs from the id the checkpoint's positions
@@ -880,6 +943,7 @@ class KafkaPlugin(SourcePlugin):
                 )
             cont = after_round(s, state)
             if cont.stopping_offset is not None and cont.starting_offset >= cont.stopping_offset:
+                self._finished[cont.topic_partition] = cont.starting_offset  # bounded: read
                 continue
             out.append(cont)
         return out

@@ -1,0 +1,95 @@
+"""Java Hudi Streamer's Kafka checkpoint (``deltastreamer.checkpoint.key``): its text, and when
+the Kafka plug-in starts from it (no broker)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from hoodline.connectors.kafka.offsets import StartupMode
+from hoodline.connectors.kafka.plugin import KafkaPlugin
+from hoodline.connectors.kafka.split import TopicPartition
+from hoodline.connectors.kafka.streamer_checkpoint import StreamerCheckpoint
+from hoodline.pipeline.config import config_from_dict
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+
+def test_the_text_hudi_streamer_stores_is_read_and_written_alike() -> None:
+    # KafkaOffsetGen.CheckpointUtils: "topic,partition:untilOffset,..." in partition order
+    found = StreamerCheckpoint.parse("orders.v1,0:120,1:7,10:3")
+    assert found == StreamerCheckpoint("orders.v1", {0: 120, 1: 7, 10: 3})
+    assert found.positions() == {TopicPartition("orders.v1", 0): 120,
+                                 TopicPartition("orders.v1", 1): 7,
+                                 TopicPartition("orders.v1", 10): 3}
+    assert StreamerCheckpoint("t", {10: 3, 2: 0, 0: 5}).format() == "t,0:5,2:0,10:3"
+    assert StreamerCheckpoint.parse(" t-1,0:5 ") == StreamerCheckpoint("t-1", {0: 5})
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "1700000000000",   # Kafka checkpoint type 'timestamp'
+    "42",              # 'single_offset'
+    "orders",          # a topic and no partition
+    "orders,0:5,1",    # a partition without an offset
+    "orders,0:-5",
+    "s3://bucket/path,0:5",  # not a topic name
+])
+def test_other_text_under_the_key_is_not_taken_for_positions(text: str) -> None:
+    assert StreamerCheckpoint.parse(text) is None
+
+
+def _plugin(options: dict[str, object]) -> KafkaPlugin:
+    cfg = config_from_dict({
+        "source": {"type": "kafka", "format": "json", "options": {
+            "properties": {"bootstrap.servers": "127.0.0.1:1"}, **options}},
+        "table": {"path": str(Path("/nonexistent/t")), "record-key": ["id"]},
+        "schema": {"id": "int64"},
+    })
+    plugin = KafkaPlugin.from_config(cfg)
+    assert isinstance(plugin, KafkaPlugin)
+    return plugin
+
+
+def test_a_pipeline_of_the_topic_starts_where_hudi_streamer_stopped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    plugin = _plugin({"topic": "orders", "scan.startup.mode": "latest-offset"})
+    with caplog.at_level(logging.WARNING):
+        assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5,1:9"})
+    starting = plugin.source.config.starting_offsets
+    assert starting.mode is StartupMode.SPECIFIC
+    assert starting.specific == {TopicPartition("orders", 0): 5, TopicPartition("orders", 1): 9}
+    assert "going on from its checkpoint in commit 20261129000000000 (orders,0:5,1:9" \
+        in caplog.text
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"topic": "payments"}, "checkpoint of topic 'orders'"),
+    ({"topic": ["orders", "payments"]}, "checkpoint of topic 'orders'"),
+    ({"topic-pattern": "orders.*"}, "checkpoint of topic 'orders'"),
+    ({"topic": "orders", "scan.startup.mode": "timestamp",
+      "scan.startup.timestamp-millis": 1000}, "'scan.startup.mode' = 'timestamp' says where"),
+    ({"topic": "orders", "scan.startup.mode": "specific-offsets",
+      "scan.startup.specific-offsets": ["orders:0:1"]}, "'scan.startup.mode' = 'specific-offsets'"),
+])
+def test_other_subscriptions_and_stated_starts_do_not_use_it(
+    caplog: pytest.LogCaptureFixture, options: dict[str, object], said: str,
+) -> None:
+    plugin = _plugin(options)
+    before = plugin.source.config.starting_offsets
+    with caplog.at_level(logging.WARNING):
+        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"})
+    assert plugin.source.config.starting_offsets == before
+    assert said in caplog.text
+
+
+def test_a_checkpoint_that_is_not_positions_is_named_and_not_used(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    plugin = _plugin({"topic": "orders"})
+    with caplog.at_level(logging.WARNING):
+        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "1700000000000"})
+    assert plugin.source.config.starting_offsets.mode is StartupMode.EARLIEST
+    assert "'1700000000000'" in caplog.text and "not Kafka positions" in caplog.text
