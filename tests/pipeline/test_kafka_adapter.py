@@ -148,3 +148,21 @@ def test_hudi_streamers_checkpoint_names_every_partition_also_one_read_to_its_bo
     two = KafkaPlugin(KafkaSource.from_options({"properties.bootstrap.servers": "127.0.0.1:1",
                                                 "topic": "t,u"}))
     assert STREAMER_CHECKPOINT_KEY not in two.commit_metadata(held)  # type: ignore[arg-type]
+
+
+def test_hudi_streamers_checkpoint_keeps_partitions_finished_in_an_earlier_run_and_its_flags() -> (
+    None
+):
+    """A bounded run that finished partition 1 before stored 't,0:54,1:46'; the next run holds
+    only partition 0, and stored 't,0:80' (Hudi Streamer would read partition 1 from offset 0
+    again: code review). Hudi Streamer's --checkpoint mark is passed on, else a Streamer still
+    started with the flag would go back to that checkpoint."""
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY, STREAMER_FLAG_KEYS
+
+    adapter = _adapter({A: 110, B: 30})
+    adapter.restored({STREAMER_CHECKPOINT_KEY: "t,0:54,1:46", STREAMER_FLAG_KEYS[0]: "t,0:0"})
+    held = SimpleNamespace(held_splits=lambda: {0: [KafkaPartitionSplit("t", 0, 80)]})
+    stored = adapter.commit_metadata(held)  # type: ignore[arg-type]
+    assert stored[STREAMER_CHECKPOINT_KEY] == "t,0:80,1:46"
+    assert stored[STREAMER_FLAG_KEYS[0]] == "t,0:0"
+    assert STREAMER_FLAG_KEYS[1] not in stored

@@ -18,7 +18,7 @@ from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline, RunSummary
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY, STREAMER_FLAG_KEYS
 from hoodline.testing.engine import InProcessEngine
 from hoodline.testing.hudi_oracle import hudi_latest_extra_metadata
 from tests.helpers.pipeline_stream import SCHEMA, Stream, create_topic, table_rows, unique
@@ -81,12 +81,21 @@ def test_a_table_hudi_streamer_wrote_is_read_on_from_its_checkpoint(
     cfg = _config(broker, table, topic)
     _run(cfg)
     _as_hudi_streamer_wrote(table)
+    # Hudi Streamer ran with --checkpoint: its commits say so, and a writer taking over passes
+    # the mark on (else Hudi Streamer, started with the flag again, goes back to that checkpoint)
+    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]
+    body = json.loads(newest.read_text())
+    body["extraMetadata"][STREAMER_FLAG_KEYS[0]] = f"{topic},0:0,1:0"
+    newest.write_text(json.dumps(body))
     stream.produce(120, 80)
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 120  # only what came after Hudi Streamer's checkpoint
     assert "the table was written by Hudi Streamer: going on from its checkpoint" in caplog.text
     assert table_rows(table) == stream.model
+    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]  # the pipeline's
+    assert json.loads(newest.read_text())["extraMetadata"][STREAMER_FLAG_KEYS[0]] == \
+        f"{topic},0:0,1:0"
 
 
 def test_a_hudi_streamer_commit_after_the_pipelines_is_where_the_pipeline_goes_on(

@@ -203,14 +203,14 @@ def _streamer_commit_after(
     table: HudiTable, own: str | None
 ) -> tuple[str, dict[str, str]] | None:
     """The instant and extra metadata of the newest completed commit after ``own`` (the
-    pipeline's last checkpoint; None: any) that carries Java's Hudi Streamer's checkpoint and
-    not the pipeline's. A pipeline's commits carry both (one topic): then None."""
+    pipeline's last checkpoint: no commit after it carries the pipeline's; None: any) with a
+    checkpoint of Java's Hudi Streamer (not empty, as Hudi Streamer looks for it)."""
     for inst in reversed(table.timeline.completed_commits()):
         if own is not None and inst.timestamp <= own:
             return None
         extra = table.timeline.read_commit_metadata(inst).extra_metadata
-        if STREAMER_CHECKPOINT_KEY in extra:
-            return None if CHECKPOINT_KEY in extra else (inst.timestamp, dict(extra))
+        if extra.get(STREAMER_CHECKPOINT_KEY, "").strip():
+            return inst.timestamp, dict(extra)
     return None
 
 
@@ -365,22 +365,22 @@ class RoundDriver:
             plugin = load_plugin(cfg)
             source_state = restored.source if restored is not None else None
             streamer = _streamer_commit_after(client.table, own)
-            if streamer is not None:
-                # Java's Hudi Streamer wrote the table (after this pipeline, if it did too)
-                if plugin.adopt(*streamer):
-                    if restored is not None:
-                        log.warning("table '%s': commit %s of Hudi Streamer is newer than the "
-                                    "pipeline's last checkpoint (commit %s): going on from "
-                                    "where Hudi Streamer stopped", cfg.table.path,
-                                    streamer[0], own)
-                    source_state = None
-                elif restored is not None:
-                    log.warning(
-                        "table '%s': commit %s of Hudi Streamer is newer than the pipeline's "
-                        "last checkpoint (commit %s), and its positions are not this "
-                        "pipeline's source's: the run resumes from the pipeline's own, so "
-                        "records Hudi Streamer wrote since may be written again",
-                        cfg.table.path, streamer[0], own)
+            adopted = streamer is not None and plugin.adopt(
+                streamer[0], streamer[1], resuming=restored is not None)
+            if adopted and restored is not None:
+                assert streamer is not None
+                log.warning("table '%s': commit %s of Hudi Streamer is newer than the "
+                            "pipeline's last checkpoint (commit %s): going on from where Hudi "
+                            "Streamer stopped", cfg.table.path, streamer[0], own)
+            elif streamer is not None and restored is not None:
+                log.warning(
+                    "table '%s': commit %s of Hudi Streamer is newer than the pipeline's last "
+                    "checkpoint (commit %s), and its positions are not this pipeline's "
+                    "source's: the run resumes from the pipeline's own, so records Hudi "
+                    "Streamer wrote since may be written again", cfg.table.path, streamer[0],
+                    own)
+            if adopted:
+                source_state = None  # Hudi Streamer's (newer) positions, not the pipeline's
             elif restored is None and has_archived_instants(client.table):
                 log.warning(
                     "table '%s' has no pipeline checkpoint on its active timeline but has "

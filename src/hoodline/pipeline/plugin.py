@@ -232,11 +232,12 @@ class SourcePlugin(ABC):
         """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
         return None
 
-    def adopt(self, instant: str, metadata: Mapping[str, str]) -> bool:
+    def adopt(self, instant: str, metadata: Mapping[str, str], resuming: bool) -> bool:
         """Commit ``instant`` is the table's newest that carries Java's Hudi Streamer's
         checkpoint (``metadata``: that commit's extra metadata), and the table has no newer
-        checkpoint of hoodline's. True: the source starts where Hudi Streamer stopped (and says
-        so). Default: False, with a warning that the source does not use it."""
+        checkpoint of hoodline's (``resuming``: it has an older one). True: the source starts
+        where Hudi Streamer stopped (and says so). Default: False, with a warning that the
+        source does not use it."""
         log.warning(
             "table commit %s carries Hudi Streamer's checkpoint (%s = %r), which the %s source "
             "does not use", instant, STREAMER_CHECKPOINT_KEY,

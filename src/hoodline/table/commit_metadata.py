@@ -29,6 +29,10 @@ PIPELINE_CHECKPOINT_KEY = "hoodline.checkpoint"
 #: table version 6; a Kafka source's is read and written by
 #: :mod:`hoodline.connectors.kafka.streamer_checkpoint`)
 STREAMER_CHECKPOINT_KEY = "deltastreamer.checkpoint.key"
+#: what Hudi Streamer's ``--checkpoint`` / ``--ignore-checkpoint`` flags left in its commits: a
+#: Streamer started with the flag applies it again unless the newest checkpoint carries the
+#: flag's value under these keys, so a writer taking over passes them on
+STREAMER_FLAG_KEYS = ("deltastreamer.checkpoint.reset_key", "deltastreamer.checkpoint.ignore_key")
 #: extra-metadata keys of writers' checkpoints: hoodline's pipelines, and Hudi Streamer's (the
 #: second is what table version 8 writers store). Writers look for theirs on the active
 #: timeline only, so archival keeps the newest commit that carries one there

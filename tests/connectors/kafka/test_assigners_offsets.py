@@ -127,3 +127,19 @@ def test_subscriptions() -> None:
     with pytest.raises(KafkaSourceError, match="pay-5"):
         parts.select(counts, strict=True)
     assert parts.matches(TP("pay", 0)) and not parts.matches(TP("pay", 1))
+
+
+def test_a_starting_offset_outside_the_partition_is_named_when_reset(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Below the earliest offset the records in between are gone; the reset said nothing
+    (code review: an adopted Hudi Streamer checkpoint older than the topic's retention)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        got = StartingOffsets.offsets({TPS[0]: 3, TPS[1]: 20}).resolve(TPS, meta(), None)
+    assert got[TPS[0]] == 10
+    assert (f"partition {TPS[0].topic}-0: specific starting offset 3 is outside the available "
+            "range [10, 50]; starting at offset 10 ('scan.startup.offset-reset' = 'earliest')"
+            in caplog.text)
+    assert f"{TPS[1].topic}-1" not in caplog.text  # in range: nothing to say

@@ -57,7 +57,8 @@ def test_a_pipeline_of_the_topic_starts_where_hudi_streamer_stopped(
 ) -> None:
     plugin = _plugin({"topic": "orders", "scan.startup.mode": "latest-offset"})
     with caplog.at_level(logging.WARNING):
-        assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5,1:9"})
+        assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5,1:9"},
+                            resuming=False)
     starting = plugin.source.config.starting_offsets
     assert starting.mode is StartupMode.SPECIFIC
     assert starting.specific == {TopicPartition("orders", 0): 5, TopicPartition("orders", 1): 9}
@@ -80,7 +81,8 @@ def test_other_subscriptions_and_stated_starts_do_not_use_it(
     plugin = _plugin(options)
     before = plugin.source.config.starting_offsets
     with caplog.at_level(logging.WARNING):
-        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"})
+        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"},
+                                resuming=False)
     assert plugin.source.config.starting_offsets == before
     assert said in caplog.text
 
@@ -90,6 +92,18 @@ def test_a_checkpoint_that_is_not_positions_is_named_and_not_used(
 ) -> None:
     plugin = _plugin({"topic": "orders"})
     with caplog.at_level(logging.WARNING):
-        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "1700000000000"})
+        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "1700000000000"},
+                                resuming=False)
     assert plugin.source.config.starting_offsets.mode is StartupMode.EARLIEST
     assert "'1700000000000'" in caplog.text and "not Kafka positions" in caplog.text
+
+
+def test_a_stated_start_gives_way_to_hudi_streamers_newer_checkpoint_of_a_resumed_table() -> None:
+    """With a checkpoint of hoodline's the stated start is not used anyway: refusing Hudi
+    Streamer's newer positions made the run resume from the pipeline's older ones and read
+    again what Hudi Streamer had written (code review)."""
+    plugin = _plugin({"topic": "orders", "scan.startup.mode": "specific-offsets",
+                      "scan.startup.specific-offsets": ["orders:0:1"]})
+    assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"},
+                        resuming=True)
+    assert plugin.source.config.starting_offsets.specific == {TopicPartition("orders", 0): 5}

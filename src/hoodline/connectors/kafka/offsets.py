@@ -6,6 +6,7 @@ reported by a reader, added back) keeps its own offset and is never re-initializ
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -13,6 +14,8 @@ from hoodline.config import ConfigEnum
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.split import TopicPartition
 from hoodline.errors import KafkaSourceError
+
+log = logging.getLogger(__name__)
 
 
 class StartupMode(ConfigEnum):
@@ -115,12 +118,14 @@ class StartingOffsets:
             if off is None:
                 out[tp] = self._reset(tp, earliest, latest, f"no {source}")
             elif off < earliest[tp] or off > latest[tp]:
-                out[tp] = self._reset(
-                    tp,
-                    earliest,
-                    latest,
-                    f"{source} {off} is outside the available range [{earliest[tp]}, {latest[tp]}]",
-                )
+                why = (f"{source} {off} is outside the available range "
+                       f"[{earliest[tp]}, {latest[tp]}]")
+                out[tp] = self._reset(tp, earliest, latest, why)
+                # below the start: the records in between are gone (retention); above the
+                # end: the topic holds fewer records than the offset says (created again)
+                log.warning("partition %s-%s: %s; starting at offset %d ('scan.startup."
+                            "offset-reset' = '%s')", tp.topic, tp.partition, why, out[tp],
+                            self.reset.config_text)
             else:
                 out[tp] = off
         return out

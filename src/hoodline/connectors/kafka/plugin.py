@@ -102,7 +102,7 @@ from hoodline.pipeline.transform import (
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import SourceSplit
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY, STREAMER_FLAG_KEYS
 from hoodline.table.write.records import PARTITION_PATH
 
 __all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugin", "KafkaRecords"]
@@ -504,9 +504,11 @@ class KafkaPlugin(SourcePlugin):
             source.config.starting_offsets.mode is not StartupMode.EARLIEST)
         #: the last plan held splits
         self._holding = False
-        #: where the splits of a bounded source ('scan.bounded.mode') that were read to their
-        #: end stopped: no reader holds them, Hudi Streamer's checkpoint still names them
+        #: positions of partitions no reader holds (a bounded source's, read to their end,
+        #: also in an earlier run): Hudi Streamer's checkpoint still names them
         self._finished: dict[TopicPartition, int] = {}
+        #: Hudi Streamer's --checkpoint / --ignore-checkpoint marks, passed on with its key
+        self._streamer_flags: dict[str, str] = {}
         #: the subscription differs from the one the table's checkpoint was stored with
         self._changed_subscription = False
 
@@ -730,6 +732,10 @@ class KafkaPlugin(SourcePlugin):
                 "their earliest offset). It applies to a new table only; to skip records of an "
                 "existing table, write to a new table", starting.config_text)
         self._unsaved_starts = False
+        previous = StreamerCheckpoint.parse(metadata.get(STREAMER_CHECKPOINT_KEY, ""))
+        if previous is not None:
+            self._finished = dict(previous.positions())
+        self._streamer_flags = _streamer_flags(metadata)
         stored = metadata.get(TOPIC_IDS_KEY)
         if stored is not None:
             try:
@@ -738,17 +744,19 @@ class KafkaPlugin(SourcePlugin):
                 log.warning("the checkpoint's topic ids (%s) are unreadable; not compared",
                             TOPIC_IDS_KEY)
 
-    def adopt(self, instant: str, metadata: Mapping[str, str]) -> bool:
+    def adopt(self, instant: str, metadata: Mapping[str, str], resuming: bool) -> bool:
         """Start where Java's Hudi Streamer stopped reading this pipeline's one topic: a table
         it wrote, taken over without reading a record twice or skipping one. Partitions its
-        checkpoint does not name start at their earliest offset, as Hudi Streamer starts them.
-        Not when 'scan.startup.mode' names positions itself ('specific-offsets', 'timestamp'),
-        nor for another topic or a subscription of more than one."""
+        checkpoint does not name start at their earliest offset. Not for another topic or a
+        subscription of more than one; nor when 'scan.startup.mode' names positions itself
+        ('specific-offsets', 'timestamp') for a table with no checkpoint of hoodline's (with
+        one, the mode is not used: Hudi Streamer's newer positions are)."""
         text = metadata.get(STREAMER_CHECKPOINT_KEY, "")
         found = StreamerCheckpoint.parse(text)
         config = self.source.config
         topics = config.subscription.topics
-        unused = "not used: partitions start as 'scan.startup.mode' says"
+        unused = ("not used: the pipeline resumes from its own checkpoint" if resuming else
+                  "not used: partitions start as 'scan.startup.mode' says")
         if found is None:
             log.warning("table commit %s carries a Hudi Streamer checkpoint (%s = %r) that is "
                         "not Kafka positions ('topic,partition:offset,...'); %s", instant,
@@ -760,7 +768,7 @@ class KafkaPlugin(SourcePlugin):
                         found.topic, found.format(), self.identity, unused)
             return False
         mode = config.starting_offsets.mode
-        if mode in (StartupMode.SPECIFIC, StartupMode.TIMESTAMP):
+        if not resuming and mode in (StartupMode.SPECIFIC, StartupMode.TIMESTAMP):
             log.warning("table commit %s carries Hudi Streamer's checkpoint (%s), not used: "
                         "'scan.startup.mode' = '%s' says where to start", instant,
                         found.format(), mode.config_text)
@@ -768,6 +776,8 @@ class KafkaPlugin(SourcePlugin):
         self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
             found.positions(), reset=OffsetReset.EARLIEST))
         self._unsaved_starts = True  # the first round commits them, also with nothing to read
+        self._finished = dict(found.positions())
+        self._streamer_flags = _streamer_flags(metadata)
         log.warning("the table was written by Hudi Streamer: going on from its checkpoint in "
                     "commit %s (%s: the next offset per partition; partitions it does not name "
                     "start at their earliest offset)", instant, found.format())
@@ -778,12 +788,14 @@ class KafkaPlugin(SourcePlugin):
         streamer = self._streamer_checkpoint(rounds)
         if streamer is not None:
             out[STREAMER_CHECKPOINT_KEY] = streamer.format()
+            out.update(self._streamer_flags)
         return out
 
     def _streamer_checkpoint(self, rounds: SourceRounds[Any, Any]) -> StreamerCheckpoint | None:
         """The positions after the round as Java's Hudi Streamer stores its checkpoint, so it
         can take the table over where the pipeline stopped: for a subscription of one topic
-        (Hudi Streamer reads one)."""
+        (Hudi Streamer reads one). Partitions no reader holds (a bounded source's, read to
+        their end, also in an earlier run) keep the position the last checkpoint gave them."""
         topics = self.source.config.subscription.topics
         if topics is None or len(topics) != 1:
             return None
@@ -985,6 +997,12 @@ class KafkaPlugin(SourcePlugin):
                 self._client.close()
             finally:
                 self._client = None
+
+
+def _streamer_flags(metadata: Mapping[str, str]) -> dict[str, str]:
+    """Hudi Streamer's flag marks of a commit (see
+    :data:`~hoodline.table.commit_metadata.STREAMER_FLAG_KEYS`)."""
+    return {k: metadata[k] for k in STREAMER_FLAG_KEYS if metadata.get(k)}
 
 
 def _unknown_partition(exc: BaseException) -> bool:
