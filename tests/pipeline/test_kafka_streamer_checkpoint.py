@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,11 @@ from hoodline.broker import EmbeddedBroker
 from hoodline.pipeline.api import Pipeline, RunSummary
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY, STREAMER_FLAG_KEYS
+from hoodline.table.commit_metadata import (
+    CONNECT_OFFSETS_KEY,
+    STREAMER_CHECKPOINT_KEY,
+    STREAMER_FLAG_KEYS,
+)
 from hoodline.testing.engine import InProcessEngine
 from hoodline.testing.hudi_oracle import hudi_latest_extra_metadata
 from tests.helpers.pipeline_stream import SCHEMA, Stream, create_topic, table_rows, unique
@@ -26,11 +31,12 @@ from tests.helpers.pipeline_stream import SCHEMA, Stream, create_topic, table_ro
 pytestmark = [pytest.mark.kafka]
 
 
-def _config(broker: EmbeddedBroker, table: Path, topic: str) -> PipelineConfig:
+def _config(broker: EmbeddedBroker, table: Path, topic: str,
+            **options: object) -> PipelineConfig:
     return config_from_dict({
         "source": {"type": "kafka", "format": "json", "options": {
             "topic": topic, "properties": {"bootstrap.servers": broker.bootstrap_servers},
-            "scan.fetch.timeout": 0.05}},
+            "scan.fetch.timeout": 0.05, **options}},
         "table": {"path": str(table), "record-key": ["id"], "partition-fields": ["region"],
                   "precombine-field": "ts", "delete-field": "deleted"},
         "schema": SCHEMA, "runtime": {"round": {"min-interval": 0}},
@@ -51,7 +57,7 @@ def _as_hudi_streamer_wrote(table: Path, *, newest_only: bool = False) -> None:
         body = json.loads(path.read_text())
         extra = body["extraMetadata"]
         assert STREAMER_CHECKPOINT_KEY in extra
-        for key in [k for k in extra if k.startswith("hoodline.")]:
+        for key in [k for k in extra if k.startswith("hoodline.") or k == CONNECT_OFFSETS_KEY]:
             del extra[key]
         path.write_text(json.dumps(body))
 
@@ -67,6 +73,9 @@ def test_every_commit_stores_where_it_stopped_as_hudi_streamer_does(
     expected = f"{topic}," + ",".join(f"{p}:{stream.ends[p]}" for p in range(3))
     # read by hudi-rs: the newest commit's extra metadata
     assert hudi_latest_extra_metadata(table, STREAMER_CHECKPOINT_KEY) == expected
+    # and as Hudi's Kafka Connect sink keeps them (it resumes from the newest commit's)
+    connect = ",".join(f"{p}={stream.ends[p]}" for p in range(3))
+    assert hudi_latest_extra_metadata(table, CONNECT_OFFSETS_KEY) == connect
 
 
 def test_a_table_hudi_streamer_wrote_is_read_on_from_its_checkpoint(
@@ -147,4 +156,39 @@ def test_a_newer_hudi_streamer_checkpoint_of_another_topic_leaves_the_pipelines_
     assert summary.records_read == 60  # from the pipeline's own checkpoint, before that commit
     assert "checkpoint of topic 'another-topic'" in caplog.text
     assert "the run resumes from the pipeline's own" in caplog.text
+    assert table_rows(table) == stream.model
+
+
+def test_a_table_the_kafka_connect_sink_wrote_needs_a_stated_start_and_its_options_work(
+    broker: EmbeddedBroker, tmp_path: Path,
+) -> None:
+    """Hudi's Kafka Connect sink keeps its offsets without the topic: a new pipeline on its
+    table is refused until it says where to start (the default, the topic's start, would write
+    again what the sink wrote), and the 'specific-offsets' options the refusal gives read on
+    from where the sink stopped."""
+    from hoodline.errors import ConfigError
+
+    topic = create_topic(broker.bootstrap_servers, unique("hs-connect"), 2)
+    stream = Stream(broker.bootstrap_servers, topic, 2, seed=35)
+    stream.produce(100, 40)
+    stopped = dict(stream.ends)
+    table = tmp_path / "t"
+    cfg = _config(broker, table, topic)
+    _run(cfg)
+    for path in (table / ".hoodie").glob("*.commit"):  # what the sink's commits carry
+        body = json.loads(path.read_text())
+        extra = body["extraMetadata"]
+        for key in [k for k in extra if k.startswith("hoodline.") or k.startswith("delta")]:
+            del extra[key]
+        path.write_text(json.dumps(body))
+    stream.produce(30, 40)
+    with pytest.raises(ConfigError) as refused:
+        _run(cfg)
+    options = re.search(r"scan.startup.specific-offsets = (\[.*?\])", str(refused.value))
+    assert options is not None, refused.value
+    stated = json.loads(options.group(1))
+    assert stated == [f"{topic}:{p}:{stopped[p]}" for p in range(2)]  # where the sink stopped
+    summary = _run(_config(broker, table, topic, **{
+        "scan.startup.mode": "specific-offsets", "scan.startup.specific-offsets": stated}))
+    assert summary.records_read == 30
     assert table_rows(table) == stream.model

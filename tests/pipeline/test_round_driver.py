@@ -1423,5 +1423,5 @@ def test_a_hudi_streamer_checkpoint_a_source_cannot_use_is_named(
         commit.write_text(json.dumps(body))
     with caplog.at_level(logging.WARNING):
         _driver(cfg, InProcessEngine())[0].run(once=True)
-    assert ("carries Hudi Streamer's checkpoint (deltastreamer.checkpoint.key = "
+    assert ("carries the positions of a Java Hudi writer (deltastreamer.checkpoint.key = "
             "'1764374400000'), which the files source does not use") in caplog.text

@@ -79,7 +79,7 @@ from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.storage.paths import is_store_outage, retry_timeout_s
 from hoodline.table.archive import has_archived_instants
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+from hoodline.table.commit_metadata import JAVA_POSITION_KEYS
 from hoodline.table.instant import COMPACTION
 from hoodline.table.rollback import describe_repair
 from hoodline.table.schema import nested_evolution, widens
@@ -199,17 +199,16 @@ def _checkpoint_commit(
     return PipelineCheckpoint.decode(metadata[CHECKPOINT_KEY]), metadata, found[0].timestamp
 
 
-def _streamer_commit_after(
-    table: HudiTable, own: str | None
-) -> tuple[str, dict[str, str]] | None:
+def _java_commit_after(table: HudiTable, own: str | None) -> tuple[str, dict[str, str]] | None:
     """The instant and extra metadata of the newest completed commit after ``own`` (the
-    pipeline's last checkpoint: no commit after it carries the pipeline's; None: any) with a
-    checkpoint of Java's Hudi Streamer (not empty, as Hudi Streamer looks for it)."""
+    pipeline's last checkpoint: no commit after it carries the pipeline's; None: any) with the
+    positions of one of Java Hudi's Kafka writers (Hudi Streamer, the Kafka Connect sink; not
+    empty, as they look for them)."""
     for inst in reversed(table.timeline.completed_commits()):
         if own is not None and inst.timestamp <= own:
             return None
         extra = table.timeline.read_commit_metadata(inst).extra_metadata
-        if extra.get(STREAMER_CHECKPOINT_KEY, "").strip():
+        if any(extra.get(key, "").strip() for key in JAVA_POSITION_KEYS):
             return inst.timestamp, dict(extra)
     return None
 
@@ -364,21 +363,21 @@ class RoundDriver:
             restored, metadata, own = _checkpoint_commit(client.table)
             plugin = load_plugin(cfg)
             source_state = restored.source if restored is not None else None
-            streamer = _streamer_commit_after(client.table, own)
-            adopted = streamer is not None and plugin.adopt(
-                streamer[0], streamer[1], resuming=restored is not None)
+            java = _java_commit_after(client.table, own)
+            adopted = java is not None and plugin.adopt(java[0], java[1],
+                                                         resuming=restored is not None)
             if adopted and restored is not None:
-                assert streamer is not None
-                log.warning("table '%s': commit %s of Hudi Streamer is newer than the "
-                            "pipeline's last checkpoint (commit %s): going on from where Hudi "
-                            "Streamer stopped", cfg.table.path, streamer[0], own)
-            elif streamer is not None and restored is not None:
+                assert java is not None
+                log.warning("table '%s': commit %s of a Java Hudi writer is newer than the "
+                            "pipeline's last checkpoint (commit %s): going on from where that "
+                            "writer stopped", cfg.table.path, java[0], own)
+            elif java is not None and restored is not None:
                 log.warning(
-                    "table '%s': commit %s of Hudi Streamer is newer than the pipeline's last "
-                    "checkpoint (commit %s), and its positions are not this pipeline's "
-                    "source's: the run resumes from the pipeline's own, so records Hudi "
-                    "Streamer wrote since may be written again", cfg.table.path, streamer[0],
-                    own)
+                    "table '%s': commit %s of a Java Hudi writer (it carries %s) is newer than "
+                    "the pipeline's last checkpoint (commit %s), and its positions are not "
+                    "this pipeline's source's: the run resumes from the pipeline's own, so "
+                    "records that writer wrote since may be written again", cfg.table.path,
+                    java[0], " and ".join(k for k in JAVA_POSITION_KEYS if k in java[1]), own)
             if adopted:
                 source_state = None  # Hudi Streamer's (newer) positions, not the pipeline's
             elif restored is None and has_archived_instants(client.table):

@@ -34,7 +34,7 @@ from hoodline.errors import PipelineError
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import Source, SourceEvent, SourceReaderContext, SourceSplit
 from hoodline.source.drive import BoundedRead
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+from hoodline.table.commit_metadata import JAVA_POSITION_KEYS
 
 if TYPE_CHECKING:
     from hoodline.pipeline.config import PipelineConfig
@@ -233,15 +233,17 @@ class SourcePlugin(ABC):
         return None
 
     def adopt(self, instant: str, metadata: Mapping[str, str], resuming: bool) -> bool:
-        """Commit ``instant`` is the table's newest that carries Java's Hudi Streamer's
-        checkpoint (``metadata``: that commit's extra metadata), and the table has no newer
+        """Commit ``instant`` is the table's newest that carries the positions of one of Java
+        Hudi's Kafka writers (``metadata``: its extra metadata, with
+        :data:`~hoodline.table.commit_metadata.JAVA_POSITION_KEYS`), and the table has no newer
         checkpoint of hoodline's (``resuming``: it has an older one). True: the source starts
-        where Hudi Streamer stopped (and says so). Default: False, with a warning that the
-        source does not use it."""
+        where that writer stopped (and says so). Default: False, with a warning that the source
+        does not use them."""
         log.warning(
-            "table commit %s carries Hudi Streamer's checkpoint (%s = %r), which the %s source "
-            "does not use", instant, STREAMER_CHECKPOINT_KEY,
-            metadata.get(STREAMER_CHECKPOINT_KEY, "")[:200], self.name)
+            "table commit %s carries the positions of a Java Hudi writer (%s), which the %s "
+            "source does not use", instant,
+            ", ".join(f"{k} = {metadata[k][:200]!r}" for k in JAVA_POSITION_KEYS
+                      if k in metadata), self.name)
         return False
 
     def restored(self, metadata: Mapping[str, str]) -> None:

@@ -27,8 +27,13 @@ SCHEMA_KEY = "schema"
 PIPELINE_CHECKPOINT_KEY = "hoodline.checkpoint"
 #: extra-metadata key of Java's Hudi Streamer's checkpoint (``HoodieStreamer.CHECKPOINT_KEY`` of
 #: table version 6; a Kafka source's is read and written by
-#: :mod:`hoodline.connectors.kafka.streamer_checkpoint`)
+#: :mod:`hoodline.connectors.kafka.java_checkpoints`)
 STREAMER_CHECKPOINT_KEY = "deltastreamer.checkpoint.key"
+#: extra-metadata key of the Kafka offsets Hudi's Kafka Connect sink commits with its data (see
+#: :mod:`hoodline.connectors.kafka.java_checkpoints`)
+CONNECT_OFFSETS_KEY = "kafka.commit.offsets"
+#: keys of the positions Java Hudi's Kafka writers keep in their commits
+JAVA_POSITION_KEYS = (STREAMER_CHECKPOINT_KEY, CONNECT_OFFSETS_KEY)
 #: what Hudi Streamer's ``--checkpoint`` / ``--ignore-checkpoint`` flags left in its commits: a
 #: Streamer started with the flag applies it again unless the newest checkpoint carries the
 #: flag's value under these keys, so a writer taking over passes them on

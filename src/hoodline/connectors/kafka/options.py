@@ -85,8 +85,9 @@ STARTUP_MODE = option(
     "positions found (also when there is nothing to read yet, so a restart neither skips nor "
     "repeats records); a table with a checkpoint resumes from it (a warning says the option is "
     "not used). A table Java's Hudi Streamer wrote goes on from its checkpoint of the topic "
-    "instead, unless the mode is 'specific-offsets' or 'timestamp' (see the README, 'Sharing a "
-    "table with Java Hudi'). Partitions discovered later always start at their earliest offset.",
+    "instead, unless the mode is 'specific-offsets' or 'timestamp'; a new pipeline on a table "
+    "Hudi's Kafka Connect sink wrote must set this option (see the README, 'Sharing a table "
+    "with Java Hudi'). Partitions discovered later always start at their earliest offset.",
 )
 STARTUP_SPECIFIC_OFFSETS = option(
     "scan.startup.specific-offsets",
@@ -276,6 +277,8 @@ class KafkaSourceConfig:
     client_properties: Mapping[str, Any]
     subscription: Subscription
     starting_offsets: StartingOffsets = field(default_factory=StartingOffsets)
+    #: 'scan.startup.mode' was given, not defaulted (a table another writer started needs it)
+    startup_stated: bool = False
     stopping_offsets: StoppingOffsets = field(default_factory=StoppingOffsets)
     discovery_interval_s: float = DISCOVERY_INTERVAL.default
     #: an :class:`AssignerKind` (a string naming one is converted)
@@ -405,6 +408,7 @@ class KafkaSourceConfig:
             client_properties=props,
             subscription=subscription,
             starting_offsets=starting,
+            startup_stated=opts.contains(STARTUP_MODE),
             stopping_offsets=stopping,
             discovery_interval_s=opts.get(DISCOVERY_INTERVAL),
             split_assigner=opts.get(SPLIT_ASSIGNER),

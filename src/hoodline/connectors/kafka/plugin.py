@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from hoodline.connectors.kafka.admin import KafkaMetadataClient
 from hoodline.connectors.kafka.events import PartitionsDeletedEvent
+from hoodline.connectors.kafka.java_checkpoints import ConnectOffsets, StreamerCheckpoint
 from hoodline.connectors.kafka.offsets import (
     OffsetReset,
     OffsetsOutOfRange,
@@ -52,7 +53,6 @@ from hoodline.connectors.kafka.reader import check_consumer_properties
 from hoodline.connectors.kafka.rounds import after_round, past_end, plan_round, restarted
 from hoodline.connectors.kafka.source import KafkaSource
 from hoodline.connectors.kafka.split import KafkaPartitionSplit, TopicPartition
-from hoodline.connectors.kafka.streamer_checkpoint import StreamerCheckpoint
 from hoodline.errors import (
     ConfigError,
     KafkaBrokerUnavailableError,
@@ -102,7 +102,11 @@ from hoodline.pipeline.transform import (
 )
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import SourceSplit
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY, STREAMER_FLAG_KEYS
+from hoodline.table.commit_metadata import (
+    CONNECT_OFFSETS_KEY,
+    STREAMER_CHECKPOINT_KEY,
+    STREAMER_FLAG_KEYS,
+)
 from hoodline.table.write.records import PARTITION_PATH
 
 __all__ = ["BAD_TOMBSTONE_KEY", "BLOCK_RECORDS", "RAW_KAFKA_SCHEMA", "KafkaPlugin", "KafkaRecords"]
@@ -752,11 +756,15 @@ class KafkaPlugin(SourcePlugin):
         ('specific-offsets', 'timestamp') for a table with no checkpoint of hoodline's (with
         one, the mode is not used: Hudi Streamer's newer positions are)."""
         text = metadata.get(STREAMER_CHECKPOINT_KEY, "")
-        found = StreamerCheckpoint.parse(text)
         config = self.source.config
         topics = config.subscription.topics
         unused = ("not used: the pipeline resumes from its own checkpoint" if resuming else
                   "not used: partitions start as 'scan.startup.mode' says")
+        if not text.strip():
+            self._name_connect_offsets(instant, metadata.get(CONNECT_OFFSETS_KEY, ""), unused,
+                                       resuming)
+            return False
+        found = StreamerCheckpoint.parse(text)
         if found is None:
             log.warning("table commit %s carries a Hudi Streamer checkpoint (%s = %r) that is "
                         "not Kafka positions ('topic,partition:offset,...'); %s", instant,
@@ -783,11 +791,42 @@ class KafkaPlugin(SourcePlugin):
                     "start at their earliest offset)", instant, found.format())
         return True
 
+    def _name_connect_offsets(self, instant: str, text: str, unused: str, resuming: bool) -> None:
+        """Hudi's Kafka Connect sink wrote the table: its positions do not name their topic,
+        so they are not taken. A new pipeline on such a table must say where it starts
+        (defaulting to the topic's start would write again what the sink wrote)."""
+        found = ConnectOffsets.parse(text)
+        if found is None:
+            log.warning("table commit %s carries Kafka Connect sink offsets (%s = %r) that are "
+                        "not 'partition=offset,...'; %s", instant, CONNECT_OFFSETS_KEY,
+                        text[:200], unused)
+            return
+        config = self.source.config
+        topics = config.subscription.topics
+        topic = topics[0] if topics is not None and len(topics) == 1 else "TOPIC"
+        said = (f"table commit {instant} was written by Hudi's Kafka Connect sink, which keeps "
+                f"where it stopped without naming the topic ({CONNECT_OFFSETS_KEY} = "
+                f"'{found.format()}')")
+        if resuming:
+            log.warning("%s; %s", said, unused)
+        elif config.startup_stated:
+            log.warning("%s; this run starts as 'scan.startup.mode' = '%s' says", said,
+                        config.starting_offsets.mode.config_text)
+        else:
+            raise ConfigError(
+                f"{said}: say where this pipeline starts in [source.options]. To go on where "
+                f"the sink stopped (its positions in topic '{topic}'): scan.startup.mode = "
+                f"\"specific-offsets\" and scan.startup.specific-offsets = "
+                f"{json.dumps(found.option_values(topic))}; to read the topic again from its "
+                "start: scan.startup.mode = \"earliest-offset\"")
+
     def commit_metadata(self, rounds: SourceRounds[Any, Any]) -> dict[str, str]:
         out = {TOPIC_IDS_KEY: json.dumps(dict(sorted(self._ids.items())))} if self._ids else {}
         streamer = self._streamer_checkpoint(rounds)
         if streamer is not None:
+            # what Java Hudi's Kafka writers resume from: either takes the table over here
             out[STREAMER_CHECKPOINT_KEY] = streamer.format()
+            out[CONNECT_OFFSETS_KEY] = ConnectOffsets(streamer.offsets).format()
             out.update(self._streamer_flags)
         return out
 

@@ -1,5 +1,6 @@
-"""Java Hudi Streamer's Kafka checkpoint (``deltastreamer.checkpoint.key``): its text, and when
-the Kafka plug-in starts from it (no broker)."""
+"""Where Java Hudi's Kafka writers stopped (Hudi Streamer's ``deltastreamer.checkpoint.key``, the
+Kafka Connect sink's ``kafka.commit.offsets``): their text, and when the Kafka plug-in starts
+from them (no broker)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from hoodline.connectors.kafka.java_checkpoints import ConnectOffsets, StreamerCheckpoint
 from hoodline.connectors.kafka.offsets import StartupMode
 from hoodline.connectors.kafka.plugin import KafkaPlugin
 from hoodline.connectors.kafka.split import TopicPartition
-from hoodline.connectors.kafka.streamer_checkpoint import StreamerCheckpoint
 from hoodline.pipeline.config import config_from_dict
-from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+from hoodline.table.commit_metadata import CONNECT_OFFSETS_KEY, STREAMER_CHECKPOINT_KEY
 
 
 def test_the_text_hudi_streamer_stores_is_read_and_written_alike() -> None:
@@ -107,3 +108,34 @@ def test_a_stated_start_gives_way_to_hudi_streamers_newer_checkpoint_of_a_resume
     assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"},
                         resuming=True)
     assert plugin.source.config.starting_offsets.specific == {TopicPartition("orders", 0): 5}
+
+
+def test_the_kafka_connect_sinks_offsets_are_read_and_written_alike() -> None:
+    # ConnectTransactionCoordinator: "partition=nextOffset" joined by ","
+    assert ConnectOffsets.parse("1=7,0=120") == ConnectOffsets({0: 120, 1: 7})
+    assert ConnectOffsets({1: 7, 0: 120}).format() == "0=120,1=7"
+    for text in ("", "0:5", "orders,0=5", "0=5,", "0=-1"):
+        assert ConnectOffsets.parse(text) is None, text
+
+
+def test_a_new_pipeline_on_a_kafka_connect_sinks_table_must_say_where_it_starts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The sink does not record its topic: taken for the pipeline's, a wrong guess would skip
+    or repeat records; the default start (earliest) would write again what the sink wrote.
+    The refusal gives the options for either choice; a stated start is used."""
+    from hoodline.errors import ConfigError
+
+    written = {CONNECT_OFFSETS_KEY: "0=120,1=7"}
+    with pytest.raises(ConfigError) as refused:
+        _plugin({"topic": "orders"}).adopt("20261129000000000", written, resuming=False)
+    assert ("scan.startup.mode = \"specific-offsets\" and scan.startup.specific-offsets = "
+            '["orders:0:120", "orders:1:7"]') in str(refused.value)
+    assert "scan.startup.mode = \"earliest-offset\"" in str(refused.value)
+    stated = _plugin({"topic": "orders", "scan.startup.mode": "earliest-offset"})
+    with caplog.at_level(logging.WARNING):
+        assert not stated.adopt("20261129000000000", written, resuming=False)
+    assert "this run starts as 'scan.startup.mode' = 'earliest-offset' says" in caplog.text
+    # with a checkpoint of hoodline's the pipeline resumes from it (and the driver says a newer
+    # commit of another writer is there)
+    assert not _plugin({"topic": "orders"}).adopt("20261129000000000", written, resuming=True)
