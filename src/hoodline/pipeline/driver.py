@@ -375,8 +375,9 @@ class RoundDriver:
                 log.warning(
                     "table '%s': commit %s of a Java Hudi writer (it carries %s) is newer than "
                     "the pipeline's last checkpoint (commit %s), and its positions are not "
-                    "this pipeline's source's: the run resumes from the pipeline's own, so "
-                    "records that writer wrote since may be written again", cfg.table.path,
+                    "taken (see the warning before, if any): the run resumes from the "
+                    "pipeline's own, so records that writer wrote since may be written again",
+                    cfg.table.path,
                     java[0], " and ".join(k for k in JAVA_POSITION_KEYS if k in java[1]), own)
             if adopted:
                 source_state = None  # Hudi Streamer's (newer) positions, not the pipeline's

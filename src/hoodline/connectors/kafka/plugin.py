@@ -808,8 +808,8 @@ class KafkaPlugin(SourcePlugin):
                 f"where it stopped without naming the topic ({CONNECT_OFFSETS_KEY} = "
                 f"'{found.format()}')")
         if resuming:
-            log.warning("%s; %s", said, unused)
-        elif config.startup_stated:
+            return  # the driver names the newer commit of another writer
+        if config.startup_stated:
             log.warning("%s; this run starts as 'scan.startup.mode' = '%s' says", said,
                         config.starting_offsets.mode.config_text)
         else:
