@@ -100,7 +100,8 @@ def test_a_table_hudi_streamer_wrote_is_read_on_from_its_checkpoint(
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 120  # only what came after Hudi Streamer's checkpoint
-    assert "the table was written by Hudi Streamer: going on from its checkpoint" in caplog.text
+    assert "carries Hudi Streamer's checkpoint" in caplog.text
+    assert "going on from there" in caplog.text
     assert table_rows(table) == stream.model
     newest = sorted((table / ".hoodie").glob("*.commit"))[-1]  # the pipeline's
     assert json.loads(newest.read_text())["extraMetadata"][STREAMER_FLAG_KEYS[0]] == \
@@ -125,7 +126,8 @@ def test_a_hudi_streamer_commit_after_the_pipelines_is_where_the_pipeline_goes_o
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 40
-    assert "is newer than the pipeline's last checkpoint" in caplog.text
+    assert "carries Hudi Streamer's checkpoint" in caplog.text
+    assert "going on from there" in caplog.text
     assert table_rows(table) == stream.model
     # and the pipeline's checkpoint is back on top, with Hudi Streamer's beside it
     expected = f"{topic}," + ",".join(f"{p}:{stream.ends[p]}" for p in range(2))
@@ -154,8 +156,8 @@ def test_a_newer_hudi_streamer_checkpoint_of_another_topic_leaves_the_pipelines_
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 60  # from the pipeline's own checkpoint, before that commit
-    assert "checkpoint of topic 'another-topic'" in caplog.text
-    assert "the run resumes from the pipeline's own" in caplog.text
+    assert "of topic 'another-topic', which is not this pipeline's subscription" in caplog.text
+    assert "not taken: the pipeline resumes from its own checkpoint" in caplog.text
     assert table_rows(table) == stream.model
 
 
@@ -191,4 +193,33 @@ def test_a_table_the_kafka_connect_sink_wrote_needs_a_stated_start_and_its_optio
     summary = _run(_config(broker, table, topic, **{
         "scan.startup.mode": "specific-offsets", "scan.startup.specific-offsets": stated}))
     assert summary.records_read == 30
+    assert table_rows(table) == stream.model
+
+
+def test_a_kafka_connect_sink_that_took_over_from_the_pipeline_is_where_the_pipeline_goes_on(
+    broker: EmbeddedBroker, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """hoodline -> Hudi's Kafka Connect sink -> hoodline: the sink started from the offsets the
+    pipeline stored, so its newer ones are of the pipeline's topic. The resumed pipeline went
+    on from its own older checkpoint and wrote again everything the sink wrote (code review:
+    50 records read, 40 of them the sink's)."""
+    topic = create_topic(broker.bootstrap_servers, unique("hs-connect-back"), 2)
+    stream = Stream(broker.bootstrap_servers, topic, 2, seed=36)
+    stream.produce(80, 40)
+    table = tmp_path / "t"
+    cfg = _config(broker, table, topic)
+    _run(cfg)
+    stream.produce(40, 40)
+    _run(cfg)
+    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]  # the sink's, as it writes it
+    body = json.loads(newest.read_text())
+    extra = body["extraMetadata"]
+    for key in [k for k in extra if k.startswith("hoodline.") or k.startswith("delta")]:
+        del extra[key]
+    newest.write_text(json.dumps(body))
+    stream.produce(10, 40)
+    with caplog.at_level(logging.WARNING):
+        summary = _run(cfg)
+    assert summary.records_read == 10
+    assert "after this pipeline's commits: going on from there" in caplog.text
     assert table_rows(table) == stream.model

@@ -202,8 +202,8 @@ def _checkpoint_commit(
 def _java_commit_after(table: HudiTable, own: str | None) -> tuple[str, dict[str, str]] | None:
     """The instant and extra metadata of the newest completed commit after ``own`` (the
     pipeline's last checkpoint: no commit after it carries the pipeline's; None: any) with the
-    positions of one of Java Hudi's Kafka writers (Hudi Streamer, the Kafka Connect sink; not
-    empty, as they look for them)."""
+    positions of one of Java Hudi's Kafka writers (Hudi Streamer, the Kafka Connect sink), not
+    empty (Hudi Streamer passes over empty ones)."""
     for inst in reversed(table.timeline.completed_commits()):
         if own is not None and inst.timestamp <= own:
             return None
@@ -364,30 +364,18 @@ class RoundDriver:
             plugin = load_plugin(cfg)
             source_state = restored.source if restored is not None else None
             java = _java_commit_after(client.table, own)
-            adopted = java is not None and plugin.adopt(java[0], java[1],
-                                                         resuming=restored is not None)
-            if adopted and restored is not None:
-                assert java is not None
-                log.warning("table '%s': commit %s of a Java Hudi writer is newer than the "
-                            "pipeline's last checkpoint (commit %s): going on from where that "
-                            "writer stopped", cfg.table.path, java[0], own)
-            elif java is not None and restored is not None:
-                log.warning(
-                    "table '%s': commit %s of a Java Hudi writer (it carries %s) is newer than "
-                    "the pipeline's last checkpoint (commit %s), and its positions are not "
-                    "taken (see the warning before, if any): the run resumes from the "
-                    "pipeline's own, so records that writer wrote since may be written again",
-                    cfg.table.path,
-                    java[0], " and ".join(k for k in JAVA_POSITION_KEYS if k in java[1]), own)
+            adopted = java is not None and plugin.adopt(
+                java[0], java[1], metadata if restored is not None else None)
             if adopted:
-                source_state = None  # Hudi Streamer's (newer) positions, not the pipeline's
+                source_state = None  # a Java writer's (newer) positions, not the pipeline's
             elif restored is None and has_archived_instants(client.table):
                 log.warning(
                     "table '%s' has no pipeline checkpoint on its active timeline but has "
                     "archived instants: this run reads its source as for a new table. If a "
                     "pipeline wrote this table before, its last checkpoint may have been "
-                    "archived (before hoodline kept it, more than 'hoodie.keep.max.commits' "
-                    "commits of another writer did that); stop now if so and restart with "
+                    "archived (by a Java writer's archival, or by hoodline before it kept it, "
+                    "after more than 'hoodie.keep.max.commits' commits of another writer); stop "
+                    "now if so and restart with "
                     "scan.startup.mode = 'specific-offsets' (or the file source's start) at "
                     "where it stopped", cfg.table.path)
             if restored is not None and source_state is not None:

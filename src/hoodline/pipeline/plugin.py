@@ -232,13 +232,15 @@ class SourcePlugin(ABC):
         """Called before :meth:`SourceRounds.plan_round` (e.g. split requests)."""
         return None
 
-    def adopt(self, instant: str, metadata: Mapping[str, str], resuming: bool) -> bool:
+    def adopt(self, instant: str, metadata: Mapping[str, str],
+              resumed: Mapping[str, str] | None) -> bool:
         """Commit ``instant`` is the table's newest that carries the positions of one of Java
         Hudi's Kafka writers (``metadata``: its extra metadata, with
-        :data:`~hoodline.table.commit_metadata.JAVA_POSITION_KEYS`), and the table has no newer
-        checkpoint of hoodline's (``resuming``: it has an older one). True: the source starts
-        where that writer stopped (and says so). Default: False, with a warning that the source
-        does not use them."""
+        :data:`~hoodline.table.commit_metadata.JAVA_POSITION_KEYS`), newer than any checkpoint
+        of hoodline's (``resumed``: the extra metadata of the pipeline's older one, None if
+        there is none). True: the source starts where that writer stopped (and says so).
+        May raise ConfigError when the source cannot tell where to start. Default: False, with
+        a warning that the source does not use them."""
         log.warning(
             "table commit %s carries the positions of a Java Hudi writer (%s), which the %s "
             "source does not use", instant,

@@ -56,58 +56,44 @@ def _plugin(options: dict[str, object]) -> KafkaPlugin:
 def test_a_pipeline_of_the_topic_starts_where_hudi_streamer_stopped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    plugin = _plugin({"topic": "orders", "scan.startup.mode": "latest-offset"})
+    """As from a checkpoint of hoodline's: a stated start is not used (it was, for a new table,
+    and a config unchanged since the pipeline started read again what Streamer wrote once
+    Java's archival had removed the pipeline's checkpoint: code review)."""
+    plugin = _plugin({"topic": "orders", "scan.startup.mode": "timestamp",
+                      "scan.startup.timestamp-millis": 1000})
     with caplog.at_level(logging.WARNING):
         assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5,1:9"},
-                            resuming=False)
+                            None)
     starting = plugin.source.config.starting_offsets
     assert starting.mode is StartupMode.SPECIFIC
     assert starting.specific == {TopicPartition("orders", 0): 5, TopicPartition("orders", 1): 9}
-    assert "going on from its checkpoint in commit 20261129000000000 (orders,0:5,1:9" \
-        in caplog.text
+    assert ("table commit 20261129000000000 carries Hudi Streamer's checkpoint orders,0:5,1:9: "
+            "going on from there") in caplog.text
+    assert "'scan.startup.mode' = 'timestamp' is not used" in caplog.text
 
 
-@pytest.mark.parametrize(("options", "said"), [
-    ({"topic": "payments"}, "checkpoint of topic 'orders'"),
-    ({"topic": ["orders", "payments"]}, "checkpoint of topic 'orders'"),
-    ({"topic-pattern": "orders.*"}, "checkpoint of topic 'orders'"),
-    ({"topic": "orders", "scan.startup.mode": "timestamp",
-      "scan.startup.timestamp-millis": 1000}, "'scan.startup.mode' = 'timestamp' says where"),
-    ({"topic": "orders", "scan.startup.mode": "specific-offsets",
-      "scan.startup.specific-offsets": ["orders:0:1"]}, "'scan.startup.mode' = 'specific-offsets'"),
-])
-def test_other_subscriptions_and_stated_starts_do_not_use_it(
-    caplog: pytest.LogCaptureFixture, options: dict[str, object], said: str,
+@pytest.mark.parametrize("options", [
+    {"topic": "payments"}, {"topic": ["orders", "payments"]}, {"topic-pattern": "orders.*"}])
+@pytest.mark.parametrize("written", ["orders,0:5", "1700000000000"])
+def test_positions_a_new_pipeline_cannot_take_make_it_say_where_it_starts(
+    caplog: pytest.LogCaptureFixture, options: dict[str, object], written: str,
 ) -> None:
+    """Another topic's checkpoint, or one that is not Kafka positions: the default start (the
+    topic's start) would write again what Hudi Streamer wrote. A stated start is used; a
+    resumed pipeline goes on from its own checkpoint, with a warning."""
+    from hoodline.errors import ConfigError
+
     plugin = _plugin(options)
     before = plugin.source.config.starting_offsets
+    with pytest.raises(ConfigError, match="say where it starts"):
+        plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: written}, None)
+    stated = _plugin({**options, "scan.startup.mode": "latest-offset"})
     with caplog.at_level(logging.WARNING):
-        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"},
-                                resuming=False)
+        assert not stated.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: written}, None)
+        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: written}, {})
     assert plugin.source.config.starting_offsets == before
-    assert said in caplog.text
-
-
-def test_a_checkpoint_that_is_not_positions_is_named_and_not_used(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    plugin = _plugin({"topic": "orders"})
-    with caplog.at_level(logging.WARNING):
-        assert not plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "1700000000000"},
-                                resuming=False)
-    assert plugin.source.config.starting_offsets.mode is StartupMode.EARLIEST
-    assert "'1700000000000'" in caplog.text and "not Kafka positions" in caplog.text
-
-
-def test_a_stated_start_gives_way_to_hudi_streamers_newer_checkpoint_of_a_resumed_table() -> None:
-    """With a checkpoint of hoodline's the stated start is not used anyway: refusing Hudi
-    Streamer's newer positions made the run resume from the pipeline's older ones and read
-    again what Hudi Streamer had written (code review)."""
-    plugin = _plugin({"topic": "orders", "scan.startup.mode": "specific-offsets",
-                      "scan.startup.specific-offsets": ["orders:0:1"]})
-    assert plugin.adopt("20261129000000000", {STREAMER_CHECKPOINT_KEY: "orders,0:5"},
-                        resuming=True)
-    assert plugin.source.config.starting_offsets.specific == {TopicPartition("orders", 0): 5}
+    assert "this run starts as 'scan.startup.mode' = 'latest-offset' says" in caplog.text
+    assert "not taken: the pipeline resumes from its own checkpoint" in caplog.text
 
 
 def test_the_kafka_connect_sinks_offsets_are_read_and_written_alike() -> None:
@@ -128,14 +114,31 @@ def test_a_new_pipeline_on_a_kafka_connect_sinks_table_must_say_where_it_starts(
 
     written = {CONNECT_OFFSETS_KEY: "0=120,1=7"}
     with pytest.raises(ConfigError) as refused:
-        _plugin({"topic": "orders"}).adopt("20261129000000000", written, resuming=False)
-    assert ("scan.startup.mode = \"specific-offsets\" and scan.startup.specific-offsets = "
-            '["orders:0:120", "orders:1:7"]') in str(refused.value)
+        _plugin({"topic": "orders"}).adopt("20261129000000000", written, None)
+    assert ("if the sink read topic 'orders', scan.startup.mode = \"specific-offsets\" and "
+            'scan.startup.specific-offsets = ["orders:0:120", "orders:1:7"]') in str(refused.value)
     assert "scan.startup.mode = \"earliest-offset\"" in str(refused.value)
     stated = _plugin({"topic": "orders", "scan.startup.mode": "earliest-offset"})
     with caplog.at_level(logging.WARNING):
-        assert not stated.adopt("20261129000000000", written, resuming=False)
+        assert not stated.adopt("20261129000000000", written, None)
     assert "this run starts as 'scan.startup.mode' = 'earliest-offset' says" in caplog.text
-    # with a checkpoint of hoodline's the pipeline resumes from it (and the driver says a newer
-    # commit of another writer is there)
-    assert not _plugin({"topic": "orders"}).adopt("20261129000000000", written, resuming=True)
+
+
+@pytest.mark.parametrize(("sink", "taken"), [
+    ("0=120,1=7", True),      # on from the pipeline's positions: the sink read its topic
+    ("0=120", True),          # a partition it did not report keeps the pipeline's position
+    ("0=120,1=2", False),     # behind the pipeline's position: not from there
+    ("0=120,2=7", False),     # a partition the pipeline never stored
+])
+def test_kafka_connect_sink_offsets_after_the_pipelines_commits_are_taken_when_they_continue(
+    sink: str, taken: bool,
+) -> None:
+    """hoodline -> the sink -> hoodline: the resumed pipeline went on from its own older
+    checkpoint and wrote again all the sink had written (code review: 40 of 50 records)."""
+    plugin = _plugin({"topic": "orders"})
+    resumed = {STREAMER_CHECKPOINT_KEY: "orders,0:100,1:5"}
+    assert plugin.adopt("20261129000000000", {CONNECT_OFFSETS_KEY: sink}, resumed) is taken
+    if taken:
+        expected = {0: 120, 1: 7 if "1=7" in sink else 5}
+        assert plugin.source.config.starting_offsets.specific == {
+            TopicPartition("orders", p): o for p, o in expected.items()}

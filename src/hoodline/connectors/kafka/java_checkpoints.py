@@ -12,9 +12,10 @@ moves between them and hoodline without reading a record twice or skipping one.
   newest commit's.
 
 hoodline writes both with every commit of a pipeline reading one topic (so either takes the
-table over where the pipeline stopped); it reads Hudi Streamer's when the table has no newer
-checkpoint of its own, and names the Connect sink's positions (its topic is unknown). Kept apart
-from hoodline's own checkpoint, which holds more (the split assignment).
+table over where the pipeline stopped) and goes on from them when they are newer than its own
+checkpoint (:meth:`hoodline.connectors.kafka.plugin.KafkaPlugin.adopt`): Hudi Streamer's of its
+topic, the sink's when they continue the pipeline's own. Kept apart from hoodline's own
+checkpoint, which holds more (the split assignment).
 """
 
 from __future__ import annotations

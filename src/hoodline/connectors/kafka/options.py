@@ -84,10 +84,10 @@ STARTUP_MODE = option(
     "'scan.startup.timestamp-millis'). Used by a new table only: its first round commits the "
     "positions found (also when there is nothing to read yet, so a restart neither skips nor "
     "repeats records); a table with a checkpoint resumes from it (a warning says the option is "
-    "not used). A table Java's Hudi Streamer wrote goes on from its checkpoint of the topic "
-    "instead, unless the mode is 'specific-offsets' or 'timestamp'; a new pipeline on a table "
-    "Hudi's Kafka Connect sink wrote must set this option (see the README, 'Sharing a table "
-    "with Java Hudi'). Partitions discovered later always start at their earliest offset.",
+    "not used). So does the newer checkpoint of Java's Hudi Streamer (or Kafka Connect sink) "
+    "of the topic; a new pipeline on a table such a writer fed from positions it cannot take "
+    "must set this option (see the README, 'Sharing a table with Java Hudi'). Partitions "
+    "discovered later always start at their earliest offset.",
 )
 STARTUP_SPECIFIC_OFFSETS = option(
     "scan.startup.specific-offsets",

@@ -748,77 +748,87 @@ class KafkaPlugin(SourcePlugin):
                 log.warning("the checkpoint's topic ids (%s) are unreadable; not compared",
                             TOPIC_IDS_KEY)
 
-    def adopt(self, instant: str, metadata: Mapping[str, str], resuming: bool) -> bool:
-        """Start where Java's Hudi Streamer stopped reading this pipeline's one topic: a table
-        it wrote, taken over without reading a record twice or skipping one. Partitions its
-        checkpoint does not name start at their earliest offset. Not for another topic or a
-        subscription of more than one; nor when 'scan.startup.mode' names positions itself
-        ('specific-offsets', 'timestamp') for a table with no checkpoint of hoodline's (with
-        one, the mode is not used: Hudi Streamer's newer positions are)."""
-        text = metadata.get(STREAMER_CHECKPOINT_KEY, "")
+    def adopt(self, instant: str, metadata: Mapping[str, str],
+              resumed: Mapping[str, str] | None) -> bool:
+        """Go on where one of Java Hudi's Kafka writers stopped reading this pipeline's topic,
+        as from a checkpoint of hoodline's ('scan.startup.mode' is not used): Hudi Streamer's
+        checkpoint of the topic; the Kafka Connect sink's offsets (they name no topic) only
+        after this pipeline's own commits, whose topic and positions they continue. Positions
+        it cannot take: a resumed pipeline goes on from its own (a warning says what that
+        writer wrote may be written again); a new one must say where it starts."""
         config = self.source.config
         topics = config.subscription.topics
-        unused = ("not used: the pipeline resumes from its own checkpoint" if resuming else
-                  "not used: partitions start as 'scan.startup.mode' says")
-        if not text.strip():
-            self._name_connect_offsets(instant, metadata.get(CONNECT_OFFSETS_KEY, ""), unused,
-                                       resuming)
+        topic = topics[0] if topics is not None and len(topics) == 1 else None
+        positions, said, options = self._java_positions(instant, metadata, resumed, topic)
+        if positions is not None:
+            if config.startup_stated:
+                log.warning("option 'scan.startup.mode' = '%s' is not used: the table's commit "
+                            "%s holds where to go on", config.starting_offsets.mode.config_text,
+                            instant)
+            self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
+                positions, reset=OffsetReset.EARLIEST))
+            self._unsaved_starts = True  # the first round commits them, even with no records
+            self._finished = dict(positions)
+            self._streamer_flags = _streamer_flags(metadata)
+            where = ",".join(f"{tp.partition}:{o}" for tp, o in sorted(positions.items()))
+            log.warning("%s: going on from there (topic '%s', next offset per partition %s; "
+                        "partitions it does not name start at their earliest offset)", said,
+                        topic, where)
+            return True
+        if resumed is not None:
+            log.warning("%s; not taken: the pipeline resumes from its own checkpoint, older "
+                        "than that commit, so records that writer wrote since may be written "
+                        "again", said)
             return False
-        found = StreamerCheckpoint.parse(text)
-        if found is None:
-            log.warning("table commit %s carries a Hudi Streamer checkpoint (%s = %r) that is "
-                        "not Kafka positions ('topic,partition:offset,...'); %s", instant,
-                        STREAMER_CHECKPOINT_KEY, text[:200], unused)
-            return False
-        if topics != (found.topic,):
-            log.warning("table commit %s carries Hudi Streamer's checkpoint of topic '%s' (%s), "
-                        "which is not this pipeline's subscription (%s); %s", instant,
-                        found.topic, found.format(), self.identity, unused)
-            return False
-        mode = config.starting_offsets.mode
-        if not resuming and mode in (StartupMode.SPECIFIC, StartupMode.TIMESTAMP):
-            log.warning("table commit %s carries Hudi Streamer's checkpoint (%s), not used: "
-                        "'scan.startup.mode' = '%s' says where to start", instant,
-                        found.format(), mode.config_text)
-            return False
-        self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
-            found.positions(), reset=OffsetReset.EARLIEST))
-        self._unsaved_starts = True  # the first round commits them, also with nothing to read
-        self._finished = dict(found.positions())
-        self._streamer_flags = _streamer_flags(metadata)
-        log.warning("the table was written by Hudi Streamer: going on from its checkpoint in "
-                    "commit %s (%s: the next offset per partition; partitions it does not name "
-                    "start at their earliest offset)", instant, found.format())
-        return True
-
-    def _name_connect_offsets(self, instant: str, text: str, unused: str, resuming: bool) -> None:
-        """Hudi's Kafka Connect sink wrote the table: its positions do not name their topic,
-        so they are not taken. A new pipeline on such a table must say where it starts
-        (defaulting to the topic's start would write again what the sink wrote)."""
-        found = ConnectOffsets.parse(text)
-        if found is None:
-            log.warning("table commit %s carries Kafka Connect sink offsets (%s = %r) that are "
-                        "not 'partition=offset,...'; %s", instant, CONNECT_OFFSETS_KEY,
-                        text[:200], unused)
-            return
-        config = self.source.config
-        topics = config.subscription.topics
-        topic = topics[0] if topics is not None and len(topics) == 1 else "TOPIC"
-        said = (f"table commit {instant} was written by Hudi's Kafka Connect sink, which keeps "
-                f"where it stopped without naming the topic ({CONNECT_OFFSETS_KEY} = "
-                f"'{found.format()}')")
-        if resuming:
-            return  # the driver names the newer commit of another writer
         if config.startup_stated:
             log.warning("%s; this run starts as 'scan.startup.mode' = '%s' says", said,
                         config.starting_offsets.mode.config_text)
-        else:
-            raise ConfigError(
-                f"{said}: say where this pipeline starts in [source.options]. To go on where "
-                f"the sink stopped (its positions in topic '{topic}'): scan.startup.mode = "
-                f"\"specific-offsets\" and scan.startup.specific-offsets = "
-                f"{json.dumps(found.option_values(topic))}; to read the topic again from its "
-                "start: scan.startup.mode = \"earliest-offset\"")
+            return False
+        raise ConfigError(
+            f"{said}; this pipeline cannot tell where to go on from it: say where it starts in "
+            f"[source.options]: {options}, or scan.startup.mode = \"earliest-offset\" to read "
+            "the topic again from its start (what that writer wrote is written again)")
+
+    def _java_positions(
+        self, instant: str, metadata: Mapping[str, str], resumed: Mapping[str, str] | None,
+        topic: str | None,
+    ) -> tuple[dict[TopicPartition, int] | None, str, str]:
+        """(positions to go on from, or None; what the commit holds; the options that state a
+        start there) for a commit of Java Hudi's Kafka writers."""
+        example = "scan.startup.mode = \"specific-offsets\" with scan.startup.specific-offsets"
+        text = metadata.get(STREAMER_CHECKPOINT_KEY, "")
+        if text.strip():
+            found = StreamerCheckpoint.parse(text)
+            if found is None:
+                return None, (f"table commit {instant} carries a Hudi Streamer checkpoint "
+                              f"({STREAMER_CHECKPOINT_KEY} = {text[:200]!r}) that is not Kafka "
+                              "positions ('topic,partition:offset,...')"), example
+            said = f"table commit {instant} carries Hudi Streamer's checkpoint {found.format()}"
+            if found.topic != topic:
+                return None, (f"{said}, of topic '{found.topic}', which is not this pipeline's "
+                              f"subscription ({self.identity})"), example
+            return found.positions(), said, example
+        text = metadata.get(CONNECT_OFFSETS_KEY, "")
+        sink = ConnectOffsets.parse(text)
+        if sink is None:
+            return None, (f"table commit {instant} carries Kafka Connect sink offsets "
+                          f"({CONNECT_OFFSETS_KEY} = {text[:200]!r}) that are not "
+                          "'partition=offset,...'"), example
+        said = (f"table commit {instant} was written by Hudi's Kafka Connect sink, which keeps "
+                f"where it stopped without naming the topic ({CONNECT_OFFSETS_KEY} = "
+                f"'{sink.format()}')")
+        options = (f"if the sink read topic '{topic or 'TOPIC'}', scan.startup.mode = "
+                   "\"specific-offsets\" and scan.startup.specific-offsets = "
+                   f"{json.dumps(sink.option_values(topic or 'TOPIC'))}")
+        # after this pipeline: the sink started from the offsets the pipeline stored (it reads
+        # the newest commit's), so they are of the pipeline's topic if they go on from them
+        own = StreamerCheckpoint.parse((resumed or {}).get(STREAMER_CHECKPOINT_KEY, ""))
+        if (own is None or own.topic != topic or not set(sink.offsets) <= set(own.offsets)
+                or any(o < own.offsets[p] for p, o in sink.offsets.items())):
+            return None, said, options
+        merged = {**own.offsets, **sink.offsets}
+        return {TopicPartition(own.topic, p): o for p, o in sorted(merged.items())}, (
+            f"{said}, after this pipeline's commits"), options
 
     def commit_metadata(self, rounds: SourceRounds[Any, Any]) -> dict[str, str]:
         out = {TOPIC_IDS_KEY: json.dumps(dict(sorted(self._ids.items())))} if self._ids else {}
@@ -1022,6 +1032,9 @@ class KafkaPlugin(SourcePlugin):
 
     def after_commit(self, rounds: SourceRounds[Any, Any]) -> None:
         self._unsaved_starts = self._changed_subscription = False
+        stored = self._streamer_checkpoint(rounds)
+        if stored is not None:  # what the commit stored: the fallback of unheld partitions
+            self._finished = dict(stored.positions())
         self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)

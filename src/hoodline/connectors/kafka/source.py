@@ -239,6 +239,7 @@ class KafkaSourceBuilder:
             client_properties=dict(self._props),
             subscription=self._subscription,
             starting_offsets=self._starting,
+            startup_stated=self._starting != StartingOffsets.earliest(),
             stopping_offsets=self._stopping,
             **self._kwargs,
         )
