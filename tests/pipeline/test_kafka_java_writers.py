@@ -1,10 +1,12 @@
-"""A table moves between Java's Hudi Streamer and a hoodline pipeline on the real broker: each
-commit of the pipeline stores Hudi Streamer's checkpoint (``deltastreamer.checkpoint.key``) of
-where it stopped, and a pipeline taking over a table Hudi Streamer wrote -- or wrote last --
-reads on from Hudi Streamer's checkpoint: no record read twice, none skipped.
+"""A table moves between Java Hudi's Kafka writers (Hudi Streamer, the Kafka Connect sink) and a
+hoodline pipeline on the real broker: each commit of the pipeline stores where it stopped as
+they store it (``deltastreamer.checkpoint.key``, ``kafka.commit.offsets``), and a pipeline
+taking over a table they wrote -- or wrote last -- reads on from there: no record read twice,
+none skipped.
 
-A table "written by Hudi Streamer" is a pipeline's table whose commits were then stripped of
-hoodline's own keys, leaving what Hudi Streamer's commits carry: data and its checkpoint."""
+A table "written by" one of them is a pipeline's table whose commits were then stripped of
+hoodline's keys (and the other writer's), leaving what that writer's commits carry: data and
+its positions."""
 
 from __future__ import annotations
 
@@ -48,21 +50,41 @@ def _run(cfg: PipelineConfig) -> RunSummary:
         return p.run(once=True)
 
 
-def _as_hudi_streamer_wrote(table: Path, *, newest_only: bool = False) -> None:
-    """Strip hoodline's keys from the completed commits (all, or the newest): what is left is
-    what Hudi Streamer's commits hold."""
-    meta = table / ".hoodie"
-    commits = sorted(p for p in meta.iterdir() if p.suffix in (".commit", ".deltacommit"))
-    for path in commits[-1:] if newest_only else commits:
+def _fed(broker: EmbeddedBroker, tmp_path: Path, name: str, seed: int,
+         waves: list[int]) -> tuple[str, Stream, Path, PipelineConfig]:
+    """A two-partition topic and a pipeline's table: each wave of records produced, then read
+    by a run of the pipeline."""
+    topic = create_topic(broker.bootstrap_servers, unique(name), 2)
+    stream = Stream(broker.bootstrap_servers, topic, 2, seed=seed)
+    table = tmp_path / "t"
+    cfg = _config(broker, table, topic)
+    for n in waves:
+        stream.produce(n, 40)
+        _run(cfg)
+    return topic, stream, table, cfg
+
+
+def _commits(table: Path) -> list[Path]:
+    return sorted(p for p in (table / ".hoodie").iterdir()
+                  if p.suffix in (".commit", ".deltacommit"))
+
+
+def _as_written_by(writer: str, table: Path, *, newest_only: bool = False,
+                   **extra: str) -> None:
+    """Make the completed commits (all, or the newest) what Hudi Streamer's (``writer`` =
+    "streamer") or the Kafka Connect sink's ("sink") hold: hoodline's keys and the other
+    writer's go; ``extra`` entries are set."""
+    other = "kafka." if writer == "streamer" else "deltastreamer."
+    for path in _commits(table)[-1:] if newest_only else _commits(table):
         body = json.loads(path.read_text())
-        extra = body["extraMetadata"]
-        assert STREAMER_CHECKPOINT_KEY in extra
-        for key in [k for k in extra if k.startswith("hoodline.") or k == CONNECT_OFFSETS_KEY]:
-            del extra[key]
+        metadata = body["extraMetadata"]
+        for key in [k for k in metadata if k.startswith(("hoodline.", other))]:
+            del metadata[key]
+        metadata.update(extra)
         path.write_text(json.dumps(body))
 
 
-def test_every_commit_stores_where_it_stopped_as_hudi_streamer_does(
+def test_every_commit_stores_where_it_stopped_as_the_java_writers_do(
     broker: EmbeddedBroker, tmp_path: Path,
 ) -> None:
     topic = create_topic(broker.bootstrap_servers, unique("hs-write"), 3)
@@ -82,30 +104,20 @@ def test_a_table_hudi_streamer_wrote_is_read_on_from_its_checkpoint(
     broker: EmbeddedBroker, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Before, a table with no checkpoint of hoodline's was read from 'scan.startup.mode'
-    (earliest): every record Hudi Streamer had written was read and written again."""
-    topic = create_topic(broker.bootstrap_servers, unique("hs-takeover"), 2)
-    stream = Stream(broker.bootstrap_servers, topic, 2, seed=32)
-    stream.produce(200, 80)
-    table = tmp_path / "t"
-    cfg = _config(broker, table, topic)
-    _run(cfg)
-    _as_hudi_streamer_wrote(table)
-    # Hudi Streamer ran with --checkpoint: its commits say so, and a writer taking over passes
-    # the mark on (else Hudi Streamer, started with the flag again, goes back to that checkpoint)
-    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]
-    body = json.loads(newest.read_text())
-    body["extraMetadata"][STREAMER_FLAG_KEYS[0]] = f"{topic},0:0,1:0"
-    newest.write_text(json.dumps(body))
-    stream.produce(120, 80)
+    (earliest): every record Hudi Streamer had written was read and written again. Hudi
+    Streamer ran with --checkpoint: its commits say so, and a writer taking over passes the
+    mark on (else Hudi Streamer, started with the flag again, goes back to that checkpoint)."""
+    topic, stream, table, cfg = _fed(broker, tmp_path, "hs-takeover", 32, [200])
+    _as_written_by("streamer", table, **{STREAMER_FLAG_KEYS[0]: f"{topic},0:0,1:0"})
+    stream.produce(120, 40)
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 120  # only what came after Hudi Streamer's checkpoint
     assert "carries Hudi Streamer's checkpoint" in caplog.text
     assert "going on from there" in caplog.text
     assert table_rows(table) == stream.model
-    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]  # the pipeline's
-    assert json.loads(newest.read_text())["extraMetadata"][STREAMER_FLAG_KEYS[0]] == \
-        f"{topic},0:0,1:0"
+    newest = json.loads(_commits(table)[-1].read_text())["extraMetadata"]  # the pipeline's
+    assert newest[STREAMER_FLAG_KEYS[0]] == f"{topic},0:0,1:0"
 
 
 def test_a_hudi_streamer_commit_after_the_pipelines_is_where_the_pipeline_goes_on(
@@ -113,16 +125,9 @@ def test_a_hudi_streamer_commit_after_the_pipelines_is_where_the_pipeline_goes_o
 ) -> None:
     """Hudi Streamer wrote the table after the pipeline had (its commit carries its checkpoint
     and none of hoodline's): the pipeline goes on from there, not from its own older one."""
-    topic = create_topic(broker.bootstrap_servers, unique("hs-between"), 2)
-    stream = Stream(broker.bootstrap_servers, topic, 2, seed=33)
-    stream.produce(150, 60)
-    table = tmp_path / "t"
-    cfg = _config(broker, table, topic)
-    _run(cfg)
-    stream.produce(90, 60)
-    _run(cfg)
-    _as_hudi_streamer_wrote(table, newest_only=True)  # the second run was Hudi Streamer's
-    stream.produce(40, 60)
+    topic, stream, table, cfg = _fed(broker, tmp_path, "hs-between", 33, [150, 90])
+    _as_written_by("streamer", table, newest_only=True)  # the second run was Hudi Streamer's
+    stream.produce(40, 40)
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 40
@@ -140,19 +145,9 @@ def test_a_hudi_streamer_commit_after_the_pipelines_is_where_the_pipeline_goes_o
 def test_a_newer_hudi_streamer_checkpoint_of_another_topic_leaves_the_pipelines_own(
     broker: EmbeddedBroker, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    topic = create_topic(broker.bootstrap_servers, unique("hs-other"), 2)
-    stream = Stream(broker.bootstrap_servers, topic, 2, seed=34)
-    stream.produce(100, 50)
-    table = tmp_path / "t"
-    cfg = _config(broker, table, topic)
-    _run(cfg)
-    stream.produce(60, 50)
-    _run(cfg)
-    _as_hudi_streamer_wrote(table, newest_only=True)
-    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]
-    body = json.loads(newest.read_text())
-    body["extraMetadata"][STREAMER_CHECKPOINT_KEY] = "another-topic,0:3,1:4"
-    newest.write_text(json.dumps(body))
+    _topic, stream, table, cfg = _fed(broker, tmp_path, "hs-other", 34, [100, 60])
+    _as_written_by("streamer", table, newest_only=True,
+                   **{STREAMER_CHECKPOINT_KEY: "another-topic,0:3,1:4"})
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
     assert summary.records_read == 60  # from the pipeline's own checkpoint, before that commit
@@ -170,19 +165,9 @@ def test_a_table_the_kafka_connect_sink_wrote_needs_a_stated_start_and_its_optio
     from where the sink stopped."""
     from hoodline.errors import ConfigError
 
-    topic = create_topic(broker.bootstrap_servers, unique("hs-connect"), 2)
-    stream = Stream(broker.bootstrap_servers, topic, 2, seed=35)
-    stream.produce(100, 40)
+    topic, stream, table, cfg = _fed(broker, tmp_path, "hs-connect", 35, [100])
     stopped = dict(stream.ends)
-    table = tmp_path / "t"
-    cfg = _config(broker, table, topic)
-    _run(cfg)
-    for path in (table / ".hoodie").glob("*.commit"):  # what the sink's commits carry
-        body = json.loads(path.read_text())
-        extra = body["extraMetadata"]
-        for key in [k for k in extra if k.startswith("hoodline.") or k.startswith("delta")]:
-            del extra[key]
-        path.write_text(json.dumps(body))
+    _as_written_by("sink", table)
     stream.produce(30, 40)
     with pytest.raises(ConfigError) as refused:
         _run(cfg)
@@ -203,20 +188,8 @@ def test_a_kafka_connect_sink_that_took_over_from_the_pipeline_is_where_the_pipe
     pipeline stored, so its newer ones are of the pipeline's topic. The resumed pipeline went
     on from its own older checkpoint and wrote again everything the sink wrote (code review:
     50 records read, 40 of them the sink's)."""
-    topic = create_topic(broker.bootstrap_servers, unique("hs-connect-back"), 2)
-    stream = Stream(broker.bootstrap_servers, topic, 2, seed=36)
-    stream.produce(80, 40)
-    table = tmp_path / "t"
-    cfg = _config(broker, table, topic)
-    _run(cfg)
-    stream.produce(40, 40)
-    _run(cfg)
-    newest = sorted((table / ".hoodie").glob("*.commit"))[-1]  # the sink's, as it writes it
-    body = json.loads(newest.read_text())
-    extra = body["extraMetadata"]
-    for key in [k for k in extra if k.startswith("hoodline.") or k.startswith("delta")]:
-        del extra[key]
-    newest.write_text(json.dumps(body))
+    _topic, stream, table, cfg = _fed(broker, tmp_path, "hs-connect-back", 36, [80, 40])
+    _as_written_by("sink", table, newest_only=True)  # the second run was the sink's
     stream.produce(10, 40)
     with caplog.at_level(logging.WARNING):
         summary = _run(cfg)
