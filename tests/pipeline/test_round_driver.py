@@ -951,11 +951,13 @@ def test_a_pipeline_that_lost_its_lock_deletes_what_its_tasks_wrote_for_the_roun
     assert _table_rows(table) == {999: "backfill"}
 
 
-def test_a_table_with_archived_instants_and_no_checkpoint_is_started_with_a_warning(
+def test_a_checkpoint_another_writers_archival_moved_away_is_resumed_from_the_archive(
     src: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Hoodline before this fix archived a pipeline's last checkpoint behind a long backfill,
-    and the next run started over as on a new table without a word (upgrade review)."""
+    """Java writers' archival (and hoodline's before it kept the newest checkpoint) archives a
+    pipeline's last checkpoint behind more than 'hoodie.keep.max.commits' commits of theirs:
+    the next run started over as on a new table, reading everything again, with a warning
+    (upgrade review; third code review of stop 58). It resumes from the archived checkpoint."""
     from hoodline.table import archive
 
     table = tmp_path / "t"
@@ -972,8 +974,14 @@ def test_a_table_with_archived_instants_and_no_checkpoint_is_started_with_a_warn
             client.upsert(pa.table({"id": [1000 + i], "v": ["x"], "ts": [9]}))
     assert read_checkpoint(HudiTable.open(table)) is None  # archived
     with caplog.at_level("WARNING", logger="hoodline.pipeline.driver"):
-        _driver(cfg, InProcessEngine())[0].run(once=True)
-    assert "has no pipeline checkpoint on its active timeline but has archived" in caplog.text
+        again = _driver(cfg, InProcessEngine())[0].run(once=True)
+    assert "which another writer's archival moved to the archived timeline; resuming from it" \
+        in caplog.text
+    assert again.records_read == 0  # every file was read before
+    _write_file(src, "c.jsonl", _rows(range(500, 510)))
+    more = _driver(cfg, InProcessEngine())[0].run(once=True)  # and on from its own checkpoint
+    assert more.records_read == 10
+    assert read_checkpoint(HudiTable.open(table)) is not None
 
 
 def test_a_round_refuses_a_table_whose_newest_base_file_was_deleted(

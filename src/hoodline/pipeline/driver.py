@@ -78,7 +78,7 @@ from hoodline.pipeline.tasks import RoundJob
 from hoodline.pipeline.transform import RecordSpec
 from hoodline.runtime.source_rounds import ReaderPlan, SourceCheckpoint, SourceRounds
 from hoodline.storage.paths import is_store_outage, retry_timeout_s
-from hoodline.table.archive import has_archived_instants
+from hoodline.table.archive import archived_commit_with, has_archived_instants
 from hoodline.table.commit_metadata import JAVA_POSITION_KEYS
 from hoodline.table.instant import COMPACTION
 from hoodline.table.rollback import describe_repair
@@ -197,6 +197,24 @@ def _checkpoint_commit(
         return None, {}, None
     metadata = dict(found[1].extra_metadata)
     return PipelineCheckpoint.decode(metadata[CHECKPOINT_KEY]), metadata, found[0].timestamp
+
+
+def _archived_checkpoint(
+    table: HudiTable, where: str,
+) -> tuple[PipelineCheckpoint | None, dict[str, str], str | None]:
+    """The pipeline checkpoint of the newest archived commit that carries one (as
+    :func:`_checkpoint_commit`): Java writers' archival does not keep it active, as hoodline's
+    does, and a pipeline found none and read its source again as for a new table."""
+    found = archived_commit_with(table, CHECKPOINT_KEY)
+    if found is None:
+        return None, {}, None
+    instant, metadata = found
+    log.warning("table '%s': the pipeline's last checkpoint is in commit %s, which another "
+                "writer's archival moved to the archived timeline; resuming from it", where,
+                instant)
+    checkpoint = PipelineCheckpoint.decode(metadata[CHECKPOINT_KEY])
+    # the double-commit guard sees no checkpoint on the active timeline: rounds count anew
+    return replace(checkpoint, round_id=0), metadata, instant
 
 
 def _java_commit_after(table: HudiTable, own: str | None) -> tuple[str, dict[str, str]] | None:
@@ -361,6 +379,9 @@ class RoundDriver:
                 log.warning("repaired what a previous run left pending: %s", "; ".join(
                     describe_repair(client.table, i) for i in client.repaired))
             restored, metadata, own = _checkpoint_commit(client.table)
+            archived = restored is None and has_archived_instants(client.table)
+            if archived:
+                restored, metadata, own = _archived_checkpoint(client.table, cfg.table.path)
             plugin = load_plugin(cfg)
             source_state = restored.source if restored is not None else None
             java = _java_commit_after(client.table, own)
@@ -368,16 +389,11 @@ class RoundDriver:
                 java[0], java[1], metadata if restored is not None else None)
             if adopted:
                 source_state = None  # a Java writer's (newer) positions, not the pipeline's
-            elif restored is None and has_archived_instants(client.table):
+            elif restored is None and archived:
                 log.warning(
-                    "table '%s' has no pipeline checkpoint on its active timeline but has "
-                    "archived instants: this run reads its source as for a new table. If a "
-                    "pipeline wrote this table before, its last checkpoint may have been "
-                    "archived (by a Java writer's archival, or by hoodline before it kept it, "
-                    "after more than 'hoodie.keep.max.commits' commits of another writer); stop "
-                    "now if so and restart with "
-                    "scan.startup.mode = 'specific-offsets' (or the file source's start) at "
-                    "where it stopped", cfg.table.path)
+                    "table '%s' has no pipeline checkpoint, on its active timeline or archived, "
+                    "but has archived instants: this run reads its source as for a new table",
+                    cfg.table.path)
             if restored is not None and source_state is not None:
                 changed = restored.check_compatible(plugin.name, plugin.identity,
                                                     cfg.table.path, plugin.identity_change)

@@ -28,14 +28,17 @@ gathered, they are merged into one (:mod:`~hoodline.table.archive_merge`).
 
 from __future__ import annotations
 
+import io
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import fastavro
+
 from hoodline.errors import ConfigError
-from hoodline.storage.ops import Entry, create_exclusive, list_dir
+from hoodline.storage.ops import Entry, create_exclusive, list_dir, list_names
 from hoodline.table.action_metadata import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
@@ -47,6 +50,7 @@ from hoodline.table.action_metadata import (
 from hoodline.table.archive_merge import (
     MERGE_PLAN_NAME,
     archive_file_name,
+    archive_version,
     finish_interrupted_merge,
     merge_small_files,
 )
@@ -65,7 +69,7 @@ from hoodline.table.instant import (
     Instant,
 )
 from hoodline.table.log.avro_codec import encode_datum
-from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType
+from hoodline.table.log.blocks import HeaderKey, LogBlock, LogBlockType, read_blocks
 from hoodline.table.markers import Markers
 from hoodline.table.table import HudiTable
 from hoodline.table.timeline import STAGING_DIR, Timeline
@@ -309,6 +313,46 @@ def has_archived_instants(table: HudiTable) -> bool:
     """Whether any instant of the table was archived (by hoodline or Java)."""
     folder = table.meta_path / ARCHIVE_FOLDER
     return folder.is_dir() and any(folder.iterdir())
+
+
+def archived_commit_with(table: HudiTable, key: str) -> tuple[str, dict[str, str]] | None:
+    """The instant and extra metadata of the newest archived completed commit (or deltacommit)
+    carrying ``key`` in its extra metadata; None when none does. hoodline's archival keeps the
+    newest commit with a writer's checkpoint active, Java's does not: a pipeline's last
+    checkpoint may be here after Java writers committed more than 'hoodie.keep.max.commits'.
+    Reads every archive file, each block with the schema it names (Java's too)."""
+    folder = table.meta_path / ARCHIVE_FOLDER
+    best: tuple[str, dict[str, str]] | None = None
+    # every file: a merge writes older instants into a file of a higher version
+    for name in sorted(n for n in list_names(folder) if archive_version(n) is not None):
+        for block in read_blocks((folder / name).read_bytes()):
+            if block.type is not LogBlockType.AVRO_DATA:
+                continue
+            schema = fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
+            for entry in _block_records(bytes(block.content), schema):
+                md = entry.get("hoodieCommitMetadata")
+                if (entry.get("actionState") != "COMPLETED" or not isinstance(md, dict)
+                        or entry.get("actionType") not in (COMMIT, DELTA_COMMIT)):
+                    continue
+                extra = {str(k): str(v) for k, v in (md.get("extraMetadata") or {}).items()
+                         if v is not None}
+                ts = str(entry.get("commitTime"))
+                if key in extra and (best is None or ts > best[0]):
+                    best = ts, extra
+    return best
+
+
+def _block_records(content: bytes, schema: Any) -> Iterator[dict[str, Any]]:
+    """The records of an Avro data block's content (version, count, size-prefixed datums)."""
+    count = int.from_bytes(content[4:8], "big")
+    pos = 8
+    for _ in range(count):
+        size = int.from_bytes(content[pos:pos + 4], "big")
+        value = fastavro.schemaless_reader(io.BytesIO(content[pos + 4:pos + 4 + size]), schema,
+                                           None)
+        if isinstance(value, dict):
+            yield value
+        pos += 4 + size
 
 
 def archive(

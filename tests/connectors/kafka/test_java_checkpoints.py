@@ -142,3 +142,19 @@ def test_kafka_connect_sink_offsets_after_the_pipelines_commits_are_taken_when_t
         expected = {0: 120, 1: 7 if "1=7" in sink else 5}
         assert plugin.source.config.starting_offsets.specific == {
             TopicPartition("orders", p): o for p, o in expected.items()}
+
+
+def test_hudi_streamers_marks_of_the_pipelines_own_commit_survive_the_sinks_turn() -> None:
+    """The sink's commits carry no Hudi Streamer marks: taken from them, a pipeline going on
+    after the sink dropped the --checkpoint mark its own commits passed on (third review)."""
+    from types import SimpleNamespace
+
+    from hoodline.table.commit_metadata import STREAMER_FLAG_KEYS
+
+    plugin = _plugin({"topic": "orders"})
+    resumed = {STREAMER_CHECKPOINT_KEY: "orders,0:100,1:5", STREAMER_FLAG_KEYS[0]: "orders,0:0"}
+    assert plugin.adopt("20261129000000000", {CONNECT_OFFSETS_KEY: "0=120,1=7"}, resumed)
+    held = SimpleNamespace(held_splits=lambda: {})
+    stored = plugin.commit_metadata(held)  # type: ignore[arg-type]
+    assert stored[STREAMER_FLAG_KEYS[0]] == "orders,0:0"
+    assert stored[STREAMER_CHECKPOINT_KEY] == "orders,0:120,1:7"

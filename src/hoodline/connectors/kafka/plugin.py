@@ -761,19 +761,19 @@ class KafkaPlugin(SourcePlugin):
         topic = topics[0] if topics is not None and len(topics) == 1 else None
         positions, said, options = self._java_positions(instant, metadata, resumed, topic)
         if positions is not None:
-            if config.startup_stated:
-                log.warning("option 'scan.startup.mode' = '%s' is not used: the table's commit "
-                            "%s holds where to go on", config.starting_offsets.mode.config_text,
-                            instant)
             self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
                 positions, reset=OffsetReset.EARLIEST))
             self._unsaved_starts = True  # the first round commits them, even with no records
             self._finished = dict(positions)
-            self._streamer_flags = _streamer_flags(metadata)
+            # Hudi Streamer's flag marks: of its commit; of the pipeline's own after the sink's
+            streamer = bool(metadata.get(STREAMER_CHECKPOINT_KEY, "").strip())
+            self._streamer_flags = _streamer_flags(metadata if streamer else resumed or {})
             where = ",".join(f"{tp.partition}:{o}" for tp, o in sorted(positions.items()))
+            unused = (f"; 'scan.startup.mode' = '{config.starting_offsets.mode.config_text}' "
+                      "is not used" if config.startup_stated else "")
             log.warning("%s: going on from there (topic '%s', next offset per partition %s; "
-                        "partitions it does not name start at their earliest offset)", said,
-                        topic, where)
+                        "partitions it does not name start at their earliest offset%s)", said,
+                        topic, where, unused)
             return True
         if resumed is not None:
             log.warning("%s; not taken: the pipeline resumes from its own checkpoint, older "
@@ -787,7 +787,7 @@ class KafkaPlugin(SourcePlugin):
         raise ConfigError(
             f"{said}; this pipeline cannot tell where to go on from it: say where it starts in "
             f"[source.options]: {options}, or scan.startup.mode = \"earliest-offset\" to read "
-            "the topic again from its start (what that writer wrote is written again)")
+            "the topic from its start")
 
     def _java_positions(
         self, instant: str, metadata: Mapping[str, str], resumed: Mapping[str, str] | None,
@@ -795,7 +795,8 @@ class KafkaPlugin(SourcePlugin):
     ) -> tuple[dict[TopicPartition, int] | None, str, str]:
         """(positions to go on from, or None; what the commit holds; the options that state a
         start there) for a commit of Java Hudi's Kafka writers."""
-        example = "scan.startup.mode = \"specific-offsets\" with scan.startup.specific-offsets"
+        example = ("scan.startup.mode = \"specific-offsets\" and scan.startup.specific-offsets "
+                   "= [\"TOPIC:PARTITION:OFFSET\", ...]")
         text = metadata.get(STREAMER_CHECKPOINT_KEY, "")
         if text.strip():
             found = StreamerCheckpoint.parse(text)
