@@ -222,3 +222,37 @@ def test_the_newest_commit_with_a_writers_checkpoint_is_not_archived(tmp_path: P
     assert len(table.timeline.completed_commits()) <= 5
     found = table.timeline.latest_commit_with(PIPELINE_CHECKPOINT_KEY)
     assert found is not None and found[0].timestamp == latest
+
+
+def test_the_newest_archived_commit_with_a_key_is_found_past_a_torn_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Java writers' archival moves a pipeline's last checkpoint to the archive; the archived
+    timeline gives it back (the newest of all files: a merge puts older instants in a file of a
+    higher version), past bytes that are no whole block."""
+    import hoodline.table.archive as archive_module
+    from hoodline.table.archive import archived_commit_with
+    from hoodline.table.commit_metadata import PIPELINE_CHECKPOINT_KEY
+
+    path = tmp_path / "t"
+    HudiTable.create(path, make_config("BLOOM", partition_fields=()))
+    options = {"hoodie.cleaner.commits.retained": 2, "hoodie.keep.min.commits": 3,
+               "hoodie.keep.max.commits": 5}
+    with WriteClient(HudiTable.open(path), options) as client:
+        client.upsert(rows([0], ts=0), extra_metadata={PIPELINE_CHECKPOINT_KEY: "round 1"})
+        second = client.upsert(rows([1], ts=1),
+                               extra_metadata={PIPELINE_CHECKPOINT_KEY: "round 2"})
+        client.upsert(rows([2], ts=2), extra_metadata={PIPELINE_CHECKPOINT_KEY: "round 3"})
+    assert archived_commit_with(HudiTable.open(path), PIPELINE_CHECKPOINT_KEY) is None
+    # archived as Java's archival does it (it keeps no checkpoint commit active)
+    monkeypatch.setattr(archive_module, "_newest_checkpoint", lambda timeline: None)
+    with WriteClient(HudiTable.open(path), options) as client:
+        for i in range(3, 10):
+            client.upsert(rows([i], ts=i))
+    table = HudiTable.open(path)
+    assert table.timeline.latest_commit_with(PIPELINE_CHECKPOINT_KEY) is None
+    torn = table.meta_path / "archived" / ".commits_.archive.99_1-0-1"
+    torn.write_bytes(b"#HUDI#" + b"\x00" * 40)
+    found = archived_commit_with(table, PIPELINE_CHECKPOINT_KEY)
+    assert found is not None and found[1][PIPELINE_CHECKPOINT_KEY] == "round 3"
+    assert found[0] > second

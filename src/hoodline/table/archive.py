@@ -325,21 +325,32 @@ def archived_commit_with(table: HudiTable, key: str) -> tuple[str, dict[str, str
     best: tuple[str, dict[str, str]] | None = None
     # every file: a merge writes older instants into a file of a higher version
     for name in sorted(n for n in list_names(folder) if archive_version(n) is not None):
-        for block in read_blocks((folder / name).read_bytes()):
-            if block.type is not LogBlockType.AVRO_DATA:
+        try:
+            entries = list(_archived_entries((folder / name).read_bytes()))
+        except Exception as exc:  # a file this reader cannot decode: not a reason to stop
+            log.warning("archive file '%s' was not read for a writer's checkpoint: %s: %s",
+                        folder / name, type(exc).__name__, exc)
+            continue
+        for entry in entries:
+            md = entry.get("hoodieCommitMetadata")
+            if (entry.get("actionState") != "COMPLETED" or not isinstance(md, dict)
+                    or entry.get("actionType") not in (COMMIT, DELTA_COMMIT)):
                 continue
-            schema = fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
-            for entry in _block_records(bytes(block.content), schema):
-                md = entry.get("hoodieCommitMetadata")
-                if (entry.get("actionState") != "COMPLETED" or not isinstance(md, dict)
-                        or entry.get("actionType") not in (COMMIT, DELTA_COMMIT)):
-                    continue
-                extra = {str(k): str(v) for k, v in (md.get("extraMetadata") or {}).items()
-                         if v is not None}
-                ts = str(entry.get("commitTime"))
-                if key in extra and (best is None or ts > best[0]):
-                    best = ts, extra
+            extra = {str(k): str(v) for k, v in (md.get("extraMetadata") or {}).items()
+                     if v is not None}
+            ts = str(entry.get("commitTime"))
+            if key in extra and (best is None or ts > best[0]):
+                best = ts, extra
     return best
+
+
+def _archived_entries(data: bytes) -> Iterator[dict[str, Any]]:
+    """The ``HoodieArchivedMetaEntry`` records of an archive file, each block's read with the
+    schema it names."""
+    for block in read_blocks(data):
+        if block.type is LogBlockType.AVRO_DATA:
+            schema = fastavro.parse_schema(json.loads(block.header[HeaderKey.SCHEMA]))
+            yield from _block_records(bytes(block.content), schema)
 
 
 def _block_records(content: bytes, schema: Any) -> Iterator[dict[str, Any]]:
