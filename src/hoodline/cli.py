@@ -194,6 +194,7 @@ def run(
 
     from hoodline.pipeline.api import Pipeline
     from hoodline.pipeline.config import load_config
+    from hoodline.pipeline.driver import check_start
     from hoodline.pipeline.outage import wait_out_outage
     from hoodline.pipeline.plugins import load_plugin
     from hoodline.pipeline.progress import make_progress_callback
@@ -237,6 +238,12 @@ def run(
     patiently(preflight)
     _check_spark_start(cfg.runtime.master)
     table = patiently(lambda: open_target_table(cfg))
+
+    def java_writers() -> bool:  # a start refused from another writer's positions: now too
+        check_start(cfg, table)
+        return True
+
+    patiently(java_writers)
     _announce_class_cache(cfg.runtime.jvm_class_cache)
     metrics = _start_metrics(cfg, table.config.name, metrics_port, metrics_host)
     if metrics is not None:

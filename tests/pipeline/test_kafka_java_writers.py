@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hoodline.broker import EmbeddedBroker
+from hoodline.errors import ConfigError
 from hoodline.pipeline.api import Pipeline, RunSummary
 from hoodline.pipeline.checkpoint import CHECKPOINT_KEY
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
@@ -163,8 +164,6 @@ def test_a_table_the_kafka_connect_sink_wrote_needs_a_stated_start_and_its_optio
     table is refused until it says where to start (the default, the topic's start, would write
     again what the sink wrote), and the 'specific-offsets' options the refusal gives read on
     from where the sink stopped."""
-    from hoodline.errors import ConfigError
-
     topic, stream, table, cfg = _fed(broker, tmp_path, "hs-connect", 35, [100])
     stopped = dict(stream.ends)
     _as_written_by("sink", table)
@@ -196,3 +195,52 @@ def test_a_kafka_connect_sink_that_took_over_from_the_pipeline_is_where_the_pipe
     assert summary.records_read == 10
     assert "after this pipeline's commits: going on from there" in caplog.text
     assert table_rows(table) == stream.model
+
+
+def test_hoodline_run_on_the_sinks_table_is_refused_before_spark_starts(
+    broker: EmbeddedBroker, tmp_path: Path,
+) -> None:
+    """The refusal came after Spark's start (~10 s); the table is read before it now."""
+    import os
+    import subprocess
+    import sys
+
+    from hoodline.pipeline.driver import check_start
+    from hoodline.table.table import HudiTable
+    from tests.helpers.paths import REPO
+
+    topic, _stream, table, cfg = _fed(broker, tmp_path, "hs-connect-cli", 37, [30])
+    _as_written_by("sink", table)
+    with pytest.raises(ConfigError, match="was written by Hudi's Kafka Connect sink"):
+        check_start(cfg, HudiTable.open(table))
+    check_start(_config(broker, table, topic, **{"scan.startup.mode": "earliest-offset"}),
+                HudiTable.open(table))  # a stated start is taken
+    config = tmp_path / "p.toml"
+    config.write_text(f"""
+[source]
+type = "kafka"
+format = "json"
+[source.options]
+topic = "{topic}"
+properties.bootstrap.servers = "{broker.bootstrap_servers}"
+[table]
+path = "{table}"
+record-key = ["id"]
+partition-fields = ["region"]
+precombine-field = "ts"
+delete-field = "deleted"
+[schema]
+id = "int64"
+name = "string"
+region = "string"
+ts = "int64"
+deleted = "bool"
+[runtime]
+master = "local[1]"
+""")
+    done = subprocess.run([sys.executable, "-m", "hoodline", "run", str(config), "--once"],
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "error: table commit" in done.stderr and "Kafka Connect sink" in done.stderr
+    assert "jdk.incubator" not in done.stderr, "Spark's JVM started before the refusal"

@@ -217,6 +217,23 @@ def _archived_checkpoint(
     return replace(checkpoint, round_id=0), metadata, instant
 
 
+def check_start(cfg: PipelineConfig, table: HudiTable) -> None:
+    """Before any engine starts (``hoodline run``): a start the source refuses from another
+    writer's positions on the table (a new pipeline on a table Hudi's Kafka Connect sink
+    wrote) ends the run now, not after Spark's start. Changes nothing; a table whose checkpoint
+    may be archived is left to the run's start."""
+    restored, metadata, own = _checkpoint_commit(table)
+    if restored is None and has_archived_instants(table):
+        return
+    java = _java_commit_after(table, own)
+    if java is None:
+        return
+    refused = load_plugin(cfg).refusal(java[0], java[1],
+                                       metadata if restored is not None else None)
+    if refused is not None:
+        raise refused
+
+
 def _java_commit_after(table: HudiTable, own: str | None) -> tuple[str, dict[str, str]] | None:
     """The instant and extra metadata of the newest completed commit after ``own`` (the
     pipeline's last checkpoint: no commit after it carries the pipeline's; None: any) with the

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodline.errors import PipelineError
+from hoodline.errors import HoodlineError, PipelineError
 from hoodline.runtime.source_rounds import ReaderPlan, SourceRounds
 from hoodline.source.api import Source, SourceEvent, SourceReaderContext, SourceSplit
 from hoodline.source.drive import BoundedRead
@@ -247,6 +247,12 @@ class SourcePlugin(ABC):
             ", ".join(f"{k} = {metadata[k][:200]!r}" for k in JAVA_POSITION_KEYS
                       if k in metadata), self.name)
         return False
+
+    def refusal(self, instant: str, metadata: Mapping[str, str],
+                resumed: Mapping[str, str] | None) -> HoodlineError | None:
+        """The error :meth:`adopt` would raise for these positions (asked before the engine
+        starts, so a refused run ends in a moment), or None. Default: none."""
+        return None
 
     def restored(self, metadata: Mapping[str, str]) -> None:
         """The extra metadata of the commit whose checkpoint the run resumes from (what

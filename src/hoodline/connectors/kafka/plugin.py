@@ -759,7 +759,7 @@ class KafkaPlugin(SourcePlugin):
         config = self.source.config
         topics = config.subscription.topics
         topic = topics[0] if topics is not None and len(topics) == 1 else None
-        positions, said, options = self._java_positions(instant, metadata, resumed, topic)
+        positions, said, _options = self._java_positions(instant, metadata, resumed, topic)
         if positions is not None:
             self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
                 positions, reset=OffsetReset.EARLIEST))
@@ -780,11 +780,25 @@ class KafkaPlugin(SourcePlugin):
                         "than that commit, so records that writer wrote since may be written "
                         "again", said)
             return False
-        if config.startup_stated:
-            log.warning("%s; this run starts as 'scan.startup.mode' = '%s' says", said,
-                        config.starting_offsets.mode.config_text)
-            return False
-        raise ConfigError(
+        refused = self.refusal(instant, metadata, resumed)
+        if refused is not None:
+            raise refused
+        log.warning("%s; this run starts as 'scan.startup.mode' = '%s' says", said,
+                    config.starting_offsets.mode.config_text)
+        return False
+
+    def refusal(self, instant: str, metadata: Mapping[str, str],
+                resumed: Mapping[str, str] | None) -> ConfigError | None:
+        """The error :meth:`adopt` raises for these positions, or None: a new pipeline (no
+        ``resumed`` checkpoint) that cannot take them and states no start."""
+        if resumed is not None or self.source.config.startup_stated:
+            return None
+        topics = self.source.config.subscription.topics
+        topic = topics[0] if topics is not None and len(topics) == 1 else None
+        positions, said, options = self._java_positions(instant, metadata, resumed, topic)
+        if positions is not None:
+            return None
+        return ConfigError(
             f"{said}; this pipeline cannot tell where to go on from it: say where it starts in "
             f"[source.options]: {options}, or scan.startup.mode = \"earliest-offset\" to read "
             "the topic from its start")
