@@ -508,9 +508,10 @@ class KafkaPlugin(SourcePlugin):
             source.config.starting_offsets.mode is not StartupMode.EARLIEST)
         #: the last plan held splits
         self._holding = False
-        #: positions of partitions no reader holds (a bounded source's, read to their end,
-        #: also in an earlier run): Hudi Streamer's checkpoint still names them
-        self._finished: dict[TopicPartition, int] = {}
+        #: the positions the last commit stored for Java's writers (or that the run started
+        #: from), updated by bounded partitions read to their end: what Hudi Streamer's
+        #: checkpoint says of partitions no reader holds
+        self._stored_positions: dict[TopicPartition, int] = {}
         #: Hudi Streamer's --checkpoint / --ignore-checkpoint marks, passed on with its key
         self._streamer_flags: dict[str, str] = {}
         #: the subscription differs from the one the table's checkpoint was stored with
@@ -738,7 +739,7 @@ class KafkaPlugin(SourcePlugin):
         self._unsaved_starts = False
         previous = StreamerCheckpoint.parse(metadata.get(STREAMER_CHECKPOINT_KEY, ""))
         if previous is not None:
-            self._finished = dict(previous.positions())
+            self._stored_positions = dict(previous.positions())
         self._streamer_flags = _streamer_flags(metadata)
         stored = metadata.get(TOPIC_IDS_KEY)
         if stored is not None:
@@ -764,7 +765,7 @@ class KafkaPlugin(SourcePlugin):
             self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
                 positions, reset=OffsetReset.EARLIEST))
             self._unsaved_starts = True  # the first round commits them, even with no records
-            self._finished = dict(positions)
+            self._stored_positions = dict(positions)
             # Hudi Streamer's flag marks: of its commit; of the pipeline's own after the sink's
             streamer = bool(metadata.get(STREAMER_CHECKPOINT_KEY, "").strip())
             self._streamer_flags = _streamer_flags(metadata if streamer else resumed or {})
@@ -863,7 +864,8 @@ class KafkaPlugin(SourcePlugin):
         topics = self.source.config.subscription.topics
         if topics is None or len(topics) != 1:
             return None
-        offsets = {tp.partition: o for tp, o in self._finished.items() if tp.topic == topics[0]}
+        offsets = {tp.partition: o for tp, o in self._stored_positions.items()
+                   if tp.topic == topics[0]}
         for held in rounds.held_splits().values():
             for s in held:
                 if s.topic == topics[0]:
@@ -1019,7 +1021,7 @@ class KafkaPlugin(SourcePlugin):
                 )
             cont = after_round(s, state)
             if cont.stopping_offset is not None and cont.starting_offset >= cont.stopping_offset:
-                self._finished[cont.topic_partition] = cont.starting_offset  # bounded: read
+                self._stored_positions[cont.topic_partition] = cont.starting_offset  # bounded: read
                 continue
             out.append(cont)
         return out
@@ -1049,7 +1051,7 @@ class KafkaPlugin(SourcePlugin):
         self._unsaved_starts = self._changed_subscription = False
         stored = self._streamer_checkpoint(rounds)
         if stored is not None:  # what the commit stored: the fallback of unheld partitions
-            self._finished = dict(stored.positions())
+            self._stored_positions = dict(stored.positions())
         self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)

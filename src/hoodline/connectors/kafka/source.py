@@ -164,6 +164,7 @@ class KafkaSourceBuilder:
         self._props: dict[str, Any] = {}
         self._subscription: Subscription | None = None
         self._starting = StartingOffsets.earliest()
+        self._starting_stated = False
         self._stopping = StoppingOffsets.unbounded()
         self._kwargs: dict[str, Any] = {}
 
@@ -185,6 +186,7 @@ class KafkaSourceBuilder:
 
     def starting_offsets(self, offsets: StartingOffsets) -> KafkaSourceBuilder:
         self._starting = offsets
+        self._starting_stated = True
         return self
 
     def bounded(self, offsets: StoppingOffsets) -> KafkaSourceBuilder:
@@ -239,7 +241,7 @@ class KafkaSourceBuilder:
             client_properties=dict(self._props),
             subscription=self._subscription,
             starting_offsets=self._starting,
-            startup_stated=self._starting != StartingOffsets.earliest(),
+            startup_stated=self._starting_stated,
             stopping_offsets=self._stopping,
             **self._kwargs,
         )
