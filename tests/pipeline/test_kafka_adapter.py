@@ -166,3 +166,68 @@ def test_hudi_streamers_checkpoint_keeps_partitions_finished_in_an_earlier_run_a
     assert stored[STREAMER_CHECKPOINT_KEY] == "t,0:80,1:46"
     assert stored[STREAMER_FLAG_KEYS[0]] == "t,0:0"
     assert STREAMER_FLAG_KEYS[1] not in stored
+
+
+def _plugin(**options: str) -> KafkaPlugin:
+    return KafkaPlugin(KafkaSource.from_options(
+        {"properties.bootstrap.servers": "127.0.0.1:1", **options}))
+
+
+def _holding(*splits: KafkaPartitionSplit) -> Any:
+    return SimpleNamespace(held_splits=lambda: {0: list(splits)})
+
+
+def test_hudi_streamers_checkpoint_of_partition_and_pattern_subscriptions_of_one_topic() -> None:
+    """Only option 'topic' naming one topic stored one (code review): a 'partitions' list of
+    one topic, and a 'topic-pattern' that matches one topic now, store theirs too."""
+    from hoodline.table.commit_metadata import CONNECT_OFFSETS_KEY, STREAMER_CHECKPOINT_KEY
+
+    listed = _plugin(partitions="t:0,t:2")
+    held = _holding(KafkaPartitionSplit("t", 0, 7), KafkaPartitionSplit("t", 2, 9))
+    assert listed.commit_metadata(held) == {STREAMER_CHECKPOINT_KEY: "t,0:7,2:9",
+                                            CONNECT_OFFSETS_KEY: "0=7,2=9"}
+    pattern = _plugin(**{"topic-pattern": "t.*"})
+    assert pattern.commit_metadata(held) == {STREAMER_CHECKPOINT_KEY: "t,0:7,2:9",
+                                             CONNECT_OFFSETS_KEY: "0=7,2=9"}
+    # a pattern matching two topics: Hudi Streamer reads one; there is no checkpoint of it
+    two = _holding(KafkaPartitionSplit("t", 0, 7), KafkaPartitionSplit("tu", 0, 3))
+    assert STREAMER_CHECKPOINT_KEY not in pattern.commit_metadata(two)
+    assert STREAMER_CHECKPOINT_KEY not in _plugin(partitions="t:0,u:0").commit_metadata(two)
+
+
+def test_hudi_streamers_checkpoint_stays_in_every_commit_once_stored() -> None:
+    """A table whose last checkpoint of Hudi Streamer is of topic 't' (Streamer's, or a
+    pipeline's reading 't' alone) and a pipeline now reading 't' and 'u': its commits stored
+    none, and Hudi Streamer, which goes back to the newest commit that has one, would resume
+    from that older commit and write again what the pipeline read of 't' since (code review).
+    The checkpoint of 't' goes on with every commit, with the pipeline's positions in it."""
+    from hoodline.table.commit_metadata import CONNECT_OFFSETS_KEY, STREAMER_CHECKPOINT_KEY
+
+    both = _plugin(topic="t,u")
+    both.restored({STREAMER_CHECKPOINT_KEY: "t,0:5,1:6"})
+    held = _holding(KafkaPartitionSplit("t", 0, 50), KafkaPartitionSplit("u", 0, 3))
+    stored = both.commit_metadata(held)
+    assert stored[STREAMER_CHECKPOINT_KEY] == "t,0:50,1:6"
+    # the Kafka Connect sink's offsets name no topic: a sink reading 'u' would take them
+    assert CONNECT_OFFSETS_KEY not in stored
+    # and after the commit, also in a round whose readers hold no partition of 't'
+    both.after_commit(held)
+    assert both.commit_metadata(_holding(KafkaPartitionSplit("u", 0, 9)))[
+        STREAMER_CHECKPOINT_KEY] == "t,0:50,1:6"
+
+
+def test_a_new_partition_list_pipeline_goes_on_from_hudi_streamers_checkpoint() -> None:
+    """A 'partitions' subscription of one topic takes Hudi Streamer's checkpoint of it, as a
+    'topic' one does (it was refused until a start was stated), and keeps the positions of
+    the partitions it does not read in the checkpoint it stores (Hudi Streamer reads them)."""
+    from hoodline.connectors.kafka.offsets import StartupMode
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+    listed = _plugin(partitions="t:1")
+    commit = {STREAMER_CHECKPOINT_KEY: "t,0:40,1:30"}
+    assert listed.refusal("20260101000000000", commit, None) is None
+    assert listed.adopt("20260101000000000", commit, None)
+    starting = listed.source.config.starting_offsets
+    assert starting.mode is StartupMode.SPECIFIC and starting.specific[B] == 30
+    stored = listed.commit_metadata(_holding(KafkaPartitionSplit("t", 1, 35)))
+    assert stored[STREAMER_CHECKPOINT_KEY] == "t,0:40,1:35"

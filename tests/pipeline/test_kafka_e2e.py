@@ -18,6 +18,7 @@ from hoodline.pipeline.checkpoint import CHECKPOINT_KEY, PipelineCheckpoint
 from hoodline.pipeline.config import PipelineConfig, config_from_dict
 from hoodline.spark.engine import SparkEngine
 from hoodline.spark.session import HoodlineSpark
+from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
 from hoodline.table.table import HudiTable
 from hoodline.testing.hudi_oracle import hudi_completed_commits, hudi_latest_extra_metadata
 from tests.helpers.pipeline_stream import (
@@ -244,7 +245,9 @@ def test_a_topic_created_again_with_fewer_partitions_is_named_or_read_as_it_is(
     """A checkpoint holding a partition its re-created topic no longer has stopped every start
     with "listing latest offsets failed ... Check that the brokers are reachable", also with
     offsets.out-of-range = earliest. Now 'fail' names the partition and the topic's count, and
-    'earliest' drops it (a warning names how far it was read) and reads the topic anew."""
+    'earliest' drops it (a warning names how far it was read) and reads the topic anew, and
+    Hudi Streamer's checkpoint in the table no longer names it (Hudi Streamer fails on a
+    partition its topic does not have: code review)."""
     from hoodline.errors import KafkaOffsetOutOfRangeError
     from hoodline.testing.engine import InProcessEngine
 
@@ -269,3 +272,4 @@ def test_a_topic_created_again_with_fewer_partitions_is_named_or_read_as_it_is(
     assert f"partition(s) {topic}-1 no longer exist on the brokers" in caplog.text
     rows = table_rows(table)
     assert {i: rows[i] for i in fresh.model} == fresh.model
+    assert hudi_latest_extra_metadata(table, STREAMER_CHECKPOINT_KEY) == f"{topic},0:120"

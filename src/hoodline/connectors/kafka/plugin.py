@@ -512,6 +512,8 @@ class KafkaPlugin(SourcePlugin):
         #: from), updated by bounded partitions read to their end: what Hudi Streamer's
         #: checkpoint says of partitions no reader holds
         self._stored_positions: dict[TopicPartition, int] = {}
+        #: the topic of the Hudi Streamer checkpoint stored last (or that the run started from)
+        self._stored_topic: str | None = None
         #: Hudi Streamer's --checkpoint / --ignore-checkpoint marks, passed on with its key
         self._streamer_flags: dict[str, str] = {}
         #: the subscription differs from the one the table's checkpoint was stored with
@@ -696,6 +698,9 @@ class KafkaPlugin(SourcePlugin):
         self._dropping = {}
         if not gone and not missing:
             return
+        # nor does Hudi Streamer's checkpoint name them (it fails on a partition that is not)
+        self._stored_positions = {tp: o for tp, o in self._stored_positions.items()
+                                  if tp.topic not in gone and tp not in missing}
         for reader, splits in held.items():
             for s in splits:
                 if s.topic in gone or s.topic_partition in missing:
@@ -740,6 +745,7 @@ class KafkaPlugin(SourcePlugin):
         previous = StreamerCheckpoint.parse(metadata.get(STREAMER_CHECKPOINT_KEY, ""))
         if previous is not None:
             self._stored_positions = dict(previous.positions())
+            self._stored_topic = previous.topic
         self._streamer_flags = _streamer_flags(metadata)
         stored = metadata.get(TOPIC_IDS_KEY)
         if stored is not None:
@@ -758,14 +764,14 @@ class KafkaPlugin(SourcePlugin):
         it cannot take: a resumed pipeline goes on from its own (a warning says what that
         writer wrote may be written again); a new one must say where it starts."""
         config = self.source.config
-        topics = config.subscription.topics
-        topic = topics[0] if topics is not None and len(topics) == 1 else None
+        topic = self._one_topic()
         positions, said, _options = self._java_positions(instant, metadata, resumed, topic)
         if positions is not None:
             self.source.config = replace(config, starting_offsets=StartingOffsets.offsets(
                 positions, reset=OffsetReset.EARLIEST))
             self._unsaved_starts = True  # the first round commits them, even with no records
             self._stored_positions = dict(positions)
+            self._stored_topic = topic
             # Hudi Streamer's flag marks: of its commit; of the pipeline's own after the sink's
             streamer = bool(metadata.get(STREAMER_CHECKPOINT_KEY, "").strip())
             self._streamer_flags = _streamer_flags(metadata if streamer else resumed or {})
@@ -794,8 +800,7 @@ class KafkaPlugin(SourcePlugin):
         ``resumed`` checkpoint) that cannot take them and states no start."""
         if resumed is not None or self.source.config.startup_stated:
             return None
-        topics = self.source.config.subscription.topics
-        topic = topics[0] if topics is not None and len(topics) == 1 else None
+        topic = self._one_topic()
         positions, said, options = self._java_positions(instant, metadata, resumed, topic)
         if positions is not None:
             return None
@@ -852,25 +857,46 @@ class KafkaPlugin(SourcePlugin):
         if streamer is not None:
             # what Java Hudi's Kafka writers resume from: either takes the table over here
             out[STREAMER_CHECKPOINT_KEY] = streamer.format()
-            out[CONNECT_OFFSETS_KEY] = ConnectOffsets(streamer.offsets).format()
             out.update(self._streamer_flags)
+            # the sink's offsets name no topic: only of a pipeline reading that one topic
+            held = {s.topic for splits in rounds.held_splits().values() for s in splits}
+            if (self._one_topic() == streamer.topic
+                    or (self.source.config.subscription.pattern is not None
+                        and held <= {streamer.topic})):
+                out[CONNECT_OFFSETS_KEY] = ConnectOffsets(streamer.offsets).format()
         return out
+
+    def _one_topic(self) -> str | None:
+        """The topic of a subscription of one: option 'topic' naming one, or 'partitions' all
+        of one topic."""
+        sub = self.source.config.subscription
+        topics = (set(sub.topics) if sub.topics is not None
+                  else {tp.topic for tp in sub.partitions} if sub.partitions is not None
+                  else set())
+        return next(iter(topics)) if len(topics) == 1 else None
 
     def _streamer_checkpoint(self, rounds: SourceRounds[Any, Any]) -> StreamerCheckpoint | None:
         """The positions after the round as Java's Hudi Streamer stores its checkpoint, so it
-        can take the table over where the pipeline stopped: for a subscription of one topic
-        (Hudi Streamer reads one). Partitions no reader holds (a bounded source's, read to
-        their end, also in an earlier run) keep the position the last checkpoint gave them."""
-        topics = self.source.config.subscription.topics
-        if topics is None or len(topics) != 1:
+        can take the table over where the pipeline stopped. Hudi Streamer reads one topic: the
+        subscription's only one; else the topic of the checkpoint stored last (Hudi Streamer
+        resumes from the newest commit that has a checkpoint: a commit without one would send
+        it back to an older commit's positions); else the one topic read now (a
+        'topic-pattern' matching one). Partitions no reader holds (a bounded source's, read
+        to their end, also in an earlier run; others Hudi Streamer read) keep the position
+        the last checkpoint gave them."""
+        held = [s for splits in rounds.held_splits().values() for s in splits]
+        topic = self._one_topic() or self._stored_topic
+        if topic is None and self.source.config.subscription.pattern is not None:
+            now = {s.topic for s in held}
+            topic = next(iter(now)) if len(now) == 1 else None
+        if topic is None:
             return None
         offsets = {tp.partition: o for tp, o in self._stored_positions.items()
-                   if tp.topic == topics[0]}
-        for held in rounds.held_splits().values():
-            for s in held:
-                if s.topic == topics[0]:
-                    offsets[s.partition] = s.starting_offset
-        return StreamerCheckpoint(topics[0], offsets) if offsets else None
+                   if tp.topic == topic}
+        for s in held:
+            if s.topic == topic:
+                offsets[s.partition] = s.starting_offset
+        return StreamerCheckpoint(topic, offsets) if offsets else None
 
     def _recreated(self, topics: set[str]) -> dict[str, tuple[str, str]]:
         """Topics of the positions whose id differs from the id the checkpoint's positions
@@ -1052,6 +1078,7 @@ class KafkaPlugin(SourcePlugin):
         stored = self._streamer_checkpoint(rounds)
         if stored is not None:  # what the commit stored: the fallback of unheld partitions
             self._stored_positions = dict(stored.positions())
+            self._stored_topic = stored.topic
         self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
         self.source.commit_offsets(splits)
