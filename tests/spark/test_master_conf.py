@@ -89,6 +89,28 @@ def test_remote_master_gets_no_local_only_settings(tmp_path: Path) -> None:
     assert "UseSerialGC" not in conf["spark.driver.extraJavaOptions"]
 
 
+def test_the_jvms_take_their_temporary_folder_from_tmpdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Java on Linux ignores TMPDIR: Spark's local directories and the native libraries it
+    unpacks went to /tmp when TMPDIR named a larger disk. The driver (here) and a local
+    master's executors get it; a cluster's executors run elsewhere."""
+    import shlex
+    import tempfile
+
+    folder = tmp_path / "a folder's temp"
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    for url in ("local[2]", "local-cluster[2,1,1024]", "spark://10.0.0.5:7077"):
+        master = parse_master(url)
+        conf = spark_conf(SparkSettings(master=url), master, None)
+        sides = ("driver", "executor") if master.is_local else ("driver",)
+        for side in sides:  # split as Spark splits them (shell words)
+            assert f"-Djava.io.tmpdir={folder}" in shlex.split(
+                conf[f"spark.{side}.extraJavaOptions"]), (url, side, conf)
+        if not master.is_local:
+            assert "spark.executor.extraJavaOptions" not in conf
+
+
 def test_the_worker_daemon_is_told_of_a_zygote_only_when_it_is_hoodlines(tmp_path: Path) -> None:
     key = "spark.executorEnv.HOODLINE_WORKER_ZYGOTE"
     where = tmp_path / "z.sock"

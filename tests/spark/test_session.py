@@ -182,18 +182,29 @@ try:
     print("sql session at start:", SparkSession._instantiatedSession is not None)
     rows = spark.session.range(3).count()
     print("sql session on use:", SparkSession._instantiatedSession is not None, rows)
+    jvm = spark.context._jvm
+    print("jvm tmpdir:", jvm.System.getProperty("java.io.tmpdir"))
+    conf = spark.context._jsc.sc().conf()
+    print("jvm local dir:", jvm.org.apache.spark.util.Utils.getLocalDir(conf))
 finally:
     spark.stop()
 """
 
 
-def test_a_start_makes_no_sql_session_until_one_is_asked_for() -> None:
-    """hoodline's jobs need only the SparkContext; Spark SQL's session cost ~1 s per start."""
+def test_a_start_makes_no_sql_session_until_one_is_asked_for_and_honours_tmpdir(
+    tmp_path: Path,
+) -> None:
+    """hoodline's jobs need only the SparkContext; Spark SQL's session cost ~1 s per start.
+    Its JVM's temporary files, Spark's local directory among them, go under TMPDIR (Java
+    ignores the variable: they went to /tmp)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", _NO_SQL_AT_START], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert "sql session at start: False" in done.stdout, done.stdout + done.stderr
     assert "sql session on use: True 3" in done.stdout, done.stdout + done.stderr
+    assert f"jvm tmpdir: {tmp_path}\n" in done.stdout, done.stdout
+    assert f"jvm local dir: {tmp_path}/" in done.stdout, done.stdout
 
 
 def test_spark_submit_to_another_master_than_the_pipelines_is_refused(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -215,7 +216,11 @@ def spark_conf(
         # (pyarrow's default), which keeps them resident in the reused workers: the 2M-message
         # insert peaked 1,764 -> 1,551 MiB at the same speed (BENCHMARKS.md)
         conf["spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL"] = WORKER_ARROW_POOL
-    java: list[str] = []
+    # Java on Linux ignores TMPDIR: its temporary files (Spark's local directories, unless
+    # SPARK_LOCAL_DIRS or spark.local.dir name others, with a round's shuffled records; the
+    # native libraries it unpacks) went to /tmp even when TMPDIR pointed to a larger disk, as
+    # hoodline's messages about a full temporary folder advise
+    java: list[str] = [_java_option(f"-Djava.io.tmpdir={tempfile.gettempdir()}")]
     if log_config is not None:
         java.append(f"-Dlog4j2.configurationFile=file:{log_config}")
     if master.is_local:
@@ -228,17 +233,22 @@ def spark_conf(
         # sets; the 2M-message merge-on-read ingest ran ~9 % faster with ~1.5 s less CPU and
         # a ~55 MiB lower peak (four alternating pairs, BENCHMARKS.md)
         java += ["-XX:+UseSerialGC", f"-Xms{LOCAL_JVM_INITIAL_HEAP}"]
-    if java:
-        if master.is_local:  # the same files and flags on this machine
-            conf["spark.executor.extraJavaOptions"] = " ".join(java)
+    if master.is_local:  # the same files and flags on this machine
+        conf["spark.executor.extraJavaOptions"] = " ".join(java)
     java += class_cache.java_options(class_archive)
-    if java:
-        conf["spark.driver.extraJavaOptions"] = " ".join(java)
+    conf["spark.driver.extraJavaOptions"] = " ".join(java)
     conf.update({str(k): str(v) for k, v in settings.extra_conf.items()})
     if (zygote_socket is not None and master.kind is MasterKind.LOCAL
             and _runs_hoodline_daemon(conf) and worker_zygote.fits(zygote_socket)):
         conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"] = str(zygote_socket)
     return conf
+
+
+def _java_option(option: str) -> str:
+    """``option`` as one item of Spark's ``extraJavaOptions`` (split as a shell splits words)."""
+    if re.search(r"[\s'\"\\]", option) is None:
+        return option
+    return "'" + option.replace("'", "'\\''") + "'"
 
 
 def _runs_hoodline_daemon(conf: Mapping[str, str]) -> bool:
