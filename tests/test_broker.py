@@ -142,6 +142,9 @@ def test_the_broker_command_stopped_while_starting_exits_0_and_stops_tansu(
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         assert broker_module.main([]) == 0
+        # and the caller's handlers are back (they stayed replaced: a later Ctrl-C in the
+        # same process raised from the broker command's handler)
+        assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)

@@ -355,13 +355,24 @@ def main(argv: list[str] | None = None) -> int:
     def _terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     signal.signal(signal.SIGTERM, _terminate)
     # a background job (`... &`) starts with SIGINT ignored: `kill -INT` must stop it too
     signal.signal(signal.SIGINT, _terminate)
-    broker = EmbeddedBroker(port)
+    try:
+        return _serve(EmbeddedBroker(port))
+    finally:  # a caller in this process (a test, a notebook) keeps its own handlers
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _serve(broker: EmbeddedBroker) -> int:
+    """Start ``broker`` and wait until Ctrl-C (0) or its end (1); it is stopped either way."""
+    import sys
+
     pid: int | None = None
-    # everything after the handlers is inside the try: a signal during the start or while the
-    # "pid ... on ..." line is printed ended in a traceback and exit by SIGINT (seen in a run)
+    # a signal during the start or while the "pid ... on ..." line is printed ended in a
+    # traceback and exit by SIGINT (seen in a run): all of it is inside the try
     try:
         broker.start()
         pid = broker.pid
