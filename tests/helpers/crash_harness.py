@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -407,8 +409,10 @@ class Scenario:
         location = table_location or str(tmp / "table")
         self.table: TablePath = parse_location(location, table_storage)
         self.errors: TablePath = parse_location(location + "_errors", table_storage)
-        scratch = tmp / "scratch"
-        scratch.mkdir()
+        # short, not under tmp: the pipeline's Spark session puts its worker daemon's socket
+        # in here, and a Unix socket's path has at most 107 bytes (under pytest's tmp_path it
+        # had ~116: the crash runs started cold Python workers, unlike a user's local master)
+        scratch = self.scratch = Path(tempfile.mkdtemp(prefix="hl-"))
         self.config = tmp / "pipeline.toml"
         self.config.write_text(event_pipeline_toml(
             bootstrap=broker.bootstrap_servers, topic=self.topic, table_path=location,
@@ -461,3 +465,4 @@ class Scenario:
         finally:
             for run in self.runs:
                 run.cleanup()
+            shutil.rmtree(self.scratch, ignore_errors=True)
