@@ -22,6 +22,8 @@ class FakeMetadata:
         #: last stable offsets where a transaction is open (else the end)
         self.stable: dict[TopicPartition, int] = {}
         self.described: list[list[str]] = []
+        #: topic ids the broker gives (none by default)
+        self.ids: dict[str, str] = {}
 
     def latest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.ends[tp] for tp in tps}
@@ -31,7 +33,13 @@ class FakeMetadata:
 
     def topic_ids(self, topics: Collection[str]) -> dict[str, str]:
         self.described.append(sorted(topics))
-        return {}  # a broker without topic ids
+        return {t: self.ids[t] for t in topics if t in self.ids}
+
+    def topic_partition_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for tp in self.ends:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        return counts
 
     def close(self) -> None:
         pass
@@ -231,3 +239,47 @@ def test_a_new_partition_list_pipeline_goes_on_from_hudi_streamers_checkpoint() 
     assert starting.mode is StartupMode.SPECIFIC and starting.specific[B] == 30
     stored = listed.commit_metadata(_holding(KafkaPartitionSplit("t", 1, 35)))
     assert stored[STREAMER_CHECKPOINT_KEY] == "t,0:40,1:35"
+
+
+def test_hudi_streamers_checkpoint_drops_unheld_partitions_that_are_gone_or_new() -> None:
+    """Positions no reader holds were stored again with every commit without a look at the
+    brokers (code review): a partition the topic no longer has (Hudi Streamer fails on it),
+    and one of a topic created again (Hudi Streamer would skip its first records)."""
+    import json
+
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+    fewer = _adapter({A: 110})  # topic 't' has one partition now
+    fewer.restored({STREAMER_CHECKPOINT_KEY: "t,0:5,1:7"})
+    fewer.bound({0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 10),))}, 1, 100)
+    assert fewer.commit_metadata(_holding(KafkaPartitionSplit("t", 0, 60)))[
+        STREAMER_CHECKPOINT_KEY] == "t,0:60"
+    again = _adapter({A: 110, B: 30})
+    fake = again.source.metadata_client()
+    assert isinstance(fake, FakeMetadata)
+    fake.ids = {"t": "new"}
+    again.restored({STREAMER_CHECKPOINT_KEY: "t,0:5,1:7", TOPIC_IDS_KEY: json.dumps({"t": "old"})})
+    again.bound({0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 0),))}, 1, 100)
+    assert again.commit_metadata(_holding(KafkaPartitionSplit("t", 0, 20)))[
+        STREAMER_CHECKPOINT_KEY] == "t,0:20"
+    # partitions that exist keep their positions
+    kept = _adapter({A: 110, B: 30})
+    kept.restored({STREAMER_CHECKPOINT_KEY: "t,0:5,1:7"})
+    kept.bound({0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 10),))}, 1, 100)
+    assert kept.commit_metadata(_holding(KafkaPartitionSplit("t", 0, 60)))[
+        STREAMER_CHECKPOINT_KEY] == "t,0:60,1:7"
+
+
+def test_a_bounded_pattern_whose_other_topic_ended_stores_no_checkpoint_of_one_topic() -> None:
+    """A 'topic-pattern' matching 'a' and 'b' with bounded reading: once 'a' was read to its
+    bound only 'b' was held, and its commits stored Hudi Streamer's checkpoint of 'b' and the
+    sink's offsets, which a sink reading 'a' would take (code review)."""
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+    pattern = _plugin(**{"topic-pattern": "a|b"})
+    ended = ReadOutcome(0, [KafkaPartitionSplit("a", 0, 10, 10)])
+    assert pattern.continuing([KafkaPartitionSplit("a", 0, 0, 10)], ended) == []
+    held = _holding(KafkaPartitionSplit("b", 0, 50))
+    assert STREAMER_CHECKPOINT_KEY not in pattern.commit_metadata(held)
+    pattern.after_commit(held)
+    assert STREAMER_CHECKPOINT_KEY not in pattern.commit_metadata(held)

@@ -514,6 +514,8 @@ class KafkaPlugin(SourcePlugin):
         self._stored_positions: dict[TopicPartition, int] = {}
         #: the topic of the Hudi Streamer checkpoint stored last (or that the run started from)
         self._stored_topic: str | None = None
+        #: the positions of partitions no reader holds were checked against the brokers
+        self._stored_checked = False
         #: Hudi Streamer's --checkpoint / --ignore-checkpoint marks, passed on with its key
         self._streamer_flags: dict[str, str] = {}
         #: the subscription differs from the one the table's checkpoint was stored with
@@ -859,10 +861,9 @@ class KafkaPlugin(SourcePlugin):
             out[STREAMER_CHECKPOINT_KEY] = streamer.format()
             out.update(self._streamer_flags)
             # the sink's offsets name no topic: only of a pipeline reading that one topic
-            held = {s.topic for splits in rounds.held_splits().values() for s in splits}
             if (self._one_topic() == streamer.topic
                     or (self.source.config.subscription.pattern is not None
-                        and held <= {streamer.topic})):
+                        and self._topics_read(rounds) == {streamer.topic})):
                 out[CONNECT_OFFSETS_KEY] = ConnectOffsets(streamer.offsets).format()
         return out
 
@@ -887,7 +888,7 @@ class KafkaPlugin(SourcePlugin):
         held = [s for splits in rounds.held_splits().values() for s in splits]
         topic = self._one_topic() or self._stored_topic
         if topic is None and self.source.config.subscription.pattern is not None:
-            now = {s.topic for s in held}
+            now = self._topics_read(rounds)
             topic = next(iter(now)) if len(now) == 1 else None
         if topic is None:
             return None
@@ -897,6 +898,39 @@ class KafkaPlugin(SourcePlugin):
             if s.topic == topic:
                 offsets[s.partition] = s.starting_offset
         return StreamerCheckpoint(topic, offsets) if offsets else None
+
+    def _topics_read(self, rounds: SourceRounds[Any, Any]) -> set[str]:
+        """The topics the readers hold, and those of partitions read to their bound (held no
+        longer): a bounded pattern subscription whose other topic ended reads more than one."""
+        held = {s.topic for splits in rounds.held_splits().values() for s in splits}
+        return held | {tp.topic for tp in self._stored_positions if tp.topic != self._stored_topic}
+
+    def _check_stored(self, held: set[TopicPartition], recreated: Mapping[str, object]) -> None:
+        """Positions kept for Hudi Streamer's checkpoint of partitions no reader holds (a
+        bounded run's finished ones, a 'partitions' list's others, Hudi Streamer's own) are
+        dropped when the partition no longer exists (Hudi Streamer fails on it) or its topic
+        was created again (it would skip the new partition's first records): asked at the
+        run's first plan, and for a topic found created again while the pipeline runs."""
+        unheld = [tp for tp in self._stored_positions if tp not in held]
+        if not unheld:
+            return
+        drop = {tp for tp in unheld if tp.topic in recreated}
+        if not self._stored_checked:
+            if self._client is None:
+                self._client = self.source.metadata_client()
+            counts = self._client.topic_partition_counts()
+            again = self._recreated({tp.topic for tp in unheld})
+            self._stored_checked = True
+            drop |= {tp for tp in unheld
+                     if tp.partition >= counts.get(tp.topic, 0) or tp.topic in again}
+        if drop:
+            log.warning(
+                "Hudi Streamer's checkpoint stored with the next commit no longer names "
+                "partition(s) %s (no reader of this pipeline holds them): they no longer exist "
+                "or their topic was created again since their positions were stored",
+                ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(drop)))
+            self._stored_positions = {tp: o for tp, o in self._stored_positions.items()
+                                      if tp not in drop}
 
     def _recreated(self, topics: set[str]) -> dict[str, tuple[str, str]]:
         """Topics of the positions whose id differs from the id the checkpoint's positions
@@ -977,6 +1011,7 @@ class KafkaPlugin(SourcePlugin):
             past = [s for s in past if s.topic not in gone]
         self._drop_deleted(held, gone, missing)
         recreated = self._recreated({tp.topic for tp in tps if tp.topic not in gone})
+        self._check_stored(set(tps), recreated)
         # a new partition (position 0) is read from its start anyway; a dropped one not at all
         past += [s for splits in held.values() for s in splits
                  if s.topic in recreated and s not in past and s.starting_offset > 0
@@ -1077,7 +1112,7 @@ class KafkaPlugin(SourcePlugin):
         self._unsaved_starts = self._changed_subscription = False
         stored = self._streamer_checkpoint(rounds)
         if stored is not None:  # what the commit stored: the fallback of unheld partitions
-            self._stored_positions = dict(stored.positions())
+            self._stored_positions.update(stored.positions())  # (other topics' ended ones kept)
             self._stored_topic = stored.topic
         self._stored_ids = dict(self._ids)  # the committed positions refer to these topics
         splits = [s for held in rounds.held_splits().values() for s in held]
