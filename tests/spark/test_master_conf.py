@@ -94,19 +94,21 @@ def test_the_jvms_take_their_temporary_folder_from_tmpdir(
 ) -> None:
     """Java on Linux ignores TMPDIR: Spark's local directories and the native libraries it
     unpacks went to /tmp when TMPDIR named a larger disk. The driver (here) and a local
-    master's executors get it; a cluster's executors run elsewhere."""
-    import shlex
+    master's executors get it; a cluster's executors run elsewhere. (How Spark splits the
+    quoted option: tests/spark/test_session.py.)"""
     import tempfile
+
+    from hoodline.spark.java import java_option
 
     folder = tmp_path / "a folder's temp"
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    option = java_option(f"-Djava.io.tmpdir={folder}")
     for url in ("local[2]", "local-cluster[2,1,1024]", "spark://10.0.0.5:7077"):
         master = parse_master(url)
-        conf = spark_conf(SparkSettings(master=url), master, None)
+        conf = spark_conf(SparkSettings(master=url), master, tmp_path / "l.p")
         sides = ("driver", "executor") if master.is_local else ("driver",)
-        for side in sides:  # split as Spark splits them (shell words)
-            assert f"-Djava.io.tmpdir={folder}" in shlex.split(
-                conf[f"spark.{side}.extraJavaOptions"]), (url, side, conf)
+        for side in sides:
+            assert option in conf[f"spark.{side}.extraJavaOptions"], (url, side, conf)
         if not master.is_local:
             assert "spark.executor.extraJavaOptions" not in conf
 

@@ -197,14 +197,32 @@ def test_a_start_makes_no_sql_session_until_one_is_asked_for_and_honours_tmpdir(
     """hoodline's jobs need only the SparkContext; Spark SQL's session cost ~1 s per start.
     Its JVM's temporary files, Spark's local directory among them, go under TMPDIR (Java
     ignores the variable: they went to /tmp)."""
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    temp = tmp_path / 'a user\'s "temp"'  # a space and quotes: Spark did not start at all
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
     done = subprocess.run([sys.executable, "-c", _NO_SQL_AT_START], capture_output=True,
                           text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert "sql session at start: False" in done.stdout, done.stdout + done.stderr
     assert "sql session on use: True 3" in done.stdout, done.stdout + done.stderr
-    assert f"jvm tmpdir: {tmp_path}\n" in done.stdout, done.stdout
-    assert f"jvm local dir: {tmp_path}/" in done.stdout, done.stdout
+    assert f"jvm tmpdir: {temp}\n" in done.stdout, done.stdout
+    assert f"jvm local dir: {temp}/" in done.stdout, done.stdout
+
+
+def test_java_options_with_spaces_and_quotes_reach_executors_as_one_word_each(
+    spark: HoodlineSpark,
+) -> None:
+    """Spark's workers split an executor's extraJavaOptions their own way (a backslash outside
+    quotes is no escape there, unlike in its launcher): paths with spaces, quotes or
+    backslashes must come out whole (code review: a single quote swallowed the next options)."""
+    from hoodline.spark.java import java_option
+
+    paths = ["/tmp/plain", "/tmp/a dir", "/tmp/it's", '/tmp/q"uote', "/tmp/back\\slash"]
+    text = " ".join([java_option(f"-Dx={p}") for p in paths] + ["-XX:+UseSerialGC"])
+    jvm = spark.context._jvm
+    words = jvm.scala.jdk.javaapi.CollectionConverters.asJava(
+        jvm.org.apache.spark.util.Utils.splitCommandString(text))
+    assert list(words) == [f"-Dx={p}" for p in paths] + ["-XX:+UseSerialGC"]
 
 
 def test_spark_submit_to_another_master_than_the_pipelines_is_refused(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hoodline.spark.java import java_binary
+from hoodline.spark.java import java_binary, java_option
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def java_options(path: Path | None) -> list[str]:
     """Options that make a driver JVM map the archive (none when it does not exist)."""
     if path is None or not path.is_file():
         return []
-    return [f"-XX:SharedArchiveFile={path}", *QUIET]
+    return [java_option(f"-XX:SharedArchiveFile={path}"), *QUIET]
 
 
 def build(path: Path, timeout_s: float = BUILD_TIMEOUT_S) -> bool:
@@ -148,7 +148,7 @@ def _train(target: Path) -> None:
     spark = start_session(SparkSettings(
         master="local[2]", app_name="hoodline-class-cache", class_cache=False,
         extra_conf={"spark.driver.extraJavaOptions":
-                    f"-XX:ArchiveClassesAtExit={target} {' '.join(QUIET)}"},
+                    " ".join([java_option(f"-XX:ArchiveClassesAtExit={target}"), *QUIET])},
     ))
     try:
         def envelopes(i: int):  # type: ignore[no-untyped-def]

@@ -46,6 +46,15 @@ def java_major(java: Path) -> int | None:
     return int(m.group(2) or 0) if major == 1 else major  # 1.8 -> 8
 
 
+def java_option(option: str) -> str:
+    """``option`` as one item of Spark's ``extraJavaOptions``, which Spark's launcher (the
+    driver) and its workers (executors) split into words each its own way: double quotes with
+    ``\\`` and ``"`` escaped read the same in both (paths with spaces or quotes)."""
+    if re.search(r"[\s'\"\\]", option) is None:
+        return option
+    return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def temp_space_problem(min_free: int = MIN_TEMP_FREE) -> str | None:
     """A temporary folder Spark and hoodline write to on start (TMPDIR, SPARK_LOCAL_DIRS) with
     less than ``min_free`` bytes free, named with what to do; None when they have room."""

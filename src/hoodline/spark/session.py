@@ -49,7 +49,7 @@ from hoodline.errors import ConfigError, EngineJobError, SparkRuntimeError
 from hoodline.pipeline.config import RuntimeSection
 from hoodline.pipeline.master import Master, MasterKind, parse_master
 from hoodline.spark import class_cache, gateway_watchdog, worker_zygote
-from hoodline.spark.java import start_problem
+from hoodline.spark.java import java_option, start_problem
 from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.scratch import ScratchDir, sweep_stale
 from hoodline.spark.work_dir import WorkDirClaim
@@ -220,9 +220,9 @@ def spark_conf(
     # SPARK_LOCAL_DIRS or spark.local.dir name others, with a round's shuffled records; the
     # native libraries it unpacks) went to /tmp even when TMPDIR pointed to a larger disk, as
     # hoodline's messages about a full temporary folder advise
-    java: list[str] = [_java_option(f"-Djava.io.tmpdir={tempfile.gettempdir()}")]
+    java: list[str] = [java_option(f"-Djava.io.tmpdir={tempfile.gettempdir()}")]
     if log_config is not None:
-        java.append(f"-Dlog4j2.configurationFile=file:{log_config}")
+        java.append(java_option(f"-Dlog4j2.configurationFile=file:{log_config}"))
     if master.is_local:
         # The JVMs of a local master only move bytes for hoodline's Python tasks; the optimising
         # JIT compiler (C2) costs more CPU on the shared cores than it saves: C1 only starts
@@ -242,13 +242,6 @@ def spark_conf(
             and _runs_hoodline_daemon(conf) and worker_zygote.fits(zygote_socket)):
         conf[f"spark.executorEnv.{worker_zygote.SOCKET_ENV}"] = str(zygote_socket)
     return conf
-
-
-def _java_option(option: str) -> str:
-    """``option`` as one item of Spark's ``extraJavaOptions`` (split as a shell splits words)."""
-    if re.search(r"[\s'\"\\]", option) is None:
-        return option
-    return "'" + option.replace("'", "'\\''") + "'"
 
 
 def _runs_hoodline_daemon(conf: Mapping[str, str]) -> bool:
