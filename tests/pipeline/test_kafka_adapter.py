@@ -35,6 +35,9 @@ class FakeMetadata:
         self.described.append(sorted(topics))
         return {t: self.ids[t] for t in topics if t in self.ids}
 
+    def earliest_offsets(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, 0)
+
     def topic_partition_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for tp in self.ends:
@@ -270,11 +273,11 @@ def test_hudi_streamers_checkpoint_drops_unheld_partitions_that_are_gone_or_new(
         STREAMER_CHECKPOINT_KEY] == "t,0:60,1:7"
 
 
-def test_a_bounded_pattern_whose_other_topic_ended_stores_no_checkpoint_of_one_topic() -> None:
+def test_a_bounded_pattern_stores_a_topics_checkpoint_only_while_it_reads_that_one() -> None:
     """A 'topic-pattern' matching 'a' and 'b' with bounded reading: once 'a' was read to its
     bound only 'b' was held, and its commits stored Hudi Streamer's checkpoint of 'b' and the
     sink's offsets, which a sink reading 'a' would take (code review)."""
-    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+    from hoodline.table.commit_metadata import CONNECT_OFFSETS_KEY, STREAMER_CHECKPOINT_KEY
 
     pattern = _plugin(**{"topic-pattern": "a|b"})
     ended = ReadOutcome(0, [KafkaPartitionSplit("a", 0, 10, 10)])
@@ -283,3 +286,52 @@ def test_a_bounded_pattern_whose_other_topic_ended_stores_no_checkpoint_of_one_t
     assert STREAMER_CHECKPOINT_KEY not in pattern.commit_metadata(held)
     pattern.after_commit(held)
     assert STREAMER_CHECKPOINT_KEY not in pattern.commit_metadata(held)
+    # one topic matched and read to its bound: the last commit keeps the sink's offsets too
+    # (it stored none, held nothing: second code review)
+    one = _plugin(**{"topic-pattern": "a"})
+    assert one.continuing([KafkaPartitionSplit("a", 0, 0, 10)], ended) == []
+    for _ in range(2):  # also once its checkpoint was stored
+        assert one.commit_metadata(_holding()) == {STREAMER_CHECKPOINT_KEY: "a,0:10",
+                                                   CONNECT_OFFSETS_KEY: "0=10"}
+        one.after_commit(_holding())
+
+
+def test_a_topic_created_again_keeps_a_checkpoint_of_hudi_streamer_in_every_commit() -> None:
+    """Every stored position of the checkpoint's topic dropped (the topic was created again):
+    the commits stored no checkpoint, and Hudi Streamer, which goes back to the newest commit
+    that has one, would take the old topic's positions for the new one (second code review).
+    They name the new topic's partitions at offset 0, where Hudi Streamer starts partitions
+    its checkpoint does not name."""
+    import json
+
+    from hoodline.table.commit_metadata import STREAMER_CHECKPOINT_KEY
+
+    adapter = _adapter({A: 110, B: 30})
+    fake = adapter.source.metadata_client()
+    assert isinstance(fake, FakeMetadata)
+    fake.ids = {"t": "new"}
+    adapter.restored({STREAMER_CHECKPOINT_KEY: "t,0:5,1:7",
+                      TOPIC_IDS_KEY: json.dumps({"t": "old"})})
+    adapter.bound({0: ReaderPlan(0, ())}, 1, 100)  # nothing held yet
+    assert adapter.commit_metadata(_holding())[STREAMER_CHECKPOINT_KEY] == "t,0:0,1:0"
+
+
+def test_once_drains_a_partition_restarted_at_its_earliest_offset() -> None:
+    """--once waited for the end offsets of the first round; a topic created again while it ran
+    (its positions past the new ends, read again from the earliest) never reached them, and
+    the run never ended (second code review)."""
+    adapter = _adapter({A: 110})
+    from dataclasses import replace
+
+    from hoodline.connectors.kafka.offsets import OffsetsOutOfRange
+
+    adapter.source.config = replace(adapter.source.config,
+                                    offsets_out_of_range=OffsetsOutOfRange.EARLIEST)
+    adapter.bound({0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 10),))}, 1, 50)
+    assert not adapter.drained()  # read to 60 of 110
+    fake = adapter.source.metadata_client()
+    assert isinstance(fake, FakeMetadata)
+    fake.ends[A] = 30  # created again: 30 records, below the position 60 reached
+    tasks = adapter.bound({0: ReaderPlan(0, (KafkaPartitionSplit("t", 0, 60),))}, 2, 1000).tasks
+    assert [(s.starting_offset, s.stopping_offset) for s in tasks[0].splits] == [(0, 30)]
+    assert adapter.drained()

@@ -516,6 +516,8 @@ class KafkaPlugin(SourcePlugin):
         self._stored_topic: str | None = None
         #: the positions of partitions no reader holds were checked against the brokers
         self._stored_checked = False
+        #: partitions per topic, as the brokers listed them for that check
+        self._counts: dict[str, int] = {}
         #: Hudi Streamer's --checkpoint / --ignore-checkpoint marks, passed on with its key
         self._streamer_flags: dict[str, str] = {}
         #: the subscription differs from the one the table's checkpoint was stored with
@@ -863,7 +865,7 @@ class KafkaPlugin(SourcePlugin):
             # the sink's offsets name no topic: only of a pipeline reading that one topic
             if (self._one_topic() == streamer.topic
                     or (self.source.config.subscription.pattern is not None
-                        and self._topics_read(rounds) == {streamer.topic})):
+                        and self._topics_read(rounds) <= {streamer.topic})):
                 out[CONNECT_OFFSETS_KEY] = ConnectOffsets(streamer.offsets).format()
         return out
 
@@ -897,13 +899,19 @@ class KafkaPlugin(SourcePlugin):
         for s in held:
             if s.topic == topic:
                 offsets[s.partition] = s.starting_offset
+        if not offsets and self._counts.get(topic, 0) > 0:
+            # every position was dropped (the topic created again): a commit without the key
+            # would send Hudi Streamer back to the older commit's stale positions; it starts
+            # partitions at offset 0 as it does those its checkpoint does not name
+            offsets = dict.fromkeys(range(self._counts[topic]), 0)
         return StreamerCheckpoint(topic, offsets) if offsets else None
 
     def _topics_read(self, rounds: SourceRounds[Any, Any]) -> set[str]:
-        """The topics the readers hold, and those of partitions read to their bound (held no
-        longer): a bounded pattern subscription whose other topic ended reads more than one."""
+        """The topics the readers hold, and those of the positions kept (partitions read to
+        their bound, held no longer): a bounded pattern subscription whose other topic ended
+        reads more than one."""
         held = {s.topic for splits in rounds.held_splits().values() for s in splits}
-        return held | {tp.topic for tp in self._stored_positions if tp.topic != self._stored_topic}
+        return held | {tp.topic for tp in self._stored_positions}
 
     def _check_stored(self, held: set[TopicPartition], recreated: Mapping[str, object]) -> None:
         """Positions kept for Hudi Streamer's checkpoint of partitions no reader holds (a
@@ -918,7 +926,7 @@ class KafkaPlugin(SourcePlugin):
         if not self._stored_checked:
             if self._client is None:
                 self._client = self.source.metadata_client()
-            counts = self._client.topic_partition_counts()
+            counts = self._counts = self._client.topic_partition_counts()
             again = self._recreated({tp.topic for tp in unheld})
             self._stored_checked = True
             drop |= {tp for tp in unheld
@@ -1025,6 +1033,9 @@ class KafkaPlugin(SourcePlugin):
                 self._targets = dict(readable)
             else:
                 self._unassigned_plans += 1
+        elif past:  # restarted (topic created again, position past its end): drain to new ends
+            moved = {s.topic_partition for s in past}
+            self._targets.update({tp: e for tp, e in readable.items() if tp in moved})
         bounded = plan_round(held, readable, max_records)
         lag: dict[str, int] = {}
         for splits in bounded.values():
