@@ -84,3 +84,31 @@ def test_a_full_temporary_folder_is_named_before_spark_starts(
     with pytest.raises(SparkRuntimeError, match=rf"the temporary folder {tmp_path} \(TMPDIR\) "
                        r"has only [0-9.]+ MiB free"):
         start_session(SparkSettings(master="local[1]"))
+
+
+def test_a_tmpdir_python_would_pass_over_is_named_before_spark_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TMPDIR that does not exist or cannot be written was passed over without a word (Python
+    falls back to /tmp): everything the user had moved off a small /tmp went back there
+    (first-contact review)."""
+    from hoodline.spark import java
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert java.tmpdir_problem() is None
+    missing = tmp_path / "big disk" / "tmp"
+    monkeypatch.setenv("TMPDIR", str(missing))
+    assert java.tmpdir_problem() == (
+        f"TMPDIR is {str(missing)!r}, which does not exist: Spark's and hoodline's temporary "
+        f"files would go to {__import__('tempfile').gettempdir()} instead; create the folder "
+        "(writable), or unset TMPDIR")
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    monkeypatch.setenv("TMPDIR", str(a_file))
+    assert "which is not a folder" in (java.tmpdir_problem() or "")
+    monkeypatch.setenv("TMPDIR", str(missing))
+    with pytest.raises(SparkRuntimeError, match=r"TMPDIR is .*, which does not exist"):
+        start_session(SparkSettings(master="local[1]"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(java.os, "access", lambda path, mode: False)  # root may write anywhere
+    assert "which is not writable" in (java.tmpdir_problem() or "")

@@ -111,6 +111,12 @@ def test_the_jvms_take_their_temporary_folder_from_tmpdir(
             assert option in conf[f"spark.{side}.extraJavaOptions"], (url, side, conf)
         if not master.is_local:
             assert "spark.executor.extraJavaOptions" not in conf
+        # a session's scratch directory, when given: the JVMs' and a local master's workers'
+        scratch = tmp_path / "hoodline-spark-x"
+        conf = spark_conf(SparkSettings(master=url), master, None, temp_dir=scratch)
+        assert f"-Djava.io.tmpdir={scratch}" in conf["spark.driver.extraJavaOptions"]
+        assert conf.get("spark.executorEnv.TMPDIR") == (str(scratch) if master.is_local
+                                                        else None)
 
 
 def test_the_worker_daemon_is_told_of_a_zygote_only_when_it_is_hoodlines(tmp_path: Path) -> None:

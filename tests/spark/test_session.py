@@ -186,6 +186,8 @@ try:
     print("jvm tmpdir:", jvm.System.getProperty("java.io.tmpdir"))
     conf = spark.context._jsc.sc().conf()
     print("jvm local dir:", jvm.org.apache.spark.util.Utils.getLocalDir(conf))
+    temp = spark.context.parallelize([0], 1).map(lambda _: __import__("tempfile").gettempdir())
+    print("worker tmpdir:", temp.collect()[0])
 finally:
     spark.stop()
 """
@@ -195,8 +197,10 @@ def test_a_start_makes_no_sql_session_until_one_is_asked_for_and_honours_tmpdir(
     tmp_path: Path,
 ) -> None:
     """hoodline's jobs need only the SparkContext; Spark SQL's session cost ~1 s per start.
-    Its JVM's temporary files, Spark's local directory among them, go under TMPDIR (Java
-    ignores the variable: they went to /tmp)."""
+    Its JVM's temporary files, Spark's local directory among them, and its Python workers' go
+    under TMPDIR (Java ignores the variable: they went to /tmp), in the session's scratch
+    directory, which the next session removes when this one is killed (a killed session's
+    Spark folders and writers' spill files stayed: first-contact review)."""
     temp = tmp_path / 'a user\'s "temp"'  # a space and quotes: Spark did not start at all
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp)}
@@ -205,8 +209,12 @@ def test_a_start_makes_no_sql_session_until_one_is_asked_for_and_honours_tmpdir(
     assert done.returncode == 0, done.stderr
     assert "sql session at start: False" in done.stdout, done.stdout + done.stderr
     assert "sql session on use: True 3" in done.stdout, done.stdout + done.stderr
-    assert f"jvm tmpdir: {temp}\n" in done.stdout, done.stdout
-    assert f"jvm local dir: {temp}/" in done.stdout, done.stdout
+    found = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    scratch = Path(found["jvm tmpdir"])
+    assert scratch.parent == temp and scratch.name.startswith("hoodline-spark-"), found
+    assert Path(found["jvm local dir"]).parent == scratch, found
+    assert Path(found["worker tmpdir"]) == scratch, found
+    assert not scratch.exists()  # removed with the session
 
 
 def test_java_options_with_spaces_and_quotes_reach_executors_as_one_word_each(

@@ -55,6 +55,23 @@ def java_option(option: str) -> str:
     return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def tmpdir_problem() -> str | None:
+    """A TMPDIR that names no writable folder, with what to do; None otherwise. Python (and
+    so hoodline and Spark's workers) silently fall back to /tmp then: a user who moved the
+    temporary files off a small /tmp, as the full-folder message advises, would not know."""
+    value = os.environ.get("TMPDIR", "")
+    if not value:
+        return None
+    folder = Path(value)
+    why = ("does not exist" if not folder.exists() else
+           "is not a folder" if not folder.is_dir() else
+           "is not writable" if not os.access(folder, os.W_OK | os.X_OK) else None)
+    if why is None:
+        return None
+    return (f"TMPDIR is {value!r}, which {why}: Spark's and hoodline's temporary files would go "
+            f"to {tempfile.gettempdir()} instead; create the folder (writable), or unset TMPDIR")
+
+
 def temp_space_problem(min_free: int = MIN_TEMP_FREE) -> str | None:
     """A temporary folder Spark and hoodline write to on start (TMPDIR, SPARK_LOCAL_DIRS) with
     less than ``min_free`` bytes free, named with what to do; None when they have room."""
@@ -100,7 +117,7 @@ def start_problem(master_url: str) -> str | None:
 
     if jvm_started_by_spark_submit():
         return None
-    problem = java_problem() or temp_space_problem()
+    problem = java_problem() or tmpdir_problem() or temp_space_problem()
     if problem is not None:
         return problem
     unreachable = unreachable_master(master_url)

@@ -159,13 +159,16 @@ def spark_conf(
     class_archive: Path | None = None,
     scheduler_pools: Path | None = None,
     zygote_socket: Path | None = None,
+    temp_dir: Path | None = None,
 ) -> dict[str, str]:
     """The ``spark.*`` settings for ``settings`` (pure; no JVM needed). ``class_archive``: a
     built class-data archive for the driver JVM (see :mod:`.class_cache`); ``scheduler_pools``:
     the FAIR scheduler's allocation file (see :func:`_scheduler_pools`); ``zygote_socket``:
     where the worker daemon is to find a warm zygote -- used when the workers start from
     hoodline's daemon (``local[N]``, preloads on, not replaced through ``extra_conf``) and the
-    path fits a Unix socket (see :mod:`.worker_zygote`)."""
+    path fits a Unix socket (see :mod:`.worker_zygote`); ``temp_dir``: the session's scratch
+    directory, where the JVMs (and a local master's Python workers) keep their temporary files
+    (default: ``$TMPDIR``)."""
     if settings.log_level.upper() not in _LOG_LEVELS:
         raise ConfigError(
             f"Spark log level {settings.log_level!r} is invalid; "
@@ -219,8 +222,13 @@ def spark_conf(
     # Java on Linux ignores TMPDIR: its temporary files (Spark's local directories, unless
     # SPARK_LOCAL_DIRS or spark.local.dir name others, with a round's shuffled records; the
     # native libraries it unpacks) went to /tmp even when TMPDIR pointed to a larger disk, as
-    # hoodline's messages about a full temporary folder advise
-    java: list[str] = [java_option(f"-Djava.io.tmpdir={tempfile.gettempdir()}")]
+    # hoodline's messages about a full temporary folder advise. In the session's scratch
+    # directory (``temp_dir``), the next session removes them when this one was killed.
+    temp = temp_dir if temp_dir is not None else Path(tempfile.gettempdir())
+    java: list[str] = [java_option(f"-Djava.io.tmpdir={temp}")]
+    if temp_dir is not None and master.is_local:
+        # and the Python workers' (a writer's spilled records), for the same reason
+        conf["spark.executorEnv.TMPDIR"] = str(temp_dir)
     if log_config is not None:
         java.append(java_option(f"-Dlog4j2.configurationFile=file:{log_config}"))
     if master.is_local:
@@ -560,7 +568,7 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
         # Executors must run the interpreter that has pyarrow & co (see module docs).
         os.environ["PYSPARK_PYTHON"] = executor_python(settings)
         socket_path = scratch / "zygote.sock"
-        conf = spark_conf(settings, master, log_config, archive, pools, socket_path)
+        conf = spark_conf(settings, master, log_config, archive, pools, socket_path, scratch)
         if f"spark.executorEnv.{worker_zygote.SOCKET_ENV}" in conf:
             # the worker daemon's imports run while the JVM starts
             try:
