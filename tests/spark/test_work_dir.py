@@ -91,3 +91,40 @@ def test_the_last_release_removes_the_lock_file_before_the_directory(tmp_path: P
     again = WorkDirClaim(work)  # a later session with the same id starts afresh
     assert (work / LOCK_NAME).is_file()
     assert again.release() is True and not work.exists()
+
+
+def test_a_killed_sessions_directory_is_removed_by_the_next_session(tmp_path: Path) -> None:
+    """A session killed with SIGKILL never released its claim: each kill left the executors'
+    directory (with the shipped package) under $SPARK_HOME/work for good (first-contact
+    review). The next session removes those whose lock no one holds; not one a running session
+    holds, one just made (its session may not hold the lock yet), nor one that is not
+    hoodline's (no lock file)."""
+    import os
+    import time
+
+    from hoodline.spark.work_dir import sweep_stale
+
+    root = tmp_path / "work"
+    killed = root / "app-20261130010101-0000"
+    dead = WorkDirClaim(killed)
+    assert dead._fd is not None
+    os.close(dead._fd)  # claimed, then the process died: the kernel dropped its lock
+    dead._fd = None
+    (killed / "0").mkdir()
+    (killed / "0" / "hoodline-abc.zip").write_bytes(b"zip")
+    running = root / "app-20261130010102-0000"
+    claim = WorkDirClaim(running)
+    fresh = root / "app-20261130010103-0000"
+    (fresh).mkdir()
+    (fresh / LOCK_NAME).write_bytes(b"")
+    others = root / "app-20261130010104-0000"
+    (others / "0").mkdir(parents=True)
+    old = time.time() - 3600
+    for d in (killed, running, others):
+        os.utime(d, (old, old))
+    try:
+        assert sweep_stale(root) == [killed]
+        assert not killed.exists()
+        assert running.is_dir() and fresh.is_dir() and others.is_dir()
+    finally:
+        claim.release()

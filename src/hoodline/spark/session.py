@@ -53,6 +53,7 @@ from hoodline.spark.java import java_option, start_problem
 from hoodline.spark.package_archive import shipped_archive
 from hoodline.spark.scratch import ScratchDir, sweep_stale
 from hoodline.spark.work_dir import WorkDirClaim
+from hoodline.spark.work_dir import sweep_stale as sweep_stale_work_dirs
 from hoodline.spark.worker_zygote import Zygote, daemon_environment
 
 log = logging.getLogger(__name__)
@@ -549,6 +550,8 @@ def start_session(settings: SparkSettings | None = None) -> HoodlineSpark:
                 "the session for the master the pipeline names)"
             )
     sweep_stale()  # what killed sessions left behind
+    if master.kind is MasterKind.LOCAL_CLUSTER:
+        sweep_stale_work_dirs(Path(_find_spark_home()) / "work")
     claim = ScratchDir.create()
     scratch = claim.path
     context: SparkContext | None = None

@@ -12,7 +12,8 @@ Each session holds a shared ``flock`` on a lock file in that directory while it 
 soon as its SparkContext exists (the executors may already be starting; another session of the
 same app id stopping in those milliseconds is the one case left). On stop it removes the directory
 only if it can then take the lock exclusively, i.e. no other session holds it; otherwise the last
-one to stop removes it.
+one to stop removes it. A killed session removes nothing: the next local-cluster session
+removes the directories whose lock no session holds (:func:`sweep_stale`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import fcntl
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,38 @@ class WorkDirClaim:
             return True
         finally:
             os.close(fd)
+
+
+def sweep_stale(work_root: Path, min_age_s: float = 60.0) -> list[Path]:
+    """Remove the work directories under ``work_root`` (``$SPARK_HOME/work``) that sessions of
+    hoodline claimed and left when killed (a stopped session removes its own): those whose
+    lock file no session holds, untouched for ``min_age_s`` (a session starting this second
+    may not hold its lock yet). Directories without a lock file are not hoodline's: kept."""
+    removed: list[Path] = []
+    now = time.time()
+    for lock in sorted(work_root.glob(f"app-*/{LOCK_NAME}")):
+        directory = lock.parent
+        try:
+            if now - directory.stat().st_mtime < min_age_s:
+                continue
+            fd = os.open(lock, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a running session holds it
+            lock.unlink(missing_ok=True)
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+        finally:
+            os.close(fd)
+    if removed:
+        log.info("removed %d executors' work director%s of local-cluster sessions that were "
+                 "killed: %s", len(removed), "y" if len(removed) == 1 else "ies",
+                 ", ".join(str(p) for p in removed))
+    return removed
 
 
 def _shared_lock(directory: Path) -> int:
