@@ -98,9 +98,7 @@ def spark_cluster(spark_provider: SparkProvider) -> HoodlineSpark:
 
 
 @pytest.fixture(scope="session")
-def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """A Spark standalone master and two 1-core workers on 127.0.0.1, started from pyspark's
-    own launcher; stopped (daemons, executors and their Python workers, by PID) at the end."""
+def _standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     from tests.helpers.standalone import StandaloneCluster
 
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
@@ -108,6 +106,15 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
         yield cluster.start()
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def standalone_cluster(_standalone_cluster: StandaloneCluster) -> StandaloneCluster:
+    """A Spark standalone master and two 1-core workers on 127.0.0.1, started from pyspark's
+    own launcher once per test process and stopped (daemons, executors and their Python
+    workers, by PID) at its end; a worker an earlier test killed is started again first."""
+    _standalone_cluster.ensure_workers()
+    return _standalone_cluster
 
 
 @pytest.fixture(scope="session")

@@ -74,6 +74,11 @@ class StandaloneCluster:
             "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", MARKER_ENV: marker,
             "SPARK_LOG_DIR": str(self.root / "logs"), "SPARK_PID_DIR": str(self.root),
         })
+        # The master's and workers' own JVMs (not the executors they start, which run with the
+        # application's options): without the optimising JIT and with the serial collector the
+        # cluster starts in ~8 s and 16 s of CPU instead of 18-24 s and 32-34 s, which the
+        # other tests running beside it on the two cores were paying for
+        env.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [str(home / "bin" / "spark-class"), main_class, *args],
@@ -104,6 +109,13 @@ class StandaloneCluster:
                     "127.0.0.1", "--webui-port", str(free_port()), "--cores",
                     str(self.cores_per_worker), "--memory", self.memory_per_worker,
                     "--work-dir", str(self.work_dir(i)), self.url)
+
+    def ensure_workers(self) -> None:
+        """Start again every worker that was killed, and wait until all are registered."""
+        for i in range(self.workers):
+            if not any(d.name == f"worker-{i}" and d.proc.poll() is None for d in self.daemons):
+                self.start_worker(i)
+        self.wait_for_workers(self.workers)
 
     def app_dirs(self, i: int) -> list[Path]:
         """Application folders worker ``i`` made for the executors it ran."""

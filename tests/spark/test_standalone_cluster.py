@@ -94,8 +94,6 @@ def test_a_worker_then_the_driver_killed_lose_nothing_and_hoodline_run_drains_th
         assert_no_leftovers(sc.table)
     finally:
         sc.close()
-        standalone_cluster.start_worker(0)
-        standalone_cluster.wait_for_workers(2)
     # both workers ran executors of the first run, in their own work directories
     assert all(len(standalone_cluster.app_dirs(i)) > n for i, n in enumerate(apps_before))
 
