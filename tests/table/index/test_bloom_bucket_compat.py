@@ -10,13 +10,10 @@ Hudi's ``BucketIdentifier`` computes it). Re-generate with the hadoop-client jar
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyspark
 import pytest
 
 from hoodline.table.bloom import (
@@ -39,6 +36,7 @@ from hoodline.table.index.bucket import (
 )
 from hoodline.table.properties import IndexType, TableConfig
 from hoodline.table.write.records import RECORD_KEY
+from tests.helpers.java_reference import pyspark_jars, run_java
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -79,16 +77,10 @@ def _hadoop_reads(
     (tmp_path / "filter.b64").write_text(flt.serialize())
     (tmp_path / "keys.txt").write_text("\n".join(keys.to_pylist()) + "\n", encoding="utf-8")
     (tmp_path / "absent.txt").write_text("\n".join(absent) + "\n", encoding="utf-8")
-    java = shutil.which("java")
-    if java is None:
-        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
-    jars = Path(pyspark.__file__).parent / "jars"
-    classpath = ":".join(str(p) for p in sorted(jars.glob("hadoop-client-*.jar")))
-    out = subprocess.run(
-        [java, "-cp", classpath, str(FIX / "BloomRead.java"), flt.type_code,
-         str(tmp_path / "filter.b64"), str(tmp_path / "keys.txt"), str(tmp_path / "absent.txt")],
-        capture_output=True, text=True, timeout=120, check=True,
-    )
+    out = run_java(FIX / "BloomRead.java", flt.type_code, str(tmp_path / "filter.b64"),
+                   str(tmp_path / "keys.txt"), str(tmp_path / "absent.txt"),
+                   classpath=pyspark_jars("hadoop-client-"))
+    assert out.returncode == 0, out.stderr[-3000:]
     return [line.split() for line in out.stdout.splitlines()]
 
 
@@ -308,13 +300,8 @@ def test_bucket_of_a_record_key_is_what_java_parses_out_of_it(
     ]
     keys_file = tmp_path / "keys.txt"
     keys_file.write_text("\n".join(keys) + "\n", encoding="utf-8")
-    java = shutil.which("java")
-    if java is None:
-        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
-    out = subprocess.run(
-        [java, str(FIX / "JavaKeyBucket.java"), ",".join(fields), "7", str(keys_file)],
-        capture_output=True, text=True, timeout=120, check=True,
-    )
+    out = run_java(FIX / "JavaKeyBucket.java", ",".join(fields), "7", str(keys_file))
+    assert out.returncode == 0, out.stderr[-3000:]
     expected = [int(x) for x in out.stdout.split()]
     assert len(expected) == len(keys)
     ours = key_bucket_ids(pa.array(keys), fields, 7).tolist()

@@ -3,65 +3,34 @@ makes, computed by ``fixtures/JodaTimestampPath.java`` with the Joda-Time jar py
 
 from __future__ import annotations
 
-import atexit
-import functools
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyspark
 import pytest
 
 from hoodline.errors import InvalidRecordsError
 from hoodline.table.keygen.timestamp import TimestampKeyOptions
+from tests.helpers.java_reference import pyspark_jars, run_java
 
 FIX = Path(__file__).parent / "fixtures"
 P = "hoodie.keygen.timebased."
 RNG = np.random.default_rng(11)
 
 
-def _joda_jar() -> Path:
-    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("joda-time-*.jar"))
-    assert jars, "pyspark ships joda-time; its jar is missing"
-    return jars[-1]
-
-
-@functools.cache
-def _compiled() -> Path:
-    """The reference compiled once per test process (a source launch compiles every time)."""
-    javac = shutil.which("javac")
-    if javac is None:
-        pytest.fail("javac is not on PATH; the test suite needs a Java 17 JDK (see README)")
-    out = Path(tempfile.mkdtemp(prefix="joda-ref-"))
-    atexit.register(shutil.rmtree, out, True)
-    subprocess.run([javac, "-cp", str(_joda_jar()), "-d", str(out),
-                    str(FIX / "JodaTimestampPath.java")], check=True, timeout=120,
-                   capture_output=True)
-    return out
-
-
 def _java_paths(
     tmp_path: Path, settings: dict[str, str], values: list[tuple[str, str]]
 ) -> list[str]:
-    java = shutil.which("java")
-    if java is None:
-        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
     (tmp_path / "settings.txt").write_text(
         "".join(f"{k}={v}\n" for k, v in settings.items()), encoding="utf-8"
     )
     (tmp_path / "values.txt").write_text(
         "".join(f"{k}\t{v}\n" for k, v in values), encoding="utf-8"
     )
-    out = subprocess.run(
-        [java, "-Duser.timezone=UTC", "-XX:TieredStopAtLevel=1",
-         "-cp", f"{_joda_jar()}{os.pathsep}{_compiled()}", "JodaTimestampPath",
-         str(tmp_path / "settings.txt"), str(tmp_path / "values.txt")],
-        capture_output=True, text=True, timeout=120, check=True,
-    )
+    out = run_java(FIX / "JodaTimestampPath.java", str(tmp_path / "settings.txt"),
+                   str(tmp_path / "values.txt"), classpath=pyspark_jars("joda-time-"),
+                   options=["-Duser.timezone=UTC"])
+    assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.split("\n")[: len(values)]
     assert len(lines) == len(values)
     return lines

@@ -7,8 +7,6 @@ import datetime as dt
 import decimal
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,30 +19,14 @@ from hoodline.table.log.names import LogFileName
 from hoodline.table.properties import TableConfig
 from hoodline.table.table import HudiTable
 from hoodline.table.write.client import WriteClient
+from tests.helpers.java_reference import pyspark_jars, run_java
 
 FIXTURES = Path(__file__).parent / "fixtures"
 JARS = ("avro-1.12", "jackson-core-", "jackson-databind-", "jackson-annotations-", "slf4j-api-")
 
 
-def _classpath() -> str:
-    import pyspark
-
-    folder = Path(pyspark.__file__).parent / "jars"
-    picked = [
-        str(p) for p in sorted(folder.iterdir()) if any(p.name.startswith(j) for j in JARS)
-    ]
-    assert len(picked) == len(JARS), f"pyspark's jars lack one of {JARS}: {picked}"
-    return os.pathsep.join(picked)
-
-
 def _java(*args: str, tmp: Path) -> list[str]:
-    java = shutil.which("java")
-    if java is None:
-        pytest.fail("java is not on PATH; the test suite needs Java 17 (see README)")
-    out = subprocess.run(
-        [java, "-cp", _classpath(), str(FIXTURES / "ReadHudiLog.java"), *args],
-        capture_output=True, text=True, timeout=120, cwd=tmp, check=False,
-    )
+    out = run_java(FIXTURES / "ReadHudiLog.java", *args, classpath=pyspark_jars(*JARS), cwd=tmp)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.splitlines()
 
