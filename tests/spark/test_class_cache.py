@@ -3,6 +3,8 @@ only costs speed."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +27,66 @@ def test_the_archive_is_named_by_the_installation_and_lives_in_the_cache_dir(
     monkeypatch.delenv("HOODLINE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert class_cache.cache_dir() == tmp_path / "xdg" / "hoodline"
+
+
+def _jars(folder: Path, names: tuple[str, ...] = ("a-1.jar", "b-2.jar")) -> Path:
+    folder.mkdir(parents=True)
+    for n in names:
+        (folder / n).write_bytes(n.encode())
+    return folder
+
+
+def test_the_name_changes_with_anything_the_jvm_checks_before_it_maps_the_archive(
+    tmp_path: Path,
+) -> None:
+    """The JVM ignores an archive (silently) unless every jar has the path, size and time it
+    was built from: another jars folder, or a jar installed again, needs its own archive."""
+    java = tmp_path / "java"
+    java.write_bytes(b"java")
+    jars = _jars(tmp_path / "venv-a" / "jars")
+    name = class_cache.archive_name(java, jars, "4.3.0")
+    assert name.startswith("spark-4.3.0-") and name.endswith(".jsa")
+    assert class_cache.archive_name(java, jars, "4.3.0") == name  # stable
+    # a second virtualenv with the same pyspark: same jar names and sizes, another folder
+    other = _jars(tmp_path / "venv-b" / "jars")
+    assert class_cache.archive_name(java, other, "4.3.0") != name
+    # pyspark installed again in place: same folder, same sizes, a jar's time changed
+    stat = (jars / "a-1.jar").stat()
+    os.utime(jars / "a-1.jar", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    again = class_cache.archive_name(java, jars, "4.3.0")
+    assert again != name
+    # ... and it belongs to the same installation (the folder), which the build replaces
+    assert class_cache._installation(again) == class_cache._installation(name)
+    assert class_cache._installation(class_cache.archive_name(java, other, "4.3.0")) != (
+        class_cache._installation(name))
+    assert class_cache.archive_name(java, jars, "4.3.1") != again
+
+
+def test_a_build_replaces_the_archives_of_an_earlier_installation_in_the_same_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    java = tmp_path / "java"
+    java.write_bytes(b"java")
+    jars = _jars(tmp_path / "venv" / "jars")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old = cache / class_cache.archive_name(java, jars, "4.2.0")  # pyspark upgraded in place
+    others = [cache / class_cache.archive_name(java, _jars(tmp_path / "other" / "jars"),
+                                               "4.3.0"),
+              cache / "spark-4.3.0-77ac83a4e808cd50.jsa",  # named as before: whose, unknown
+              cache / "notes.txt"]
+    for p in [old, cache / f".{old.name}.lock", *others]:
+        p.write_bytes(b"x")
+
+    def builder(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        Path(cmd[-1]).write_bytes(b"archive")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(class_cache.subprocess, "run", builder)
+    target = cache / class_cache.archive_name(java, jars, "4.3.0")
+    assert class_cache.build(target) is True
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [target.name, f".{target.name}.lock", *(p.name for p in others)])
 
 
 def test_only_an_existing_archive_reaches_the_driver_jvm(tmp_path: Path) -> None:
@@ -102,4 +164,14 @@ def test_sessions_start_from_the_built_archive(spark: HoodlineSpark) -> None:
     flags = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     assert str(flags.getVMOption("SharedArchiveFile").getValue()) == str(path)
-    assert "sharing" in str(jvm.java.lang.System.getProperty("java.vm.info"))
+    # and loaded Spark's classes from it: a JVM that ignores the archive (it does so silently
+    # when a jar is not the one it was built from) still shares the JDK's own ~1,200 classes
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    jcmd = shutil.which("jcmd")
+    assert jcmd is not None, "jcmd is not on PATH; the test suite needs a Java 17 JDK"
+    out = subprocess.run([jcmd, str(pid), "PerfCounter.print"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    counters = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    shared, loaded = (int(counters[f"java.cls.{k}"]) for k in ("sharedLoadedClasses",
+                                                               "loadedClasses"))
+    assert shared > 3 * loaded and shared > 4000, (shared, loaded)

@@ -326,7 +326,8 @@ JVM_CLASS_CACHE = option(
     "runtime.jvm-class-cache", bool, True,
     "Start the driver JVM from a class-data-sharing archive of Spark's classes (about 2.5 s "
     "faster starts). The archive is built once per Java and pyspark installation (about 30 s, "
-    "on the first start that needs it) in $HOODLINE_CACHE_DIR, else ~/.cache/hoodline.",
+    "on the first start that needs it; each virtualenv gets its own, ~90 MB, and pyspark or "
+    "Java installed again replaces it) in $HOODLINE_CACHE_DIR, else ~/.cache/hoodline.",
 )
 SHUFFLE_FILES = option(
     "runtime.shuffle-files", bool, True,

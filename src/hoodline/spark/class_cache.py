@@ -4,10 +4,11 @@ Starting Spark loads some 20,000 classes from pyspark's jars; a JDK dynamic CDS 
 them pre-parsed and pre-verified, so a driver JVM that maps it starts about 2.5 s faster and runs
 its first query about 1 s faster on this kind of machine (BENCHMARKS.md).
 
-The archive is built once per installation -- Java binary, pyspark version and jar set, which
-make up its file name -- by :func:`build`: a separate Python process starts a session with
-``-XX:ArchiveClassesAtExit``, runs a small job shaped like a round, stops Spark and waits until
-the JVM has exited and written the archive, which then moves into place atomically. Starts that
+The archive is built once per installation -- Java binary, the jars folder and every jar in
+it, which make up its file name (:func:`archive_name`) -- by :func:`build`: a separate Python
+process starts a session with ``-XX:ArchiveClassesAtExit``, runs a small job shaped like a
+round, stops Spark and waits until the JVM has exited and written the archive, which then moves
+into place atomically, replacing the archives of what was installed there before. Starts that
 find no archive build it one at a time (a lock file beside it): two pipelines started together on
 a fresh machine build it once, and the second maps the first one's archive instead of competing
 with it for the cores. The JVM checks the archive when it maps it and ignores it (silently: CDS
@@ -74,13 +75,41 @@ def archive_path() -> Path | None:
     if java is None or jvm_started_by_spark_submit():
         return None
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    key = hashlib.sha256()
+    return cache_dir() / archive_name(java, Path(pyspark.__file__).parent / "jars",
+                                      pyspark_version)
+
+
+def archive_name(java: Path, jars: Path, spark_version: str) -> str:
+    """The archive's file name: ``spark-<version>-<installation>-<contents>.jsa``.
+
+    The JVM maps an archive only when every jar on the class path is the one it was built from
+    (same path, size and modification time) and ignores it otherwise, without a word: so the
+    name covers the jars folder's path and each jar's size and time. (It covered names and
+    sizes only: a second virtualenv with the same pyspark version, or pyspark installed again,
+    took the first one's archive and started ~2.5 s slower on every start, for good.)"""
+    folder = jars.resolve()
+    where = hashlib.sha256(f"{java}|{folder}".encode()).hexdigest()[:8]
+    what = hashlib.sha256()
     stat = java.stat()
-    key.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark_version}|{JOB_SHAPE}".encode())
-    for jar in sorted(jars.glob("*.jar")):
-        key.update(f"|{jar.name}:{jar.stat().st_size}".encode())
-    return cache_dir() / f"spark-{pyspark_version}-{key.hexdigest()[:16]}.jsa"
+    what.update(f"{stat.st_size}|{stat.st_mtime_ns}|{spark_version}|{JOB_SHAPE}".encode())
+    for jar in sorted(folder.glob("*.jar")):
+        jar_stat = jar.stat()
+        what.update(f"|{jar.name}:{jar_stat.st_size}:{jar_stat.st_mtime_ns}".encode())
+    return f"spark-{spark_version}-{where}-{what.hexdigest()[:12]}.jsa"
+
+
+def _same_installation(path: Path) -> list[Path]:
+    """Other archives (and their lock files) of the Java and jars folder ``path`` is for: made
+    for an earlier pyspark or Java installed there, never to be mapped any more."""
+    where = _installation(path.name)
+    return [p for p in path.parent.iterdir()
+            if p.name not in (path.name, f".{path.name}.lock")
+            and p.name.startswith(("spark-", ".spark-")) and _installation(p.name) == where]
+
+
+def _installation(name: str) -> str | None:
+    parts = name.removesuffix(".lock").removesuffix(".jsa").split("-")
+    return parts[-2] if len(parts) >= 4 and name.endswith((".jsa", ".jsa.lock")) else None
 
 
 def java_options(path: Path | None) -> list[str]:
@@ -131,6 +160,9 @@ def _build(path: Path, timeout_s: float) -> bool:
                         done.returncode, done.stderr.strip().splitlines()[-1:] or "no output")
             return False
         os.replace(tmp, path)
+        for stale in _same_installation(path):  # ~90 MB each
+            stale.unlink(missing_ok=True)
+            log.info("removed the JVM class cache of an earlier installation: %s", stale)
         return True
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("could not build the JVM class cache at %s: %s", path, exc)
