@@ -3,12 +3,13 @@ process a run started (also ones that left the process group, as pyspark's daemo
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-from tests.helpers.crash_harness import PipelineProcess, marked_pids
+from tests.helpers.crash_harness import PipelineProcess, cmdline, marked_pids
 
 _TREE = textwrap.dedent(
     """
@@ -33,19 +34,30 @@ def test_pause_point_is_reported_and_sigkill_reaches_every_process(tmp_path: Pat
     try:
         text = run.wait_paused(60)
         assert text.split() == [str(run.pid), "write"]
-        # runner, own-group child, orphaned grandchild; the orphan's parent exits right after
-        # spawning it, so wait for exactly three rather than stopping at a transient fourth
-        # (it starts a Python of its own: once, in a full run on the two busy cores, it was
-        # still there after 10 s; ~0.1 s on a quiet machine)
+        # the two sleepers: the own-group child and the grandchild (orphaned once its parent
+        # has exited; whether that parent is still there does not matter to the kill, which
+        # finds processes by their marker: waiting for it to be gone failed twice in full runs
+        # on the two busy cores, after 10 s and after 60 s)
         deadline = time.monotonic() + 60
-        while len(marked_pids(run.marker)) != 3 and time.monotonic() < deadline:
+        while not _started(run) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(marked_pids(run.marker)) == 3, marked_pids(run.marker)
+        assert _started(run), [cmdline(p) for p in marked_pids(run.marker)]
         run.kill9()
         assert run.proc is not None and run.proc.returncode == -9
         assert marked_pids(run.marker) == []
     finally:
         run.cleanup()
+
+
+def _started(run: PipelineProcess) -> bool:
+    """The runner and both sleepers are there, one of them in a process group of its own."""
+    marked = marked_pids(run.marker)
+    sleepers = [p for p in marked if "time.sleep(600)" in cmdline(p) and "Popen" not in cmdline(p)]
+    try:
+        groups = {os.getpgid(p) for p in sleepers}
+        return run.pid in marked and len(sleepers) == 2 and groups != {os.getpgid(run.pid)}
+    except ProcessLookupError:
+        return False
 
 
 def test_a_run_that_exits_before_its_pause_point_fails_with_its_output(tmp_path: Path) -> None:
