@@ -45,11 +45,12 @@ def _tool(name: str) -> str:
 def _compiled(source: Path, classpath: str) -> Path:
     out = Path(tempfile.mkdtemp(prefix=f"{source.stem}-"))
     atexit.register(shutil.rmtree, out, True)
-    subprocess.run(
+    done = subprocess.run(
         [_tool("javac"), *(f"-J{o}" for o in JVM_OPTIONS), "-cp", classpath, "-d", str(out),
          str(source)],
-        check=True, timeout=120, capture_output=True,
+        check=False, timeout=120, capture_output=True, text=True,
     )
+    assert done.returncode == 0, f"javac {source.name}: {done.stderr[-3000:]}"
     return out
 
 

@@ -86,7 +86,7 @@ def archive_name(java: Path, jars: Path, spark_version: str) -> str:
     (same path, size and modification time) and ignores it otherwise, without a word: so the
     name covers the jars folder's path and each jar's size and time. (It covered names and
     sizes only: a second virtualenv with the same pyspark version, or pyspark installed again,
-    took the first one's archive and started ~2.5 s slower on every start, for good.)"""
+    took the first one's archive and started seconds slower on every start, for good.)"""
     folder = jars.resolve()
     where = hashlib.sha256(f"{java}|{folder}".encode()).hexdigest()[:8]
     what = hashlib.sha256()
@@ -102,6 +102,8 @@ def _same_installation(path: Path) -> list[Path]:
     """Other archives (and their lock files) of the Java and jars folder ``path`` is for: made
     for an earlier pyspark or Java installed there, never to be mapped any more."""
     where = _installation(path.name)
+    if where is None:
+        return []
     return [p for p in path.parent.iterdir()
             if p.name not in (path.name, f".{path.name}.lock")
             and p.name.startswith(("spark-", ".spark-")) and _installation(p.name) == where]
@@ -160,15 +162,18 @@ def _build(path: Path, timeout_s: float) -> bool:
                         done.returncode, done.stderr.strip().splitlines()[-1:] or "no output")
             return False
         os.replace(tmp, path)
-        for stale in _same_installation(path):  # ~90 MB each
-            stale.unlink(missing_ok=True)
-            log.info("removed the JVM class cache of an earlier installation: %s", stale)
-        return True
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("could not build the JVM class cache at %s: %s", path, exc)
         return False
     finally:
         tmp.unlink(missing_ok=True)
+    try:
+        for stale in _same_installation(path):  # ~90 MB each
+            stale.unlink(missing_ok=True)
+            log.info("removed the JVM class cache of an earlier installation: %s", stale)
+    except OSError as exc:  # the new archive is in place: only space is not given back
+        log.warning("could not remove an earlier JVM class cache beside %s: %s", path, exc)
+    return True
 
 
 def _train(target: Path) -> None:
