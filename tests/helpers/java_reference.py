@@ -17,6 +17,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from hoodline.spark.java import java_binary
+
 #: The programs run for a moment: the optimising JIT compiler and a parallel collector would
 #: only cost CPU (javac as well: about half its CPU)
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
@@ -34,11 +36,14 @@ def pyspark_jars(*prefixes: str) -> list[Path]:
     return picked
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not on PATH; the test suite needs a Java 17 JDK (see README)")
-    return path
+def jdk_tool(name: str) -> str:
+    """A tool (``java``, ``javac``, ``jcmd``) of the JDK whose ``java`` Spark runs
+    (:func:`hoodline.spark.java.java_binary`)."""
+    java = java_binary()
+    tool = java.parent / name if java is not None else None
+    if tool is None or not tool.is_file():
+        pytest.fail(f"no {name} beside {java}; the test suite needs a Java 17 JDK (see README)")
+    return str(tool)
 
 
 @functools.cache
@@ -46,7 +51,7 @@ def _compiled(source: Path, classpath: str) -> Path:
     out = Path(tempfile.mkdtemp(prefix=f"{source.stem}-"))
     atexit.register(shutil.rmtree, out, True)
     done = subprocess.run(
-        [_tool("javac"), *(f"-J{o}" for o in JVM_OPTIONS), "-cp", classpath, "-d", str(out),
+        [jdk_tool("javac"), *(f"-J{o}" for o in JVM_OPTIONS), "-cp", classpath, "-d", str(out),
          str(source)],
         check=False, timeout=120, capture_output=True, text=True,
     )
@@ -63,7 +68,7 @@ def run_java(
     jars = os.pathsep.join(map(str, classpath))
     classes = _compiled(source.resolve(), jars)
     return subprocess.run(
-        [_tool("java"), *JVM_OPTIONS, *options,
+        [jdk_tool("java"), *JVM_OPTIONS, *options,
          "-cp", os.pathsep.join(filter(None, [str(classes), jars])), source.stem, *args],
         capture_output=True, text=True, timeout=120, cwd=cwd, check=False,
     )

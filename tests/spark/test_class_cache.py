@@ -13,8 +13,8 @@ import pytest
 
 from hoodline.pipeline.master import parse_master
 from hoodline.spark import class_cache
-from hoodline.spark.java import java_binary
 from hoodline.spark.session import HoodlineSpark, SparkSettings, spark_conf
+from tests.helpers.java_reference import jdk_tool
 
 
 def test_the_archive_is_named_by_the_installation_and_lives_in_the_cache_dir(
@@ -188,12 +188,8 @@ def test_sessions_start_from_the_built_archive(spark: HoodlineSpark) -> None:
     # when a jar is not the one it was built from) shares only the JDK's own ~1,200 classes
     # (~7,000 and more with the archive)
     pid = int(jvm.java.lang.ProcessHandle.current().pid())
-    java = java_binary()
-    assert java is not None
-    jcmd = java.parent / "jcmd"
-    assert jcmd.is_file(), f"{jcmd} is missing; the test suite needs a Java 17 JDK (see README)"
-    out = subprocess.run([str(jcmd), str(pid), "PerfCounter.print"], capture_output=True,
-                         text=True, timeout=60, check=False)
+    out = subprocess.run([jdk_tool("jcmd"), str(pid), "PerfCounter.print"],
+                         capture_output=True, text=True, timeout=60, check=False)
     counters = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     assert "java.cls.sharedLoadedClasses" in counters, (out.returncode, out.stdout[-2000:],
                                                         out.stderr[-2000:])
